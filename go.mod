@@ -1,0 +1,3 @@
+module github.com/aslrun/aslrun
+
+go 1.26

@@ -1,0 +1,15 @@
+package jsonpath
+
+// Env gives a path or template what lies outside the document it reads: the
+// context object ("$$") and the execution's variables ("$name").
+//
+// The engine implements Env per state; implementations need not be safe for
+// concurrent use unless the caller shares one across goroutines.
+type Env interface {
+	// Context returns the context object, the value of "$$". It is only
+	// called when an expression refers to "$$".
+	Context() any
+	// Variable returns the value of the variable name (without the "$") and
+	// whether it is defined.
+	Variable(name string) (any, bool)
+}
