@@ -1,0 +1,264 @@
+package states
+
+import (
+	"time"
+
+	"github.com/aslrun/aslrun/jsonpath"
+)
+
+// Machine is a validated, immutable state machine: a whole definition or a
+// nested one (a Map's ItemProcessor, a Parallel branch). It is safe for
+// concurrent use and never modified after Parse.
+type Machine struct {
+	// Comment is the top-level Comment.
+	Comment string
+	// StartAt names the first state.
+	StartAt string
+	// States maps each state name to its state.
+	States map[string]State
+	// Version is the top-level Version ("1.0" when absent); empty in nested machines.
+	Version string
+	// TimeoutSeconds is the execution timeout, 0 when there is none.
+	TimeoutSeconds int64
+	// QueryLanguage is "JSONPath" (the only one supported for now).
+	QueryLanguage string
+	// Extensions holds the agent-native top-level blocks (Budget, Memory,
+	// DefaultTools, ToolCategories, Governance); nil when none is set.
+	Extensions *Extensions
+}
+
+// State is one state of a machine. Its concrete type is one of *Pass,
+// *Task, *Choice, *Wait, *Succeed, *Fail, *Map, *Parallel, *Approval,
+// *Debate or *Checkpoint.
+type State interface {
+	// Base returns the fields every state has.
+	Base() *Common
+}
+
+// Common holds the fields shared by every kind of state.
+type Common struct {
+	// Name is the state's name in its machine.
+	Name string
+	// Type is the state's Type field ("Pass", "Task", …).
+	Type string
+	// Comment is the state's Comment.
+	Comment string
+	// InputPath selects the state's effective input.
+	InputPath IOPath
+	// OutputPath selects the state's output.
+	OutputPath IOPath
+	// Next is the state that follows; empty when End is set or for states
+	// that route themselves (Choice) or end the run (Succeed, Fail).
+	Next string
+	// End marks a terminal state.
+	End bool
+	// Assign sets variables after the state ran; nil when absent.
+	Assign *jsonpath.Template
+}
+
+// Base returns c.
+func (c *Common) Base() *Common { return c }
+
+// IOPath is an InputPath or OutputPath: Path nil means "$" (everything);
+// Null means the field was null, which yields an empty object.
+type IOPath struct {
+	Path *jsonpath.Path
+	Null bool
+}
+
+// ResultPath says where a state's result goes in its raw input: Path nil
+// means "$" (the result replaces the input); Discard means null (the result
+// is dropped and the output is the raw input).
+type ResultPath struct {
+	Path    *jsonpath.Path
+	Discard bool
+}
+
+// Retrier is one entry of a Retry array.
+type Retrier struct {
+	// ErrorEquals lists the error names this retrier matches.
+	ErrorEquals []string
+	// IntervalSeconds is the delay before the first retry (default 1).
+	IntervalSeconds int64
+	// MaxAttempts is the number of retries (default 3; 0 never retries).
+	MaxAttempts int64
+	// BackoffRate multiplies the delay after each retry (default 2.0).
+	BackoffRate float64
+	// MaxDelaySeconds caps the delay; 0 means no cap.
+	MaxDelaySeconds int64
+	// JitterStrategy is "FULL" or "NONE" (default).
+	JitterStrategy string
+}
+
+// Catcher is one entry of a Catch array.
+type Catcher struct {
+	// ErrorEquals lists the error names this catcher matches.
+	ErrorEquals []string
+	// Next is the state to continue at.
+	Next string
+	// ResultPath says where the error object goes (default "$").
+	ResultPath ResultPath
+	// Assign sets variables when the catcher is taken; nil when absent.
+	Assign *jsonpath.Template
+}
+
+// Pass passes its input to its output, optionally injecting a fixed Result
+// or a Parameters template.
+type Pass struct {
+	Common
+	// Result is the fixed result, taken literally; valid when HasResult.
+	Result    any
+	HasResult bool
+	// Parameters builds the result from the effective input; nil when absent.
+	Parameters *jsonpath.Template
+	// ResultPath places the result in the raw input.
+	ResultPath ResultPath
+	// Memory configures memory writes (agent-native); nil when absent.
+	Memory *MemoryConfig
+}
+
+// Task calls a registered agent.
+type Task struct {
+	Common
+	// Agent is the name of the registered agent to call.
+	Agent string
+	// Parameters builds the agent's input; nil passes the effective input.
+	Parameters *jsonpath.Template
+	// ResultSelector reshapes the agent's result; nil when absent.
+	ResultSelector *jsonpath.Template
+	// ResultPath places the result in the raw input.
+	ResultPath ResultPath
+	// TimeoutSeconds bounds one agent call; 0 means no limit.
+	TimeoutSeconds int64
+	// TimeoutSecondsPath reads the timeout from the effective input.
+	TimeoutSecondsPath *jsonpath.Path
+	// HeartbeatSeconds is the longest time between heartbeats; 0 means none.
+	HeartbeatSeconds int64
+	// HeartbeatSecondsPath reads the heartbeat interval from the effective input.
+	HeartbeatSecondsPath *jsonpath.Path
+	// Retry and Catch handle the state's errors.
+	Retry []Retrier
+	Catch []Catcher
+	// The agent-native blocks; nil when absent.
+	Memory     *MemoryConfig
+	Context    *ContextConfig
+	Tools      *ToolsConfig
+	Budget     *BudgetConfig
+	Guardrails *GuardrailsConfig
+	Reasoning  *ReasoningConfig
+}
+
+// Choice routes to the Next of the first matching rule, or to Default.
+type Choice struct {
+	Common
+	// Choices are the rules, tried in order.
+	Choices []ChoiceRule
+	// Default is the state taken when no rule matches; empty means none.
+	Default string
+}
+
+// ChoiceRule is a top-level Choice rule: a condition and where it leads.
+type ChoiceRule struct {
+	Condition
+	// Next is the state taken when the condition holds.
+	Next string
+	// Assign sets variables when this rule is taken; nil when absent.
+	Assign *jsonpath.Template
+}
+
+// Condition is a Boolean expression of a Choice rule: either a compound
+// (And, Or, Not) or a comparison of Variable with Operator.
+type Condition struct {
+	And []Condition
+	Or  []Condition
+	Not *Condition
+
+	// Variable is the value compared (a path, or an intrinsic via Variable.$).
+	Variable *jsonpath.Expr
+	// Operator is the comparison, like "StringEquals" or "NumericLessThanPath".
+	Operator string
+	// Value is the literal operand of a non-Path operator.
+	Value any
+	// ValuePath is the operand of a *Path operator.
+	ValuePath *jsonpath.Path
+	// Timestamp is the parsed operand of a Timestamp* operator.
+	Timestamp time.Time
+}
+
+// Wait delays the run for a duration or until a timestamp.
+type Wait struct {
+	Common
+	// Seconds is the delay when HasSeconds.
+	Seconds    int64
+	HasSeconds bool
+	// Timestamp is the wake-up time when not zero.
+	Timestamp time.Time
+	// SecondsPath and TimestampPath read the delay or time from the input.
+	SecondsPath   *jsonpath.Path
+	TimestampPath *jsonpath.Path
+}
+
+// Succeed ends the run (or branch) successfully.
+type Succeed struct {
+	Common
+}
+
+// Fail ends the run (or branch) with an error.
+type Fail struct {
+	Common
+	// Error and Cause are the literal error name and cause ("" when absent).
+	Error string
+	Cause string
+	// ErrorPath and CausePath read them from the input (a path or an
+	// intrinsic); nil when absent.
+	ErrorPath *jsonpath.Expr
+	CausePath *jsonpath.Expr
+}
+
+// Map runs a nested machine once per item of an array.
+type Map struct {
+	Common
+	// ItemsPath selects the array (a path or an intrinsic); nil means "$".
+	ItemsPath *jsonpath.Expr
+	// ItemSelector builds each item's input (ItemSelector or the legacy
+	// Parameters); nil passes the item itself.
+	ItemSelector *jsonpath.Template
+	// Processor is the machine run per item (ItemProcessor or the legacy Iterator).
+	Processor *Machine
+	// Mode is "INLINE" or "DISTRIBUTED" (which runs inline).
+	Mode string
+	// ExecutionType is the ProcessorConfig ExecutionType ("" when absent).
+	ExecutionType string
+	// MaxConcurrency bounds concurrent items; 0 means unlimited.
+	MaxConcurrency     int64
+	MaxConcurrencyPath *jsonpath.Path
+	// ToleratedFailureCount and ToleratedFailurePercentage (and their path
+	// forms) allow some items to fail; the Has flags say whether they are set.
+	ToleratedFailureCount          int64
+	HasToleratedFailureCount       bool
+	ToleratedFailureCountPath      *jsonpath.Path
+	ToleratedFailurePercentage     float64
+	HasToleratedFailurePercentage  bool
+	ToleratedFailurePercentagePath *jsonpath.Path
+	// Label is the distributed map's label (informational).
+	Label string
+	// ResultSelector, ResultPath, Retry and Catch as on Task.
+	ResultSelector *jsonpath.Template
+	ResultPath     ResultPath
+	Retry          []Retrier
+	Catch          []Catcher
+}
+
+// Parallel runs several nested machines on the same input.
+type Parallel struct {
+	Common
+	// Branches are run concurrently; the result has one entry per branch.
+	Branches []*Machine
+	// Parameters builds the branches' input; nil passes the effective input.
+	Parameters *jsonpath.Template
+	// ResultSelector, ResultPath, Retry and Catch as on Task.
+	ResultSelector *jsonpath.Template
+	ResultPath     ResultPath
+	Retry          []Retrier
+	Catch          []Catcher
+}
