@@ -1,0 +1,199 @@
+package agents
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonpath"
+)
+
+// Mocks is a parsed mock file: for each agent, its scripted responses by
+// invocation number (DESIGN.md §7, the shape of AWS Step Functions Local
+// mock configurations). It is immutable and safe for concurrent use.
+type Mocks struct {
+	agents map[string]*Mock
+}
+
+// Mock is one scripted agent. It answers by req.Invocation, so it holds no
+// state of its own and can serve any number of executions.
+type Mock struct {
+	name      string
+	responses []mockResponse
+}
+
+type mockResponse struct {
+	from, to int // inclusive invocation range
+	result   any
+	err      *asl.Error
+}
+
+// ParseMocks strictly decodes and validates a mock file.
+func ParseMocks(data []byte) (*Mocks, error) {
+	v, err := jsonpath.Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	return MocksFromValue(v)
+}
+
+// MockError reports a problem in a mock file, at a JSON Pointer.
+type MockError struct {
+	Pointer string
+	Msg     string
+}
+
+func (e *MockError) Error() string { return fmt.Sprintf("mock %s: %s", e.Pointer, e.Msg) }
+
+func mockErrorf(ptr, format string, args ...any) *MockError {
+	return &MockError{Pointer: ptr, Msg: fmt.Sprintf(format, args...)}
+}
+
+// MocksFromValue validates an already decoded mock object:
+// {"Agent": {"0": {"Return": v}, "1-2": {"Throw": {"Error": e, "Cause": c}}}}.
+func MocksFromValue(v any) (*Mocks, error) {
+	top, ok := v.(map[string]any)
+	if !ok {
+		return nil, mockErrorf("/", "mocks must be an object mapping agent names to responses, not %s", jsonpath.TypeName(v))
+	}
+	ms := &Mocks{agents: make(map[string]*Mock, len(top))}
+	for _, name := range sortedKeys(top) {
+		ptr := "/" + name
+		resp, ok := top[name].(map[string]any)
+		if !ok {
+			return nil, mockErrorf(ptr, "responses of agent %q must be an object keyed by invocation number, not %s", name, jsonpath.TypeName(top[name]))
+		}
+		m := &Mock{name: name}
+		for _, key := range sortedKeys(resp) {
+			r, err := parseMockResponse(ptr+"/"+key, key, resp[key])
+			if err != nil {
+				return nil, err
+			}
+			m.responses = append(m.responses, r)
+		}
+		sort.Slice(m.responses, func(i, j int) bool { return m.responses[i].from < m.responses[j].from })
+		for i := 1; i < len(m.responses); i++ {
+			if m.responses[i].from <= m.responses[i-1].to {
+				return nil, mockErrorf(ptr, "agent %q: invocation %d has two responses", name, m.responses[i].from)
+			}
+		}
+		ms.agents[name] = m
+	}
+	return ms, nil
+}
+
+func parseMockResponse(ptr, key string, v any) (mockResponse, error) {
+	var r mockResponse
+	from, to, err := parseRange(key)
+	if err != nil {
+		return r, mockErrorf(ptr, "%v", err)
+	}
+	r.from, r.to = from, to
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return r, mockErrorf(ptr, "a response must be an object with Return or Throw, not %s", jsonpath.TypeName(v))
+	}
+	ret, hasReturn := obj["Return"]
+	throw, hasThrow := obj["Throw"]
+	if hasReturn == hasThrow || len(obj) != 1 {
+		return r, mockErrorf(ptr, "a response must have exactly one field, Return or Throw")
+	}
+	if hasReturn {
+		r.result = ret
+		return r, nil
+	}
+	t, ok := throw.(map[string]any)
+	if !ok {
+		return r, mockErrorf(ptr+"/Throw", "Throw must be an object with Error and Cause, not %s", jsonpath.TypeName(throw))
+	}
+	e := &asl.Error{}
+	for k, fv := range t {
+		s, isStr := fv.(string)
+		switch {
+		case k != "Error" && k != "Cause":
+			return r, mockErrorf(ptr+"/Throw/"+k, "unknown field %q (Throw has Error and Cause)", k)
+		case !isStr:
+			return r, mockErrorf(ptr+"/Throw/"+k, "%s must be a string, not %s", k, jsonpath.TypeName(fv))
+		case k == "Error":
+			e.Name = asl.ErrorName(s)
+		default:
+			e.Cause = s
+		}
+	}
+	if e.Name == "" {
+		return r, mockErrorf(ptr+"/Throw", "missing Error")
+	}
+	r.err = e
+	return r, nil
+}
+
+// parseRange parses "3" or "1-2".
+func parseRange(key string) (from, to int, err error) {
+	a, b, isRange := strings.Cut(key, "-")
+	from, err = strconv.Atoi(a)
+	if err != nil || from < 0 || a != strconv.Itoa(from) {
+		return 0, 0, fmt.Errorf("invocation key %q must be a number or a range like \"1-2\"", key)
+	}
+	if !isRange {
+		return from, from, nil
+	}
+	to, err = strconv.Atoi(b)
+	if err != nil || to < from || b != strconv.Itoa(to) {
+		return 0, 0, fmt.Errorf("invocation key %q must be a number or a range like \"1-2\" with a start not after its end", key)
+	}
+	return from, to, nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Names returns the mocked agent names in sorted order.
+func (ms *Mocks) Names() []string {
+	names := make([]string, 0, len(ms.agents))
+	for n := range ms.agents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Agent returns the mock scripted for name.
+func (ms *Mocks) Agent(name string) (*Mock, bool) {
+	m, ok := ms.agents[name]
+	return m, ok
+}
+
+// Register adds every mocked agent to r.
+func (ms *Mocks) Register(r *Registry) error {
+	for _, n := range ms.Names() {
+		if err := r.Register(n, ms.agents[n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Invoke returns the response scripted for req.Invocation. An invocation
+// without a response fails with States.TaskFailed.
+func (m *Mock) Invoke(_ context.Context, req *Request) (any, error) {
+	i := sort.Search(len(m.responses), func(i int) bool { return m.responses[i].to >= req.Invocation })
+	if i == len(m.responses) || m.responses[i].from > req.Invocation {
+		return nil, asl.Errorf(asl.ErrTaskFailed, "mocked agent %q has no response for invocation %d", m.name, req.Invocation)
+	}
+	r := m.responses[i]
+	if r.err != nil {
+		return nil, &asl.Error{Name: r.err.Name, Cause: r.err.Cause}
+	}
+	return r.result, nil
+}
+
+var _ Agent = (*Mock)(nil)
