@@ -1,3 +1,8 @@
 module github.com/aslrun/aslrun
 
-go 1.26
+go 1.26.0
+
+require (
+	github.com/google/uuid v1.6.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+)

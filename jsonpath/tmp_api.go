@@ -2,6 +2,11 @@ package jsonpath
 
 // TEMPORARY declarations so dependants compile until templates land.
 
+import (
+	"encoding/json"
+	"strconv"
+)
+
 // Template is TEMPORARY.
 type Template struct{ v any }
 
@@ -27,3 +32,29 @@ func CompileExpr(s string) (*Expr, error) {
 
 // CompileReference is TEMPORARY.
 func CompileReference(s string) (*Path, error) { return Compile(s) }
+
+// SizeExceeds is TEMPORARY.
+func SizeExceeds(v any, limit int) bool { b, _ := Marshal(v); return len(b) > limit }
+
+// IsInteger is TEMPORARY.
+func IsInteger(n json.Number) bool { _, ok := Int64(n); return ok }
+
+// ValidNumber is TEMPORARY.
+func ValidNumber(s string) bool { _, err := strconv.ParseFloat(s, 64); return err == nil }
+
+// IntrinsicError is TEMPORARY.
+type IntrinsicError struct{ Func, Msg string }
+
+func (e *IntrinsicError) Error() string { return e.Msg }
+
+// Eval is TEMPORARY.
+func (t *Template) Eval(input any, env Env) (any, error) { return t.v, nil }
+
+// Eval is TEMPORARY.
+func (e *Expr) Eval(input any, env Env) (any, error) { return e.p.Get(input, env) }
+
+// String is TEMPORARY.
+func (e *Expr) String() string { return e.p.String() }
+
+// Set is TEMPORARY.
+func (p *Path) Set(doc, v any) (any, error) { return v, nil }

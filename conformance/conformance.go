@@ -1,0 +1,367 @@
+// Package conformance runs conformance cases: JSON files that each hold a
+// state machine, its input, scripted agent replies and the expected outcome
+// (DESIGN.md §7). It is used by `aslrun conformance` and by this package's
+// tests, which run every case under testdata/ and every AWS-recorded case
+// under ../shared/conformance/aws/.
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/states"
+)
+
+// Case is one conformance case.
+type Case struct {
+	// File is where the case was read from.
+	File string
+	Name string
+	// Definition is the state machine, decoded.
+	Definition any
+	// Input is the execution input ({} when absent).
+	Input any
+	// Mocks are the scripted agents; nil when the case has none.
+	Mocks *agents.Mocks
+	// Expect is the expected outcome.
+	Expect Expect
+}
+
+// Expect is a case's expected outcome. Error and Cause are nil when the
+// expected failure has no such field.
+type Expect struct {
+	Status      string
+	Output      any
+	Error       *string
+	Cause       *string
+	CausePrefix string
+	CauseSuffix string
+	// CauseJSON is set when the cause is a JSON text compared as a value.
+	CauseJSON    any
+	HasCauseJSON bool
+	// HasCause is set when the case constrains the cause at all.
+	HasCause bool
+	// ErrorContains is part of the validation message of an invalid definition.
+	ErrorContains string
+	// Path lists the top-level states entered, in order, when set.
+	Path []string
+}
+
+// Load reads and checks one case file.
+func Load(file string) (*Case, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	v, err := jsonpath.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	c, err := fromValue(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	c.File = file
+	return c, nil
+}
+
+func fromValue(v any) (*Case, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("a case must be a JSON object")
+	}
+	c := &Case{Input: map[string]any{}}
+	c.Name, _ = m["name"].(string)
+	def, ok := m["definition"]
+	if !ok {
+		return nil, errors.New("missing definition")
+	}
+	c.Definition = def
+	if in, ok := m["input"]; ok {
+		c.Input = in
+	}
+	if a, ok := m["agents"]; ok {
+		mocks, err := agents.MocksFromValue(a)
+		if err != nil {
+			return nil, fmt.Errorf("agents: %w", err)
+		}
+		c.Mocks = mocks
+	}
+	ex, ok := m["expect"].(map[string]any)
+	if !ok {
+		return nil, errors.New("missing expect object")
+	}
+	e := &c.Expect
+	e.Status, _ = ex["status"].(string)
+	switch e.Status {
+	case "SUCCEEDED", "FAILED", "INVALID_DEFINITION", "TIMED_OUT":
+	default:
+		return nil, fmt.Errorf("expect.status %q is not SUCCEEDED, FAILED, TIMED_OUT or INVALID_DEFINITION", e.Status)
+	}
+	e.Output = ex["output"]
+	var err error
+	if e.Error, err = optString(ex, "error"); err != nil {
+		return nil, err
+	}
+	if e.Cause, err = optString(ex, "cause"); err != nil {
+		return nil, err
+	}
+	_, e.HasCause = ex["cause"]
+	e.CausePrefix, _ = ex["cause_prefix"].(string)
+	e.CauseSuffix, _ = ex["cause_suffix"].(string)
+	if e.CausePrefix != "" || e.CauseSuffix != "" {
+		e.HasCause = true
+	}
+	if cj, ok := ex["cause_json"]; ok {
+		e.CauseJSON, e.HasCauseJSON, e.HasCause = cj, true, true
+	}
+	e.ErrorContains, _ = ex["error_contains"].(string)
+	if p, ok := ex["path"].([]any); ok {
+		for _, s := range p {
+			name, _ := s.(string)
+			e.Path = append(e.Path, name)
+		}
+	}
+	return c, nil
+}
+
+func optString(m map[string]any, key string) (*string, error) {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("expect.%s must be a string or null", key)
+	}
+	return &s, nil
+}
+
+// Run runs a case and returns nil when the engine did what the case
+// expects, or an error saying what differed.
+func Run(ctx context.Context, c *Case) error {
+	m, err := states.ParseValue(c.Definition)
+	if c.Expect.Status == "INVALID_DEFINITION" {
+		if err == nil {
+			return errors.New("definition was accepted, want INVALID_DEFINITION")
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("definition rejected: %s", oneLine(err.Error()))
+	}
+	reg := agents.NewRegistry()
+	if c.Mocks != nil {
+		if err := c.Mocks.Register(reg); err != nil {
+			return err
+		}
+	}
+	rec := &recorder{}
+	x := engine.New(engine.Config{Agents: reg, Store: rec})
+	ctx, cancel := context.WithTimeout(ctx, caseTimeout)
+	defer cancel()
+	res, err := x.Run(ctx, m, c.Input, engine.StartOptions{MachineName: c.Name})
+	if err != nil {
+		return fmt.Errorf("engine error: %v", err)
+	}
+	return check(c, res, rec.events)
+}
+
+// caseTimeout bounds one case, so that a case that loops forever fails
+// instead of hanging the run.
+const caseTimeout = 60 * time.Second
+
+// recorder is a Store that keeps the history of the one execution it sees.
+type recorder struct {
+	mu     sync.Mutex
+	events []engine.Event
+}
+
+func (r *recorder) Commit(_ context.Context, c *engine.Commit) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, c.Events...)
+	return nil
+}
+
+func check(c *Case, res *engine.Result, history []engine.Event) error {
+	e := &c.Expect
+	if string(res.Status) != e.Status {
+		return fmt.Errorf("status %s (error %q, cause %q), want %s", res.Status, res.Error, res.Cause, e.Status)
+	}
+	switch e.Status {
+	case "SUCCEEDED":
+		if !jsonpath.Equal(res.Output, e.Output) {
+			return fmt.Errorf("output %s, want %s", show(res.Output), show(e.Output))
+		}
+	case "FAILED", "TIMED_OUT":
+		if want := deref(e.Error); res.Error != want {
+			return fmt.Errorf("error %q, want %q", res.Error, want)
+		}
+		if err := checkCause(e, res.Cause); err != nil {
+			return err
+		}
+	}
+	if e.Path != nil {
+		var got []string
+		for _, ev := range history {
+			if ev.Scope == "" && strings.HasSuffix(ev.Type, "StateEntered") {
+				got = append(got, ev.State)
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(e.Path, ",") {
+			return fmt.Errorf("path %v, want %v", got, e.Path)
+		}
+	}
+	return nil
+}
+
+func checkCause(e *Expect, got string) error {
+	switch {
+	case !e.HasCause:
+		return nil
+	case e.HasCauseJSON:
+		v, err := jsonpath.Decode([]byte(got))
+		if err != nil || !jsonpath.Equal(v, e.CauseJSON) {
+			return fmt.Errorf("cause %q, want the JSON value %s", got, show(e.CauseJSON))
+		}
+	case e.CausePrefix != "" || e.CauseSuffix != "":
+		if !strings.HasPrefix(got, e.CausePrefix) || !strings.HasSuffix(got, e.CauseSuffix) || len(got) < len(e.CausePrefix)+len(e.CauseSuffix) {
+			return fmt.Errorf("cause %q, want %q…%q", got, e.CausePrefix, e.CauseSuffix)
+		}
+	default:
+		if want := deref(e.Cause); got != want {
+			return fmt.Errorf("cause %q, want %q", got, want)
+		}
+	}
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func show(v any) string {
+	b, err := jsonpath.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
+
+// Collect returns the case files under paths (files or folders, walked
+// recursively), skipping folders named jsonata (JSONata is not supported
+// yet), in sorted order.
+func Collect(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == "jsonata" {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && strings.HasSuffix(path, ".json") {
+				files = append(files, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// Skips are known gaps: case files (matched by path suffix, like
+// "aws/scenarios/foo.json") with the reason each is skipped. A skipped case
+// counts as failed.
+type Skips map[string]string
+
+// ParseSkips reads a skip file: one "path reason…" per line; blank lines
+// and lines starting with # are ignored.
+func ParseSkips(data []byte) (Skips, error) {
+	s := Skips{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		path, reason, _ := strings.Cut(line, " ")
+		reason = strings.TrimSpace(reason)
+		if reason == "" {
+			return nil, fmt.Errorf("skip file line %d: %q has no reason", i+1, path)
+		}
+		s[path] = reason
+	}
+	return s, nil
+}
+
+// Reason returns why file is skipped, if it is.
+func (s Skips) Reason(file string) (string, bool) {
+	slashed := filepath.ToSlash(file)
+	for suffix, reason := range s {
+		if strings.HasSuffix(slashed, "/"+suffix) || slashed == suffix {
+			return reason, true
+		}
+	}
+	return "", false
+}
+
+// Report runs every case file under paths, writes one line per failing case
+// to w, then "N passed, M failed", and returns the counts.
+func Report(ctx context.Context, paths []string, skips Skips, w io.Writer) (passed, failed int, err error) {
+	files, err := Collect(paths)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, f := range files {
+		if reason, ok := skips.Reason(f); ok {
+			fmt.Fprintf(w, "SKIP %s: %s\n", f, reason)
+			failed++
+			continue
+		}
+		c, err := Load(f)
+		if err == nil {
+			err = Run(ctx, c)
+		}
+		if err != nil {
+			fmt.Fprintf(w, "FAIL %s: %s\n", f, oneLine(err.Error()))
+			failed++
+			continue
+		}
+		passed++
+	}
+	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
+	return passed, failed, nil
+}

@@ -1,0 +1,60 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// awsCases is where the AWS-recorded cases live, beside the project.
+const awsCases = "../../shared/conformance/aws"
+
+func loadSkips(t *testing.T) Skips {
+	t.Helper()
+	data, err := os.ReadFile("skip.txt")
+	if err != nil {
+		t.Fatalf("read skip file: %v", err)
+	}
+	s, err := ParseSkips(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func runTree(t *testing.T, root string) {
+	files, err := Collect([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no cases under %s", root)
+	}
+	skips := loadSkips(t)
+	for _, f := range files {
+		rel, _ := filepath.Rel(root, f)
+		t.Run(filepath.ToSlash(rel), func(t *testing.T) {
+			t.Parallel()
+			if reason, ok := skips.Reason(f); ok {
+				t.Skipf("known gap: %s", reason)
+			}
+			c, err := Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Run(context.Background(), c); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestOwnCases(t *testing.T) { runTree(t, "testdata") }
+
+func TestAWSCases(t *testing.T) {
+	if _, err := os.Stat(awsCases); err != nil {
+		t.Skipf("AWS-recorded cases not found at %s (../shared is absent): skipping them", awsCases)
+	}
+	runTree(t, awsCases)
+}

@@ -1,0 +1,241 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/states"
+)
+
+// mapState runs one attempt of a Map state: every item of the array runs
+// the processor machine, at most MaxConcurrency at a time; the results are
+// in item order.
+func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepResult, error) {
+	input, err := h.inputPath(raw)
+	if err != nil {
+		return stepResult{}, err
+	}
+	items := input
+	if s.ItemsPath != nil {
+		if items, err = s.ItemsPath.Eval(input, h.env); err != nil {
+			return stepResult{}, h.pathError(err)
+		}
+	}
+	arr, ok := items.([]any)
+	if !ok {
+		return stepResult{}, h.runtimeError(fmt.Sprintf("Items of the Map state must be an array, not %s", jsonpath.TypeName(items)))
+	}
+	cfg, err := h.mapConfig(s, input)
+	if err != nil {
+		return stepResult{}, err
+	}
+	r := h.r
+	r.event(Event{Type: EventMapStateStarted, State: h.name()})
+	results, err := h.runItems(ctx, s, input, arr, cfg)
+	if err != nil {
+		var ae *asl.Error
+		if errors.As(err, &ae) {
+			r.event(Event{Type: EventMapStateFailed, State: h.name(), Error: string(ae.Name), Cause: ae.Cause})
+		}
+		return stepResult{}, err
+	}
+	r.event(Event{Type: EventMapStateSucceeded, State: h.name()})
+	var result any = results
+	if err := h.checkSize(result); err != nil {
+		return stepResult{}, err
+	}
+	if s.ResultSelector != nil {
+		if result, err = h.template(s.ResultSelector, result); err != nil {
+			return stepResult{}, err
+		}
+	}
+	return h.finish(raw, result, s.ResultPath)
+}
+
+// mapConfig is a Map's concurrency and failure tolerance, resolved for one run.
+type mapConfig struct {
+	concurrency int
+	// tolerant is set when any tolerance is configured; a failed item then
+	// counts against the threshold instead of failing the Map at once.
+	tolerant   bool
+	maxFailed  int64
+	maxPercent float64
+}
+
+func (h *stateRun) mapConfig(s *states.Map, input any) (mapConfig, error) {
+	cfg := mapConfig{concurrency: int(s.MaxConcurrency), maxFailed: -1, maxPercent: -1}
+	if s.MaxConcurrencyPath != nil {
+		v, err := s.MaxConcurrencyPath.Get(input, h.env)
+		if err != nil {
+			return cfg, h.pathError(err)
+		}
+		n, ok := intValue(v)
+		if !ok || n < 0 || n > 1<<31-1 {
+			return cfg, h.runtimeError(fmt.Sprintf("The MaxConcurrencyPath field refers to value \"%s\" which is not a valid integer: %s", plain(v), s.MaxConcurrencyPath))
+		}
+		cfg.concurrency = int(n)
+	}
+	if s.HasToleratedFailureCount {
+		cfg.tolerant, cfg.maxFailed = true, s.ToleratedFailureCount
+	}
+	if s.ToleratedFailureCountPath != nil {
+		v, err := s.ToleratedFailureCountPath.Get(input, h.env)
+		if err != nil {
+			return cfg, h.pathError(err)
+		}
+		n, ok := intValue(v)
+		if !ok {
+			return cfg, h.runtimeError(fmt.Sprintf("The ToleratedFailureCountPath field refers to value \"%s\" which is not a valid integer: %s", plain(v), s.ToleratedFailureCountPath))
+		}
+		if n < 0 {
+			return cfg, h.runtimeError("ToleratedFailureCount cannot be negative.")
+		}
+		cfg.tolerant, cfg.maxFailed = true, n
+	}
+	if s.HasToleratedFailurePercentage {
+		cfg.tolerant, cfg.maxPercent = true, s.ToleratedFailurePercentage
+	}
+	if s.ToleratedFailurePercentagePath != nil {
+		v, err := s.ToleratedFailurePercentagePath.Get(input, h.env)
+		if err != nil {
+			return cfg, h.pathError(err)
+		}
+		f, ok := floatValue(v)
+		if !ok {
+			return cfg, h.runtimeError(fmt.Sprintf("The ToleratedFailurePercentagePath field refers to value \"%s\" which is not a valid float: %s", plain(v), s.ToleratedFailurePercentagePath))
+		}
+		if f < 0 || f > 100 {
+			return cfg, h.runtimeError("ToleratedFailurePercentage must be between 0 and 100.")
+		}
+		cfg.tolerant, cfg.maxPercent = true, f
+	}
+	return cfg, nil
+}
+
+// intValue reads an integer from a number or a numeric string (as AWS's
+// path fields accept "1").
+func intValue(v any) (int64, bool) {
+	switch t := v.(type) {
+	case json.Number:
+		return jsonpath.Int64(t)
+	case string:
+		if !jsonpath.ValidNumber(t) {
+			return 0, false
+		}
+		return jsonpath.Int64(json.Number(t))
+	}
+	return 0, false
+}
+
+// floatValue reads a number from a number or a numeric string.
+func floatValue(v any) (float64, bool) {
+	switch t := v.(type) {
+	case json.Number:
+		return jsonpath.Float64(t)
+	case string:
+		if !jsonpath.ValidNumber(t) {
+			return 0, false
+		}
+		return jsonpath.Float64(json.Number(t))
+	}
+	return 0, false
+}
+
+// runItems runs the processor on every item and returns the outputs in
+// item order.
+func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr []any, cfg mapConfig) ([]any, error) {
+	r := h.r
+	results := make([]any, len(arr))
+	limit := cfg.concurrency
+	if limit <= 0 {
+		limit = defaultMaxConcurrency
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
+	var (
+		mu     sync.Mutex
+		failed int64
+	)
+	parent := h.sc
+	if s.Mode == "DISTRIBUTED" {
+		// A distributed Map's iterations cannot see outer variables (AWS).
+		parent = nil
+	}
+	prefix := h.qualified() + "/"
+	for i, item := range arr {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			mi := &mapItem{index: i, value: item}
+			itemInput := item
+			if s.ItemSelector != nil {
+				e := &env{r: r, sc: h.sc, state: h.name(), entered: h.env.entered, retry: h.env.retry, item: mi}
+				v, err := s.ItemSelector.Eval(input, e)
+				if err != nil {
+					return h.pathError(err)
+				}
+				itemInput = v
+			}
+			r.event(Event{Type: EventMapIterationStart, State: h.name(), Input: itemInput})
+			child := &scope{parent: parent, prefix: prefix + itoa(i) + "/", item: mi}
+			out, err := r.machine(gctx, s.Processor, itemInput, child)
+			if err != nil {
+				var ae *asl.Error
+				if !errors.As(err, &ae) {
+					return err
+				}
+				r.event(Event{Type: EventMapIterationFailed, State: h.name(), Error: string(ae.Name), Cause: ae.Cause})
+				if !cfg.tolerant {
+					return ae
+				}
+				mu.Lock()
+				failed++
+				mu.Unlock()
+				results[i] = errorOutput(ae)
+				return nil
+			}
+			r.event(Event{Type: EventMapIterationOK, State: h.name()})
+			results[i] = out
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, ctxError(ctx)
+	}
+	if cfg.tolerant && failed > 0 {
+		exceeded := cfg.maxFailed >= 0 && failed > cfg.maxFailed
+		if cfg.maxPercent >= 0 && float64(failed)*100 > cfg.maxPercent*float64(len(arr)) {
+			exceeded = true
+		}
+		if cfg.maxFailed < 0 && cfg.maxPercent < 0 {
+			exceeded = true
+		}
+		if exceeded {
+			return nil, asl.Errorf(asl.ErrExceedToleratedFailureThreshold, "The specified tolerated failure threshold was exceeded")
+		}
+	}
+	return results, nil
+}
+
+// errorOutput is the error object Catch and tolerated Map items produce.
+func errorOutput(ae *asl.Error) map[string]any {
+	out := map[string]any{}
+	if ae.Name != "" {
+		out["Error"] = string(ae.Name)
+	}
+	if ae.Cause != "" {
+		out["Cause"] = ae.Cause
+	}
+	return out
+}

@@ -1,0 +1,43 @@
+package engine
+
+import "github.com/aslrun/aslrun/states"
+
+// pass runs a Pass state: the result is Result (taken literally, even when
+// falsy), else Parameters evaluated on the effective input, else the
+// effective input itself.
+func (h *stateRun) pass(s *states.Pass, raw any) (stepResult, error) {
+	if s.Memory != nil {
+		return stepResult{}, notImplemented(h.name(), "Memory")
+	}
+	input, err := h.inputPath(raw)
+	if err != nil {
+		return stepResult{}, err
+	}
+	result := input
+	switch {
+	case s.HasResult:
+		result = s.Result
+	case s.Parameters != nil:
+		if result, err = h.template(s.Parameters, input); err != nil {
+			return stepResult{}, err
+		}
+	}
+	if err := h.checkSize(result); err != nil {
+		return stepResult{}, err
+	}
+	return h.finish(raw, result, s.ResultPath)
+}
+
+// succeed runs a Succeed state: the output is the filtered input and the
+// machine ends.
+func (h *stateRun) succeed(_ *states.Succeed, raw any) (stepResult, error) {
+	input, err := h.inputPath(raw)
+	if err != nil {
+		return stepResult{}, err
+	}
+	out, err := h.outputPath(input)
+	if err != nil {
+		return stepResult{}, err
+	}
+	return stepResult{output: out, proposed: input}, nil
+}

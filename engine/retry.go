@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/states"
+)
+
+// withRetry runs one attempt of a state after another as its Retry policy
+// says, and hands a failure no retrier takes to Catch.
+func (h *stateRun) withRetry(ctx context.Context, raw any, retry []states.Retrier, catch []states.Catcher, attempt func(context.Context) (stepResult, error)) (stepResult, error) {
+	var counts []int64
+	for {
+		res, err := attempt(ctx)
+		if err == nil {
+			return res, nil
+		}
+		var ae *asl.Error
+		if !errors.As(err, &ae) {
+			return stepResult{}, err
+		}
+		if i := matchRetrier(retry, ae.Name); i >= 0 {
+			if counts == nil {
+				counts = make([]int64, len(retry))
+			}
+			if counts[i] < retry[i].MaxAttempts {
+				delay := backoff(&retry[i], counts[i])
+				counts[i]++
+				if err := sleep(ctx, delay); err != nil {
+					return stepResult{}, err
+				}
+				h.env.retry++
+				h.env.ctxObject = nil
+				continue
+			}
+		}
+		if i := matchCatcher(catch, ae.Name); i >= 0 {
+			return h.caught(&catch[i], raw, ae)
+		}
+		return stepResult{}, ae
+	}
+}
+
+// caught applies a catcher: the error object goes to its ResultPath in the
+// raw input, its Assign is applied, and the run continues at its Next.
+func (h *stateRun) caught(c *states.Catcher, raw any, ae *asl.Error) (stepResult, error) {
+	errOut := map[string]any{}
+	if ae.Name != "" {
+		errOut["Error"] = string(ae.Name)
+	}
+	if ae.Cause != "" {
+		errOut["Cause"] = ae.Cause
+	}
+	out, err := h.resultPath(c.ResultPath, raw, errOut)
+	if err != nil {
+		return stepResult{}, err
+	}
+	h.assign = nil
+	if err := h.evalAssign(c.Assign, errOut); err != nil {
+		return stepResult{}, err
+	}
+	return stepResult{output: out, proposed: out, next: c.Next}, nil
+}
+
+// errorMatches reports whether an ErrorEquals list matches an error name,
+// with AWS's rules: States.Runtime is never matched; States.ALL matches
+// everything else but States.DataLimitExceeded; States.TaskFailed matches
+// every error but States.Timeout (and those two); an exact name matches;
+// the bare names RateLimitExceeded and BudgetExceeded match their States.
+// forms.
+func errorMatches(names []string, name asl.ErrorName) bool {
+	if name == asl.ErrRuntime {
+		return false
+	}
+	terminal := name == asl.ErrDataLimitExceeded
+	for _, n := range names {
+		switch asl.ErrorName(n) {
+		case name:
+			return true
+		case asl.ErrAll:
+			if !terminal {
+				return true
+			}
+		case asl.ErrTaskFailed:
+			if !terminal && name != asl.ErrTimeout {
+				return true
+			}
+		case "RateLimitExceeded":
+			if name == asl.ErrRateLimitExceeded {
+				return true
+			}
+		case "BudgetExceeded":
+			if name == asl.ErrBudgetExceeded {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func matchRetrier(rs []states.Retrier, name asl.ErrorName) int {
+	for i := range rs {
+		if errorMatches(rs[i].ErrorEquals, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func matchCatcher(cs []states.Catcher, name asl.ErrorName) int {
+	for i := range cs {
+		if errorMatches(cs[i].ErrorEquals, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// backoff returns the delay before retry number n (0-based) of r:
+// IntervalSeconds × BackoffRate^n, capped by MaxDelaySeconds, and with FULL
+// jitter a uniformly random duration up to that.
+func backoff(r *states.Retrier, n int64) time.Duration {
+	secs := float64(r.IntervalSeconds) * math.Pow(r.BackoffRate, float64(n))
+	if r.MaxDelaySeconds > 0 && secs > float64(r.MaxDelaySeconds) {
+		secs = float64(r.MaxDelaySeconds)
+	}
+	if secs > float64(states.MaxTimeoutSeconds) {
+		secs = float64(states.MaxTimeoutSeconds)
+	}
+	d := time.Duration(secs * float64(time.Second))
+	if r.JitterStrategy == "FULL" && d > 0 {
+		d = time.Duration(rand.Int64N(int64(d) + 1))
+	}
+	return d
+}

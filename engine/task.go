@@ -1,0 +1,218 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/states"
+)
+
+var (
+	errTaskTimeout      = errors.New("task timed out")
+	errHeartbeatTimeout = errors.New("task heartbeat timed out")
+)
+
+// task runs one attempt of a Task state: InputPath, Parameters, the agent
+// call (with TimeoutSeconds and HeartbeatSeconds), ResultSelector,
+// ResultPath, OutputPath.
+func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResult, error) {
+	if f := agentFeature(s); f != "" {
+		return stepResult{}, notImplemented(h.name(), f)
+	}
+	input, err := h.inputPath(raw)
+	if err != nil {
+		return stepResult{}, err
+	}
+	params := input
+	if s.Parameters != nil {
+		if params, err = h.template(s.Parameters, input); err != nil {
+			return stepResult{}, err
+		}
+	}
+	timeout, err := h.seconds("TimeoutSecondsPath", s.TimeoutSeconds, s.TimeoutSecondsPath, input)
+	if err != nil {
+		return stepResult{}, err
+	}
+	heartbeat, err := h.seconds("HeartbeatSecondsPath", s.HeartbeatSeconds, s.HeartbeatSecondsPath, input)
+	if err != nil {
+		return stepResult{}, err
+	}
+	result, err := h.callAgent(ctx, s.Agent, params, timeout, heartbeat)
+	if err != nil {
+		return stepResult{}, err
+	}
+	if s.ResultSelector != nil {
+		if result, err = h.template(s.ResultSelector, result); err != nil {
+			return stepResult{}, err
+		}
+	}
+	return h.finish(raw, result, s.ResultPath)
+}
+
+// agentFeature names the first agent-native block of s, which do not run yet.
+func agentFeature(s *states.Task) string {
+	switch {
+	case s.Memory != nil:
+		return "Memory"
+	case s.Context != nil:
+		return "Context"
+	case s.Tools != nil:
+		return "Tools"
+	case s.Budget != nil:
+		return "Budget"
+	case s.Guardrails != nil:
+		return "Guardrails"
+	case s.Reasoning != nil:
+		return "Reasoning"
+	}
+	return ""
+}
+
+// seconds resolves TimeoutSeconds/HeartbeatSeconds or their Path forms.
+func (h *stateRun) seconds(field string, fixed int64, path *jsonpath.Path, input any) (time.Duration, error) {
+	if path == nil {
+		return time.Duration(fixed) * time.Second, nil
+	}
+	v, err := path.Get(input, h.env)
+	if err != nil {
+		return 0, h.pathError(err)
+	}
+	n, ok := numberValue(v)
+	if !ok || n <= 0 {
+		return 0, h.runtimeError(fmt.Sprintf("The %s field refers to value %s which is not a valid positive integer: %s", field, compactJSON(v), path))
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+// callAgent invokes the named agent once, recording the Task events, and
+// returns its normalized result or the ASL error it failed with.
+func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeout, heartbeat time.Duration) (any, error) {
+	r := h.r
+	a, ok := r.x.agents.Lookup(name)
+	r.mu.Lock()
+	n := r.invocations[name]
+	r.invocations[name] = n + 1
+	r.mu.Unlock()
+	r.event(Event{Type: EventTaskScheduled, State: h.name(), Input: input})
+	if !ok {
+		err := asl.Errorf(asl.ErrTaskFailed, "agent %q is not registered", name)
+		r.event(Event{Type: EventTaskFailed, State: h.name(), Error: string(err.Name), Cause: err.Cause})
+		return nil, err
+	}
+	req := &agents.Request{
+		Agent:      name,
+		Execution:  r.id,
+		State:      h.qualified(),
+		Attempt:    h.env.retry,
+		Invocation: n,
+		Input:      input,
+	}
+	r.event(Event{Type: EventTaskStarted, State: h.name()})
+	result, err := invoke(ctx, a, req, timeout, heartbeat)
+	if err == nil {
+		if result, err = jsonpath.Normalize(result); err != nil {
+			err = asl.Errorf(asl.ErrTaskFailed, "agent %q returned a value that is not JSON: %v", name, err)
+		} else {
+			err = h.checkSize(result)
+		}
+	}
+	if err != nil {
+		var ae *asl.Error
+		if ctx.Err() != nil && !errors.As(err, &ae) {
+			// The execution itself was cancelled: not an outcome of the task.
+			return nil, err
+		}
+		ae = classify(err, timeout, heartbeat)
+		typ := EventTaskFailed
+		if ae.Name == asl.ErrTimeout || ae.Name == asl.ErrHeartbeatTimeout {
+			typ = EventTaskTimedOut
+		}
+		r.event(Event{Type: typ, State: h.name(), Error: string(ae.Name), Cause: ae.Cause})
+		return nil, ae
+	}
+	r.event(Event{Type: EventTaskSucceeded, State: h.name(), Output: result})
+	return result, nil
+}
+
+type invokeResult struct {
+	v   any
+	err error
+}
+
+// invoke calls a.Invoke under the state's deadlines. The call runs in its
+// own goroutine so that an agent ignoring its context cannot hold the run
+// past its timeout; a panicking agent becomes States.TaskFailed.
+func invoke(ctx context.Context, a agents.Agent, req *agents.Request, timeout, heartbeat time.Duration) (any, error) {
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var timeoutC <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	var (
+		beats chan struct{}
+		hbT   *time.Timer
+		hbC   <-chan time.Time
+	)
+	if heartbeat > 0 {
+		beats = make(chan struct{}, 1)
+		req.OnHeartbeat = func() {
+			select {
+			case beats <- struct{}{}:
+			default:
+			}
+		}
+		hbT = time.NewTimer(heartbeat)
+		defer hbT.Stop()
+		hbC = hbT.C
+	}
+	done := make(chan invokeResult, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- invokeResult{err: asl.Errorf(asl.ErrTaskFailed, "agent %q panicked: %v", req.Agent, p)}
+			}
+		}()
+		v, err := a.Invoke(callCtx, req)
+		done <- invokeResult{v: v, err: err}
+	}()
+	for {
+		select {
+		case res := <-done:
+			return res.v, res.err
+		case <-beats:
+			hbT.Reset(heartbeat)
+		case <-hbC:
+			cancel(errHeartbeatTimeout)
+			return nil, errHeartbeatTimeout
+		case <-timeoutC:
+			cancel(errTaskTimeout)
+			return nil, errTaskTimeout
+		case <-ctx.Done():
+			return nil, ctxError(ctx)
+		}
+	}
+}
+
+// classify maps the error of an agent call to its ASL error: an *asl.Error
+// is kept, the state's deadlines become States.Timeout and
+// States.HeartbeatTimeout, and any other Go error States.TaskFailed.
+func classify(err error, timeout, heartbeat time.Duration) *asl.Error {
+	var ae *asl.Error
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, errTaskTimeout):
+		return asl.Errorf(asl.ErrTimeout, "the agent did not finish within TimeoutSeconds (%s)", timeout)
+	case errors.Is(err, errHeartbeatTimeout):
+		return asl.Errorf(asl.ErrHeartbeatTimeout, "the agent sent no heartbeat within HeartbeatSeconds (%s)", heartbeat)
+	}
+	return &asl.Error{Name: asl.ErrTaskFailed, Cause: err.Error(), Err: err}
+}
