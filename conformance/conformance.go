@@ -6,6 +6,7 @@
 package conformance
 
 import (
+	_ "embed"
 	"context"
 	"errors"
 	"fmt"
@@ -364,4 +365,17 @@ func Report(ctx context.Context, paths []string, skips Skips, w io.Writer) (pass
 	}
 	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
 	return passed, failed, nil
+}
+
+//go:embed skip.txt
+var defaultSkips []byte
+
+// DefaultSkips returns the project's list of known gaps (skip.txt).
+func DefaultSkips() Skips {
+	s, err := ParseSkips(defaultSkips)
+	if err != nil {
+		// skip.txt is checked by the package's tests; an invalid one skips nothing.
+		return Skips{}
+	}
+	return s
 }

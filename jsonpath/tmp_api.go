@@ -58,3 +58,6 @@ func (e *Expr) String() string { return e.p.String() }
 
 // Set is TEMPORARY.
 func (p *Path) Set(doc, v any) (any, error) { return v, nil }
+
+// MarshalIndent is TEMPORARY.
+func MarshalIndent(v any, indent string) ([]byte, error) { return Marshal(v) }

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/states"
+)
+
+func cmdGraph(_ context.Context, c *cmdContext, args []string) error {
+	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
+	format := fs.String("format", "dot", "output format: dot (Graphviz) or mermaid")
+	pos, err := parseFlags(fs, "graph", args, c.stdout)
+	if done, err := handleHelp(err); done || err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("graph: want exactly one FILE, got %d (see \"aslrun graph --help\")", len(pos))
+	}
+	m, err := loadMachine(pos[0])
+	if err != nil {
+		return err
+	}
+	g := buildGraph(m)
+	switch *format {
+	case "dot":
+		g.writeDOT(c.stdout)
+	case "mermaid":
+		g.writeMermaid(c.stdout)
+	default:
+		return usageErrorf("graph: --format must be dot or mermaid, not %q", *format)
+	}
+	return nil
+}
+
+// graph is a drawable form of a machine: nodes, edges and nested clusters.
+type graph struct {
+	nodes    []gnode
+	edges    []gedge
+	clusters []gcluster
+	next     int
+}
+
+type gnode struct {
+	id, label, shape string
+	cluster          int // index in clusters, -1 at top level
+}
+
+type gedge struct {
+	from, to, label string
+	dashed          bool
+}
+
+type gcluster struct {
+	id, label string
+	parent    int
+}
+
+func buildGraph(m *states.Machine) *graph {
+	g := &graph{}
+	start := g.node("Start", "circle", -1)
+	end := g.node("End", "doublecircle", -1)
+	ids := g.machine(m, -1, "")
+	g.edges = append(g.edges, gedge{from: start, to: ids[m.StartAt]})
+	g.terminals(m, ids, end)
+	return g
+}
+
+func (g *graph) node(label, shape string, cluster int) string {
+	id := fmt.Sprintf("n%d", g.next)
+	g.next++
+	g.nodes = append(g.nodes, gnode{id: id, label: label, shape: shape, cluster: cluster})
+	return id
+}
+
+// machine adds the states of m (inside cluster) and their transitions, and
+// returns the node id of each state.
+func (g *graph) machine(m *states.Machine, cluster int, prefix string) map[string]string {
+	names := make([]string, 0, len(m.States))
+	for n := range m.States {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	ids := make(map[string]string, len(names))
+	for _, n := range names {
+		st := m.States[n]
+		c := st.Base()
+		shape := "box"
+		switch c.Type {
+		case "Choice":
+			shape = "diamond"
+		case "Succeed", "Fail":
+			shape = "oval"
+		case "Approval":
+			shape = "hexagon"
+		}
+		ids[n] = g.node(n+"\n("+c.Type+")", shape, cluster)
+	}
+	for _, n := range names {
+		st := m.States[n]
+		from := ids[n]
+		if next := st.Base().Next; next != "" {
+			g.edges = append(g.edges, gedge{from: from, to: ids[next]})
+		}
+		switch s := st.(type) {
+		case *states.Choice:
+			for i, r := range s.Choices {
+				g.edges = append(g.edges, gedge{from: from, to: ids[r.Next], label: fmt.Sprintf("%d: %s", i+1, describe(&r.Condition))})
+			}
+			if s.Default != "" {
+				g.edges = append(g.edges, gedge{from: from, to: ids[s.Default], label: "default"})
+			}
+		case *states.Approval:
+			for i, r := range s.Choices {
+				g.edges = append(g.edges, gedge{from: from, to: ids[r.Next], label: fmt.Sprintf("%d: %s", i+1, describe(&r.Condition))})
+			}
+			if s.Default != "" {
+				g.edges = append(g.edges, gedge{from: from, to: ids[s.Default], label: "default"})
+			}
+		case *states.Map:
+			g.nested(from, n+" (each item)", []*states.Machine{s.Processor}, cluster, prefix+n+"/")
+		case *states.Parallel:
+			g.nested(from, n+" (branches)", s.Branches, cluster, prefix+n+"/")
+		}
+		for _, c := range catchersOf(st) {
+			g.edges = append(g.edges, gedge{from: from, to: ids[c.Next], label: "catch " + strings.Join(c.ErrorEquals, ", "), dashed: true})
+		}
+	}
+	return ids
+}
+
+// nested draws the machines of a Map or Parallel as clusters hanging off
+// the state's node.
+func (g *graph) nested(from, label string, ms []*states.Machine, parent int, prefix string) {
+	for i, m := range ms {
+		if m == nil {
+			continue
+		}
+		g.clusters = append(g.clusters, gcluster{id: fmt.Sprintf("cluster_%d", len(g.clusters)), label: label, parent: parent})
+		ci := len(g.clusters) - 1
+		if len(ms) > 1 {
+			g.clusters[ci].label = fmt.Sprintf("%s %d", label, i+1)
+		}
+		ids := g.machine(m, ci, fmt.Sprintf("%s%d/", prefix, i))
+		g.edges = append(g.edges, gedge{from: from, to: ids[m.StartAt], dashed: true})
+	}
+}
+
+// terminals links the states that end the machine to end.
+func (g *graph) terminals(m *states.Machine, ids map[string]string, end string) {
+	names := make([]string, 0, len(m.States))
+	for n := range m.States {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		st := m.States[n]
+		switch st.(type) {
+		case *states.Succeed, *states.Fail:
+			g.edges = append(g.edges, gedge{from: ids[n], to: end})
+			continue
+		}
+		if st.Base().End {
+			g.edges = append(g.edges, gedge{from: ids[n], to: end})
+		}
+	}
+}
+
+func catchersOf(st states.State) []states.Catcher {
+	switch s := st.(type) {
+	case *states.Task:
+		return s.Catch
+	case *states.Map:
+		return s.Catch
+	case *states.Parallel:
+		return s.Catch
+	case *states.Approval:
+		return s.Catch
+	case *states.Debate:
+		return s.Catch
+	}
+	return nil
+}
+
+// describe renders a choice condition briefly, for an edge label.
+func describe(c *states.Condition) string {
+	var s string
+	switch {
+	case c.Not != nil:
+		s = "not (" + describe(c.Not) + ")"
+	case c.And != nil || c.Or != nil:
+		list, op := c.And, " and "
+		if c.Or != nil {
+			list, op = c.Or, " or "
+		}
+		parts := make([]string, len(list))
+		for i := range list {
+			parts[i] = describe(&list[i])
+		}
+		s = "(" + strings.Join(parts, op) + ")"
+	default:
+		operand := ""
+		if c.ValuePath != nil {
+			operand = c.ValuePath.String()
+		} else if b, err := jsonpath.Marshal(c.Value); err == nil {
+			operand = string(b)
+		}
+		v := ""
+		if c.Variable != nil {
+			v = c.Variable.String()
+		}
+		s = v + " " + c.Operator + " " + operand
+	}
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:59]) + "…"
+	}
+	return s
+}
+
+func dotQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}
+
+func (g *graph) writeDOT(w io.Writer) {
+	fmt.Fprintln(w, "digraph workflow {")
+	fmt.Fprintln(w, "  rankdir=TB;")
+	fmt.Fprintln(w, "  node [shape=box, fontname=\"Helvetica\"];")
+	g.dotCluster(w, -1, "  ")
+	for _, e := range g.edges {
+		attrs := []string{}
+		if e.label != "" {
+			attrs = append(attrs, "label="+dotQuote(e.label))
+		}
+		if e.dashed {
+			attrs = append(attrs, "style=dashed")
+		}
+		suffix := ""
+		if len(attrs) > 0 {
+			suffix = " [" + strings.Join(attrs, ", ") + "]"
+		}
+		fmt.Fprintf(w, "  %s -> %s%s;\n", e.from, e.to, suffix)
+	}
+	fmt.Fprintln(w, "}")
+}
+
+func (g *graph) dotCluster(w io.Writer, cluster int, indent string) {
+	for _, n := range g.nodes {
+		if n.cluster == cluster {
+			fmt.Fprintf(w, "%s%s [label=%s, shape=%s];\n", indent, n.id, dotQuote(n.label), n.shape)
+		}
+	}
+	for i, c := range g.clusters {
+		if c.parent == cluster {
+			fmt.Fprintf(w, "%ssubgraph %s {\n%s  label=%s;\n%s  style=rounded;\n", indent, c.id, indent, dotQuote(c.label), indent)
+			g.dotCluster(w, i, indent+"  ")
+			fmt.Fprintf(w, "%s}\n", indent)
+		}
+	}
+}
+
+func mermaidLabel(s string) string {
+	r := strings.NewReplacer(`"`, "#quot;", "\n", "<br/>", "|", "#124;")
+	return r.Replace(s)
+}
+
+func (g *graph) writeMermaid(w io.Writer) {
+	fmt.Fprintln(w, "flowchart TD")
+	g.mermaidCluster(w, -1, "  ")
+	for _, e := range g.edges {
+		arrow := "-->"
+		if e.dashed {
+			arrow = "-.->"
+		}
+		if e.label != "" {
+			fmt.Fprintf(w, "  %s %s|\"%s\"| %s\n", e.from, arrow, mermaidLabel(e.label), e.to)
+		} else {
+			fmt.Fprintf(w, "  %s %s %s\n", e.from, arrow, e.to)
+		}
+	}
+}
+
+func (g *graph) mermaidCluster(w io.Writer, cluster int, indent string) {
+	for _, n := range g.nodes {
+		if n.cluster != cluster {
+			continue
+		}
+		open, close := "[\"", "\"]"
+		switch n.shape {
+		case "diamond":
+			open, close = "{\"", "\"}"
+		case "circle":
+			open, close = "((\"", "\"))"
+		case "doublecircle":
+			open, close = "(((\"", "\")))"
+		case "oval":
+			open, close = "([\"", "\"])"
+		case "hexagon":
+			open, close = "{{\"", "\"}}"
+		}
+		fmt.Fprintf(w, "%s%s%s%s%s\n", indent, n.id, open, mermaidLabel(n.label), close)
+	}
+	for i, c := range g.clusters {
+		if c.parent == cluster {
+			fmt.Fprintf(w, "%ssubgraph %s [\"%s\"]\n", indent, c.id, mermaidLabel(c.label))
+			g.mermaidCluster(w, i, indent+"  ")
+			fmt.Fprintf(w, "%send\n", indent)
+		}
+	}
+}
