@@ -6,8 +6,8 @@
 package conformance
 
 import (
-	_ "embed"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
