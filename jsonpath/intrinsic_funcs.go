@@ -602,7 +602,55 @@ func evalBase64Decode(_ *call, args []any, _ Env) (any, error) {
 	if n := javaLength(s); n > maxEncodeChars {
 		return nil, invalidArgs(fn, "the string has %d characters, more than the %d allowed", n, maxEncodeChars)
 	}
-	return strings.ToValidUTF8(string(lenientBase64(s)), "\uFFFD"), nil
+	return javaUTF8(lenientBase64(s)), nil
+}
+
+// javaUTF8 turns bytes into a string as Java's new String(bytes, UTF_8)
+// does: each malformed sequence becomes one U+FFFD.
+func javaUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			sb.WriteRune(utf8.RuneError)
+			i += malformedLength(b[i:])
+			continue
+		}
+		sb.WriteRune(r)
+		i += size
+	}
+	return sb.String()
+}
+
+// malformedLength is how many bytes Java's UTF-8 decoder takes as one
+// malformed sequence at the start of b: the lead byte and the continuation
+// bytes that could still belong to it.
+func malformedLength(b []byte) int {
+	n, lo, hi := 0, byte(0x80), byte(0xBF)
+	switch c := b[0]; {
+	case c >= 0xC2 && c <= 0xDF:
+		n = 1
+	case c == 0xE0:
+		n, lo = 2, 0xA0
+	case c >= 0xE1 && c <= 0xEF: // Java takes a surrogate ED A0..BF xx whole
+		n = 2
+	case c == 0xF0:
+		n, lo = 3, 0x90
+	case c >= 0xF1 && c <= 0xF3:
+		n = 3
+	case c == 0xF4:
+		n, hi = 3, 0x8F
+	default:
+		return 1
+	}
+	i := 1
+	for ; i <= n && i < len(b) && b[i] >= lo && b[i] <= hi; i++ {
+		lo, hi = 0x80, 0xBF
+	}
+	return i
 }
 
 // lenientBase64 decodes s the forgiving way AWS does: characters outside the
