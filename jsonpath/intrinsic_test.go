@@ -235,6 +235,13 @@ func TestIntrinsicPaths(t *testing.T) {
 			t.Fatalf("eval = %v, want a *PathError", err)
 		}
 	})
+	t.Run("nil env has no variables", func(t *testing.T) {
+		_, err := evalIntrinsic(t, `States.Array($v)`, `{}`, nil)
+		var pe *PathError
+		if !errors.As(err, &pe) {
+			t.Fatalf("eval = %v, want a *PathError", err)
+		}
+	})
 	t.Run("nil env has no context", func(t *testing.T) {
 		got, err := evalIntrinsic(t, `States.CurrentTokens()`, `{}`, nil)
 		if err != nil || !Equal(got, json.Number("0")) {
