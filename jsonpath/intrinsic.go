@@ -57,8 +57,23 @@ const maxIntrinsicDepth = 10
 // The functions are AWS's (States.Format, StringToJson, JsonToString, Array,
 // ArrayPartition, ArrayContains, ArrayRange, ArrayGetItem, ArrayLength,
 // ArrayUnique, Base64Encode, Base64Decode, Hash, JsonMerge, MathRandom,
-// MathAdd, StringSplit, UUID) with AWS's argument checks and results, plus
-// these ASL extensions:
+// MathAdd, StringSplit, UUID) with AWS's argument checks and results. AWS
+// details worth knowing: MathAdd rounds each operand as Java's Math.round
+// does (half up: -1.5 → -1) and works in 32-bit integers; ArrayRange,
+// ArrayPartition, ArrayGetItem and MathRandom drop the fraction of their
+// numbers (AWS's documentation says "rounded", AWS truncates); MathRandom
+// returns an integer in [start, end), and with a seed the value
+// java.util.Random(seed).nextInt(end-start) gives; ArrayRange makes at most
+// 1000 items; Base64Encode, Base64Decode and Hash take at most 10,000
+// characters; Base64Decode skips characters outside the alphabet; Hash
+// hashes the JSON text of a value that is not a string; StringSplit splits
+// at each character of its delimiter string and drops empty tokens;
+// StringToJson of a blank string is null; ArrayGetItem on an empty array is
+// null; Format renders objects and arrays Java-style ({a=1, b=[x, y]}).
+// Every failure is an *IntrinsicError whose Msg is AWS's cause,
+// "Invalid arguments in <function>".
+//
+// The ASL extensions:
 //
 //   - States.ArrayConcat(arr, arr, …): the arrays joined in order.
 //   - States.MathSubtract(a, b) and States.MathMultiply(a, b): exact decimal

@@ -306,59 +306,62 @@ func evalFormat(c *call, args []any, _ Env) (any, error) {
 			size += 8
 		}
 	}
-	b := make([]byte, 0, size)
-	b = append(b, texts[0]...)
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(texts[0])
 	for i, a := range args[1:] {
-		b = appendJavaString(b, a)
-		b = append(b, texts[i+1]...)
+		writeJavaString(&b, a)
+		b.WriteString(texts[i+1])
 	}
-	return string(b), nil
+	return b.String(), nil
 }
 
-// appendJavaString renders v as AWS renders a States.Format argument: the
-// way Java prints the value. Strings are raw, numbers keep their text,
-// arrays are [a, b] and objects {k=v, k2=v2} (keys in sorted order: the
-// value model keeps no order).
-func appendJavaString(b []byte, v any) []byte {
+// writeJavaString writes v as AWS renders a States.Format argument: the way
+// Java prints the value. Strings are raw, numbers keep their text, arrays
+// are [a, b] and objects {k=v, k2=v2} (keys in sorted order: the value
+// model keeps no order).
+func writeJavaString(b *strings.Builder, v any) {
 	switch x := v.(type) {
 	case nil:
-		return append(b, "null"...)
+		b.WriteString("null")
 	case bool:
-		return strconv.AppendBool(b, x)
+		b.WriteString(strconv.FormatBool(x))
 	case string:
-		return append(b, x...)
+		b.WriteString(x)
 	case json.Number:
-		return append(b, x...)
+		b.WriteString(string(x))
 	case []any:
-		b = append(b, '[')
+		b.WriteByte('[')
 		for i, e := range x {
 			if i > 0 {
-				b = append(b, ", "...)
+				b.WriteString(", ")
 			}
-			b = appendJavaString(b, e)
+			writeJavaString(b, e)
 		}
-		return append(b, ']')
+		b.WriteByte(']')
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		b = append(b, '{')
+		b.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {
-				b = append(b, ", "...)
+				b.WriteString(", ")
 			}
-			b = append(b, k...)
-			b = append(b, '=')
-			b = appendJavaString(b, x[k])
+			b.WriteString(k)
+			b.WriteByte('=')
+			writeJavaString(b, x[k])
 		}
-		return append(b, '}')
+		b.WriteByte('}')
+	default:
+		if t, err := Marshal(v); err == nil {
+			b.Write(t)
+		} else {
+			b.WriteString(valueType(v))
+		}
 	}
-	if t, err := Marshal(v); err == nil {
-		return append(b, t...)
-	}
-	return append(b, valueType(v)...)
 }
 
 // States.StringToJson and States.JsonToString
