@@ -42,10 +42,6 @@ func IsInteger(n json.Number) bool { _, ok := Int64(n); return ok }
 // ValidNumber is TEMPORARY.
 func ValidNumber(s string) bool { _, err := strconv.ParseFloat(s, 64); return err == nil }
 
-// IntrinsicError is TEMPORARY.
-type IntrinsicError struct{ Func, Msg string }
-
-func (e *IntrinsicError) Error() string { return e.Msg }
 
 // Eval is TEMPORARY.
 func (t *Template) Eval(input any, env Env) (any, error) { return t.v, nil }
