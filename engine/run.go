@@ -283,12 +283,14 @@ func (h *stateRun) runtimeError(msg string) *asl.Error {
 	return asl.Errorf(asl.ErrRuntime, "An error occurred while executing the state '%s' (entered at the event id #%d). %s", h.name(), h.entered, msg)
 }
 
-// pathError turns the failure of a path or template into the ASL error AWS
-// raises for it.
+// pathError turns the failure of a path, template or intrinsic function
+// into the error AWS raises for it: States.Runtime, whose cause quotes the
+// state. (AWS raises an intrinsic function's failure as States.Runtime with
+// the cause "Invalid arguments in States.X", not States.IntrinsicFailure.)
 func (h *stateRun) pathError(err error) error {
 	var ie *jsonpath.IntrinsicError
 	if errors.As(err, &ie) {
-		return asl.Errorf(asl.ErrIntrinsicFailure, "%s", ie.Error())
+		return h.runtimeError(ie.Msg)
 	}
 	return h.runtimeError(err.Error())
 }
