@@ -70,6 +70,14 @@ type Path struct {
 	variable string
 	segs     []segment
 	definite bool
+	steps    []step // segs of a definite path, compacted for the fast walk
+}
+
+// step is one name or index of a definite path.
+type step struct {
+	name    string
+	index   int
+	isIndex bool
 }
 
 // Compile compiles a JSONPath expression. See Path for the accepted syntax;
@@ -135,9 +143,12 @@ func (p *Path) Variable() string { return p.variable }
 // matches — even when a container on the way is missing or of another type.
 // The result shares memory with the document: callers must not modify it.
 func (p *Path) Get(input any, env Env) (any, error) {
-	root, err := p.rootValue(input, env)
-	if err != nil {
-		return nil, err
+	root := input
+	if p.root != rootInput {
+		var err error
+		if root, err = p.rootValue(input, env); err != nil {
+			return nil, err
+		}
 	}
 	if p.definite {
 		return p.getDefinite(root)
@@ -193,20 +204,20 @@ func (p *Path) rootValue(input any, env Env) (any, error) {
 // Java class and provider names AWS prints are not recorded, so we give
 // those of Jayway's default provider (json-smart).
 func (p *Path) getDefinite(cur any) (any, error) {
-	for i := range p.segs {
-		s := &p.segs[i]
-		if s.kind == segName {
+	for i := range p.steps {
+		s := &p.steps[i]
+		if !s.isIndex {
 			m, ok := cur.(map[string]any)
 			if !ok {
 				return nil, p.pathError(fmt.Sprintf(
 					"Expected to find an object with property %s in path %s but found '%s'. "+
 						"This is not a json object according to the JsonProvider: "+
 						"'com.jayway.jsonpath.spi.json.JsonSmartJsonProvider'.",
-					s.fragment(), p.normalized(i), javaClassName(cur)))
+					p.segs[i].fragment(), p.normalized(i), javaClassName(cur)))
 			}
 			v, ok := m[s.name]
 			if !ok {
-				if i == len(p.segs)-1 {
+				if i == len(p.steps)-1 {
 					return nil, p.noResults()
 				}
 				return nil, p.pathError("Missing property in path " + p.normalized(i+1))

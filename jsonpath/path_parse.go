@@ -168,6 +168,12 @@ func (p *parser) parsePath() (*Path, error) {
 	}
 	path.segs = segs
 	path.definite = definite(segs)
+	if path.definite {
+		path.steps = make([]step, len(segs))
+		for i, s := range segs {
+			path.steps[i] = step{name: s.name, index: s.index, isIndex: s.kind == segIndex}
+		}
+	}
 	return path, nil
 }
 
