@@ -39,10 +39,13 @@ func CompileExpr(src string) (*Expr, error) {
 // that does not resolve is a *PathError; a failing call is an
 // *IntrinsicError.
 func (e *Expr) Eval(input any, env Env) (any, error) {
-	if e.path != nil {
+	switch {
+	case e.path != nil:
 		return e.path.Get(input, env)
+	case e.fn != nil:
+		return e.fn.eval(input, env)
 	}
-	return e.fn.eval(input, env)
+	return nil, &SyntaxError{Msg: "empty expression: use CompileExpr"}
 }
 
 // String returns the source text of the expression.

@@ -1,5 +1,38 @@
 package jsonpath
 
+// AWS Step Functions evaluates JSONPath with Jayway JSONPath (Java). What we
+// reproduce, and where it comes from:
+//
+//   - A definite path whose last name is missing, or whose index is out of
+//     range anywhere: "Invalid path '$.x' : No results for path: $['x']", the
+//     whole path normalized (AWS recordings; Jayway's EvaluationContext).
+//   - A definite path missing a name before the last: "Invalid path
+//     '$.a.b' : Missing property in path $['a']", normalized up to and
+//     including the missing name (AWS recordings; Jayway's PathToken).
+//   - A name applied to a non-object, an index to null or to another
+//     non-array: Jayway's PathNotFoundException texts (see getDefinite).
+//     AWS's exact class names for these are not recorded.
+//   - Indefinite paths never fail: a missing or mistyped container selects
+//     nothing and the result is [] (AWS recordings of $.items[*],
+//     $.items[1:5].itemValue and $.item.items[:1] on {}).
+//   - In Parameters and other templates, any definite path that does not
+//     resolve becomes "The JSONPath '$.x' specified for the field 'x.$'
+//     could not be found in the input '<input>'" (AWS recordings, for "$" and
+//     "$$" paths); see FieldError.
+//   - ResultPath that cannot be applied (through a non-object, or an index
+//     out of range) fails with States.ResultPathMatchFailure and the cause
+//     "Unable to apply ReferencePath $.x to input <input as JSON>" (quoted by
+//     users in public bug reports); see Set.
+//   - An undefined "$name" variable: AWS's wording is not recorded anywhere
+//     we could find, so the message is ours.
+//
+// Where Jayway's dialect and ours differ, on purpose: a union of names
+// ['a','b'] is indefinite and returns a list (Jayway merges the members
+// into one object when the union ends the path); slices accept a step
+// ([::2], Python semantics); object members are visited in key order, since
+// decoded objects keep no order; a deep-scan filter ..[?()] selects each
+// matching descendant once.
+
 import (
 	"fmt"
 	"strconv"
@@ -17,6 +50,7 @@ type SyntaxError struct {
 	Msg string
 }
 
+// Error returns the message with the expression and the offset.
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid expression %q at offset %d: %s", e.Expr, e.Offset, e.Msg)
 }
@@ -42,6 +76,7 @@ type PathError struct {
 	set bool
 }
 
+// Error returns the cause AWS reports for the failure.
 func (e *PathError) Error() string {
 	if e.set {
 		return fmt.Sprintf("Unable to apply ReferencePath %s to input %s", e.Path, marshalForMessage(e.Input))

@@ -19,6 +19,7 @@ const (
 	segFilter                  // [?(...)]
 )
 
+// String names the kind of segment for error messages.
 func (k segKind) String() string {
 	switch k {
 	case segName:
@@ -57,44 +58,13 @@ type sliceSpec struct {
 	hasStart, hasEnd bool
 }
 
-// fragment returns the segment as Jayway prints it in a normalized path.
+// fragment returns a name or index segment as Jayway prints it in a
+// normalized path; only definite paths are ever printed.
 func (s *segment) fragment() string {
-	prefix := ""
-	if s.deep {
-		prefix = ".."
+	if s.kind == segIndex {
+		return "[" + strconv.Itoa(s.index) + "]"
 	}
-	switch s.kind {
-	case segName:
-		return prefix + "['" + s.name + "']"
-	case segIndex:
-		return prefix + "[" + strconv.Itoa(s.index) + "]"
-	case segNames:
-		return prefix + "['" + strings.Join(s.names, "','") + "']"
-	case segIndexes:
-		parts := make([]string, len(s.indexes))
-		for i, n := range s.indexes {
-			parts[i] = strconv.Itoa(n)
-		}
-		return prefix + "[" + strings.Join(parts, ",") + "]"
-	case segWildcard:
-		return prefix + "[*]"
-	case segSlice:
-		var b strings.Builder
-		b.WriteString(prefix + "[")
-		if s.slice.hasStart {
-			b.WriteString(strconv.Itoa(s.slice.start))
-		}
-		b.WriteByte(':')
-		if s.slice.hasEnd {
-			b.WriteString(strconv.Itoa(s.slice.end))
-		}
-		if s.slice.step != 1 {
-			b.WriteString(":" + strconv.Itoa(s.slice.step))
-		}
-		b.WriteByte(']')
-		return b.String()
-	}
-	return prefix + "[?]"
+	return "['" + s.name + "']"
 }
 
 // maxIndex bounds indexes and slice bounds: Jayway reads them as Java ints.

@@ -604,3 +604,31 @@ func TestSyntaxErrorText(t *testing.T) {
 		t.Errorf("Compile(%q) error = %v, want %s", "$.a[", err, want)
 	}
 }
+
+func TestQuotedNames(t *testing.T) {
+	tests := []struct {
+		expr string
+		name string
+	}{
+		{`$['plain']`, "plain"},
+		{`$["dq"]`, "dq"},
+		{`$['a\'b']`, "a'b"},
+		{`$["a\"b"]`, `a"b`},
+		{`$['a"b']`, `a"b`},
+		{`$["a'b"]`, "a'b"},
+		{`$['\\\/\b\f\n\r\t']`, "\\/\b\f\n\r\t"},
+		{`$['\u00e9\u20AC']`, "é€"},
+		{`$['\ud83d\ude00']`, "😀"},
+		{`$['']`, ""},
+		{`$['a.b[0]']`, "a.b[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			doc := map[string]any{tt.name: "found"}
+			got, err := mustCompile(t, tt.expr).Get(doc, nil)
+			if err != nil || got != "found" {
+				t.Errorf("Get(%q) on {%q: found} = %v, %v; want found", tt.expr, tt.name, got, err)
+			}
+		})
+	}
+}

@@ -24,6 +24,7 @@ type TemplateError struct {
 	err error
 }
 
+// Error returns Msg followed by " at " and the Pointer.
 func (e *TemplateError) Error() string {
 	if e.Pointer == "" {
 		return e.Msg
@@ -47,6 +48,7 @@ type FieldError struct {
 	Input any
 }
 
+// Error returns AWS's cause, with the input written as compact JSON.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("The JSONPath '%s' specified for the field '%s' could not be found in the input '%s'",
 		e.Path, e.Field, marshalForMessage(e.Input))
