@@ -94,9 +94,22 @@ const (
 )
 
 // Path is a compiled JSONPath expression in the dialect AWS Step Functions
-// accepts (Jayway JSONPath): rooted at "$" (the input), "$$" (the context
-// object) or "$name" (a variable), followed by names, indexes, unions,
-// wildcards, slices, deep scans and filters.
+// accepts (Jayway JSONPath). It starts with a root, "$" (the input), "$$"
+// (the context object) or "$name" (a variable: a letter or "_", then
+// letters, digits or "_"), followed by segments:
+//
+//	.name  ['name']  ["name"]   a member; a dotted name runs up to the next
+//	                            . [ ] ( ) quote or space, so $.detail-type
+//	                            works; quoted names take JSON escapes and \'
+//	[0]  [-1]                   an element, negative indexes from the end
+//	[0,2]  ['a','b']            unions
+//	[*]  .*                     every element or member
+//	[1:5]  [:1]  [1:]  [::2]    slices, with Python semantics
+//	..name  ..*  ..[0]          deep scan: the segment applied at every level
+//	[?(<filter>)]               a filter (see filter.go for its grammar)
+//
+// Inside a filter, "@" is the value being tested and "$" the value the path
+// is rooted at (the input, the context object or the variable).
 //
 // A Path is immutable and safe for concurrent use.
 type Path struct {

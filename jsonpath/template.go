@@ -215,8 +215,10 @@ func (n *tnode) eval(input any, env Env) (any, error) {
 	case n.expr != nil:
 		v, err := n.expr.Eval(input, env)
 		if err != nil {
+			// Only a path of the field itself is reported this way; an
+			// intrinsic call reports its own failures, arguments included.
 			var pe *PathError
-			if errors.As(err, &pe) {
+			if n.expr.path != nil && errors.As(err, &pe) {
 				return nil, &FieldError{Field: n.field, Path: n.expr.src, Input: input}
 			}
 			return nil, err
