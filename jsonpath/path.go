@@ -1,62 +1,167 @@
 package jsonpath
 
-// TEMPORARY naive implementation (dotted paths only); replaced by the full
-// JSONPath compiler.
+// AWS Step Functions evaluates JSONPath with Jayway JSONPath (Java). What we
+// reproduce, and where it comes from:
+//
+//   - A definite path whose last name is missing, or whose index is out of
+//     range anywhere: "Invalid path '$.x' : No results for path: $['x']", the
+//     whole path normalized (AWS recordings; Jayway's EvaluationContext).
+//   - A definite path missing a name before the last: "Invalid path
+//     '$.a.b' : Missing property in path $['a']", normalized up to and
+//     including the missing name (AWS recordings; Jayway's PathToken).
+//   - A name applied to a non-object, an index to null or to another
+//     non-array: Jayway's PathNotFoundException texts (see getDefinite).
+//     AWS's exact class names for these are not recorded.
+//   - Indefinite paths never fail: a missing or mistyped container selects
+//     nothing and the result is [] (AWS recordings of $.items[*],
+//     $.items[1:5].itemValue and $.item.items[:1] on {}).
+//   - In Parameters and other templates, any definite path that does not
+//     resolve becomes "The JSONPath '$.x' specified for the field 'x.$'
+//     could not be found in the input '<input>'" (AWS recordings, for "$" and
+//     "$$" paths); see FieldError.
+//   - ResultPath that cannot be applied (through a non-object, or an index
+//     out of range) fails with States.ResultPathMatchFailure and the cause
+//     "Unable to apply ReferencePath $.x to input <input as JSON>" (quoted by
+//     users in public bug reports); see Set.
+//   - An undefined "$name" variable: AWS's wording is not recorded anywhere
+//     we could find, so the message is ours.
+//
+// Where Jayway's dialect and ours differ, on purpose: a union of names
+// ['a','b'] is indefinite and returns a list (Jayway merges the members
+// into one object when the union ends the path); slices accept a step
+// ([::2], Python semantics); object members are visited in key order, since
+// decoded objects keep no order; a deep-scan filter ..[?()] selects each
+// matching descendant once.
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
-// SyntaxError reports an expression (path or intrinsic call) that does not parse.
+// SyntaxError reports an expression (a path, a filter or an intrinsic call)
+// that does not parse.
 type SyntaxError struct {
-	Expr   string
+	// Expr is the source text of the whole expression.
+	Expr string
+	// Offset is the byte offset in Expr where the problem was found.
 	Offset int
-	Msg    string
+	// Msg says what is wrong, like "unterminated bracket".
+	Msg string
 }
 
+// Error returns the message with the expression and the offset.
 func (e *SyntaxError) Error() string {
-	return fmt.Sprintf("invalid path %q at offset %d: %s", e.Expr, e.Offset, e.Msg)
+	return fmt.Sprintf("invalid expression %q at offset %d: %s", e.Expr, e.Offset, e.Msg)
 }
 
-// PathError reports a path that does not resolve in a document.
+// PathError reports a path that does not resolve in a document (Get), or a
+// reference path that cannot be applied to one (Set).
+//
+// Its Error text is the cause AWS Step Functions reports, so that the engine
+// can use it verbatim: for Get, "Invalid path '<Path>' : <Msg>"; for Set,
+// "Unable to apply ReferencePath <Path> to input <Input as JSON>".
 type PathError struct {
+	// Path is the source text of the path.
 	Path string
-	Msg  string
+	// Msg is the part of a Get failure after " : ", e.g.
+	// "No results for path: $['a']" or "Missing property in path $['a']".
+	// For a Set failure it says in our own words why the path cannot be
+	// applied; it is not part of Error.
+	Msg string
+	// Input is the document a Set failed on; nil for Get failures. Error
+	// writes it as JSON, only when called.
+	Input any
+
+	set bool
 }
 
-func (e *PathError) Error() string { return fmt.Sprintf("Invalid path '%s' : %s", e.Path, e.Msg) }
-
-// Path is a compiled JSONPath expression.
-type Path struct {
-	src  string
-	ctx  bool
-	name string
-	keys []string
-}
-
-// Compile compiles a path rooted at $, $$ or $name.
-func Compile(expr string) (*Path, error) {
-	p := &Path{src: expr}
-	rest := expr
-	switch {
-	case strings.HasPrefix(rest, "$$"):
-		p.ctx, rest = true, rest[2:]
-	case strings.HasPrefix(rest, "$"):
-		rest = rest[1:]
-		i := strings.IndexByte(rest, '.')
-		if i < 0 {
-			i = len(rest)
-		}
-		p.name, rest = rest[:i], rest[i:]
-	default:
-		return nil, &SyntaxError{Expr: expr, Msg: "must start with $"}
+// Error returns the cause AWS reports for the failure.
+func (e *PathError) Error() string {
+	if e.set {
+		return fmt.Sprintf("Unable to apply ReferencePath %s to input %s", e.Path, marshalForMessage(e.Input))
 	}
-	if rest != "" {
-		if rest[0] != '.' {
-			return nil, &SyntaxError{Expr: expr, Msg: "unsupported"}
+	return fmt.Sprintf("Invalid path '%s' : %s", e.Path, e.Msg)
+}
+
+// rootKind says what a path is evaluated against.
+type rootKind uint8
+
+const (
+	rootInput    rootKind = iota // $
+	rootContext                  // $$
+	rootVariable                 // $name
+)
+
+// Path is a compiled JSONPath expression in the dialect AWS Step Functions
+// accepts (Jayway JSONPath). It starts with a root, "$" (the input), "$$"
+// (the context object) or "$name" (a variable: a letter or "_", then
+// letters, digits or "_"), followed by segments:
+//
+//	.name  ['name']  ["name"]   a member; a dotted name runs up to the next
+//	                            . [ ] ( ) quote or space, so $.detail-type
+//	                            works; quoted names take JSON escapes and \'
+//	[0]  [-1]                   an element, negative indexes from the end
+//	[0,2]  ['a','b']            unions
+//	[*]  .*                     every element or member
+//	[1:5]  [:1]  [1:]  [::2]    slices, with Python semantics
+//	..name  ..*  ..[0]          deep scan: the segment applied at every level
+//	[?(<filter>)]               a filter (see filter.go for its grammar)
+//
+// Inside a filter, "@" is the value being tested and "$" the value the path
+// is rooted at (the input, the context object or the variable).
+//
+// A Path is immutable and safe for concurrent use.
+type Path struct {
+	src      string
+	root     rootKind
+	variable string
+	segs     []segment
+	definite bool
+	steps    []step // segs of a definite path, compacted for the fast walk
+}
+
+// step is one name or index of a definite path.
+type step struct {
+	name    string
+	index   int
+	isIndex bool
+}
+
+// Compile compiles a JSONPath expression. See Path for the accepted syntax;
+// anything else is a *SyntaxError.
+func Compile(expr string) (*Path, error) {
+	p := &parser{src: expr}
+	return p.parsePath()
+}
+
+// CompileReference compiles a reference path, the only kind of path
+// ResultPath accepts: rooted at "$" and made of names and non-negative
+// indexes only (no "$$", no variables, no wildcards, unions, slices, deep
+// scans or filters). Anything else is a *SyntaxError that says why.
+func CompileReference(expr string) (*Path, error) {
+	p, err := Compile(expr)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(offset int, msg string) error {
+		return &SyntaxError{Expr: expr, Offset: offset, Msg: msg}
+	}
+	switch p.root {
+	case rootContext:
+		return nil, fail(0, "a reference path cannot refer to the context object ($$)")
+	case rootVariable:
+		return nil, fail(0, "a reference path cannot refer to a variable")
+	}
+	for _, s := range p.segs {
+		switch {
+		case s.deep:
+			return nil, fail(s.offset, "a reference path cannot use a deep scan (..)")
+		case s.kind == segIndex && s.index < 0:
+			return nil, fail(s.offset, "a reference path cannot use a negative index")
+		case s.kind != segName && s.kind != segIndex:
+			return nil, fail(s.offset, "a reference path can only use names and single indexes, not "+s.kind.String())
 		}
-		p.keys = strings.Split(rest[1:], ".")
 	}
 	return p, nil
 }
@@ -64,27 +169,231 @@ func Compile(expr string) (*Path, error) {
 // String returns the source text of the path.
 func (p *Path) String() string { return p.src }
 
-// Get returns the value p selects.
+// Definite reports whether the path selects at most one value: it uses only
+// names and single indexes. Get returns that value itself; an indefinite
+// path's Get returns a list.
+func (p *Path) Definite() bool { return p.definite }
+
+// IsContext reports whether the path is rooted at the context object ("$$").
+func (p *Path) IsContext() bool { return p.root == rootContext }
+
+// Variable returns the name of the variable the path is rooted at (without
+// the "$"), or "" when it is rooted at "$" or "$$".
+func (p *Path) Variable() string { return p.variable }
+
+// Get evaluates the path against input (for "$"), env.Context() (for "$$")
+// or a variable of env (for "$name"). env may be nil when the path uses
+// neither.
+//
+// A definite path returns the value it selects, or a *PathError worded as
+// AWS words it. An indefinite path returns a []any of its matches in
+// document order (object members in key order), an empty list when nothing
+// matches — even when a container on the way is missing or of another type.
+// The result shares memory with the document: callers must not modify it.
 func (p *Path) Get(input any, env Env) (any, error) {
-	cur := input
-	switch {
-	case p.ctx:
-		cur = env.Context()
-	case p.name != "":
-		v, ok := env.Variable(p.name)
-		if !ok {
-			return nil, &PathError{Path: p.src, Msg: "undefined variable"}
+	root := input
+	if p.root != rootInput {
+		var err error
+		if root, err = p.rootValue(input, env); err != nil {
+			return nil, err
 		}
-		cur = v
 	}
-	for _, k := range p.keys {
-		m, ok := cur.(map[string]any)
+	if p.definite {
+		return p.getDefinite(root)
+	}
+	out := []any{}
+	ev := evaluator{root: root}
+	ev.collect(p.segs, root, &out)
+	return out, nil
+}
+
+// rootValue returns what the path's root refers to.
+func (p *Path) rootValue(input any, env Env) (any, error) {
+	switch p.root {
+	case rootContext:
+		if env == nil {
+			return nil, nil
+		}
+		return env.Context(), nil
+	case rootVariable:
+		var v any
+		ok := false
+		if env != nil {
+			v, ok = env.Variable(p.variable)
+		}
 		if !ok {
-			return nil, &PathError{Path: p.src, Msg: "missing"}
+			// AWS's wording for an undefined variable in a JSONPath
+			// expression is not recorded anywhere we could find (LocalStack
+			// evaluates these with JSONata); this is our own.
+			return nil, &PathError{Path: p.src, Msg: "undefined variable $" + p.variable}
 		}
-		if cur, ok = m[k]; !ok {
-			return nil, &PathError{Path: p.src, Msg: "missing"}
+		return v, nil
+	}
+	return input, nil
+}
+
+// getDefinite walks a path made only of names and single indexes. The walk
+// allocates nothing unless it fails.
+//
+// Failures reproduce Jayway JSONPath, which AWS runs with its default
+// options:
+//   - the last name is missing, or any index is out of range:
+//     "No results for path: $['a']['b'][2]" (the whole path, normalized);
+//   - a name before the last is missing:
+//     "Missing property in path $['a']" (the path up to that name);
+//   - a name is applied to a non-object: "Expected to find an object with
+//     property ['b'] in path $['a'] but found 'java.lang.String'. This is not
+//     a json object according to the JsonProvider: '…'";
+//   - an index is applied to null: "The path $['a'] is null";
+//   - an index is applied to another non-array: "Filter: [0]['b'] can only
+//     be applied to arrays. Current context is: text".
+//
+// The first two are AWS recordings. The others are Jayway's messages; the
+// Java class and provider names AWS prints are not recorded, so we give
+// those of Jayway's default provider (json-smart).
+func (p *Path) getDefinite(cur any) (any, error) {
+	for i := range p.steps {
+		s := &p.steps[i]
+		if !s.isIndex {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil, p.pathError(fmt.Sprintf(
+					"Expected to find an object with property %s in path %s but found '%s'. "+
+						"This is not a json object according to the JsonProvider: "+
+						"'com.jayway.jsonpath.spi.json.JsonSmartJsonProvider'.",
+					p.segs[i].fragment(), p.normalized(i), javaClassName(cur)))
+			}
+			v, ok := m[s.name]
+			if !ok {
+				if i == len(p.steps)-1 {
+					return nil, p.noResults()
+				}
+				return nil, p.pathError("Missing property in path " + p.normalized(i+1))
+			}
+			cur = v
+			continue
 		}
+		a, ok := cur.([]any)
+		if !ok {
+			if cur == nil {
+				return nil, p.pathError("The path " + p.normalized(i) + " is null")
+			}
+			return nil, p.pathError(fmt.Sprintf(
+				"Filter: %s can only be applied to arrays. Current context is: %s",
+				p.fragments(i), javaString(cur)))
+		}
+		j := s.index
+		if j < 0 {
+			j += len(a)
+		}
+		if j < 0 || j >= len(a) {
+			return nil, p.noResults()
+		}
+		cur = a[j]
 	}
 	return cur, nil
+}
+
+func (p *Path) noResults() error {
+	return &PathError{Path: p.src, Msg: "No results for path: " + p.normalized(len(p.segs))}
+}
+
+func (p *Path) pathError(msg string) error {
+	return &PathError{Path: p.src, Msg: msg}
+}
+
+// normalized returns the first n segments in Jayway's normalized form,
+// like $['a'][0]. Whatever the root, Jayway sees a path rooted at "$".
+func (p *Path) normalized(n int) string {
+	var b strings.Builder
+	b.WriteByte('$')
+	for i := range p.segs[:n] {
+		b.WriteString(p.segs[i].fragment())
+	}
+	return b.String()
+}
+
+// fragments returns segments i and after in normalized form, as Jayway's
+// PathToken.toString does.
+func (p *Path) fragments(i int) string {
+	var b strings.Builder
+	for j := range p.segs[i:] {
+		b.WriteString(p.segs[i+j].fragment())
+	}
+	return b.String()
+}
+
+// Set returns a new document: doc with value placed at the path, which must
+// be a definite path rooted at "$" (see CompileReference). "$" returns value
+// itself. Only the containers along the path are copied; doc and everything
+// else is shared, never modified. Missing objects on the way are created.
+//
+// Walking through something that is not an object (for a name) or through an
+// index that is out of range is a *PathError, which AWS reports as
+// States.ResultPathMatchFailure with the cause
+// "Unable to apply ReferencePath $.x to input <input>".
+func (p *Path) Set(doc, value any) (any, error) {
+	if !p.definite || p.root != rootInput {
+		return nil, &PathError{Path: p.src, Msg: "only a definite path rooted at $ can be set", Input: doc, set: true}
+	}
+	if len(p.segs) == 0 {
+		return value, nil
+	}
+	return p.setAt(doc, doc, true, 0, value)
+}
+
+// setAt returns cur with value placed at segments i and after. present is
+// false when cur does not exist (a missing member), which Set may create.
+func (p *Path) setAt(doc, cur any, present bool, i int, value any) (any, error) {
+	s := &p.segs[i]
+	last := i == len(p.segs)-1
+	fail := func(msg string) error {
+		return &PathError{Path: p.src, Msg: msg, Input: doc, set: true}
+	}
+	if s.kind == segName {
+		m, ok := cur.(map[string]any)
+		if present && !ok {
+			return nil, fail(p.normalized(i) + " is " + typeName(cur) + ", not an object")
+		}
+		child, has := m[s.name]
+		nv := value
+		if !last {
+			var err error
+			if nv, err = p.setAt(doc, child, has, i+1, value); err != nil {
+				return nil, err
+			}
+		}
+		out := make(map[string]any, len(m)+1)
+		for k, v := range m {
+			out[k] = v
+		}
+		out[s.name] = nv
+		return out, nil
+	}
+	a, ok := cur.([]any)
+	if !present || !ok {
+		what := "missing"
+		if present {
+			what = typeName(cur)
+		}
+		return nil, fail(p.normalized(i) + " is " + what + ", not an array")
+	}
+	j := s.index
+	if j < 0 {
+		j += len(a)
+	}
+	if j < 0 || j >= len(a) {
+		return nil, fail("index " + strconv.Itoa(s.index) + " is out of range for " + p.normalized(i))
+	}
+	nv := value
+	if !last {
+		var err error
+		if nv, err = p.setAt(doc, a[j], true, i+1, value); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]any, len(a))
+	copy(out, a)
+	out[j] = nv
+	return out, nil
 }
