@@ -2,10 +2,12 @@ package agents
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonpath"
@@ -13,7 +15,10 @@ import (
 
 // Mocks is a parsed mock file: for each agent, its scripted responses by
 // invocation number (DESIGN.md §7, the shape of AWS Step Functions Local
-// mock configurations). It is immutable and safe for concurrent use.
+// mock configurations). Beyond that shape, a response may say how long the
+// agent takes ("DelaySeconds") and how often it sends a heartbeat meanwhile
+// ("HeartbeatSeconds"), so that timeouts and heartbeats can be scripted too.
+// It is immutable and safe for concurrent use.
 type Mocks struct {
 	agents map[string]*Mock
 }
@@ -29,6 +34,9 @@ type mockResponse struct {
 	from, to int // inclusive invocation range
 	result   any
 	err      *asl.Error
+	// delay is how long the agent takes to answer; heartbeat how often it
+	// sends a heartbeat meanwhile (0: never).
+	delay, heartbeat time.Duration
 }
 
 // ParseMocks strictly decodes and validates a mock file.
@@ -96,10 +104,26 @@ func parseMockResponse(ptr, key string, v any) (mockResponse, error) {
 	if !ok {
 		return r, mockErrorf(ptr, "a response must be an object with Return or Throw, not %s", jsonpath.TypeName(v))
 	}
+	for k := range obj {
+		switch k {
+		case "Return", "Throw", "DelaySeconds", "HeartbeatSeconds":
+		default:
+			return r, mockErrorf(ptr+"/"+k, "unknown field %q (a response has Return or Throw, and optionally DelaySeconds and HeartbeatSeconds)", k)
+		}
+	}
 	ret, hasReturn := obj["Return"]
 	throw, hasThrow := obj["Throw"]
-	if hasReturn == hasThrow || len(obj) != 1 {
-		return r, mockErrorf(ptr, "a response must have exactly one field, Return or Throw")
+	if hasReturn == hasThrow {
+		return r, mockErrorf(ptr, "a response must have exactly one of Return or Throw")
+	}
+	if r.delay, err = mockSeconds(obj, "DelaySeconds", ptr); err != nil {
+		return r, err
+	}
+	if r.heartbeat, err = mockSeconds(obj, "HeartbeatSeconds", ptr); err != nil {
+		return r, err
+	}
+	if _, ok := obj["HeartbeatSeconds"]; ok && r.heartbeat == 0 {
+		return r, mockErrorf(ptr+"/HeartbeatSeconds", "HeartbeatSeconds must be greater than 0")
 	}
 	if hasReturn {
 		r.result = ret
@@ -128,6 +152,20 @@ func parseMockResponse(ptr, key string, v any) (mockResponse, error) {
 	}
 	r.err = e
 	return r, nil
+}
+
+// mockSeconds reads an optional non-negative number of seconds.
+func mockSeconds(obj map[string]any, key, ptr string) (time.Duration, error) {
+	v, ok := obj[key]
+	if !ok {
+		return 0, nil
+	}
+	n, isNum := v.(json.Number)
+	f, valid := jsonpath.Float64(n)
+	if !isNum || !valid || f < 0 || f > 86400 {
+		return 0, mockErrorf(ptr+"/"+key, "%s must be a number of seconds between 0 and 86400, not %s", key, jsonpath.TypeName(v))
+	}
+	return time.Duration(f * float64(time.Second)), nil
 }
 
 // parseRange parses "3" or "1-2".
@@ -184,12 +222,15 @@ func (ms *Mocks) Register(r *Registry) error {
 
 // Invoke returns the response scripted for req.Invocation. An invocation
 // without a response fails with States.TaskFailed.
-func (m *Mock) Invoke(_ context.Context, req *Request) (any, error) {
+func (m *Mock) Invoke(ctx context.Context, req *Request) (any, error) {
 	i := sort.Search(len(m.responses), func(i int) bool { return m.responses[i].to >= req.Invocation })
 	if i == len(m.responses) || m.responses[i].from > req.Invocation {
 		return nil, asl.Errorf(asl.ErrTaskFailed, "mocked agent %q has no response for invocation %d", m.name, req.Invocation)
 	}
 	r := m.responses[i]
+	if err := r.wait(ctx, req); err != nil {
+		return nil, err
+	}
 	if r.err != nil {
 		return nil, &asl.Error{Name: r.err.Name, Cause: r.err.Cause}
 	}
@@ -197,3 +238,29 @@ func (m *Mock) Invoke(_ context.Context, req *Request) (any, error) {
 }
 
 var _ Agent = (*Mock)(nil)
+
+// wait spends the response's delay, sending heartbeats as scripted, and
+// returns early with the context's error when the call is cancelled.
+func (r *mockResponse) wait(ctx context.Context, req *Request) error {
+	if r.delay <= 0 {
+		return nil
+	}
+	done := time.NewTimer(r.delay)
+	defer done.Stop()
+	var beat <-chan time.Time
+	if r.heartbeat > 0 {
+		t := time.NewTicker(r.heartbeat)
+		defer t.Stop()
+		beat = t.C
+	}
+	for {
+		select {
+		case <-done.C:
+			return nil
+		case <-beat:
+			req.Heartbeat()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

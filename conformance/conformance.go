@@ -8,16 +8,20 @@ package conformance
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
@@ -58,6 +62,14 @@ type Expect struct {
 	ErrorContains string
 	// Path lists the top-level states entered, in order, when set.
 	Path []string
+	// ElapsedSeconds is how long the execution takes, when set. Under the
+	// test suite's fake clock it must match exactly; in real time (the CLI)
+	// the execution must take at least that long.
+	ElapsedSeconds    float64
+	HasElapsedSeconds bool
+	// RequireErrorContains is set for our own cases; for AWS-recorded ones
+	// (which carry aws_message) matching error_contains is only a bonus.
+	RequireErrorContains bool
 }
 
 // Load reads and checks one case file.
@@ -129,6 +141,16 @@ func fromValue(v any) (*Case, error) {
 		e.CauseJSON, e.HasCauseJSON, e.HasCause = cj, true, true
 	}
 	e.ErrorContains, _ = ex["error_contains"].(string)
+	_, fromAWS := ex["aws_message"]
+	e.RequireErrorContains = e.ErrorContains != "" && !fromAWS
+	if v, ok := ex["elapsed_seconds"]; ok {
+		n, isNum := v.(json.Number)
+		f, valid := jsonpath.Float64(n)
+		if !isNum || !valid || f < 0 {
+			return nil, errors.New("expect.elapsed_seconds must be a non-negative number")
+		}
+		e.ElapsedSeconds, e.HasElapsedSeconds = f, true
+	}
 	if p, ok := ex["path"].([]any); ok {
 		for _, s := range p {
 			name, _ := s.(string)
@@ -150,13 +172,20 @@ func optString(m map[string]any, key string) (*string, error) {
 	return &s, nil
 }
 
-// Run runs a case and returns nil when the engine did what the case
-// expects, or an error saying what differed.
-func Run(ctx context.Context, c *Case) error {
+// Run runs a case in real time and returns nil when the engine did what
+// the case expects, or an error saying what differed.
+func Run(ctx context.Context, c *Case) error { return run(ctx, c, false) }
+
+// run runs a case; exactTime says the clock is the test suite's fake
+// clock, so elapsed time can be checked exactly.
+func run(ctx context.Context, c *Case, exactTime bool) error {
 	m, err := states.ParseValue(c.Definition)
 	if c.Expect.Status == "INVALID_DEFINITION" {
 		if err == nil {
 			return errors.New("definition was accepted, want INVALID_DEFINITION")
+		}
+		if c.Expect.RequireErrorContains && !strings.Contains(err.Error(), c.Expect.ErrorContains) {
+			return fmt.Errorf("validation errors %q do not contain %q", oneLine(err.Error()), c.Expect.ErrorContains)
 		}
 		return nil
 	}
@@ -173,11 +202,22 @@ func Run(ctx context.Context, c *Case) error {
 	x := engine.New(engine.Config{Agents: reg, Store: rec})
 	ctx, cancel := context.WithTimeout(ctx, caseTimeout)
 	defer cancel()
+	start := time.Now()
 	res, err := x.Run(ctx, m, c.Input, engine.StartOptions{MachineName: c.Name})
+	elapsed := time.Since(start)
 	if err != nil {
 		return fmt.Errorf("engine error: %v", err)
 	}
-	return check(c, res, rec.events)
+	if err := check(c, res, rec.events); err != nil {
+		return err
+	}
+	if e := c.Expect; e.HasElapsedSeconds {
+		want := time.Duration(e.ElapsedSeconds * float64(time.Second))
+		if exactTime && elapsed != want || !exactTime && elapsed < want {
+			return fmt.Errorf("took %v, want %v", elapsed, want)
+		}
+	}
+	return nil
 }
 
 // caseTimeout bounds one case, so that a case that loops forever fails
@@ -339,29 +379,41 @@ func (s Skips) Reason(file string) (string, bool) {
 	return "", false
 }
 
-// Report runs every case file under paths, writes one line per failing case
-// to w, then "N passed, M failed", and returns the counts.
+// Report runs every case file under paths (several at a time, in real
+// time), writes one line per failing case to w in file order, then
+// "N passed, M failed", and returns the counts.
 func Report(ctx context.Context, paths []string, skips Skips, w io.Writer) (passed, failed int, err error) {
 	files, err := Collect(paths)
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, f := range files {
+	lines := make([]string, len(files))
+	var g errgroup.Group
+	g.SetLimit(4 * runtime.GOMAXPROCS(0))
+	for i, f := range files {
 		if reason, ok := skips.Reason(f); ok {
-			fmt.Fprintf(w, "SKIP %s: %s\n", f, reason)
-			failed++
+			lines[i] = fmt.Sprintf("SKIP %s: %s", f, reason)
 			continue
 		}
-		c, err := Load(f)
-		if err == nil {
-			err = Run(ctx, c)
-		}
-		if err != nil {
-			fmt.Fprintf(w, "FAIL %s: %s\n", f, oneLine(err.Error()))
-			failed++
+		g.Go(func() error {
+			c, err := Load(f)
+			if err == nil {
+				err = Run(ctx, c)
+			}
+			if err != nil {
+				lines[i] = fmt.Sprintf("FAIL %s: %s", f, oneLine(err.Error()))
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, l := range lines {
+		if l == "" {
+			passed++
 			continue
 		}
-		passed++
+		failed++
+		fmt.Fprintln(w, l)
 	}
 	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
 	return passed, failed, nil

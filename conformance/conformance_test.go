@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 )
 
 // awsCases is where the AWS-recorded cases live, beside the project.
@@ -43,9 +44,13 @@ func runTree(t *testing.T, root string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := Run(context.Background(), c); err != nil {
-				t.Error(err)
-			}
+			// Each case runs on the fake clock of a synctest bubble: Waits
+			// and retry delays take no real time and are measured exactly.
+			synctest.Test(t, func(t *testing.T) {
+				if err := run(context.Background(), c, true); err != nil {
+					t.Error(err)
+				}
+			})
 		})
 	}
 }

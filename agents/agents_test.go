@@ -1,0 +1,183 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonpath"
+)
+
+func TestRegistry(t *testing.T) {
+	var r Registry // the zero value is ready to use
+	echo := Func(func(_ context.Context, req *Request) (any, error) { return req.Input, nil })
+	if err := r.Register("Echo", echo); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register("Echo", echo); !errors.Is(err, ErrDuplicate) {
+		t.Errorf("second Register = %v, want ErrDuplicate", err)
+	}
+	if err := r.Register("", echo); err == nil {
+		t.Error("Register with an empty name succeeded")
+	}
+	if err := r.Register("Nil", nil); err == nil {
+		t.Error("Register of a nil agent succeeded")
+	}
+	if _, ok := r.Lookup("Echo"); !ok {
+		t.Error("Lookup(Echo) found nothing")
+	}
+	if _, ok := r.Lookup("Other"); ok {
+		t.Error("Lookup(Other) found an agent")
+	}
+	if got := strings.Join(r.Names(), ","); got != "Echo" {
+		t.Errorf("Names() = %q, want Echo", got)
+	}
+}
+
+func TestRequestKeyAndHeartbeat(t *testing.T) {
+	var beats atomic.Int32
+	req := &Request{Execution: "e1", State: "Map/3/Summarize", Attempt: 2, OnHeartbeat: func() { beats.Add(1) }}
+	if got := req.IdempotencyKey(); got != "e1/Map/3/Summarize/2" {
+		t.Errorf("IdempotencyKey() = %q, want e1/Map/3/Summarize/2", got)
+	}
+	req.Heartbeat()
+	(&Request{}).Heartbeat() // no OnHeartbeat: a no-op
+	if beats.Load() != 1 {
+		t.Errorf("heartbeats = %d, want 1", beats.Load())
+	}
+}
+
+type order struct {
+	ID    string  `json:"id"`
+	Total float64 `json:"total"`
+}
+
+type invoice struct {
+	Order string  `json:"order"`
+	Tax   float64 `json:"tax"`
+}
+
+func TestTyped(t *testing.T) {
+	a := Typed(func(_ context.Context, o order) (invoice, error) {
+		return invoice{Order: o.ID, Tax: o.Total / 10}, nil
+	})
+	in, _ := jsonpath.Decode([]byte(`{"id":"o-7","total":250}`))
+	got, err := a.Invoke(context.Background(), &Request{Agent: "Invoicer", Input: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := jsonpath.Decode([]byte(`{"order":"o-7","tax":25}`))
+	if !jsonpath.Equal(got, want) {
+		t.Errorf("Invoke = %v, want %v", got, want)
+	}
+	bad, _ := jsonpath.Decode([]byte(`{"id":5}`))
+	if _, err := a.Invoke(context.Background(), &Request{Agent: "Invoicer", Input: bad}); err == nil || !strings.Contains(err.Error(), "does not fit") {
+		t.Errorf("Invoke with a mistyped input = %v, want a does-not-fit error", err)
+	}
+}
+
+func TestParseMocksErrors(t *testing.T) {
+	cases := []struct {
+		name, mock, want string
+	}{
+		{"not an object", `[]`, "mocks must be an object"},
+		{"agent not an object", `{"A":1}`, `responses of agent "A"`},
+		{"bad key", `{"A":{"x":{"Return":1}}}`, `invocation key "x"`},
+		{"reversed range", `{"A":{"3-1":{"Return":1}}}`, `invocation key "3-1"`},
+		{"leading zero", `{"A":{"01":{"Return":1}}}`, `invocation key "01"`},
+		{"overlap", `{"A":{"0-2":{"Return":1},"2":{"Return":2}}}`, "invocation 2 has two responses"},
+		{"both", `{"A":{"0":{"Return":1,"Throw":{"Error":"E"}}}}`, "exactly one of Return or Throw"},
+		{"neither", `{"A":{"0":{}}}`, "exactly one of Return or Throw"},
+		{"unknown field", `{"A":{"0":{"Return":1,"Sleep":2}}}`, `unknown field "Sleep"`},
+		{"throw not object", `{"A":{"0":{"Throw":"E"}}}`, "Throw must be an object"},
+		{"throw without error", `{"A":{"0":{"Throw":{"Cause":"c"}}}}`, "missing Error"},
+		{"throw bad field", `{"A":{"0":{"Throw":{"Error":"E","Code":1}}}}`, `unknown field "Code"`},
+		{"cause not string", `{"A":{"0":{"Throw":{"Error":"E","Cause":1}}}}`, "Cause must be a string"},
+		{"negative delay", `{"A":{"0":{"Return":1,"DelaySeconds":-1}}}`, "DelaySeconds must be"},
+		{"zero heartbeat", `{"A":{"0":{"Return":1,"HeartbeatSeconds":0}}}`, "HeartbeatSeconds must be greater than 0"},
+		{"duplicate key", `{"A":{"0":{"Return":1}},"A":{}}`, "duplicate"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseMocks([]byte(tc.mock))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ParseMocks(%s) = %v, want an error containing %q", tc.mock, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMockResponses(t *testing.T) {
+	ms, err := ParseMocks([]byte(`{"Classifier":{
+		"0":{"Return":{"intent":"refund"}},
+		"1-2":{"Throw":{"Error":"Agent.ModelError","Cause":"overloaded"}},
+		"4":{"Return":null}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := ms.Agent("Classifier")
+	if !ok {
+		t.Fatal("no mock for Classifier")
+	}
+	cases := []struct {
+		n       int
+		result  string
+		errName asl.ErrorName
+	}{
+		{0, `{"intent":"refund"}`, ""},
+		{1, "", asl.ErrAgentModelError},
+		{2, "", asl.ErrAgentModelError},
+		{3, "", asl.ErrTaskFailed},
+		{4, `null`, ""},
+		{5, "", asl.ErrTaskFailed},
+	}
+	for _, tc := range cases {
+		got, err := m.Invoke(context.Background(), &Request{Agent: "Classifier", Invocation: tc.n})
+		var ae *asl.Error
+		switch {
+		case tc.errName != "":
+			if !errors.As(err, &ae) || ae.Name != tc.errName {
+				t.Errorf("invocation %d: error %v, want %s", tc.n, err, tc.errName)
+			}
+		case err != nil:
+			t.Errorf("invocation %d: error %v", tc.n, err)
+		default:
+			want, _ := jsonpath.Decode([]byte(tc.result))
+			if !jsonpath.Equal(got, want) {
+				t.Errorf("invocation %d = %v, want %s", tc.n, got, tc.result)
+			}
+		}
+	}
+}
+
+func TestMockDelayAndHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms, err := ParseMocks([]byte(`{"Slow":{"0":{"Return":"done","DelaySeconds":10,"HeartbeatSeconds":3}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := ms.Agent("Slow")
+		var beats atomic.Int32
+		start := time.Now()
+		got, err := m.Invoke(context.Background(), &Request{OnHeartbeat: func() { beats.Add(1) }})
+		if err != nil || got != "done" {
+			t.Fatalf("Invoke = %v, %v; want done", got, err)
+		}
+		if d := time.Since(start); d != 10*time.Second {
+			t.Errorf("answered after %v, want 10s", d)
+		}
+		if b := beats.Load(); b != 3 {
+			t.Errorf("heartbeats = %d, want 3 (at 3s, 6s and 9s)", b)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+		defer cancel()
+		if _, err := m.Invoke(ctx, &Request{}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("cancelled Invoke = %v, want DeadlineExceeded", err)
+		}
+	})
+}
