@@ -1,0 +1,98 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/states"
+)
+
+// payload1KiB is a realistic ~1 KiB agent document.
+const payload1KiB = `{"id":"doc-20931","owner":{"name":"Maria Lopez","email":"maria@example.com","team":"payments"},
+"tags":["refund","priority","eu","card","duplicate-charge"],"metrics":{"score":0.93,"tokens":1834,"latencyMs":412},
+"ticket":{"subject":"Charged twice for my order","body":"Hi, I was charged twice for order 8812 (42.50 EUR). Please refund the duplicate charge as soon as possible. I have attached the bank statement showing both transactions from the 14th of March.","channel":"email","language":"en"},
+"history":[{"at":"2026-03-14T10:02:11Z","by":"classifier","note":"intent refund, confidence 0.93"},{"at":"2026-03-14T10:02:12Z","by":"router","note":"auto refund under 100 EUR"},{"at":"2026-03-14T10:02:15Z","by":"refund-agent","note":"refund RF-20931 issued"}],
+"customer":{"since":"2019-06-01","orders":48,"lifetimeValue":3120.5,"segment":"loyal"}}`
+
+// passChain builds n Pass states that each use InputPath, Parameters,
+// ResultPath and OutputPath, and keep the document's shape.
+func passChain(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"StartAt":"S0","States":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		next := fmt.Sprintf(`"Next":"S%d"`, i+1)
+		if i == n-1 {
+			next = `"End":true`
+		}
+		fmt.Fprintf(&b, `"S%d":{"Type":"Pass","InputPath":"$.payload","Parameters":{"payload.$":"$","summary":{"id.$":"$.id","owner.$":"$.owner.name","tags.$":"$.tags","score.$":"$.metrics.score"}},"ResultPath":"$.next","OutputPath":"$.next",%s}`, i, next)
+	}
+	b.WriteString(`}}`)
+	return b.String()
+}
+
+// BenchmarkPassChain100 runs a 100-state Pass chain on a 1 KiB document on
+// the in-memory path and reports the time per state.
+func BenchmarkPassChain100(b *testing.B) {
+	m, err := states.Parse([]byte(passChain(100)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload, err := jsonpath.Decode([]byte(payload1KiB))
+	if err != nil {
+		b.Fatal(err)
+	}
+	input := map[string]any{"payload": payload}
+	x := engine.New(engine.Config{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := x.Run(ctx, m, input, engine.StartOptions{ID: "bench"})
+		if err != nil || res.Status != engine.StatusSucceeded {
+			b.Fatalf("run: %v %+v", err, res)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/state")
+}
+
+// BenchmarkMap100k runs a Map over 100,000 items with MaxConcurrency 64 and
+// an echo agent, and reports the process's peak resident memory.
+func BenchmarkMap100k(b *testing.B) {
+	def := `{"StartAt":"M","States":{"M":{"Type":"Map","MaxConcurrency":64,"ItemProcessor":{"StartAt":"Echo","States":{"Echo":{"Type":"Task","Agent":"Echo","End":true}}},"End":true}}}`
+	m, err := states.Parse([]byte(def))
+	if err != nil {
+		b.Fatal(err)
+	}
+	items := make([]any, 100000)
+	for i := range items {
+		items[i] = map[string]any{"id": jsonpath.IntNumber(int64(i)), "title": "document"}
+	}
+	reg := agents.NewRegistry()
+	_ = reg.Register("Echo", agents.Func(func(_ context.Context, req *agents.Request) (any, error) { return req.Input, nil }))
+	x := engine.New(engine.Config{Agents: reg})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := x.Run(ctx, m, items, engine.StartOptions{})
+		if err != nil || res.Status != engine.StatusSucceeded {
+			b.Fatalf("run: %v %+v", err, res)
+		}
+		if out := res.Output.([]any); len(out) != len(items) {
+			b.Fatalf("%d results, want %d", len(out), len(items))
+		}
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "maxRSS-MiB")
+	}
+}
