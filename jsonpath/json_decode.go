@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -26,7 +27,7 @@ import (
 // Object keys and strings are kept as written (not normalized), with their
 // escapes decoded. The result shares no memory with data.
 func Decode(data []byte) (any, error) {
-	d := decoder{data: data}
+	d := newDecoder(data)
 	d.skipSpace()
 	if d.pos == len(data) {
 		return nil, &JSONError{Offset: d.pos, Path: "$", Msg: "empty input"}
@@ -51,11 +52,47 @@ func Decode(data []byte) (any, error) {
 type decoder struct {
 	data  []byte
 	pos   int
-	path  errPath  // filled only when an error unwinds
-	vals  []any    // array elements and object values being read
-	keys  []string // object keys being read
-	forms []string // their NFC forms, to find duplicates
-	buf   []byte   // scratch for strings with escapes
+	path  errPath     // filled only when an error unwinds
+	vals  []any       // array elements and object values being read
+	keys  []objectKey // object keys being read
+	buf   []byte      // scratch for strings with escapes
+	arena strArena
+}
+
+// objectKey is a key as written and its NFC form, to find duplicates.
+type objectKey struct{ key, form string }
+
+func newDecoder(data []byte) decoder {
+	return decoder{data: data, vals: make([]any, 0, 32), keys: make([]objectKey, 0, 32)}
+}
+
+// strArena makes the strings of one Decode call (keys, string values and
+// number texts) out of shared chunks: one allocation per chunk instead of
+// one per string. A chunk's bytes are written once and never changed, which
+// is what makes unsafe.String sound here. Chunks are small so that a string
+// kept long after the rest of its document is gone pins little memory.
+type strArena struct{ chunk []byte }
+
+const (
+	arenaChunk     = 1024 // bytes per chunk, at most
+	arenaMaxString = 64   // longer strings get their own allocation
+)
+
+// str returns b as a string; remaining (the input bytes not yet read)
+// bounds the size of a new chunk, so small documents get small chunks.
+func (a *strArena) str(b []byte, remaining int) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > arenaMaxString {
+		return string(b)
+	}
+	if cap(a.chunk)-len(a.chunk) < len(b) {
+		a.chunk = make([]byte, 0, max(len(b), min(arenaChunk, remaining)))
+	}
+	start := len(a.chunk)
+	a.chunk = append(a.chunk, b...)
+	return unsafe.String(&a.chunk[start], len(b))
 }
 
 // digitNumbers are the one-digit numbers, boxed once: small integers are
@@ -216,7 +253,7 @@ func (d *decoder) number() (any, *JSONError) {
 	if i == start+1 {
 		return digitNumbers[data[start]-'0'], nil
 	}
-	return json.Number(data[start:i]), nil
+	return json.Number(d.arena.str(data[start:i], len(data)-start)), nil
 }
 
 // str reads a string at d.pos (which holds the opening quote) and reports
@@ -230,7 +267,7 @@ func (d *decoder) str() (s string, ascii bool, err *JSONError) {
 		switch {
 		case c == '"':
 			d.pos = i + 1
-			return string(data[start:i]), ascii, nil
+			return d.arena.str(data[start:i], len(data)-start), ascii, nil
 		case c == '\\':
 			return d.strEscaped(start, i, ascii)
 		case c < 0x20:
@@ -260,7 +297,7 @@ func (d *decoder) strEscaped(start, i int, ascii bool) (string, bool, *JSONError
 		case c == '"':
 			d.pos = i + 1
 			d.buf = b
-			return string(b), ascii, nil
+			return d.arena.str(b, len(data)-start), ascii, nil
 		case c == '\\':
 			if i+1 == len(data) {
 				return "", false, d.fail(i, "unterminated string")
@@ -434,15 +471,15 @@ func (d *decoder) object(depth int) (any, *JSONError) {
 				j = at
 			}
 		} else {
-			for at, f := range d.forms[kbase:] {
-				if f == form {
+			for at, f := range d.keys[kbase:] {
+				if f.form == form {
 					j = at
 					break
 				}
 			}
 		}
 		if j >= 0 {
-			if prev := d.keys[kbase+j]; prev != k {
+			if prev := d.keys[kbase+j].key; prev != k {
 				return nil, d.fail(keyAt, "duplicate key %q (equal to %q after Unicode NFC normalization)", k, prev)
 			}
 			return nil, d.fail(keyAt, "duplicate key %q", k)
@@ -457,15 +494,14 @@ func (d *decoder) object(depth int) (any, *JSONError) {
 			d.path = append(d.path, keySeg(k))
 			return nil, err
 		}
-		d.keys = append(d.keys, k)
-		d.forms = append(d.forms, form)
+		d.keys = append(d.keys, objectKey{key: k, form: form})
 		d.vals = append(d.vals, v)
 		if n := len(d.keys) - kbase; index != nil {
 			index[form] = n - 1
 		} else if n == indexFrom {
 			index = make(map[string]int, 2*indexFrom)
-			for at, f := range d.forms[kbase:] {
-				index[f] = at
+			for at, f := range d.keys[kbase:] {
+				index[f.form] = at
 			}
 		}
 		d.skipSpace()
@@ -483,11 +519,10 @@ func (d *decoder) object(depth int) (any, *JSONError) {
 	}
 	m := make(map[string]any, len(d.keys)-kbase)
 	for i, k := range d.keys[kbase:] {
-		m[k] = d.vals[vbase+i]
+		m[k.key] = d.vals[vbase+i]
 	}
 	clear(d.vals[vbase:])
 	d.vals = d.vals[:vbase]
 	d.keys = d.keys[:kbase]
-	d.forms = d.forms[:kbase]
 	return m, nil
 }

@@ -24,13 +24,19 @@ import (
 // MaxDepth gives a *JSONError naming the path of the value. Whatever Marshal
 // writes, Decode reads back.
 func Marshal(v any) ([]byte, error) {
-	return AppendJSON(nil, v)
+	// Sizing first costs a walk but saves growing the buffer step by step,
+	// and the result holds no spare capacity.
+	n := Size(v)
+	if n < 0 {
+		n = 0 // AppendJSON reports the problem
+	}
+	return AppendJSON(make([]byte, 0, n), v)
 }
 
 // AppendJSON appends the Marshal form of v to dst and returns the extended
 // buffer. On error it returns dst unchanged.
 func AppendJSON(dst []byte, v any) ([]byte, error) {
-	var e encoder
+	e := encoder{keys: make([]string, 0, 32)}
 	out, err := e.value(dst, v, 0)
 	if err != nil {
 		err.Path = e.path.String()
@@ -44,7 +50,7 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 // key and its value; empty arrays and objects stay [] and {}. It is meant
 // for people (the command line), not for identity or size checks.
 func MarshalIndent(v any, indent string) ([]byte, error) {
-	e := encoder{indent: indent, pretty: true}
+	e := encoder{indent: indent, pretty: true, keys: make([]string, 0, 32)}
 	out, err := e.value(nil, v, 0)
 	if err != nil {
 		err.Path = e.path.String()
@@ -104,7 +110,7 @@ func (e *encoder) value(dst []byte, v any, depth int) ([]byte, *JSONError) {
 		if depth >= MaxDepth {
 			return dst, tooDeep()
 		}
-		if e.canonical {
+		if e.canonical && !asciiKeys(v) {
 			return e.canonicalObject(dst, v, depth+1)
 		}
 		return e.object(dst, v, depth+1)
@@ -385,6 +391,16 @@ func floatSize(f float64, bits, limit int, n *int) bool {
 	var buf [40]byte
 	*n += len(appendFloat(buf[:0], f, bits))
 	return *n <= limit
+}
+
+// asciiKeys reports whether all keys of m are ASCII, and so already in NFC.
+func asciiKeys(m map[string]any) bool {
+	for k := range m {
+		if !isASCII(k) {
+			return false
+		}
+	}
+	return true
 }
 
 // keyPair is an object key with its canonical (NFC) form.

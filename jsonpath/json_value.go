@@ -308,7 +308,7 @@ func (n *normalizer) viaEncodingJSON(v any, depth int) (any, bool, *JSONError) {
 	if err != nil {
 		return nil, false, valueError("cannot encode %T as JSON: %v", v, err)
 	}
-	d := decoder{data: text}
+	d := newDecoder(text)
 	out, derr := d.value(depth)
 	if derr != nil {
 		n.suffix = d.path.String()[1:]
