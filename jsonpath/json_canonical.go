@@ -31,7 +31,7 @@ import (
 // that Canonical also equates strings that differ only in Unicode
 // normalization, which Equal tells apart.
 func Canonical(v any) ([]byte, error) {
-	e := encoder{canonical: true, keys: make([]string, 0, 32)}
+	e := encoder{canonical: true}
 	// The Marshal size is a close guess (only numbers change length).
 	out, err := e.value(make([]byte, 0, max(Size(v), 0)+16), v, 0)
 	if err != nil {

@@ -122,6 +122,18 @@ func TestCanonicalKeyCollision(t *testing.T) {
 	}
 }
 
+func TestCanonicalErrorUnderNonASCIIKey(t *testing.T) {
+	v := map[string]any{"é": map[string]any{"ü": []any{math.NaN()}}}
+	_, err := Canonical(v)
+	var je *JSONError
+	if !errors.As(err, &je) || je.Path != "$['é']['ü'][0]" {
+		t.Errorf("Canonical(NaN under non-ASCII keys) error = %v, want a *JSONError at $['é']['ü'][0]", err)
+	}
+	if got, err := Canonical(map[string]any{"é": map[string]any{}}); err != nil || string(got) != `{"é":{}}` {
+		t.Errorf("Canonical({é:{}}) = %s, %v; want {\"é\":{}}", got, err)
+	}
+}
+
 func TestCanonicalInvalidUTF8(t *testing.T) {
 	got, err := Canonical([]any{"a\xffb", map[string]any{"k\xfe": 1}})
 	want := "[\"a\uFFFDb\",{\"k\uFFFD\":1}]"

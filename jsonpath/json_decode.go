@@ -63,7 +63,14 @@ type decoder struct {
 type objectKey struct{ key, form string }
 
 func newDecoder(data []byte) decoder {
-	return decoder{data: data, vals: make([]any, 0, 32), keys: make([]objectKey, 0, 32)}
+	d := decoder{data: data}
+	// Room for the members of a typical document's largest container, so
+	// that the scratch stacks rarely grow; tiny texts start empty.
+	if n := min(32, len(data)/8); n > 0 {
+		d.vals = make([]any, 0, n)
+		d.keys = make([]objectKey, 0, n)
+	}
+	return d
 }
 
 // strArena makes the strings of one Decode call (keys, string values and

@@ -77,6 +77,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"no exponent digits after sign", `1e+`, 3, "$"},
 		{"hex number", `0x10`, 1, "$"},
 		{"key path with quote", `{"it's":[x]}`, 9, `$['it\'s'][0]`},
+		{"key path with control character", `{"a\u0001b":[x]}`, 13, `$['a\u0001b'][0]`},
 		{"key path not identifier", `{"a-b":{"1":{"":[1,}}}`, 19, `$['a-b']['1'][''][1]`},
 	}
 	for _, tt := range tests {

@@ -21,8 +21,10 @@ import (
 // also be Go int, int8…int64, uint…uint64, float32 or float64, written as
 // IntNumber and FloatNumber would. Anything else, a NaN or infinite float, a
 // json.Number that is not valid number text, or nesting deeper than
-// MaxDepth gives a *JSONError naming the path of the value. Whatever Marshal
-// writes, Decode reads back.
+// MaxDepth gives a *JSONError naming the path of the value. Marshal does
+// not look for object keys that are equal after Unicode NFC normalization
+// (only a map built by hand can have them; Normalize rejects them); apart
+// from those, Decode reads back whatever Marshal writes.
 func Marshal(v any) ([]byte, error) {
 	// Sizing first costs a walk but saves growing the buffer step by step,
 	// and the result holds no spare capacity.
@@ -36,7 +38,7 @@ func Marshal(v any) ([]byte, error) {
 // AppendJSON appends the Marshal form of v to dst and returns the extended
 // buffer. On error it returns dst unchanged.
 func AppendJSON(dst []byte, v any) ([]byte, error) {
-	e := encoder{keys: make([]string, 0, 32)}
+	var e encoder
 	out, err := e.value(dst, v, 0)
 	if err != nil {
 		err.Path = e.path.String()
@@ -50,7 +52,7 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 // key and its value; empty arrays and objects stay [] and {}. It is meant
 // for people (the command line), not for identity or size checks.
 func MarshalIndent(v any, indent string) ([]byte, error) {
-	e := encoder{indent: indent, pretty: true, keys: make([]string, 0, 32)}
+	e := encoder{indent: indent, pretty: true}
 	out, err := e.value(nil, v, 0)
 	if err != nil {
 		err.Path = e.path.String()
@@ -196,6 +198,10 @@ func (e *encoder) object(dst []byte, m map[string]any, depth int) ([]byte, *JSON
 	if len(m) == 0 {
 		return append(dst, '{', '}'), nil
 	}
+	if e.keys == nil {
+		// One scratch stack for the keys of all the objects being written.
+		e.keys = make([]string, 0, max(32, len(m)))
+	}
 	base := len(e.keys)
 	for k := range m {
 		e.keys = append(e.keys, k)
@@ -314,9 +320,10 @@ func Size(v any) int {
 
 // SizeExceeds reports whether Marshal(v) is longer than limit bytes. It
 // stops walking v as soon as the limit is passed, so checking a large
-// document against a small limit is cheap. For a value Marshal rejects it
-// reports whether what Marshal would have written before the problem
-// already passes the limit.
+// document against a small limit is cheap. For a value that Marshal
+// rejects, the answer is true when the bytes counted before the walk reached
+// the problem already pass limit, else false; use Size or Marshal to find
+// such values.
 func SizeExceeds(v any, limit int) bool {
 	n := 0
 	sizeOf(v, limit, 0, &n)
@@ -417,7 +424,8 @@ func (e *encoder) canonicalObject(dst []byte, m map[string]any, depth int) ([]by
 	slices.SortFunc(e.pairs[base:], func(a, b keyPair) int { return strings.Compare(a.form, b.form) })
 	for i := base + 1; i < len(e.pairs); i++ {
 		if e.pairs[i].form == e.pairs[i-1].form {
-			err := valueError("duplicate key %q (equal to %q after Unicode NFC normalization)", e.pairs[i].key, e.pairs[i-1].key)
+			a, b := min(e.pairs[i].key, e.pairs[i-1].key), max(e.pairs[i].key, e.pairs[i-1].key)
+			err := valueError("duplicate key %q (equal to %q after Unicode NFC normalization)", b, a)
 			e.pairs = e.pairs[:base]
 			return dst, err
 		}

@@ -260,6 +260,7 @@ func TestNormalizeErrors(t *testing.T) {
 		{"Kelvin sign and K", map[string]any{"K": 1, "\u212a": 2}, "$"},
 		{"keys equal after UTF-8 repair", map[string]any{"a\xff": 1, "a\xfe": 2}, "$"},
 		{"too deep", deep, "$" + strings.Repeat("[0]", MaxDepth)},
+		{"objects too deep", deepObject(MaxDepth + 1), "$" + strings.Repeat(".k", MaxDepth)},
 		{"struct too deep", deepStruct, "$" + strings.Repeat("[0]", MaxDepth)},
 		{"path inside a struct", map[string]any{"m": map[string]any{"k": badJSONList{}}}, "$.m.k[1]"},
 	}
@@ -279,6 +280,14 @@ func TestNormalizeErrors(t *testing.T) {
 	if got, want := err.Error(), "invalid JSON value at $.score: non-finite number NaN"; got != want {
 		t.Errorf("Normalize(NaN) error = %q, want %q", got, want)
 	}
+}
+
+func deepObject(n int) any {
+	v := any(nil)
+	for range n {
+		v = map[string]any{"k": v}
+	}
+	return v
 }
 
 type badJSONList struct{}
