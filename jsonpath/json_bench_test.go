@@ -1,6 +1,7 @@
 package jsonpath
 
 import (
+	"encoding/json"
 	"testing"
 )
 
@@ -78,6 +79,21 @@ func BenchmarkCanonical1KiB(b *testing.B) {
 	for b.Loop() {
 		if _, err := Canonical(v); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCompareNumbers(b *testing.B) {
+	pairs := [][2]json.Number{
+		{"42", "7"},         // int64 fast path
+		{"64.24", "64.240"}, // short decimals
+		{"1e2", "100"},      // exponent
+		{"123.4567890123456789", "123.45678901234567891"}, // long decimals
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range pairs {
+			CompareNumbers(p[0], p[1])
 		}
 	}
 }

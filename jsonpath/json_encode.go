@@ -286,27 +286,44 @@ func appendString(dst []byte, s string) []byte {
 // stringSize returns len(appendString(nil, s)) without writing.
 func stringSize(s string) int {
 	n := 2 + len(s)
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch escapes[c] {
-			case 0:
-			case 'u':
-				n += 5
-			default:
-				n++
+	for i := 0; i < len(s); i++ {
+		switch x := extraBytes[s[i]]; x {
+		case 0:
+		case nonASCII:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				n += 2 // one byte becomes the three of U+FFFD
+			} else {
+				i += size - 1
 			}
-			i++
-			continue
+		default:
+			n += int(x)
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			n += 2 // one byte becomes the three of U+FFFD
-		}
-		i += size
 	}
 	return n
 }
+
+// nonASCII marks the bytes that start (or break) a UTF-8 sequence in
+// extraBytes.
+const nonASCII = 0xff
+
+// extraBytes gives, for each byte, how many bytes its escape adds when
+// appendString writes it, or nonASCII.
+var extraBytes = func() (t [256]uint8) {
+	for c := range utf8.RuneSelf {
+		switch escapes[c] {
+		case 0:
+		case 'u':
+			t[c] = 5
+		default:
+			t[c] = 1
+		}
+	}
+	for c := utf8.RuneSelf; c < 256; c++ {
+		t[c] = nonASCII
+	}
+	return t
+}()
 
 // Size returns the exact length in bytes of Marshal(v), without writing or
 // allocating, or -1 when Marshal(v) fails.
