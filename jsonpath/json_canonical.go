@@ -27,9 +27,9 @@ import (
 //     floats are written as FloatNumber writes them, which is this form.
 //   - It is always compact.
 //
-// Equal values have equal canonical forms; the converse also holds, except
+// Equal values have equal canonical forms. The converse holds too, except
 // that Canonical also equates strings that differ only in Unicode
-// normalization, which Equal tells apart.
+// normalization or in invalid UTF-8 bytes, which Equal tells apart.
 func Canonical(v any) ([]byte, error) {
 	e := encoder{canonical: true}
 	// The Marshal size is a close guess (only numbers change length).
