@@ -3,6 +3,7 @@ module github.com/aslrun/aslrun
 go 1.26.0
 
 require (
-	github.com/google/uuid v1.6.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
+	github.com/google/uuid v1.6.0
+	golang.org/x/sync v0.24.0
+	golang.org/x/text v0.43.0
 )

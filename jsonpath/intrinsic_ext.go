@@ -33,15 +33,15 @@ func evalMathMultiply(_ *call, args []any, _ Env) (any, error) {
 	return decimalOp("States.MathMultiply", args, decimalMul)
 }
 
-func decimalOp(fn string, args []any, op func(a, b decimal) decimal) (any, error) {
-	var d [2]decimal
+func decimalOp(fn string, args []any, op func(a, b exactDecimal) exactDecimal) (any, error) {
+	var d [2]exactDecimal
 	for i := range d {
 		n, err := numberArg(fn, args, i)
 		if err != nil {
 			return nil, err
 		}
 		var ok bool
-		if d[i], ok = parseDecimal(string(n)); !ok || !d[i].arithmeticOK() {
+		if d[i], ok = parseExactDecimal(string(n)); !ok || !d[i].arithmeticOK() {
 			return nil, invalidArgs(fn, "argument %d (%s) is out of range", i+1, n)
 		}
 	}

@@ -500,18 +500,18 @@ func TestDecimalString(t *testing.T) {
 		{"0.1", "0.1"}, {"123.456e1", "1234.56"}, {"100", "100"},
 	}
 	for _, tc := range tests {
-		d, ok := parseDecimal(tc.in)
+		d, ok := parseExactDecimal(tc.in)
 		if !ok {
-			t.Errorf("parseDecimal(%q) failed", tc.in)
+			t.Errorf("parseExactDecimal(%q) failed", tc.in)
 			continue
 		}
 		if got := d.String(); got != tc.want {
-			t.Errorf("parseDecimal(%q).String() = %q, want %q", tc.in, got, tc.want)
+			t.Errorf("parseExactDecimal(%q).String() = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 	for _, bad := range []string{"", "-", "1.", ".5", "1e", "1e+", "1x", "--1", "1.2.3"} {
-		if _, ok := parseDecimal(bad); ok {
-			t.Errorf("parseDecimal(%q) succeeded, want failure", bad)
+		if _, ok := parseExactDecimal(bad); ok {
+			t.Errorf("parseExactDecimal(%q) succeeded, want failure", bad)
 		}
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// decimal is a finite decimal number read from a number's text without any
+// exactDecimal is a finite decimal number read from a number's text without any
 // rounding: (-1 if neg) × digits × 10^exp.
-type decimal struct {
+type exactDecimal struct {
 	neg bool
 	// digits are the significant digits, without leading or trailing zeros;
 	// "" is zero.
@@ -20,10 +20,10 @@ type decimal struct {
 // accept, so that no result is absurdly long.
 const maxDecimalExp = 10000
 
-// parseDecimal reads a number in JSON's grammar. It fails on other text and
+// parseExactDecimal reads a number in JSON's grammar. It fails on other text and
 // on exponents too large to represent.
-func parseDecimal(s string) (decimal, bool) {
-	var d decimal
+func parseExactDecimal(s string) (exactDecimal, bool) {
+	var d exactDecimal
 	i := 0
 	if i < len(s) && s[i] == '-' {
 		d.neg = true
@@ -77,7 +77,7 @@ func parseDecimal(s string) (decimal, bool) {
 	digits := strings.TrimLeft(intPart+frac, "0")
 	trimmed := strings.TrimRight(digits, "0")
 	if trimmed == "" {
-		return decimal{}, true
+		return exactDecimal{}, true
 	}
 	if exp >= 1e9 || exp <= -1e9 {
 		return d, false
@@ -88,12 +88,12 @@ func parseDecimal(s string) (decimal, bool) {
 }
 
 // arithmeticOK reports whether d is small enough for exact arithmetic.
-func (d decimal) arithmeticOK() bool {
+func (d exactDecimal) arithmeticOK() bool {
 	return d.exp >= -maxDecimalExp && d.exp <= maxDecimalExp && len(d.digits) <= maxDecimalExp
 }
 
 // String writes d without exponent, like 1200, 0.05 or -3.25.
-func (d decimal) String() string {
+func (d exactDecimal) String() string {
 	if d.digits == "" {
 		return "0"
 	}
@@ -118,7 +118,7 @@ func (d decimal) String() string {
 }
 
 // mantissa returns the signed digits of d as an integer.
-func (d decimal) mantissa() *big.Int {
+func (d exactDecimal) mantissa() *big.Int {
 	m := new(big.Int)
 	if d.digits != "" {
 		m.SetString(d.digits, 10)
@@ -130,20 +130,20 @@ func (d decimal) mantissa() *big.Int {
 }
 
 // decimalFromBig returns m × 10^exp.
-func decimalFromBig(m *big.Int, exp int) decimal {
+func decimalFromBig(m *big.Int, exp int) exactDecimal {
 	if m.Sign() == 0 {
-		return decimal{}
+		return exactDecimal{}
 	}
 	neg := m.Sign() < 0
 	s := new(big.Int).Abs(m).String()
 	trimmed := strings.TrimRight(s, "0")
-	return decimal{neg: neg, digits: trimmed, exp: exp + len(s) - len(trimmed)}
+	return exactDecimal{neg: neg, digits: trimmed, exp: exp + len(s) - len(trimmed)}
 }
 
 var bigTen = big.NewInt(10)
 
 // scaled returns the mantissa of d scaled to exponent exp (exp <= d.exp).
-func (d decimal) scaled(exp int) *big.Int {
+func (d exactDecimal) scaled(exp int) *big.Int {
 	m := d.mantissa()
 	if d.exp > exp {
 		m.Mul(m, new(big.Int).Exp(bigTen, big.NewInt(int64(d.exp-exp)), nil))
@@ -151,12 +151,12 @@ func (d decimal) scaled(exp int) *big.Int {
 	return m
 }
 
-func decimalSub(a, b decimal) decimal {
+func decimalSub(a, b exactDecimal) exactDecimal {
 	exp := min(a.exp, b.exp)
 	return decimalFromBig(new(big.Int).Sub(a.scaled(exp), b.scaled(exp)), exp)
 }
 
-func decimalMul(a, b decimal) decimal {
+func decimalMul(a, b exactDecimal) exactDecimal {
 	return decimalFromBig(new(big.Int).Mul(a.mantissa(), b.mantissa()), a.exp+b.exp)
 }
 
@@ -165,14 +165,14 @@ func decimalMul(a, b decimal) decimal {
 // it drops the fraction (-2.7 → -2). It fails when the integer does not fit
 // in 18 digits.
 func toInt(n json.Number, round bool) (int64, bool) {
-	d, ok := parseDecimal(string(n))
+	d, ok := parseExactDecimal(string(n))
 	if !ok {
 		return 0, false
 	}
 	if d.digits == "" {
 		return 0, true
 	}
-	intLen := len(d.digits) + d.exp // digits before the decimal point
+	intLen := len(d.digits) + d.exp // digits before the exactDecimal point
 	if intLen > 18 {
 		return 0, false
 	}

@@ -1,30 +1,31 @@
 package jsonpath
 
-// TEMPORARY naive implementation (encoding/json based) so that the other
-// files of the package compile and run; replaced by the strict decoder.
-
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
+	"strconv"
 )
 
-// MaxDepth is the deepest nesting of arrays and objects Decode accepts.
+// MaxDepth is the deepest nesting of arrays and objects Decode accepts:
+// 64 nested levels are accepted, 65 are rejected.
 const MaxDepth = 64
 
 // JSONError reports JSON text that is not strict JSON, or a Go value that
 // has no JSON form.
 type JSONError struct {
 	// Offset is the byte offset in the input text where the problem was found
-	// (-1 for a Go value passed to Normalize or Marshal).
+	// (-1 for a Go value passed to Normalize, Marshal or Canonical).
 	Offset int
-	// Path is the JSON path of the value being read, like $.a[2].b.
+	// Path is the JSON path of the value being read, like $.a[2].b, with
+	// ['key'] for keys that are not plain identifiers.
 	Path string
 	// Msg says what is wrong, like `duplicate key "b"`.
 	Msg string
 }
 
+// Error returns the problem with its place, for text like
+// `invalid JSON at byte 17 ($.a[2]): duplicate key "b"` and for a Go value
+// like `invalid JSON value at $.a: non-finite number NaN`.
 func (e *JSONError) Error() string {
 	if e.Offset < 0 {
 		return fmt.Sprintf("invalid JSON value at %s: %s", e.Path, e.Msg)
@@ -32,36 +33,88 @@ func (e *JSONError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d (%s): %s", e.Offset, e.Path, e.Msg)
 }
 
-// Decode parses data as exactly one strict JSON value.
-func Decode(data []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, &JSONError{Offset: 0, Path: "$", Msg: err.Error()}
+// TypeName returns the JSON type of v for error messages: "null",
+// "boolean", "string", "number" (json.Number and Go numbers), "array" or
+// "object". A value outside the model gives its Go type, like "chan int".
+func TypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case json.Number, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
 	}
-	return v, nil
+	return fmt.Sprintf("%T", v)
 }
 
-// Marshal writes v as compact JSON.
-func Marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	if err := e.Encode(v); err != nil {
-		return nil, &JSONError{Offset: -1, Path: "$", Msg: err.Error()}
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+// pathSeg is one step of a JSON path: an object key or an array index.
+type pathSeg struct {
+	key   string
+	index int // -1 for a key
 }
 
-// Equal reports whether a and b are the same JSON value.
-func Equal(a, b any) bool { return reflect.DeepEqual(a, b) }
+func keySeg(k string) pathSeg { return pathSeg{key: k, index: -1} }
+func indexSeg(i int) pathSeg  { return pathSeg{index: i} }
 
-// Normalize turns a Go value into the package's value model.
-func Normalize(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, &JSONError{Offset: -1, Path: "$", Msg: err.Error()}
+// errPath collects the path of a failing value while the recursion unwinds:
+// the innermost step is added first. Nothing is recorded on success.
+type errPath []pathSeg
+
+// String writes the path from the root: $, then .key or ['key'], then [i].
+func (p errPath) String() string {
+	b := []byte{'$'}
+	for i := len(p) - 1; i >= 0; i-- {
+		b = appendPathSeg(b, p[i])
 	}
-	return Decode(b)
+	return string(b)
 }
+
+func appendPathSeg(b []byte, s pathSeg) []byte {
+	if s.index >= 0 {
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(s.index), 10)
+		return append(b, ']')
+	}
+	if isIdentifier(s.key) {
+		b = append(b, '.')
+		return append(b, s.key...)
+	}
+	b = append(b, '[', '\'')
+	for _, r := range s.key {
+		switch {
+		case r == '\'' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r < 0x20 || r == 0x7f:
+			b = append(b, `\u00`...)
+			b = append(b, hexDigits[r>>4], hexDigits[r&0xf])
+		default:
+			b = append(b, string(r)...)
+		}
+	}
+	return append(b, '\'', ']')
+}
+
+// isIdentifier reports whether k can follow a '.' in a path: an ASCII
+// letter or '_', then letters, digits or '_'.
+func isIdentifier(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		letter := c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+		if !letter && (i == 0 || !isDigit(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+const hexDigits = "0123456789abcdef"

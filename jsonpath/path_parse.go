@@ -108,8 +108,6 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
 
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
 // parsePath parses a whole top-level path.
 func (p *parser) parsePath() (*Path, error) {
 	path := &Path{src: p.src}
