@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // awsCases is where the AWS-recorded cases live, beside the project.
@@ -46,7 +47,11 @@ func runTree(t *testing.T, root string) {
 			}
 			// Each case runs on the fake clock of a synctest bubble: Waits
 			// and retry delays take no real time and are measured exactly.
+			now := time.Now()
 			synctest.Test(t, func(t *testing.T) {
+				// The bubble's clock starts in 2000: bring it to the present
+				// so that timestamps in cases mean what they say.
+				time.Sleep(now.Sub(time.Now()))
 				if err := run(context.Background(), c, true); err != nil {
 					t.Error(err)
 				}
