@@ -45,7 +45,8 @@ type Commit struct {
 
 // Store persists executions. Implementations must be safe for concurrent
 // use; Commit must be atomic (all of a commit or nothing) and durable when
-// it returns nil.
+// it returns nil. The engine reuses the Commit and its Events slice after
+// Commit returns: a store that keeps them must copy them.
 type Store interface {
 	Commit(ctx context.Context, c *Commit) error
 }
@@ -55,12 +56,14 @@ type Store interface {
 // (The machine's governance is applied here too, once it exists.)
 func (r *run) commit(ctx context.Context, t *Transition) error {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.seq++
-	c := &Commit{Execution: r.id, Seq: r.seq, Transition: t, Events: r.events}
-	r.events = nil
-	r.mu.Unlock()
-	if err := r.x.store.Commit(ctx, c); err != nil {
-		return fmt.Errorf("commit execution %s step %d: %w", r.id, c.Seq, err)
+	r.pending = Commit{Execution: r.id, Seq: r.seq, Transition: t, Events: r.events}
+	err := r.x.store.Commit(ctx, &r.pending)
+	r.events = r.events[:0]
+	r.pending = Commit{}
+	if err != nil {
+		return fmt.Errorf("commit execution %s step %d: %w", r.id, r.seq, err)
 	}
 	return nil
 }

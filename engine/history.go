@@ -47,6 +47,31 @@ type Event struct {
 	Cause  string
 }
 
+// eventType returns the name of a state's entered or exited event, like
+// "PassStateEntered".
+func eventType(stateType string, entered bool) string {
+	i := 1
+	if entered {
+		i = 0
+	}
+	if names, ok := stateEventNames[stateType]; ok {
+		return names[i]
+	}
+	if entered {
+		return stateType + "StateEntered"
+	}
+	return stateType + "StateExited"
+}
+
+// stateEventNames spells the state events of the known state types once.
+var stateEventNames = func() map[string][2]string {
+	m := make(map[string][2]string)
+	for _, t := range []string{"Pass", "Task", "Choice", "Wait", "Succeed", "Fail", "Map", "Parallel", "Approval", "Debate", "Checkpoint"} {
+		m[t] = [2]string{t + "StateEntered", t + "StateExited"}
+	}
+	return m
+}()
+
 // event appends e to the history, numbering and timestamping it, and
 // returns its id.
 func (r *run) event(e Event) int64 {

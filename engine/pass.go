@@ -16,14 +16,14 @@ func (h *stateRun) pass(s *states.Pass, raw any) (stepResult, error) {
 	result := input
 	switch {
 	case s.HasResult:
+		if s.ResultSize > MaxPayloadSize {
+			return stepResult{}, h.dataLimitError()
+		}
 		result = s.Result
 	case s.Parameters != nil:
 		if result, err = h.template(s.Parameters, input); err != nil {
 			return stepResult{}, err
 		}
-	}
-	if err := h.checkSize(result); err != nil {
-		return stepResult{}, err
 	}
 	return h.finish(raw, result, s.ResultPath)
 }

@@ -29,6 +29,7 @@ type run struct {
 	lastEvent   int64   // id of the last event recorded
 	invocations map[string]int
 	seq         int64
+	pending     Commit // reused by commit
 }
 
 func newRun(x *Executor, m *states.Machine, id, machineName string, input any, started time.Time) *run {
@@ -227,9 +228,10 @@ type stepResult struct {
 // Catch), applies its Assign, and records its exit.
 func (r *run) step(ctx context.Context, st states.State, input any, sc *scope) (stepResult, error) {
 	c := st.Base()
-	e := &env{r: r, sc: sc, state: c.Name, entered: time.Now().UTC(), item: sc.item}
-	entered := r.event(Event{Type: c.Type + "StateEntered", State: c.Name, Scope: sc.prefix, Input: input})
-	h := &stateRun{r: r, env: e, sc: sc, entered: entered, st: st}
+	entered := r.event(Event{Type: eventType(c.Type, true), State: c.Name, Scope: sc.prefix, Input: input})
+	h := &stateRun{r: r, sc: sc, entered: entered, st: st}
+	h.envData = env{r: r, sc: sc, state: c.Name, entered: time.Now().UTC(), item: sc.item}
+	h.env = &h.envData
 	var (
 		res stepResult
 		err error
@@ -260,14 +262,15 @@ func (r *run) step(ctx context.Context, st states.State, input any, sc *scope) (
 	if h.assign != nil {
 		sc.assign(h.assign)
 	}
-	r.event(Event{Type: c.Type + "StateExited", State: c.Name, Scope: sc.prefix, Output: res.output})
+	r.event(Event{Type: eventType(c.Type, false), State: c.Name, Scope: sc.prefix, Output: res.output})
 	return res, nil
 }
 
 // stateRun carries what one run of a state needs.
 type stateRun struct {
 	r       *run
-	env     *env
+	env     *env // points at envData
+	envData env
 	sc      *scope
 	entered int64
 	st      states.State
@@ -334,11 +337,18 @@ func (h *stateRun) resultPath(rp states.ResultPath, raw, result any) (any, error
 	return doc, nil
 }
 
-// template evaluates a payload template.
+// template evaluates a payload template. A template that calls intrinsic
+// functions can make new data, so its result is held to the payload limit;
+// one made of paths only rearranges data that was already checked.
 func (h *stateRun) template(t *jsonpath.Template, input any) (any, error) {
 	v, err := t.Eval(input, h.env)
 	if err != nil {
 		return nil, h.pathError(err)
+	}
+	if t.UsesIntrinsics() {
+		if err := h.checkSize(v); err != nil {
+			return nil, err
+		}
 	}
 	return v, nil
 }
@@ -346,9 +356,13 @@ func (h *stateRun) template(t *jsonpath.Template, input any) (any, error) {
 // checkSize raises States.DataLimitExceeded for a result over the limit.
 func (h *stateRun) checkSize(v any) error {
 	if jsonpath.SizeExceeds(v, MaxPayloadSize) {
-		return asl.Errorf(asl.ErrDataLimitExceeded, "The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", h.name())
+		return h.dataLimitError()
 	}
 	return nil
+}
+
+func (h *stateRun) dataLimitError() *asl.Error {
+	return asl.Errorf(asl.ErrDataLimitExceeded, "The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", h.name())
 }
 
 // evalAssign computes the state's Assign block against value; the

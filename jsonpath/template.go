@@ -63,6 +63,7 @@ type Template struct {
 	root     *tnode
 	usesCtx  bool
 	usesVars bool
+	usesFns  bool
 }
 
 // tnode is a compiled template value. A subtree without ".$" fields is a
@@ -132,6 +133,7 @@ func (t *Template) compileObject(m map[string]any, pointer string) (*tnode, erro
 			}
 			t.usesCtx = t.usesCtx || e.usesContext()
 			t.usesVars = t.usesVars || e.usesVariables()
+			t.usesFns = t.usesFns || e.path == nil
 			child = &tnode{expr: e, field: key}
 		} else {
 			var err error
@@ -194,6 +196,11 @@ func (t *Template) UsesContext() bool { return t.usesCtx }
 // UsesVariables reports whether evaluating the template may read variables.
 // It may say yes for a "$name" inside a string literal of an intrinsic call.
 func (t *Template) UsesVariables() bool { return t.usesVars }
+
+// UsesIntrinsics reports whether the template calls an intrinsic function,
+// the only way a template can produce data that is not already in its
+// input, context or variables.
+func (t *Template) UsesIntrinsics() bool { return t.usesFns }
 
 // Eval evaluates the template against the state input and env. It returns a
 // fresh value, except that subtrees without ".$" fields are shared with the

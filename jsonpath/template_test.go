@@ -183,12 +183,14 @@ func TestTemplateUses(t *testing.T) {
 		template string
 		ctx      bool
 		vars     bool
+		fns      bool
 	}{
-		{`{"a":"$$","b":"$x"}`, false, false},
-		{`{"a.$":"$.x"}`, false, false},
-		{`{"a.$":"$$.Execution.Id"}`, true, false},
-		{`{"o":[{"a.$":"$name.x"}]}`, false, true},
-		{`{"a.$":"$$","b.$":"$v"}`, true, true},
+		{`{"a":"$$","b":"$x","c":"States.UUID()"}`, false, false, false},
+		{`{"a.$":"$.x"}`, false, false, false},
+		{`{"a.$":"$$.Execution.Id"}`, true, false, false},
+		{`{"o":[{"a.$":"$name.x"}]}`, false, true, false},
+		{`{"a.$":"$$","b.$":"$v"}`, true, true, false},
+		{`{"o":{"a.$":"States.ArrayRange(1, 9, 1)"}}`, false, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.template, func(t *testing.T) {
@@ -201,6 +203,9 @@ func TestTemplateUses(t *testing.T) {
 			}
 			if got := tmpl.UsesVariables(); got != tt.vars {
 				t.Errorf("UsesVariables() = %v, want %v", got, tt.vars)
+			}
+			if got := tmpl.UsesIntrinsics(); got != tt.fns {
+				t.Errorf("UsesIntrinsics() = %v, want %v", got, tt.fns)
 			}
 		})
 	}

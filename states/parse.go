@@ -473,6 +473,9 @@ func errText(err error) string { return err.Error() }
 func (p *parser) pass(o *object, c Common) *Pass {
 	s := &Pass{Common: c}
 	s.Result, s.HasResult = o.get("Result")
+	if s.HasResult {
+		s.ResultSize = jsonpath.Size(s.Result)
+	}
 	s.Parameters = p.template(o, "Parameters")
 	s.ResultPath = p.resultPath(o, "ResultPath")
 	s.Memory = p.memory(o, "Memory")

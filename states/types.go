@@ -109,6 +109,8 @@ type Pass struct {
 	// Result is the fixed result, taken literally; valid when HasResult.
 	Result    any
 	HasResult bool
+	// ResultSize is the size of Result written as compact JSON, in bytes.
+	ResultSize int
 	// Parameters builds the result from the effective input; nil when absent.
 	Parameters *jsonpath.Template
 	// ResultPath places the result in the raw input.
