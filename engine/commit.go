@@ -37,7 +37,8 @@ type Commit struct {
 	Execution string
 	// Seq numbers the commits of an execution from 1.
 	Seq int64
-	// Transition is the step being committed.
+	// Transition is the step being committed; nil when the commit only
+	// appends history (a long state hands its events over in batches).
 	Transition *Transition
 	// Events are the history events since the previous commit, in order.
 	Events []Event
@@ -57,6 +58,14 @@ type Store interface {
 func (r *run) commit(ctx context.Context, t *Transition) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.flushErr; err != nil {
+		return err
+	}
+	return r.commitLocked(ctx, t)
+}
+
+// commitLocked commits with r.mu held.
+func (r *run) commitLocked(ctx context.Context, t *Transition) error {
 	r.seq++
 	r.pending = Commit{Execution: r.id, Seq: r.seq, Transition: t, Events: r.events}
 	err := r.x.store.Commit(ctx, &r.pending)
@@ -79,6 +88,9 @@ type memoryStore struct {
 func newMemoryStore() *memoryStore { return &memoryStore{heads: make(map[string]*Transition)} }
 
 func (s *memoryStore) Commit(_ context.Context, c *Commit) error {
+	if c.Transition == nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch c.Transition.Status {

@@ -27,9 +27,9 @@ const (
 	StatusAborted   Status = "ABORTED"
 )
 
-// MaxPayloadSize is the largest state input, output or result in bytes, as
-// in AWS; a larger one raises States.DataLimitExceeded.
-const MaxPayloadSize = 262144
+// DefaultMaxPayloadSize is AWS's limit on a state's input, output or
+// result, in bytes; a larger one raises States.DataLimitExceeded.
+const DefaultMaxPayloadSize = 262144
 
 // defaultMaxConcurrency is how many Map items run at once when
 // MaxConcurrency is 0 ("unlimited"): enough to keep any realistic set of
@@ -47,18 +47,26 @@ type Config struct {
 	Store Store
 	// Logger receives diagnostics; nil means slog.Default().
 	Logger *slog.Logger
+	// MaxPayloadSize is the largest execution input, state result or
+	// output in bytes; 0 means DefaultMaxPayloadSize (AWS's limit) and a
+	// negative value means no limit (for large local batches).
+	MaxPayloadSize int
 }
 
 // Executor runs executions of state machines. It is safe for concurrent use.
 type Executor struct {
-	agents *agents.Registry
-	store  Store
-	log    *slog.Logger
+	agents     *agents.Registry
+	store      Store
+	log        *slog.Logger
+	maxPayload int // < 0: no limit
 }
 
 // New returns an Executor configured by cfg.
 func New(cfg Config) *Executor {
-	x := &Executor{agents: cfg.Agents, store: cfg.Store, log: cfg.Logger}
+	x := &Executor{agents: cfg.Agents, store: cfg.Store, log: cfg.Logger, maxPayload: cfg.MaxPayloadSize}
+	if x.maxPayload == 0 {
+		x.maxPayload = DefaultMaxPayloadSize
+	}
 	if x.agents == nil {
 		x.agents = agents.NewRegistry()
 	}
@@ -106,8 +114,8 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
-	if jsonpath.SizeExceeds(input, MaxPayloadSize) {
-		return nil, fmt.Errorf("%w: input exceeds %d bytes", ErrInvalidInput, MaxPayloadSize)
+	if x.tooLarge(input) {
+		return nil, fmt.Errorf("%w: input exceeds %d bytes", ErrInvalidInput, x.maxPayload)
 	}
 	id := opts.ID
 	if id == "" {
@@ -123,4 +131,9 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	}
 	r := newRun(x, m, id, name, input, time.Now().UTC())
 	return r.execute(ctx)
+}
+
+// tooLarge reports whether v exceeds the payload limit.
+func (x *Executor) tooLarge(v any) bool {
+	return x.maxPayload >= 0 && jsonpath.SizeExceeds(v, x.maxPayload)
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"time"
 )
 
@@ -72,6 +73,11 @@ var stateEventNames = func() map[string][2]string {
 	return m
 }()
 
+// historyBatch is how many events may pile up before they are handed to
+// the store without waiting for the next transition, so that a long state
+// (a Map over many items) keeps memory bounded.
+const historyBatch = 1024
+
 // event appends e to the history, numbering and timestamping it, and
 // returns its id.
 func (r *run) event(e Event) int64 {
@@ -81,5 +87,8 @@ func (r *run) event(e Event) int64 {
 	e.ID = r.lastEvent
 	e.Timestamp = time.Now().UTC()
 	r.events = append(r.events, e)
+	if len(r.events) >= historyBatch && r.flushErr == nil {
+		r.flushErr = r.commitLocked(context.Background(), nil)
+	}
 	return e.ID
 }

@@ -16,7 +16,7 @@ func (h *stateRun) pass(s *states.Pass, raw any) (stepResult, error) {
 	result := input
 	switch {
 	case s.HasResult:
-		if s.ResultSize > MaxPayloadSize {
+		if h.r.x.maxPayload >= 0 && s.ResultSize > h.r.x.maxPayload {
 			return stepResult{}, h.dataLimitError()
 		}
 		result = s.Result

@@ -30,6 +30,7 @@ type run struct {
 	invocations map[string]int
 	seq         int64
 	pending     Commit // reused by commit
+	flushErr    error  // a failed history-only commit, reported at the next commit
 }
 
 func newRun(x *Executor, m *states.Machine, id, machineName string, input any, started time.Time) *run {
@@ -355,7 +356,7 @@ func (h *stateRun) template(t *jsonpath.Template, input any) (any, error) {
 
 // checkSize raises States.DataLimitExceeded for a result over the limit.
 func (h *stateRun) checkSize(v any) error {
-	if jsonpath.SizeExceeds(v, MaxPayloadSize) {
+	if h.r.x.tooLarge(v) {
 		return h.dataLimitError()
 	}
 	return nil
