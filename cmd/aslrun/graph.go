@@ -65,7 +65,7 @@ func buildGraph(m *states.Machine) *graph {
 	g := &graph{}
 	start := g.node("Start", "circle", -1)
 	end := g.node("End", "doublecircle", -1)
-	ids := g.machine(m, -1, "")
+	ids := g.machine(m, -1)
 	g.edges = append(g.edges, gedge{from: start, to: ids[m.StartAt]})
 	g.terminals(m, ids, end)
 	return g
@@ -80,7 +80,7 @@ func (g *graph) node(label, shape string, cluster int) string {
 
 // machine adds the states of m (inside cluster) and their transitions, and
 // returns the node id of each state.
-func (g *graph) machine(m *states.Machine, cluster int, prefix string) map[string]string {
+func (g *graph) machine(m *states.Machine, cluster int) map[string]string {
 	names := make([]string, 0, len(m.States))
 	for n := range m.States {
 		names = append(names, n)
@@ -123,9 +123,9 @@ func (g *graph) machine(m *states.Machine, cluster int, prefix string) map[strin
 				g.edges = append(g.edges, gedge{from: from, to: ids[s.Default], label: "default"})
 			}
 		case *states.Map:
-			g.nested(from, n+" (each item)", []*states.Machine{s.Processor}, cluster, prefix+n+"/")
+			g.nested(from, n+": each item", []*states.Machine{s.Processor}, cluster)
 		case *states.Parallel:
-			g.nested(from, n+" (branches)", s.Branches, cluster, prefix+n+"/")
+			g.nested(from, n+": branch", s.Branches, cluster)
 		}
 		for _, c := range catchersOf(st) {
 			g.edges = append(g.edges, gedge{from: from, to: ids[c.Next], label: "catch " + strings.Join(c.ErrorEquals, ", "), dashed: true})
@@ -136,7 +136,7 @@ func (g *graph) machine(m *states.Machine, cluster int, prefix string) map[strin
 
 // nested draws the machines of a Map or Parallel as clusters hanging off
 // the state's node.
-func (g *graph) nested(from, label string, ms []*states.Machine, parent int, prefix string) {
+func (g *graph) nested(from, label string, ms []*states.Machine, parent int) {
 	for i, m := range ms {
 		if m == nil {
 			continue
@@ -146,7 +146,7 @@ func (g *graph) nested(from, label string, ms []*states.Machine, parent int, pre
 		if len(ms) > 1 {
 			g.clusters[ci].label = fmt.Sprintf("%s %d", label, i+1)
 		}
-		ids := g.machine(m, ci, fmt.Sprintf("%s%d/", prefix, i))
+		ids := g.machine(m, ci)
 		g.edges = append(g.edges, gedge{from: from, to: ids[m.StartAt], dashed: true})
 	}
 }

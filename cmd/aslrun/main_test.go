@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/aslrun/aslrun/jsonpath"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// invoke runs the CLI with args and returns its exit code and outputs.
+func invoke(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	var ee *exitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.code
+		if ee.msg != "" {
+			errOut.WriteString("aslrun: " + ee.msg + "\n")
+		}
+	default:
+		code = 2
+		errOut.WriteString("aslrun: " + err.Error() + "\n")
+	}
+	return code, out.String(), errOut.String()
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func jsonEqual(t *testing.T, got, want string) bool {
+	t.Helper()
+	g, err := jsonpath.Decode([]byte(got))
+	if err != nil {
+		t.Fatalf("output %q is not JSON: %v", got, err)
+	}
+	w, err := jsonpath.Decode([]byte(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jsonpath.Equal(g, w)
+}
+
+func TestHelp(t *testing.T) {
+	if code, out, _ := invoke(t, "", "help"); code != 0 || !strings.Contains(out, "aslrun run FILE") {
+		t.Errorf("help: code %d, output %q", code, out)
+	}
+	if code, _, errOut := invoke(t, ""); code != exitUsage || !strings.Contains(errOut, "Usage:") {
+		t.Errorf("no arguments: code %d, stderr %q", code, errOut)
+	}
+	for _, cmd := range []string{"validate", "run", "graph", "conformance"} {
+		code, out, _ := invoke(t, "", cmd, "--help")
+		if code != 0 || !strings.Contains(out, "Usage: aslrun "+cmd) {
+			t.Errorf("%s --help: code %d, output %q", cmd, code, out)
+		}
+	}
+	code, _, errOut := invoke(t, "", "frobnicate")
+	if code != exitUsage || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: code %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = invoke(t, "", "resume", "x")
+	if code != exitUsage || !strings.Contains(errOut, "not available yet") {
+		t.Errorf("resume: code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.json", `{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}`)
+	bad := writeFile(t, dir, "bad.json", `{"StartAt":"A","States":{
+		"A":{"Type":"Pass","Next":"Nowhere"},
+		"B":{"Type":"Task","End":true,"Retry":[{"ErrorEquals":["States.ALL","X"]}]}}}`)
+	notJSON := writeFile(t, dir, "dup.json", `{"StartAt":"A","StartAt":"B"}`)
+
+	code, out, _ := invoke(t, "", "validate", good)
+	if code != 0 || out != good+": valid\n" {
+		t.Errorf("valid file: code %d, output %q", code, out)
+	}
+	code, out, _ = invoke(t, "", "validate", good, bad, notJSON)
+	if code != exitFailed {
+		t.Errorf("invalid files: code %d, want %d", code, exitFailed)
+	}
+	for _, want := range []string{
+		bad + `: /States/A/Next (A): transition to state "Nowhere", which does not exist`,
+		bad + `: /States/B (B): missing required field Agent`,
+		bad + `: /States/B/Retry/0/ErrorEquals (B): States.ALL must appear alone in ErrorEquals`,
+		notJSON + `: invalid JSON at byte`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, _ := invoke(t, "", "validate"); code != exitUsage {
+		t.Errorf("validate without files: code %d, want %d", code, exitUsage)
+	}
+}
+
+func TestRunExamples(t *testing.T) {
+	for _, ex := range []string{"code-review", "support-triage", "document-digest"} {
+		t.Run(ex, func(t *testing.T) {
+			dir := filepath.Join("..", "..", "workflows", ex)
+			want, err := os.ReadFile(filepath.Join(dir, "output.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			synctest.Test(t, func(t *testing.T) {
+				code, out, errOut := invoke(t, "", "run", filepath.Join(dir, "workflow.json"),
+					"--input", "@"+filepath.Join(dir, "input.json"), "--mock", filepath.Join(dir, "mock.json"))
+				if code != 0 {
+					t.Fatalf("code %d, stderr %q", code, errOut)
+				}
+				if !jsonEqual(t, out, string(want)) {
+					t.Errorf("output %s, want %s", out, want)
+				}
+				if !strings.HasPrefix(errOut, "execution: ") {
+					t.Errorf("stderr %q, want the execution id", errOut)
+				}
+			})
+		})
+	}
+}
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	echo := writeFile(t, dir, "echo.json", `{"StartAt":"E","States":{"E":{"Type":"Task","Agent":"Echo","ResultPath":"$.echo","End":true}}}`)
+	fail := writeFile(t, dir, "fail.json", `{"StartAt":"F","States":{"F":{"Type":"Fail","Error":"Refund.Denied","Cause":"amount too high"}}}`)
+	mock := writeFile(t, dir, "mock.json", `{"Echo":{"0":{"Return":{"said":"hi"}}}}`)
+	badMock := writeFile(t, dir, "badmock.json", `{"Echo":{"0":{"Return":1,"Throw":{"Error":"E"}}}}`)
+	inFile := writeFile(t, dir, "in.json", `{"from":"file"}`)
+	invalid := writeFile(t, dir, "invalid.json", `{"StartAt":"A","States":{"A":{"Type":"Pass"}}}`)
+
+	cases := []struct {
+		name   string
+		stdin  string
+		args   []string
+		code   int
+		out    string // JSON compared as a value, when set
+		stderr string // substring of stderr, when set
+	}{
+		{"default input", "", []string{"run", echo, "--mock", mock}, 0, `{"echo":{"said":"hi"}}`, "execution: "},
+		{"inline input", "", []string{"run", "--mock", mock, echo, "--input", `{"a":1}`}, 0, `{"a":1,"echo":{"said":"hi"}}`, ""},
+		{"file input", "", []string{"run", echo, "--mock", mock, "--input", "@" + inFile}, 0, `{"from":"file","echo":{"said":"hi"}}`, ""},
+		{"stdin input", `{"from":"stdin"}`, []string{"run", echo, "--mock", mock, "--input", "-"}, 0, `{"from":"stdin","echo":{"said":"hi"}}`, ""},
+		{"name", "", []string{"run", echo, "--mock", mock, "--name", "order-42"}, 0, "", "execution: order-42"},
+		{"failure", "", []string{"run", fail}, exitFailed, `{"Error":"Refund.Denied","Cause":"amount too high"}`, ""},
+		{"no mock", "", []string{"run", echo}, exitFailed, `{"Error":"States.TaskFailed","Cause":"agent \"Echo\" is not registered"}`, ""},
+		{"bad input", "", []string{"run", echo, "--input", `{"a":NaN}`}, exitUsage, "", "input from --input: invalid JSON at byte 5"},
+		{"duplicate keys in input", "", []string{"run", echo, "--input", `{"a":1,"a":2}`}, exitUsage, "", `duplicate key "a"`},
+		{"missing input file", "", []string{"run", echo, "--input", "@/nonexistent.json"}, exitUsage, "", "nonexistent.json"},
+		{"bad mock", "", []string{"run", echo, "--mock", badMock}, exitUsage, "", badMock + ": mock /Echo/0: a response must have exactly one of Return or Throw"},
+		{"invalid definition", "", []string{"run", invalid}, exitUsage, "", invalid + ": /States/A (A): missing Next or End"},
+		{"two files", "", []string{"run", echo, fail}, exitUsage, "", "want exactly one FILE"},
+		{"unknown flag", "", []string{"run", echo, "--db", "x.db"}, exitUsage, "", "flag provided but not defined: -db"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := invoke(t, tc.stdin, tc.args...)
+			if code != tc.code {
+				t.Fatalf("code %d, want %d (stdout %q, stderr %q)", code, tc.code, out, errOut)
+			}
+			if tc.out != "" && !jsonEqual(t, out, tc.out) {
+				t.Errorf("stdout %s, want %s", out, tc.out)
+			}
+			if !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("stderr %q, want it to contain %q", errOut, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestGraph(t *testing.T) {
+	def := filepath.Join("..", "..", "workflows", "code-review", "workflow.json")
+	for _, format := range []string{"dot", "mermaid"} {
+		t.Run(format, func(t *testing.T) {
+			code, out, errOut := invoke(t, "", "graph", def, "--format", format)
+			if code != 0 {
+				t.Fatalf("code %d, stderr %q", code, errOut)
+			}
+			golden := filepath.Join("testdata", "code-review."+format)
+			if *update {
+				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./cmd/aslrun -update)", err)
+			}
+			if out != string(want) {
+				t.Errorf("graph --format %s differs from %s:\n%s", format, golden, out)
+			}
+		})
+	}
+	if code, _, errOut := invoke(t, "", "graph", def, "--format", "svg"); code != exitUsage || !strings.Contains(errOut, "dot or mermaid") {
+		t.Errorf("--format svg: code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestConformanceCommand(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "ok.json", `{"name":"ok","definition":{"StartAt":"P","States":{"P":{"Type":"Pass","Result":1,"End":true}}},"expect":{"status":"SUCCEEDED","output":1}}`)
+	writeFile(t, dir, "wrong.json", `{"name":"wrong","definition":{"StartAt":"P","States":{"P":{"Type":"Pass","Result":1,"End":true}}},"expect":{"status":"SUCCEEDED","output":2}}`)
+	code, out, _ := invoke(t, "", "conformance", dir)
+	if code != exitFailed {
+		t.Errorf("code %d, want %d", code, exitFailed)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "FAIL "+filepath.Join(dir, "wrong.json")+": output 1, want 2") || lines[1] != "1 passed, 1 failed" {
+		t.Errorf("output:\n%s", out)
+	}
+	skip := writeFile(t, dir, "skip.txt", "wrong.json known difference\n")
+	code, out, _ = invoke(t, "", "conformance", filepath.Join(dir, "ok.json"), "--skip", skip)
+	if code != 0 || strings.TrimSpace(out) != "1 passed, 0 failed" {
+		t.Errorf("one passing file: code %d, output %q", code, out)
+	}
+}
