@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/conformance"
 	"github.com/aslrun/aslrun/engine"
@@ -148,16 +150,24 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 			return usageErrorf("%s: %v", *mock, err)
 		}
 	}
+	id := *name
+	if id == "" {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		id = u.String()
+	}
 	x := engine.New(engine.Config{Agents: reg})
 	base := strings.TrimSuffix(filepath.Base(pos[0]), filepath.Ext(pos[0]))
-	res, err := x.Run(ctx, m, in, engine.StartOptions{ID: *name, MachineName: base})
+	fmt.Fprintf(c.stderr, "execution: %s\n", id)
+	res, err := x.Run(ctx, m, in, engine.StartOptions{ID: id, MachineName: base})
 	if err != nil {
 		if errors.Is(err, engine.ErrInvalidInput) {
 			return usageErrorf("%v", err)
 		}
 		return err
 	}
-	fmt.Fprintf(c.stderr, "execution: %s\n", res.ID)
 	switch res.Status {
 	case engine.StatusSucceeded:
 		return writeJSON(c.stdout, res.Output)
