@@ -2,6 +2,7 @@ package states
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -323,10 +324,8 @@ func (p *parser) approval(o *object, c Common) *Approval {
 	s := &Approval{Common: c, Options: []string{"approve", "reject"}}
 	s.Prompt = p.prompt(o)
 	if opts, present := o.names("Options", true); present {
-		if len(opts) == 0 {
-			if arr, isArr := o.m["Options"].([]any); isArr && len(arr) == 0 {
-				o.errorf("Options", "Options must list at least one option")
-			}
+		if o.isEmptyArray("Options") {
+			o.errorf("Options", "Options must list at least one option")
 		}
 		arr, _ := o.m["Options"].([]any)
 		for i, opt := range arr {
@@ -367,10 +366,8 @@ func (p *parser) approval(o *object, c Common) *Approval {
 		e := &Editable{}
 		if _, ok := eo.m["Fields"]; !ok {
 			eo.errorf("", "missing required field Fields")
-		} else if e.Fields = p.paths(eo, "Fields"); len(e.Fields) == 0 {
-			if arr, isArr := eo.m["Fields"].([]any); isArr && len(arr) == 0 {
-				eo.errorf("Fields", "Fields must list at least one path")
-			}
+		} else if e.Fields = p.paths(eo, "Fields"); eo.isEmptyArray("Fields") {
+			eo.errorf("Fields", "Fields must list at least one path")
 		}
 		if _, ok := eo.m["ResultPath"]; !ok {
 			eo.errorf("", "missing required field ResultPath")
@@ -475,13 +472,10 @@ func (p *parser) escalation(o *object, timeout time.Duration) *Escalation {
 func (p *parser) debate(o *object, c Common) *Debate {
 	s := &Debate{Common: c, Rounds: 3}
 	agents, present := o.names("Agents", true)
-	switch {
-	case !present:
+	if !present {
 		o.errorf("", "missing required field Agents")
-	default:
-		if arr, isArr := o.m["Agents"].([]any); isArr && len(arr) < 2 {
-			o.errorf("Agents", "Agents must list at least two agents")
-		}
+	} else if arr, isArr := o.m["Agents"].([]any); isArr && len(arr) < 2 {
+		o.errorf("Agents", "Agents must list at least two agents")
 	}
 	s.Agents = agents
 	o.exclusive("Topic", "TopicPath", "Topic.$")
@@ -502,10 +496,10 @@ func (p *parser) debate(o *object, c Common) *Debate {
 		if st, ok := co.enum("Style", []string{"turn_based", "simultaneous"}, []string{"free_form", "reactive"}); ok {
 			s.Communication.Style = st
 		}
-		order, _ := co.names("Order", true)
+		order, index, _ := co.indexedNames("Order", true)
 		for i, name := range order {
-			if !contains(agents, name) && len(agents) > 0 {
-				p.errorf(co.at("Order")+"/"+strconv.Itoa(i), co.state, "Order names %q, which is not one of Agents", name)
+			if len(agents) > 0 && !slices.Contains(agents, name) {
+				p.errorf(co.at("Order")+"/"+strconv.Itoa(index[i]), co.state, "Order names %q, which is not one of Agents", name)
 			}
 		}
 		s.Communication.Order = order
@@ -548,13 +542,4 @@ func (p *parser) checkpoint(o *object, c Common) *Checkpoint {
 		s.TTL = t
 	}
 	return s
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

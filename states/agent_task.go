@@ -3,6 +3,7 @@ package states
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/aslrun/aslrun/jsonpath"
@@ -143,10 +144,8 @@ func (t *ToolsConfig) Permits(tool string) bool {
 		return true
 	}
 	for _, c := range t.AllowedCategories {
-		for _, name := range t.categories[c] {
-			if name == tool {
-				return true
-			}
+		if slices.Contains(t.categories[c], tool) {
+			return true
 		}
 	}
 	return false
@@ -155,13 +154,8 @@ func (t *ToolsConfig) Permits(tool string) bool {
 // lists reports whether names holds tool, "*", or a category holding tool.
 func (t *ToolsConfig) lists(names []string, tool string) bool {
 	for _, n := range names {
-		if n == tool || n == "*" {
+		if n == tool || n == "*" || slices.Contains(t.categories[n], tool) {
 			return true
-		}
-		for _, member := range t.categories[n] {
-			if member == tool {
-				return true
-			}
 		}
 	}
 	return false
@@ -623,11 +617,7 @@ func (p *parser) piiDetect(ro *object) ([]string, bool) {
 		ro.errorf("Detect", "Detect must list at least one kind")
 	}
 	for i, k := range kinds {
-		known := false
-		for _, want := range piiKinds {
-			known = known || k == want
-		}
-		if !known {
+		if !slices.Contains(piiKinds, k) {
 			p.errorf(fmt.Sprintf("%s/%d", ro.at("Detect"), i), ro.state, "Detect[%d] must be %s, not %q", i, orList(piiKinds), k)
 			good = false
 		}
