@@ -17,6 +17,8 @@ import (
 
 // Extensions holds the agent-native top-level blocks of a definition; a
 // Machine's Extensions is nil when none is set.
+//
+// It is immutable after Parse and safe for concurrent use.
 type Extensions struct {
 	// Budget limits the whole execution; nil when absent.
 	Budget *WorkflowBudget
@@ -36,6 +38,8 @@ type Extensions struct {
 
 // WorkflowBudget is the top-level Budget block: limits on the whole
 // execution's agent usage. A zero limit means no limit of that kind.
+//
+// It is immutable after Parse and safe for concurrent use.
 type WorkflowBudget struct {
 	MaxTokens int64
 	// MaxCost is the most the execution may spend, in Currency.
@@ -59,6 +63,8 @@ type BudgetAlert struct {
 }
 
 // WorkflowMemory is the top-level Memory block.
+//
+// It is immutable after Parse and safe for concurrent use.
 type WorkflowMemory struct {
 	// Backend is "memory", the execution store (the only one supported).
 	Backend string
@@ -71,6 +77,8 @@ type WorkflowMemory struct {
 }
 
 // Approval pauses the run until a person decides (see DESIGN §3).
+//
+// It is immutable after Parse and safe for concurrent use.
 type Approval struct {
 	Common
 	// Prompt is what the approver is shown.
@@ -146,6 +154,8 @@ type Editable struct {
 }
 
 // Debate lets several agents argue a topic over rounds (see DESIGN §3).
+//
+// It is immutable after Parse and safe for concurrent use.
 type Debate struct {
 	Common
 	// Agents are the debaters: at least two, unique.
@@ -206,6 +216,8 @@ const MaxCheckpointName = 80
 
 // Checkpoint saves a named snapshot of the execution and passes its input
 // through.
+//
+// It is immutable after Parse and safe for concurrent use.
 type Checkpoint struct {
 	Common
 	// CheckpointName is the Name field: unique across the definition,

@@ -20,6 +20,8 @@ const DefaultInjectAt = "$._memory"
 
 // MemoryConfig is the Memory block of a Task or Pass: key-value memory,
 // kept in the execution store per namespace, across executions.
+//
+// It is immutable after Parse and safe for concurrent use.
 type MemoryConfig struct {
 	// Read loads keys before the state runs; nil when absent.
 	Read *MemoryRead
@@ -70,6 +72,8 @@ type MemoryWrite struct {
 
 // ContextConfig is the Context block of a Task: how the agent's context is
 // assembled from the state's input.
+//
+// It is immutable after Parse and safe for concurrent use.
 type ContextConfig struct {
 	// Strategy is "sliding_window" (the default) or "priority_based".
 	Strategy string
@@ -100,6 +104,8 @@ type SummarizeConfig struct {
 
 // ToolsConfig is the Tools block of a Task (or the workflow's DefaultTools):
 // which tools the agent may call, and how often.
+//
+// It is immutable after Parse and safe for concurrent use.
 type ToolsConfig struct {
 	// Allowed lists tool or category names (or "*" for all); valid when
 	// HasAllowed. Absent means every tool not denied; present and empty
@@ -176,6 +182,8 @@ type RateLimit struct {
 
 // BudgetConfig is the Budget block of a Task: limits on one state's agent
 // usage. A zero limit means no limit of that kind.
+//
+// It is immutable after Parse and safe for concurrent use.
 type BudgetConfig struct {
 	MaxTokens       int64
 	MaxInputTokens  int64
@@ -189,6 +197,8 @@ type BudgetConfig struct {
 
 // GuardrailsConfig is the Guardrails block of a Task: checks on the
 // agent's input and output. At least one of Input and Output is set.
+//
+// It is immutable after Parse and safe for concurrent use.
 type GuardrailsConfig struct {
 	// Input checks the effective input before Parameters; nil when absent.
 	Input *GuardrailSet
@@ -236,6 +246,8 @@ type GuardrailRule struct {
 
 // ReasoningConfig is the Reasoning block of a Task: the agent returns
 // {"result": …, "reasoning": {"steps": […], …}}.
+//
+// It is immutable after Parse and safe for concurrent use.
 type ReasoningConfig struct {
 	// Required makes a missing reasoning trace an error.
 	Required bool

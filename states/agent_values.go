@@ -463,6 +463,8 @@ func (p *parser) paths(o *object, key string) []*jsonpath.Path {
 // Prompt, a memory Namespace). Each placeholder is a JSONPath, compiled at
 // parse time and replaced at run time by the value it selects. Literal
 // text around placeholders is kept as written.
+//
+// It is immutable after Parse and safe for concurrent use.
 type Text struct {
 	// Source is the text as written in the definition.
 	Source string
