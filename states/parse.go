@@ -29,6 +29,9 @@ func Parse(data []byte) (*Machine, error) {
 func ParseValue(v any) (*Machine, error) {
 	p := &parser{}
 	m := p.machine(v, "", "", true)
+	if m != nil {
+		p.checkDefinition(m)
+	}
 	if err := p.errs.Err(); err != nil {
 		return nil, err
 	}
@@ -239,7 +242,7 @@ var stateFields = map[string][]string{
 	"Fail":       {"Error", "Cause", "ErrorPath", "CausePath", "Error.$", "Cause.$"},
 	"Map":        {"InputPath", "OutputPath", "Next", "End", "Assign", "ItemsPath", "ItemsPath.$", "ItemSelector", "Parameters", "ItemProcessor", "Iterator", "MaxConcurrency", "MaxConcurrencyPath", "ToleratedFailureCount", "ToleratedFailureCountPath", "ToleratedFailurePercentage", "ToleratedFailurePercentagePath", "Label", "ResultSelector", "ResultPath", "Retry", "Catch"},
 	"Parallel":   {"InputPath", "OutputPath", "Next", "End", "Assign", "Branches", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch"},
-	"Approval":   {"InputPath", "OutputPath", "Next", "End", "Assign", "Prompt", "Prompt.$", "Options", "Timeout", "Escalation", "ResultPath", "Choices", "Default", "Editable", "Catch"},
+	"Approval":   {"InputPath", "OutputPath", "Next", "End", "Assign", "Prompt", "Prompt.$", "Options", "Timeout", "Escalation", "ResultPath", "Choices", "Default", "Editable", "Catch", "Policy", "Notifications", "BatchMode", "ItemsPath", "OnTimeout", "RequiredApprovers"},
 	"Debate":     {"InputPath", "OutputPath", "Next", "End", "Assign", "Agents", "Topic", "TopicPath", "Topic.$", "Rounds", "Communication", "Consensus", "Parameters", "ResultPath", "Retry", "Catch"},
 	"Checkpoint": {"InputPath", "OutputPath", "Next", "End", "Assign", "Name", "Storage", "TTL"},
 }
@@ -251,7 +254,7 @@ func (p *parser) state(v any, ptr, name string) State {
 	}
 	typ, ok := o.requiredStr("Type")
 	if !ok {
-		o.done("a state")
+		// Without a Type the other fields cannot be judged.
 		return nil
 	}
 	allowed, known := stateFields[typ]
@@ -276,16 +279,18 @@ func (p *parser) state(v any, ptr, name string) State {
 		}
 		o.used[k] = true
 		if why, ok := unsupportedStateFields[k]; ok {
-			o.errorf(k, "%s is not supported on a %s state: %s", k, typ, why)
+			o.errorf(k, "%s is not supported on %s state: %s", k, article(typ), why)
 			continue
 		}
-		o.errorf(k, "field %s is not valid on a %s state", k, typ)
+		o.errorf(k, "field %s is not valid on %s state", k, article(typ))
 	}
 	if allow["InputPath"] {
 		c.InputPath = p.ioPath(o, "InputPath")
 		c.OutputPath = p.ioPath(o, "OutputPath")
 	}
-	if allow["Next"] {
+	if allow["Next"] && typ != "Approval" {
+		// An Approval reads Next and End itself: with Choices it needs
+		// neither.
 		p.nextEnd(o, &c)
 	}
 	if allow["Assign"] {
@@ -316,7 +321,7 @@ func (p *parser) state(v any, ptr, name string) State {
 	case "Checkpoint":
 		st = p.checkpoint(o, c)
 	}
-	o.done("a " + typ + " state")
+	o.done(article(typ) + " state")
 	return st
 }
 
@@ -336,7 +341,9 @@ func (p *parser) nextEnd(o *object, c *Common) {
 	case hasEnd:
 		o.errorf("End", "End must be true when present; use Next to continue")
 	default:
-		if _, ok := o.m["Next"]; !ok {
+		_, nextSet := o.m["Next"]
+		_, endSet := o.m["End"]
+		if !nextSet && !endSet {
 			o.errorf("", "missing Next or End")
 		}
 	}
@@ -560,8 +567,14 @@ func (p *parser) parallel(o *object, c Common) *Parallel {
 		o.errorf("Branches", "Branches must be a non-empty array of state machines")
 	default:
 		for i, b := range arr {
-			if m := p.machine(b, fmt.Sprintf("%s/%d", o.at("Branches"), i), o.state, false); m != nil {
+			ptr := fmt.Sprintf("%s/%d", o.at("Branches"), i)
+			if m := p.machine(b, ptr, o.state, false); m != nil {
 				s.Branches = append(s.Branches, m)
+			}
+			if bm, isObj := b.(map[string]any); isObj {
+				if _, has := bm["ProcessorConfig"]; has {
+					p.errorf(ptr+"/ProcessorConfig", o.state, "ProcessorConfig is only valid in a Map's ItemProcessor")
+				}
 			}
 		}
 	}
@@ -578,6 +591,7 @@ func (p *parser) mapState(o *object, c Common) *Map {
 	o.exclusive("ItemsPath", "ItemsPath.$")
 	if _, ok := o.m["ItemsPath.$"]; ok {
 		s.ItemsPath = p.expr(o, "ItemsPath.$")
+		o.has("ItemsPath") // reported by exclusive
 	} else if v, ok := o.get("ItemsPath"); ok {
 		// ItemsPath is a path, or (ASL) an intrinsic producing the array.
 		if str, isStr := v.(string); isStr && strings.HasPrefix(str, "States.") {
@@ -591,11 +605,13 @@ func (p *parser) mapState(o *object, c Common) *Map {
 	if s.ItemSelector == nil {
 		s.ItemSelector = p.template(o, "Parameters")
 	}
+	o.has("Parameters") // reported by exclusive when ItemSelector is set too
 	o.exclusive("ItemProcessor", "Iterator")
 	key := "ItemProcessor"
 	if _, ok := o.m[key]; !ok {
 		key = "Iterator"
 	}
+	o.has("Iterator") // reported by exclusive when ItemProcessor is set too
 	if v, ok := o.get(key); !ok {
 		o.errorf("", "missing required field ItemProcessor (or the legacy Iterator)")
 	} else {

@@ -115,7 +115,8 @@ type Pass struct {
 	Parameters *jsonpath.Template
 	// ResultPath places the result in the raw input.
 	ResultPath ResultPath
-	// Memory configures memory writes (agent-native); nil when absent.
+	// Memory reads memory into the input and writes results to it
+	// (agent-native); nil when absent.
 	Memory *MemoryConfig
 }
 
@@ -141,7 +142,9 @@ type Task struct {
 	// Retry and Catch handle the state's errors.
 	Retry []Retrier
 	Catch []Catcher
-	// The agent-native blocks; nil when absent.
+	// The agent-native blocks; nil when absent, except Tools, which is the
+	// workflow's DefaultTools (shared, not copied) when the Task has no
+	// Tools block of its own.
 	Memory     *MemoryConfig
 	Context    *ContextConfig
 	Tools      *ToolsConfig

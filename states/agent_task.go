@@ -1,0 +1,667 @@
+package states
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/aslrun/aslrun/jsonpath"
+)
+
+// This file holds the agent-native blocks of a Task (and the Memory block a
+// Pass may carry too): Memory, Context, Tools, Budget, Guardrails and
+// Reasoning. Every type here is immutable after Parse and safe for
+// concurrent use.
+
+// DefaultInjectAt is where Memory.Read places the values it loads when
+// InjectAt is not set.
+const DefaultInjectAt = "$._memory"
+
+// MemoryConfig is the Memory block of a Task or Pass: key-value memory,
+// kept in the execution store per namespace, across executions.
+//
+// It is immutable after Parse and safe for concurrent use.
+type MemoryConfig struct {
+	// Read loads keys before the state runs; nil when absent.
+	Read *MemoryRead
+	// Write stores values after ResultPath; empty when absent.
+	Write []MemoryWrite
+	// Namespace scopes the keys (Namespace, which may hold {{$.path}}
+	// placeholders); zero when absent.
+	Namespace Text
+	// NamespaceExpr computes the namespace (Namespace.$, a path or an
+	// intrinsic); nil when absent. At most one of Namespace and
+	// NamespaceExpr is set; with neither, the workflow's Memory.Namespace
+	// applies.
+	NamespaceExpr *jsonpath.Expr
+}
+
+// MemoryRead says which keys to load and where to put them.
+type MemoryRead struct {
+	// Keys are the keys to load; never empty.
+	Keys []string
+	// InjectAt is where the loaded {key: value} object is placed in the
+	// effective input, before Parameters; "$._memory" (DefaultInjectAt)
+	// when not set, so never nil.
+	InjectAt *jsonpath.Path
+	// Default is the value used for a key that is not stored, valid when
+	// HasDefault (an object maps key names to their own defaults).
+	Default    any
+	HasDefault bool
+}
+
+// MemoryWrite stores one key.
+type MemoryWrite struct {
+	// Key is the key written; never empty.
+	Key string
+	// Value is a fixed value to store, valid when HasValue.
+	Value    any
+	HasValue bool
+	// ValueExpr computes the value (Value.$) from the state's output before
+	// OutputPath; nil when absent. With neither Value nor ValueExpr the
+	// state's result is stored.
+	ValueExpr *jsonpath.Expr
+	// TTL is how long the value is kept; zero means the workflow's
+	// Memory.DefaultTTL, or forever when that is not set either.
+	TTL TTL
+	// Merge combines the value with the stored one (objects merge, arrays
+	// append) instead of replacing it.
+	Merge bool
+}
+
+// ContextConfig is the Context block of a Task: how the agent's context is
+// assembled from the state's input.
+//
+// It is immutable after Parse and safe for concurrent use.
+type ContextConfig struct {
+	// Strategy is "sliding_window" (the default) or "priority_based".
+	Strategy string
+	// MaxTokens is the token ceiling of the context; 0 means no limit.
+	MaxTokens int64
+	// Priority lists paths from most to least important (priority_based).
+	Priority []*jsonpath.Path
+	// Include and Exclude list paths always kept and always left out.
+	Include []*jsonpath.Path
+	Exclude []*jsonpath.Path
+	// Summarize compresses the context with an agent; nil when absent.
+	Summarize *SummarizeConfig
+}
+
+// SummarizeConfig is a Context's Summarize block.
+type SummarizeConfig struct {
+	// When is "TokensExceed" (the default), "Always" or "Never" (truncate
+	// instead of summarizing).
+	When string
+	// Using names the summarizing agent; empty only when When is "Never".
+	Using string
+	// Target is the part of the input to compress; nil means all of it.
+	Target *jsonpath.Path
+	// Ratio is the size to reach, as a fraction in (0, 1]; 0 when not set
+	// (the summarizer decides).
+	Ratio float64
+}
+
+// ToolsConfig is the Tools block of a Task (or the workflow's DefaultTools):
+// which tools the agent may call, and how often.
+//
+// It is immutable after Parse and safe for concurrent use.
+type ToolsConfig struct {
+	// Allowed lists tool or category names (or "*" for all); valid when
+	// HasAllowed. Absent means every tool not denied; present and empty
+	// means no tools at all.
+	Allowed    []string
+	HasAllowed bool
+	// Denied lists tool or category names (or "*") that are never allowed;
+	// Denied wins over every allow.
+	Denied []string
+	// AllowedCategories lists categories of the workflow's ToolCategories
+	// whose tools are allowed (in addition to Allowed).
+	AllowedCategories []string
+	// RateLimits maps a tool name, or "*" for every tool, to its limits.
+	RateLimits map[string]RateLimit
+	// Timeout bounds one tool call; 0 means no limit.
+	Timeout time.Duration
+
+	// categories is the workflow's ToolCategories, set by Parse.
+	categories map[string][]string
+	// ptr and state locate the block and categoryIndex the array index of
+	// each AllowedCategories entry, for the definition-wide checks.
+	ptr, state    string
+	categoryIndex []int
+}
+
+// Permits reports whether the agent may call tool: Denied (tools, or the
+// tools of a denied category) wins; then, with neither Allowed nor
+// AllowedCategories, every tool is allowed; otherwise tool must be listed
+// in Allowed (by name, "*", or through a category) or belong to one of
+// AllowedCategories. A nil ToolsConfig permits everything.
+func (t *ToolsConfig) Permits(tool string) bool {
+	if t == nil {
+		return true
+	}
+	if t.lists(t.Denied, tool) {
+		return false
+	}
+	if !t.HasAllowed && len(t.AllowedCategories) == 0 {
+		return true
+	}
+	if t.lists(t.Allowed, tool) {
+		return true
+	}
+	for _, c := range t.AllowedCategories {
+		if slices.Contains(t.categories[c], tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// lists reports whether names holds tool, "*", or a category holding tool.
+func (t *ToolsConfig) lists(names []string, tool string) bool {
+	for _, n := range names {
+		if n == tool || n == "*" || slices.Contains(t.categories[n], tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// RateLimit bounds the calls of one tool (or of every tool, under "*"). A
+// zero limit means no limit of that kind.
+type RateLimit struct {
+	MaxPerMinute  int64
+	MaxPerHour    int64
+	MaxPerDay     int64
+	MaxConcurrent int64
+	BurstLimit    int64
+	// OnExceed is "fail" (the default: raise States.RateLimitExceeded) or
+	// "wait" (wait until the window allows the call).
+	OnExceed string
+}
+
+// BudgetConfig is the Budget block of a Task: limits on one state's agent
+// usage. A zero limit means no limit of that kind.
+//
+// It is immutable after Parse and safe for concurrent use.
+type BudgetConfig struct {
+	MaxTokens       int64
+	MaxInputTokens  int64
+	MaxOutputTokens int64
+	// MaxCost is the most the state may spend, in the workflow's currency.
+	MaxCost float64
+	// Priority is "critical", "high", "normal" (the default), "low" or
+	// "background".
+	Priority string
+}
+
+// GuardrailsConfig is the Guardrails block of a Task: checks on the
+// agent's input and output. At least one of Input and Output is set.
+//
+// It is immutable after Parse and safe for concurrent use.
+type GuardrailsConfig struct {
+	// Input checks the effective input before Parameters; nil when absent.
+	Input *GuardrailSet
+	// Output checks the agent's result; nil when absent.
+	Output *GuardrailSet
+}
+
+// GuardrailSet is the Input or Output part of Guardrails. It has at least
+// one rule or a Validator.
+type GuardrailSet struct {
+	// Rules are checked in order.
+	Rules []GuardrailRule
+	// Validator names an agent that validates the content; empty when none.
+	Validator string
+	// MaxRetries is how often the agent is asked to regenerate its output
+	// when a "retry" rule fails (Output only); 0 when not set.
+	MaxRetries int64
+	// OnFail is "reject" (the default), "fail_state" or "fail" (all raise
+	// the violation error) or "continue" (record it and go on).
+	OnFail string
+}
+
+// GuardrailRule is one rule of a GuardrailSet. Type says which of the
+// other fields apply.
+type GuardrailRule struct {
+	// Type is "length", "pattern", "regex", "pii" or "custom".
+	Type string
+	// Action is "block" (the default), "redact", "mask" (pattern, regex and
+	// pii only), "warn", "flag" or "retry" (Output only).
+	Action string
+	// Max and Min bound the length of the content (length rules); Min is 0
+	// when not set.
+	Max int64
+	Min int64
+	// Block lists forbidden substrings (pattern rules).
+	Block []string
+	// Pattern is the compiled regular expression (regex rules).
+	Pattern *regexp.Regexp
+	// Detect lists the kinds of personal data to find (pii rules): "email",
+	// "phone", "card", "iban"; all four when Detect was true or absent.
+	Detect []string
+	// Validator names the validating agent (custom rules).
+	Validator string
+}
+
+// ReasoningConfig is the Reasoning block of a Task: the agent returns
+// {"result": …, "reasoning": {"steps": […], …}}.
+//
+// It is immutable after Parse and safe for concurrent use.
+type ReasoningConfig struct {
+	// Required makes a missing reasoning trace an error.
+	Required bool
+	// Format is "chain_of_thought", "tree_of_thoughts", "reflection" or
+	// "free_form" (the default).
+	Format string
+	// MinSteps and MaxSteps bound the number of steps; 0 means no bound.
+	MinSteps int64
+	MaxSteps int64
+	// Store is where the trace is written in the document; nil when it is
+	// only recorded in the history.
+	Store *jsonpath.Path
+}
+
+// memoryQueryFields are the fields of the semantic and episodic memory
+// forms, which are not supported.
+var memoryQueryFields = []string{"Query", "Query.$", "Collection", "TopK", "MinScore", "Filter", "Limit", "Order"}
+
+func (p *parser) memory(o *object, key string) *MemoryConfig {
+	mo, _ := o.child(key, key)
+	if mo == nil {
+		return nil
+	}
+	defer mo.done(key)
+	if _, ok := mo.enum("Type", []string{"key_value"}, []string{"semantic", "episodic"}); !ok && mo.has("Type") {
+		mo.skipRest()
+		return nil
+	}
+	mo.unsupported(key+" (only key-value memory is supported)", memoryQueryFields...)
+	m := &MemoryConfig{}
+	_, hasRead := mo.m["Read"]
+	_, hasWrite := mo.m["Write"]
+	if !hasRead && !hasWrite {
+		mo.errorf("", "%s needs Read or Write", key)
+	}
+	m.Read = p.memoryRead(mo)
+	m.Write = p.memoryWrites(mo)
+	mo.exclusive("Namespace", "Namespace.$")
+	if _, ok := mo.m["Namespace"]; ok {
+		m.Namespace, _ = p.text(mo, "Namespace")
+		if mo.m["Namespace"] == "" {
+			mo.errorf("Namespace", "Namespace must not be empty")
+		}
+	}
+	m.NamespaceExpr = p.expr(mo, "Namespace.$")
+	return m
+}
+
+func (p *parser) memoryRead(mo *object) *MemoryRead {
+	v, ok := mo.get("Read")
+	if !ok {
+		return nil
+	}
+	r := &MemoryRead{}
+	r.InjectAt, _ = jsonpath.CompileReference(DefaultInjectAt)
+	if _, isArr := v.([]any); isArr {
+		r.Keys, _ = mo.names("Read", true)
+		if mo.isEmptyArray("Read") {
+			mo.errorf("Read", "Read must list at least one key")
+		}
+		return r
+	}
+	ro := p.newObject(v, mo.at("Read"), mo.state, "Read (an array of keys or an object)")
+	if ro == nil {
+		return nil
+	}
+	defer ro.done("Memory.Read")
+	ro.unsupported("Memory.Read (only key-value memory is supported)", memoryQueryFields...)
+	keys, present := ro.names("Keys", true)
+	switch {
+	case !present:
+		ro.errorf("", "missing required field Keys")
+	case ro.isEmptyArray("Keys"):
+		ro.errorf("Keys", "Keys must list at least one key")
+	}
+	r.Keys = keys
+	if path := p.refPath(ro, "InjectAt"); path != nil {
+		r.InjectAt = path
+	}
+	r.Default, r.HasDefault = ro.get("Default")
+	return r
+}
+
+func (p *parser) memoryWrites(mo *object) []MemoryWrite {
+	v, ok := mo.get("Write")
+	if !ok {
+		return nil
+	}
+	items := []any{v}
+	ptrs := []string{mo.at("Write")}
+	if arr, isArr := v.([]any); isArr {
+		if len(arr) == 0 {
+			mo.errorf("Write", "Write must not be an empty array")
+		}
+		items, ptrs = arr, make([]string, len(arr))
+		for i := range arr {
+			ptrs[i] = fmt.Sprintf("%s/%d", mo.at("Write"), i)
+		}
+	}
+	out := make([]MemoryWrite, 0, len(items))
+	for i, item := range items {
+		wo := p.newObject(item, ptrs[i], mo.state, "a memory write")
+		if wo == nil {
+			continue
+		}
+		w := MemoryWrite{}
+		w.Key, _ = wo.name("Key", true)
+		wo.exclusive("Value", "Value.$")
+		w.Value, w.HasValue = wo.get("Value")
+		w.ValueExpr = p.expr(wo, "Value.$")
+		w.TTL, _ = wo.ttl("TTL")
+		w.Merge, _ = wo.boolean("Merge")
+		wo.unsupported("a memory write", "Overwrite")
+		wo.done("a memory write")
+		out = append(out, w)
+	}
+	return out
+}
+
+func (p *parser) contextConfig(o *object, key string) *ContextConfig {
+	co, _ := o.child(key, key)
+	if co == nil {
+		return nil
+	}
+	defer co.done("Context")
+	c := &ContextConfig{Strategy: "sliding_window"}
+	if s, ok := co.enum("Strategy", []string{"sliding_window", "priority_based"}, []string{"semantic", "summarize"}); ok {
+		c.Strategy = s
+	}
+	co.unsupported("Context (semantic selection is not supported)", "Query", "Query.$", "Candidates", "TopK")
+	if n, ok := co.count("MaxTokens", 1); ok {
+		c.MaxTokens = n
+	}
+	_, hasPriority := co.m["Priority"]
+	c.Priority = p.paths(co, "Priority")
+	switch s, _ := co.m["Strategy"].(string); {
+	case s == "priority_based" && !hasPriority:
+		co.errorf("", `Priority is required with Strategy "priority_based"`)
+	case hasPriority && c.Strategy != "priority_based":
+		co.errorf("Priority", `Priority is only used with Strategy "priority_based"`)
+	}
+	c.Include = p.paths(co, "Include")
+	c.Exclude = p.paths(co, "Exclude")
+	if so, _ := co.child("Summarize", "Summarize"); so != nil {
+		s := &SummarizeConfig{When: "TokensExceed"}
+		if w, ok := so.enum("When", []string{"TokensExceed", "Always", "Never"}, nil); ok {
+			s.When = w
+		}
+		s.Using, _ = so.name("Using", s.When != "Never")
+		s.Target = p.refPath(so, "Target")
+		s.Ratio, _ = so.fraction("Ratio")
+		so.done("Summarize")
+		c.Summarize = s
+	}
+	return c
+}
+
+// toolsUnsupported are Tools fields the spec names without semantics this
+// engine can honour.
+var toolsUnsupported = []string{"Sandboxed", "Sandbox", "FileSystem", "Domains", "Hooks", "Validation", "Parameters", "Network", "Audit"}
+
+func (p *parser) tools(o *object, key string) *ToolsConfig {
+	to, _ := o.child(key, key)
+	if to == nil {
+		return nil
+	}
+	defer to.done(key)
+	t := &ToolsConfig{ptr: to.ptr, state: to.state}
+	t.Allowed, t.HasAllowed = to.names("Allowed", false)
+	t.Denied, _ = to.names("Denied", false)
+	t.AllowedCategories, t.categoryIndex, _ = to.indexedNames("AllowedCategories", true)
+	t.Timeout, _ = to.duration("Timeout")
+	to.unsupported(key, toolsUnsupported...)
+	lo, _ := to.child("RateLimits", "RateLimits")
+	if lo == nil {
+		return t
+	}
+	t.RateLimits = make(map[string]RateLimit, len(lo.m))
+	for _, tool := range sortedKeys(lo.m) {
+		lo.used[tool] = true
+		if tool == "" {
+			p.errorf(lo.at(tool), lo.state, "a RateLimits key must name a tool or be \"*\"")
+			continue
+		}
+		ro := p.newObject(lo.m[tool], lo.at(tool), lo.state, "a rate limit")
+		if ro == nil {
+			continue
+		}
+		r := RateLimit{OnExceed: "fail"}
+		limits := []struct {
+			key string
+			dst *int64
+		}{
+			{"MaxPerMinute", &r.MaxPerMinute},
+			{"MaxPerHour", &r.MaxPerHour},
+			{"MaxPerDay", &r.MaxPerDay},
+			{"MaxConcurrent", &r.MaxConcurrent},
+			{"BurstLimit", &r.BurstLimit},
+		}
+		limited := false
+		for _, l := range limits {
+			if _, ok := ro.m[l.key]; ok {
+				limited = true
+			}
+			*l.dst, _ = ro.count(l.key, 1)
+		}
+		if !limited {
+			ro.errorf("", "a rate limit needs at least one of MaxPerMinute, MaxPerHour, MaxPerDay, MaxConcurrent or BurstLimit")
+		}
+		if s, ok := ro.enum("OnExceed", []string{"fail", "wait"}, []string{"queue"}); ok {
+			r.OnExceed = s
+		}
+		ro.done("a rate limit")
+		t.RateLimits[tool] = r
+	}
+	return t
+}
+
+func (p *parser) budget(o *object, key string) *BudgetConfig {
+	bo, _ := o.child(key, key)
+	if bo == nil {
+		return nil
+	}
+	b := &BudgetConfig{Priority: "normal"}
+	b.MaxTokens, _ = bo.count("MaxTokens", 1)
+	b.MaxInputTokens, _ = bo.count("MaxInputTokens", 1)
+	b.MaxOutputTokens, _ = bo.count("MaxOutputTokens", 1)
+	b.MaxCost, _ = bo.money("MaxCost")
+	if s, ok := bo.enum("Priority", []string{"critical", "high", "normal", "low", "background"}, nil); ok {
+		b.Priority = s
+	}
+	bo.unsupported("a state Budget", "Category", "Tags", "Attribution", "MaxCost.$")
+	bo.done("a state Budget")
+	return b
+}
+
+func (p *parser) guardrails(o *object, key string) *GuardrailsConfig {
+	gro, _ := o.child(key, key)
+	if gro == nil {
+		return nil
+	}
+	g := &GuardrailsConfig{}
+	_, hasIn := gro.m["Input"]
+	_, hasOut := gro.m["Output"]
+	if !hasIn && !hasOut {
+		gro.errorf("", "Guardrails needs Input or Output")
+	}
+	g.Input = p.guardrailSet(gro, "Input")
+	g.Output = p.guardrailSet(gro, "Output")
+	gro.done("Guardrails")
+	return g
+}
+
+func (p *parser) guardrailSet(gro *object, key string) *GuardrailSet {
+	so, _ := gro.child(key, "Guardrails."+key)
+	if so == nil {
+		return nil
+	}
+	defer so.done("Guardrails." + key)
+	output := key == "Output"
+	s := &GuardrailSet{OnFail: "reject"}
+	s.Validator, _ = so.name("Validator", false)
+	if f, ok := so.enum("OnFail", []string{"reject", "fail_state", "fail", "continue"}, nil); ok {
+		s.OnFail = f
+	}
+	if output {
+		s.MaxRetries, _ = so.count("MaxRetries", 0)
+	} else if so.has("MaxRetries") {
+		so.errorf("MaxRetries", "MaxRetries is only valid in Guardrails.Output")
+	}
+	arr, hasRules := p.array(so, "Rules")
+	if hasRules && len(arr) == 0 {
+		so.errorf("Rules", "Rules must contain at least one rule")
+	}
+	if !hasRules && s.Validator == "" {
+		if _, present := so.m["Rules"]; !present {
+			so.errorf("", "Guardrails.%s needs Rules or a Validator", key)
+		}
+	}
+	for i, v := range arr {
+		if r, ok := p.guardrailRule(v, fmt.Sprintf("%s/%d", so.at("Rules"), i), so.state, output); ok {
+			s.Rules = append(s.Rules, r)
+		}
+	}
+	return s
+}
+
+// piiKinds are the kinds of personal data a pii rule can detect.
+var piiKinds = []string{"email", "phone", "card", "iban"}
+
+func (p *parser) guardrailRule(v any, ptr, state string, output bool) (GuardrailRule, bool) {
+	ro := p.newObject(v, ptr, state, "a guardrail rule")
+	if ro == nil {
+		return GuardrailRule{}, false
+	}
+	defer ro.done("a guardrail rule")
+	r := GuardrailRule{Action: "block"}
+	if _, ok := ro.m["Type"]; !ok {
+		ro.errorf("", "missing required field Type")
+		ro.skipRest()
+		return r, false
+	}
+	typ, ok := ro.enum("Type", []string{"length", "pattern", "regex", "pii", "custom"}, []string{"semantic"})
+	if !ok {
+		ro.skipRest()
+		return r, false
+	}
+	r.Type = typ
+	good := true
+	if a, ok := ro.enum("Action", []string{"block", "redact", "mask", "warn", "flag", "retry"}, nil); ok {
+		switch {
+		case a == "retry" && !output:
+			ro.errorf("Action", `Action "retry" is only valid in Guardrails.Output rules`)
+			good = false
+		case (a == "redact" || a == "mask") && (typ == "length" || typ == "custom"):
+			ro.errorf("Action", "Action %q needs a rule that finds matches (pattern, regex or pii), not %s", a, typ)
+			good = false
+		}
+		r.Action = a
+	}
+	switch typ {
+	case "length":
+		if _, ok := ro.m["Max"]; !ok {
+			ro.errorf("", "missing required field Max")
+			good = false
+		}
+		r.Max, _ = ro.count("Max", 1)
+		r.Min, _ = ro.count("Min", 0)
+		if r.Max > 0 && r.Min > r.Max {
+			ro.errorf("Min", "Min must not be greater than Max (%d > %d)", r.Min, r.Max)
+			good = false
+		}
+	case "pattern":
+		block, present := ro.names("Block", false)
+		if !present {
+			ro.errorf("", "missing required field Block")
+			good = false
+		} else if ro.isEmptyArray("Block") {
+			ro.errorf("Block", "Block must list at least one substring")
+			good = false
+		}
+		r.Block = block
+	case "regex":
+		src, ok := ro.requiredStr("Pattern")
+		if ok {
+			re, err := regexp.Compile(src)
+			if err != nil {
+				ro.errorf("Pattern", "Pattern is not a valid regular expression: %s", errText(err))
+				good = false
+			}
+			r.Pattern = re
+		} else {
+			good = false
+		}
+	case "pii":
+		r.Detect, ok = p.piiDetect(ro)
+		good = good && ok
+	case "custom":
+		r.Validator, ok = ro.name("Validator", true)
+		good = good && ok
+	}
+	return r, good
+}
+
+func (p *parser) piiDetect(ro *object) ([]string, bool) {
+	v, ok := ro.m["Detect"]
+	if !ok || v == true {
+		ro.used["Detect"] = true
+		return piiKinds, true
+	}
+	if _, isArr := v.([]any); !isArr {
+		ro.used["Detect"] = true
+		ro.errorf("Detect", "Detect must be true or an array of %s, not %s", orList(piiKinds), jsonName(v))
+		return nil, false
+	}
+	kinds, _ := ro.names("Detect", true)
+	good := len(kinds) > 0
+	if ro.isEmptyArray("Detect") {
+		ro.errorf("Detect", "Detect must list at least one kind")
+	}
+	for i, k := range kinds {
+		if !slices.Contains(piiKinds, k) {
+			p.errorf(fmt.Sprintf("%s/%d", ro.at("Detect"), i), ro.state, "Detect[%d] must be %s, not %q", i, orList(piiKinds), k)
+			good = false
+		}
+	}
+	return kinds, good
+}
+
+// jsonName names v's JSON type, spelling booleans out (false is a value a
+// field may reject while accepting true).
+func jsonName(v any) string {
+	if b, ok := v.(bool); ok {
+		return fmt.Sprint(b)
+	}
+	return jsonpath.TypeName(v)
+}
+
+func (p *parser) reasoning(o *object, key string) *ReasoningConfig {
+	ro, _ := o.child(key, key)
+	if ro == nil {
+		return nil
+	}
+	r := &ReasoningConfig{Format: "free_form"}
+	r.Required, _ = ro.boolean("Required")
+	if f, ok := ro.enum("Format", []string{"chain_of_thought", "tree_of_thoughts", "reflection", "free_form"}, nil); ok {
+		r.Format = f
+	}
+	r.MinSteps, _ = ro.count("MinSteps", 1)
+	r.MaxSteps, _ = ro.count("MaxSteps", 1)
+	if r.MinSteps > 0 && r.MaxSteps > 0 && r.MinSteps > r.MaxSteps {
+		ro.errorf("MinSteps", "MinSteps must not be greater than MaxSteps (%d > %d)", r.MinSteps, r.MaxSteps)
+	}
+	r.Store = p.refPath(ro, "Store")
+	ro.done("Reasoning")
+	return r
+}
