@@ -35,7 +35,8 @@ func (p *parser) errorEquals(o *object) []string {
 	return names
 }
 
-// checkAllLast reports States.ALL in any but the last retrier or catcher.
+// checkAllLast reports States.ALL in any but the last retrier or catcher;
+// lists holds each entry's ErrorEquals by its index in the array.
 func checkAllLast(p *parser, o *object, key string, lists [][]string) {
 	for i, names := range lists {
 		if i == len(lists)-1 {
@@ -68,7 +69,7 @@ func (p *parser) retry(o *object) []Retrier {
 		return nil
 	}
 	out := make([]Retrier, 0, len(arr))
-	var lists [][]string
+	lists := make([][]string, len(arr)) // by array index, nil where the entry is not an object
 	for i, v := range arr {
 		ro := p.newObject(v, fmt.Sprintf("%s/%d", o.at("Retry"), i), o.state, "a retrier")
 		if ro == nil {
@@ -76,7 +77,7 @@ func (p *parser) retry(o *object) []Retrier {
 		}
 		r := Retrier{IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2, JitterStrategy: "NONE"}
 		r.ErrorEquals = p.errorEquals(ro)
-		lists = append(lists, r.ErrorEquals)
+		lists[i] = r.ErrorEquals
 		if n, ok := ro.integer("IntervalSeconds", 1, MaxTimeoutSeconds); ok {
 			r.IntervalSeconds = n
 		}
@@ -106,7 +107,7 @@ func (p *parser) catch(o *object) []Catcher {
 		return nil
 	}
 	out := make([]Catcher, 0, len(arr))
-	var lists [][]string
+	lists := make([][]string, len(arr)) // by array index, nil where the entry is not an object
 	for i, v := range arr {
 		co := p.newObject(v, fmt.Sprintf("%s/%d", o.at("Catch"), i), o.state, "a catcher")
 		if co == nil {
@@ -114,7 +115,7 @@ func (p *parser) catch(o *object) []Catcher {
 		}
 		c := Catcher{}
 		c.ErrorEquals = p.errorEquals(co)
-		lists = append(lists, c.ErrorEquals)
+		lists[i] = c.ErrorEquals
 		c.Next, _ = co.requiredStr("Next")
 		c.ResultPath = p.resultPath(co, "ResultPath")
 		c.Assign = p.assign(co, "Assign")
@@ -231,6 +232,14 @@ func (p *parser) condition(ro *object) Condition {
 	}
 	_, hasVar := ro.m["Variable"]
 	_, hasVarExpr := ro.m["Variable.$"]
+	// These are all known fields: whatever is wrong with them is reported
+	// below, never as "unknown field".
+	for _, k := range ops {
+		ro.used[k] = true
+	}
+	for _, k := range []string{"And", "Or", "Not", "Variable", "Variable.$"} {
+		ro.has(k)
+	}
 	switch {
 	case n+len(ops) == 0:
 		ro.errorf("", "a choice rule needs a comparison operator (with Variable) or And, Or or Not")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/aslrun/aslrun/jsonpath"
 )
@@ -183,7 +184,7 @@ func (o *object) oneOf(key string, values ...string) (string, bool) {
 			return s, true
 		}
 	}
-	o.errorf(key, "%s must be one of %v, not %q", key, values, s)
+	o.errorf(key, "%s must be one of %s, not %q", key, quoteList(values), s)
 	return "", false
 }
 
@@ -222,4 +223,20 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// quoteList writes values as "a", "b" or "c".
+func quoteList(values []string) string {
+	var b strings.Builder
+	for i, v := range values {
+		switch {
+		case i == 0:
+		case i == len(values)-1:
+			b.WriteString(" or ")
+		default:
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", v)
+	}
+	return b.String()
 }
