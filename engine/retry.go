@@ -68,13 +68,15 @@ func (h *stateRun) caught(c *states.Catcher, raw any, ae *asl.Error) (stepResult
 }
 
 // errorMatches reports whether an ErrorEquals list matches an error name,
-// with AWS's rules: States.Runtime is never matched; States.ALL matches
+// with AWS's rules: States.Runtime is never matched (nor is
+// States.NotImplemented: a feature that does not run must not be swallowed
+// by a Catch); States.ALL matches
 // everything else but States.DataLimitExceeded; States.TaskFailed matches
 // every error but States.Timeout (and those two); an exact name matches;
 // the bare names RateLimitExceeded and BudgetExceeded match their States.
 // forms.
 func errorMatches(names []string, name asl.ErrorName) bool {
-	if name == asl.ErrRuntime {
+	if name == asl.ErrRuntime || name == asl.ErrNotImplemented {
 		return false
 	}
 	terminal := name == asl.ErrDataLimitExceeded

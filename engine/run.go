@@ -156,7 +156,11 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	sc := &scope{top: true}
-	out, err := r.machine(ctx, r.m, r.input, sc)
+	var out any
+	err := workflowFeatures(r.m)
+	if err == nil {
+		out, err = r.machine(ctx, r.m, r.input, sc)
+	}
 	res := &Result{ID: r.id}
 	switch {
 	case err == nil:
@@ -185,6 +189,28 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 }
 
 var errExecutionTimeout = errors.New("execution timed out")
+
+// workflowFeatures fails a workflow whose top-level agent-native blocks do
+// not run yet: they validate, but running without them would silently drop
+// their guarantees.
+func workflowFeatures(m *states.Machine) error {
+	e := m.Extensions
+	if e == nil {
+		return nil
+	}
+	var feature string
+	switch {
+	case e.Governance != nil:
+		feature = "Governance"
+	case e.Budget != nil:
+		feature = "Budget"
+	case e.Memory != nil:
+		feature = "Memory"
+	default:
+		return nil
+	}
+	return asl.Errorf(asl.ErrNotImplemented, "the workflow's top-level %s block is not implemented yet", feature)
+}
 
 // machine runs a (possibly nested) machine from its StartAt on input and
 // returns its output, or the *asl.Error it failed with.
