@@ -64,6 +64,7 @@ type Template struct {
 	usesCtx  bool
 	usesVars bool
 	usesFns  bool
+	errs     []*TemplateError // while compiling
 }
 
 // tnode is a compiled template value. A subtree without ".$" fields is a
@@ -84,17 +85,30 @@ type tnode struct {
 // in ".$" must have a string value that is a path or an intrinsic call; the
 // output key drops the ".$". Keys without ".$" are literal, even when their
 // values look like paths. Errors are *TemplateError.
+//
+// Every problem is reported: one is returned as a *TemplateError, several
+// as an errors.Join of them (errors.As finds the first).
 func CompileTemplate(v any) (*Template, error) {
 	t := &Template{}
-	root, err := t.compile(v, "")
-	if err != nil {
-		return nil, err
+	root := t.compile(v, "")
+	switch len(t.errs) {
+	case 0:
+	case 1:
+		return nil, t.errs[0]
+	default:
+		errs := make([]error, len(t.errs))
+		for i, e := range t.errs {
+			errs[i] = e
+		}
+		return nil, errors.Join(errs...)
 	}
 	t.root = root
 	return t, nil
 }
 
-func (t *Template) compile(v any, pointer string) (*tnode, error) {
+// compile compiles v, recording problems in t.errs and carrying on so that
+// all of them are found.
+func (t *Template) compile(v any, pointer string) *tnode {
 	switch x := v.(type) {
 	case map[string]any:
 		return t.compileObject(x, pointer)
@@ -102,22 +116,19 @@ func (t *Template) compile(v any, pointer string) (*tnode, error) {
 		n := &tnode{isArray: true, items: make([]*tnode, len(x))}
 		literal := true
 		for i, item := range x {
-			child, err := t.compile(item, pointer+"/"+strconv.Itoa(i))
-			if err != nil {
-				return nil, err
-			}
+			child := t.compile(item, pointer+"/"+strconv.Itoa(i))
 			n.items[i] = child
 			literal = literal && child.isLit
 		}
 		if literal {
-			return &tnode{literal: x, isLit: true}, nil
+			return &tnode{literal: x, isLit: true}
 		}
-		return n, nil
+		return n
 	}
-	return &tnode{literal: v, isLit: true}, nil
+	return &tnode{literal: v, isLit: true}
 }
 
-func (t *Template) compileObject(m map[string]any, pointer string) (*tnode, error) {
+func (t *Template) compileObject(m map[string]any, pointer string) *tnode {
 	n := &tnode{}
 	literal := true
 	seen := make(map[string]string, len(m))
@@ -129,21 +140,19 @@ func (t *Template) compileObject(m map[string]any, pointer string) (*tnode, erro
 			out = name
 			e, err := compileField(key, m[key])
 			if err != nil {
-				return nil, &TemplateError{Pointer: ptr, Field: key, Msg: err.Error(), err: errors.Unwrap(err)}
+				t.errs = append(t.errs, &TemplateError{Pointer: ptr, Field: key, Msg: err.Error(), err: errors.Unwrap(err)})
+				e = &Expr{src: "$"} // placeholder: the template is not used
 			}
 			t.usesCtx = t.usesCtx || e.usesContext()
 			t.usesVars = t.usesVars || e.usesVariables()
 			t.usesFns = t.usesFns || e.path == nil
 			child = &tnode{expr: e, field: key}
 		} else {
-			var err error
-			if child, err = t.compile(m[key], ptr); err != nil {
-				return nil, err
-			}
+			child = t.compile(m[key], ptr)
 		}
 		if other, dup := seen[out]; dup {
-			return nil, &TemplateError{Pointer: ptr, Field: key,
-				Msg: fmt.Sprintf("the fields '%s' and '%s' both produce the field '%s'", other, key, out)}
+			t.errs = append(t.errs, &TemplateError{Pointer: ptr, Field: key,
+				Msg: fmt.Sprintf("the fields '%s' and '%s' both produce the field '%s'", other, key, out)})
 		}
 		seen[out] = key
 		n.keys = append(n.keys, out)
@@ -151,9 +160,9 @@ func (t *Template) compileObject(m map[string]any, pointer string) (*tnode, erro
 		literal = literal && child.isLit
 	}
 	if literal {
-		return &tnode{literal: m, isLit: true}, nil
+		return &tnode{literal: m, isLit: true}
 	}
-	return n, nil
+	return n
 }
 
 // fieldError is the reason a ".$" value does not compile, wrapping the

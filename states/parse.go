@@ -439,15 +439,31 @@ func (p *parser) template(o *object, key string) *jsonpath.Template {
 	}
 	t, err := jsonpath.CompileTemplate(v)
 	if err != nil {
-		var te *jsonpath.TemplateError
-		if errors.As(err, &te) {
-			p.errorf(o.at(key)+te.Pointer, o.state, "%s", te.Msg)
-		} else {
-			o.errorf(key, "%s: %s", key, errText(err))
-		}
+		p.templateErrors(o, key, err)
 		return nil
 	}
 	return t
+}
+
+// templateErrors reports every problem of a template that did not compile,
+// each at its own pointer, with the reason behind AWS's wording.
+func (p *parser) templateErrors(o *object, key string, err error) {
+	errs := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = joined.Unwrap()
+	}
+	for _, e := range errs {
+		var te *jsonpath.TemplateError
+		if !errors.As(e, &te) {
+			o.errorf(key, "%s: %s", key, errText(e))
+			continue
+		}
+		msg := te.Msg
+		if cause := te.Unwrap(); cause != nil {
+			msg += ": " + cause.Error()
+		}
+		p.errorf(o.at(key)+te.Pointer, o.state, "%s", msg)
+	}
 }
 
 var variableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
