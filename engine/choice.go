@@ -84,9 +84,9 @@ func (h *stateRun) holds(c *states.Condition, input any) (bool, error) {
 	operand := c.Value
 	op := c.Operator
 	if c.ValuePath != nil {
-		operand, err = c.ValuePath.Get(input, h.env)
+		operand, err = h.get(c.ValuePath, input)
 		if err != nil {
-			return false, h.pathError(err)
+			return false, err
 		}
 		op = strings.TrimSuffix(op, "Path")
 	}

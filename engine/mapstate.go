@@ -39,24 +39,31 @@ func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepRe
 	r := h.r
 	r.event(Event{Type: EventMapStateStarted, State: h.name()})
 	results, err := h.runItems(ctx, s, input, arr, cfg)
+	return h.collected(raw, results, err, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
+}
+
+// collected finishes a Map or Parallel once its items or branches are done:
+// it records the outcome event, then holds the result array to the payload
+// limit and applies ResultSelector, ResultPath, OutputPath and Assign.
+func (h *stateRun) collected(raw any, results []any, err error, succeeded, failed string, sel *jsonpath.Template, rp states.ResultPath) (stepResult, error) {
 	if err != nil {
 		var ae *asl.Error
 		if errors.As(err, &ae) {
-			r.event(Event{Type: EventMapStateFailed, State: h.name(), Error: string(ae.Name), Cause: ae.Cause})
+			h.r.event(Event{Type: failed, State: h.name(), Error: string(ae.Name), Cause: ae.Cause})
 		}
 		return stepResult{}, err
 	}
-	r.event(Event{Type: EventMapStateSucceeded, State: h.name()})
+	h.r.event(Event{Type: succeeded, State: h.name()})
 	var result any = results
 	if err := h.checkSize(result); err != nil {
 		return stepResult{}, err
 	}
-	if s.ResultSelector != nil {
-		if result, err = h.template(s.ResultSelector, result); err != nil {
+	if sel != nil {
+		if result, err = h.template(sel, result); err != nil {
 			return stepResult{}, err
 		}
 	}
-	return h.finish(raw, result, s.ResultPath)
+	return h.finish(raw, result, rp)
 }
 
 // mapConfig is a Map's concurrency and failure tolerance, resolved for one run.
@@ -72,9 +79,9 @@ type mapConfig struct {
 func (h *stateRun) mapConfig(s *states.Map, input any) (mapConfig, error) {
 	cfg := mapConfig{concurrency: int(s.MaxConcurrency), maxFailed: -1, maxPercent: -1}
 	if s.MaxConcurrencyPath != nil {
-		v, err := s.MaxConcurrencyPath.Get(input, h.env)
+		v, err := h.get(s.MaxConcurrencyPath, input)
 		if err != nil {
-			return cfg, h.pathError(err)
+			return cfg, err
 		}
 		n, ok := intValue(v)
 		if !ok || n < 0 || n > 1<<31-1 {
@@ -86,9 +93,9 @@ func (h *stateRun) mapConfig(s *states.Map, input any) (mapConfig, error) {
 		cfg.tolerant, cfg.maxFailed = true, s.ToleratedFailureCount
 	}
 	if s.ToleratedFailureCountPath != nil {
-		v, err := s.ToleratedFailureCountPath.Get(input, h.env)
+		v, err := h.get(s.ToleratedFailureCountPath, input)
 		if err != nil {
-			return cfg, h.pathError(err)
+			return cfg, err
 		}
 		n, ok := intValue(v)
 		if !ok {
@@ -103,9 +110,9 @@ func (h *stateRun) mapConfig(s *states.Map, input any) (mapConfig, error) {
 		cfg.tolerant, cfg.maxPercent = true, s.ToleratedFailurePercentage
 	}
 	if s.ToleratedFailurePercentagePath != nil {
-		v, err := s.ToleratedFailurePercentagePath.Get(input, h.env)
+		v, err := h.get(s.ToleratedFailurePercentagePath, input)
 		if err != nil {
-			return cfg, h.pathError(err)
+			return cfg, err
 		}
 		f, ok := floatValue(v)
 		if !ok {

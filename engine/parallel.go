@@ -2,11 +2,9 @@ package engine
 
 import (
 	"context"
-	"errors"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -39,22 +37,6 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		var ae *asl.Error
-		if errors.As(err, &ae) {
-			r.event(Event{Type: EventParallelFailed, State: h.name(), Error: string(ae.Name), Cause: ae.Cause})
-		}
-		return stepResult{}, err
-	}
-	r.event(Event{Type: EventParallelSucceeded, State: h.name()})
-	var result any = results
-	if err := h.checkSize(result); err != nil {
-		return stepResult{}, err
-	}
-	if s.ResultSelector != nil {
-		if result, err = h.template(s.ResultSelector, result); err != nil {
-			return stepResult{}, err
-		}
-	}
-	return h.finish(raw, result, s.ResultPath)
+	err = g.Wait()
+	return h.collected(raw, results, err, EventParallelSucceeded, EventParallelFailed, s.ResultSelector, s.ResultPath)
 }

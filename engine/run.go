@@ -325,6 +325,16 @@ func (h *stateRun) pathError(err error) error {
 	return h.runtimeError(err.Error())
 }
 
+// get reads a path of the state's configuration (SecondsPath,
+// MaxConcurrencyPath, …) from its input; a miss is States.Runtime.
+func (h *stateRun) get(p *jsonpath.Path, input any) (any, error) {
+	v, err := p.Get(input, h.env)
+	if err != nil {
+		return nil, h.pathError(err)
+	}
+	return v, nil
+}
+
 // inputPath applies InputPath to the raw input.
 func (h *stateRun) inputPath(input any) (any, error) {
 	return h.ioPath(h.st.Base().InputPath, input)

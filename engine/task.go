@@ -78,9 +78,9 @@ func (h *stateRun) seconds(field string, fixed int64, path *jsonpath.Path, input
 	if path == nil {
 		return time.Duration(fixed) * time.Second, nil
 	}
-	v, err := path.Get(input, h.env)
+	v, err := h.get(path, input)
 	if err != nil {
-		return 0, h.pathError(err)
+		return 0, err
 	}
 	n, ok := numberValue(v)
 	if !ok || n <= 0 {

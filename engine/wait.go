@@ -26,9 +26,9 @@ func (h *stateRun) wait(ctx context.Context, s *states.Wait, raw any) (stepResul
 	case !s.Timestamp.IsZero():
 		d = time.Until(s.Timestamp)
 	case s.SecondsPath != nil:
-		v, err := s.SecondsPath.Get(input, h.env)
+		v, err := h.get(s.SecondsPath, input)
 		if err != nil {
-			return stepResult{}, h.pathError(err)
+			return stepResult{}, err
 		}
 		n, ok := v.(json.Number)
 		secs, isInt := int64(0), false
@@ -44,9 +44,9 @@ func (h *stateRun) wait(ctx context.Context, s *states.Wait, raw any) (stepResul
 		}
 		d = time.Duration(secs) * time.Second
 	case s.TimestampPath != nil:
-		v, err := s.TimestampPath.Get(input, h.env)
+		v, err := h.get(s.TimestampPath, input)
 		if err != nil {
-			return stepResult{}, h.pathError(err)
+			return stepResult{}, err
 		}
 		str, ok := v.(string)
 		t, valid := states.ParseTimestamp(str)

@@ -260,25 +260,7 @@ func (o *object) percentage(key string) (float64, bool) {
 
 // count reads an integer field that must be at least min.
 func (o *object) count(key string, min int64) (int64, bool) {
-	v, ok := o.get(key)
-	if !ok {
-		return 0, false
-	}
-	n, isNum := v.(json.Number)
-	if !isNum {
-		o.errorf(key, "%s must be an integer, not %s", key, jsonpath.TypeName(v))
-		return 0, false
-	}
-	i, isInt := jsonpath.Int64(n)
-	if !isInt {
-		o.errorf(key, "%s must be an integer, not %s", key, n)
-		return 0, false
-	}
-	if i < min {
-		o.errorf(key, "%s must be at least %d, not %d", key, min, i)
-		return 0, false
-	}
-	return i, true
+	return o.integer(key, min, math.MaxInt64)
 }
 
 // name reads a non-empty string naming something (an agent, a tool, a

@@ -3,6 +3,7 @@ package states
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -124,7 +125,11 @@ func (o *object) integer(key string, min, max int64) (int64, bool) {
 		return 0, false
 	}
 	if i < min || i > max {
-		o.errorf(key, "%s must be between %d and %d, not %d", key, min, max, i)
+		if max == math.MaxInt64 {
+			o.errorf(key, "%s must be at least %d, not %d", key, min, i)
+		} else {
+			o.errorf(key, "%s must be between %d and %d, not %d", key, min, max, i)
+		}
 		return 0, false
 	}
 	return i, true
