@@ -76,14 +76,14 @@ func (n *compareNode) positive(ev *evaluator, cur any, l any, lok bool) bool {
 	}
 	switch n.op {
 	case "==", "!=":
-		return equalValues(l, r)
+		return Equal(l, r)
 	case "in", "nin":
 		list, ok := r.([]any)
 		if !ok {
 			return false
 		}
 		for _, v := range list {
-			if equalValues(l, v) {
+			if Equal(l, v) {
 				return true
 			}
 		}
@@ -102,48 +102,6 @@ func (n *compareNode) positive(ev *evaluator, cur any, l any, lok bool) bool {
 		return c > 0
 	}
 	return c >= 0 // >=
-}
-
-// equalValues compares two JSON values: numbers by value, containers
-// element by element.
-func equalValues(a, b any) bool {
-	switch x := a.(type) {
-	case json.Number:
-		y, ok := b.(json.Number)
-		return ok && CompareNumbers(x, y) == 0
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !equalValues(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !equalValues(v, w) {
-				return false
-			}
-		}
-		return true
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case nil:
-		return b == nil
-	}
-	return false
 }
 
 // order compares two numbers or two strings; other pairs are not ordered.

@@ -71,24 +71,6 @@ func literalKind(lit any) string {
 	return "null"
 }
 
-// valueType names the JSON type of v for error details.
-func valueType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case json.Number:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return "a non-JSON value"
-}
 
 func jsonNumber(s string) json.Number { return json.Number(s) }
 
@@ -167,7 +149,7 @@ const (
 func stringArg(fn string, args []any, i int) (string, error) {
 	s, ok := args[i].(string)
 	if !ok {
-		return "", invalidArgs(fn, "argument %d must be a string, got %s", i+1, valueType(args[i]))
+		return "", invalidArgs(fn, "argument %d must be a string, got %s", i+1, typeName(args[i]))
 	}
 	return s, nil
 }
@@ -175,7 +157,7 @@ func stringArg(fn string, args []any, i int) (string, error) {
 func arrayArg(fn string, args []any, i int) ([]any, error) {
 	a, ok := args[i].([]any)
 	if !ok {
-		return nil, invalidArgs(fn, "argument %d must be an array, got %s", i+1, valueType(args[i]))
+		return nil, invalidArgs(fn, "argument %d must be an array, got %s", i+1, typeName(args[i]))
 	}
 	return a, nil
 }
@@ -183,7 +165,7 @@ func arrayArg(fn string, args []any, i int) ([]any, error) {
 func objectArg(fn string, args []any, i int) (map[string]any, error) {
 	m, ok := args[i].(map[string]any)
 	if !ok {
-		return nil, invalidArgs(fn, "argument %d must be an object, got %s", i+1, valueType(args[i]))
+		return nil, invalidArgs(fn, "argument %d must be an object, got %s", i+1, typeName(args[i]))
 	}
 	return m, nil
 }
@@ -191,7 +173,7 @@ func objectArg(fn string, args []any, i int) (map[string]any, error) {
 func numberArg(fn string, args []any, i int) (json.Number, error) {
 	n, ok := args[i].(json.Number)
 	if !ok {
-		return "", invalidArgs(fn, "argument %d must be a number, got %s", i+1, valueType(args[i]))
+		return "", invalidArgs(fn, "argument %d must be a number, got %s", i+1, typeName(args[i]))
 	}
 	return n, nil
 }
@@ -359,7 +341,7 @@ func writeJavaString(b *strings.Builder, v any) {
 		if t, err := Marshal(v); err == nil {
 			b.Write(t)
 		} else {
-			b.WriteString(valueType(v))
+			b.WriteString(typeName(v))
 		}
 	}
 }
