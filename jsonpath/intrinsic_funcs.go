@@ -71,7 +71,6 @@ func literalKind(lit any) string {
 	return "null"
 }
 
-
 func jsonNumber(s string) json.Number { return json.Number(s) }
 
 // funcSpec describes one intrinsic function.
