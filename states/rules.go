@@ -3,6 +3,7 @@ package states
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/aslrun/aslrun/jsonpath"
@@ -84,7 +85,7 @@ func (p *parser) retry(o *object) []Retrier {
 		if n, ok := ro.integer("MaxAttempts", 0, MaxTimeoutSeconds); ok {
 			r.MaxAttempts = n
 		}
-		if f, ok := ro.number("BackoffRate", 1, 1e9); ok {
+		if f, ok := ro.number("BackoffRate", 1, math.Inf(1)); ok {
 			r.BackoffRate = f
 		}
 		if n, ok := ro.integer("MaxDelaySeconds", 1, MaxTimeoutSeconds); ok {

@@ -148,7 +148,11 @@ func (o *object) number(key string, min, max float64) (float64, bool) {
 	}
 	f, fok := jsonpath.Float64(n)
 	if !fok || f < min || f > max {
-		o.errorf(key, "%s must be between %g and %g, not %s", key, min, max, n)
+		if math.IsInf(max, 1) {
+			o.errorf(key, "%s must be at least %g, not %s", key, min, n)
+		} else {
+			o.errorf(key, "%s must be between %g and %g, not %s", key, min, max, n)
+		}
 		return 0, false
 	}
 	return f, true

@@ -80,7 +80,7 @@ func loadMachine(file string) (*states.Machine, error) {
 			for i, p := range list {
 				lines[i] = file + ": " + p.Error()
 			}
-			return nil, usageErrorf("invalid definition:\n%s", strings.Join(lines, "\n"))
+			return nil, usageErrorf("%s", strings.Join(lines, "\n"))
 		}
 		return nil, usageErrorf("%s: %v", file, err)
 	}

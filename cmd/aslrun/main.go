@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 )
 
 func main() {
@@ -19,7 +20,9 @@ func main() {
 	case err == nil:
 	case errors.As(err, &ee):
 		if ee.msg != "" {
-			fmt.Fprintln(os.Stderr, "aslrun: "+ee.msg)
+			for _, line := range strings.Split(ee.msg, "\n") {
+				fmt.Fprintln(os.Stderr, "aslrun: "+line)
+			}
 		}
 		os.Exit(ee.code)
 	default:
