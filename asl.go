@@ -25,8 +25,13 @@ const (
 	ErrTimeout ErrorName = "States.Timeout"
 	// ErrHeartbeatTimeout is raised when an agent misses a heartbeat.
 	ErrHeartbeatTimeout ErrorName = "States.HeartbeatTimeout"
-	// ErrResultPathMatchFailure is raised when ResultPath cannot be applied.
+	// ErrResultPathMatchFailure is the name the ASL documents give to a
+	// ResultPath that cannot be applied; AWS raises ErrReferencePathConflict
+	// for it, and so does this engine.
 	ErrResultPathMatchFailure ErrorName = "States.ResultPathMatchFailure"
+	// ErrReferencePathConflict is raised when a ResultPath cannot be applied
+	// to a state's input (a name through something that is not an object).
+	ErrReferencePathConflict ErrorName = "States.ReferencePathConflict"
 	// ErrParameterPathFailure is raised when a path in a payload template does not resolve.
 	ErrParameterPathFailure ErrorName = "States.ParameterPathFailure"
 	// ErrIntrinsicFailure is raised when an intrinsic function fails.

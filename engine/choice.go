@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/aslrun/aslrun"
@@ -43,7 +44,7 @@ func (h *stateRun) choice(s *states.Choice, raw any) (stepResult, error) {
 	if err := h.evalAssign(assign, input); err != nil {
 		return stepResult{}, err
 	}
-	return stepResult{output: out, proposed: input, next: next}, nil
+	return stepResult{output: out, proposed: input, next: next, size: h.inSize}, nil
 }
 
 // holds evaluates a condition on the effective input. A comparison whose
@@ -73,10 +74,14 @@ func (h *stateRun) holds(c *states.Condition, input any) (bool, error) {
 	v, err := c.Variable.Eval(input, h.env)
 	if err != nil {
 		var pe *jsonpath.PathError
-		if c.Operator == "IsPresent" && errors.As(err, &pe) {
+		if !errors.As(err, &pe) {
+			return false, h.pathError(err)
+		}
+		if c.Operator == "IsPresent" {
 			return !c.Value.(bool), nil
 		}
-		return false, h.pathError(err)
+		// AWS's wording for a condition path that selects nothing.
+		return false, h.runtimeError(fmt.Sprintf("Invalid path '%s': The choice state's condition path references an invalid value.", c.Variable))
 	}
 	if c.Operator == "IsPresent" {
 		return c.Value.(bool), nil

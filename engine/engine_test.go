@@ -433,3 +433,15 @@ func TestNotImplementedFeatures(t *testing.T) {
 		})
 	}
 }
+
+func TestWaitTimestampPathInTheFuture(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		until := start.Add(90 * time.Second).UTC().Format(time.RFC3339Nano)
+		def := `{"StartAt":"W","States":{"W":{"Type":"Wait","TimestampPath":"$.until","End":true}}}`
+		execute(t, def, `{"until":"`+until+`"}`, nil)
+		if d := time.Since(start); d != 90*time.Second {
+			t.Errorf("waited %v, want 90s", d)
+		}
+	})
+}

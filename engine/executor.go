@@ -114,8 +114,13 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
-	if x.tooLarge(input) {
-		return nil, fmt.Errorf("%w: input exceeds %d bytes", ErrInvalidInput, x.maxPayload)
+	size := 0
+	if x.maxPayload >= 0 {
+		n, ok := jsonpath.SizeWithin(input, x.maxPayload)
+		if !ok {
+			return nil, fmt.Errorf("%w: input exceeds %d bytes", ErrInvalidInput, x.maxPayload)
+		}
+		size = n
 	}
 	id := opts.ID
 	if id == "" {
@@ -130,10 +135,6 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		name = "StateMachine"
 	}
 	r := newRun(x, m, id, name, input, time.Now().UTC())
+	r.inputSize = size
 	return r.execute(ctx)
-}
-
-// tooLarge reports whether v exceeds the payload limit.
-func (x *Executor) tooLarge(v any) bool {
-	return x.maxPayload >= 0 && jsonpath.SizeExceeds(v, x.maxPayload)
 }

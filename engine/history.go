@@ -81,11 +81,16 @@ const historyBatch = 1024
 // event appends e to the history, numbering and timestamping it, and
 // returns its id.
 func (r *run) event(e Event) int64 {
+	e.Timestamp = time.Now().UTC()
+	return r.eventAt(e)
+}
+
+// eventAt appends e, already timestamped, to the history and returns its id.
+func (r *run) eventAt(e Event) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lastEvent++
 	e.ID = r.lastEvent
-	e.Timestamp = time.Now().UTC()
 	r.events = append(r.events, e)
 	if len(r.events) >= historyBatch && r.flushErr == nil {
 		r.flushErr = r.commitLocked(context.Background(), nil)

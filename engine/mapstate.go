@@ -22,10 +22,16 @@ func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepRe
 	if err != nil {
 		return stepResult{}, err
 	}
-	items := input
+	items, itemSize := input, h.inSize
 	if s.ItemsPath != nil {
 		if items, err = s.ItemsPath.Eval(input, h.env); err != nil {
 			return stepResult{}, h.pathError(err)
+		}
+		if s.ItemsPath.Path() == nil {
+			// An intrinsic function made the array: new data.
+			if itemSize, err = h.fits(items, unknownSize); err != nil {
+				return stepResult{}, err
+			}
 		}
 	}
 	arr, ok := items.([]any)
@@ -38,7 +44,7 @@ func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepRe
 	}
 	r := h.r
 	r.event(Event{Type: EventMapStateStarted, State: h.name()})
-	results, err := h.runItems(ctx, s, input, arr, cfg)
+	results, err := h.runItems(ctx, s, input, arr, itemSize, cfg)
 	return h.collected(raw, results, err, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
 }
 
@@ -55,15 +61,16 @@ func (h *stateRun) collected(raw any, results []any, err error, succeeded, faile
 	}
 	h.r.event(Event{Type: succeeded, State: h.name()})
 	var result any = results
-	if err := h.checkSize(result); err != nil {
+	size, err := h.fits(result, unknownSize)
+	if err != nil {
 		return stepResult{}, err
 	}
 	if sel != nil {
-		if result, err = h.template(sel, result); err != nil {
+		if result, size, err = h.template(sel, result, size); err != nil {
 			return stepResult{}, err
 		}
 	}
-	return h.finish(raw, result, rp)
+	return h.finish(raw, result, size, rp)
 }
 
 // mapConfig is a Map's concurrency and failure tolerance, resolved for one run.
@@ -155,9 +162,9 @@ func floatValue(v any) (float64, bool) {
 	return 0, false
 }
 
-// runItems runs the processor on every item and returns the outputs in
-// item order.
-func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr []any, cfg mapConfig) ([]any, error) {
+// runItems runs the processor on every item (each of at most itemSize
+// bytes) and returns the outputs in item order.
+func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr []any, itemSize int, cfg mapConfig) ([]any, error) {
 	r := h.r
 	results := make([]any, len(arr))
 	limit := cfg.concurrency
@@ -182,18 +189,25 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 		}
 		g.Go(func() error {
 			mi := &mapItem{index: i, value: item}
-			itemInput := item
+			itemInput, size := item, itemSize
 			if s.ItemSelector != nil {
 				e := &env{r: r, sc: h.sc, state: h.name(), entered: h.env.entered, retry: h.env.retry, item: mi}
 				v, err := s.ItemSelector.Eval(input, e)
 				if err != nil {
 					return h.pathError(err)
 				}
+				bound, ok := s.ItemSelector.SizeBound(h.inSize)
+				if !ok {
+					bound = unknownSize
+				}
+				if size, err = h.fits(v, bound); err != nil {
+					return err
+				}
 				itemInput = v
 			}
 			r.event(Event{Type: EventMapIterationStart, State: h.name(), Input: itemInput})
 			child := &scope{parent: parent, prefix: prefix + itoa(i) + "/", item: mi}
-			out, err := r.machine(gctx, s.Processor, itemInput, child)
+			out, err := r.machine(gctx, s.Processor, itemInput, size, child)
 			if err != nil {
 				var ae *asl.Error
 				if !errors.As(err, &ae) {

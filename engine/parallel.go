@@ -16,8 +16,9 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 	if err != nil {
 		return stepResult{}, err
 	}
+	size := h.inSize
 	if s.Parameters != nil {
-		if input, err = h.template(s.Parameters, input); err != nil {
+		if input, size, err = h.template(s.Parameters, input, h.inSize); err != nil {
 			return stepResult{}, err
 		}
 	}
@@ -29,7 +30,7 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 	for i, b := range s.Branches {
 		g.Go(func() error {
 			child := &scope{parent: h.sc, prefix: prefix + itoa(i) + "/", item: h.sc.item}
-			out, err := r.machine(gctx, b, input, child)
+			out, err := r.machine(gctx, b, input, size, child)
 			if err != nil {
 				return err
 			}

@@ -13,19 +13,19 @@ func (h *stateRun) pass(s *states.Pass, raw any) (stepResult, error) {
 	if err != nil {
 		return stepResult{}, err
 	}
-	result := input
+	result, size := input, h.inSize
 	switch {
 	case s.HasResult:
 		if h.r.x.maxPayload >= 0 && s.ResultSize > h.r.x.maxPayload {
 			return stepResult{}, h.dataLimitError()
 		}
-		result = s.Result
+		result, size = s.Result, s.ResultSize
 	case s.Parameters != nil:
-		if result, err = h.template(s.Parameters, input); err != nil {
+		if result, size, err = h.template(s.Parameters, input, h.inSize); err != nil {
 			return stepResult{}, err
 		}
 	}
-	return h.finish(raw, result, s.ResultPath)
+	return h.finish(raw, result, size, s.ResultPath)
 }
 
 // succeed runs a Succeed state: the output is the filtered input and the
@@ -39,5 +39,5 @@ func (h *stateRun) succeed(_ *states.Succeed, raw any) (stepResult, error) {
 	if err != nil {
 		return stepResult{}, err
 	}
-	return stepResult{output: out, proposed: input}, nil
+	return stepResult{output: out, proposed: input, size: h.inSize}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -60,11 +61,15 @@ func (h *stateRun) caught(c *states.Catcher, raw any, ae *asl.Error) (stepResult
 	if err != nil {
 		return stepResult{}, err
 	}
+	size, err := h.settle(out, placedSize(c.ResultPath, h.inSize, jsonpath.Size(errOut)))
+	if err != nil {
+		return stepResult{}, err
+	}
 	h.assign = nil
 	if err := h.evalAssign(c.Assign, errOut); err != nil {
 		return stepResult{}, err
 	}
-	return stepResult{output: out, proposed: out, next: c.Next}, nil
+	return stepResult{output: out, proposed: out, next: c.Next, size: size}, nil
 }
 
 // errorMatches reports whether an ErrorEquals list matches an error name,

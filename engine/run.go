@@ -22,6 +22,7 @@ type run struct {
 	id          string
 	machineName string
 	input       any
+	inputSize   int // the input's size in bytes (0 without a payload limit)
 	started     time.Time
 
 	mu          sync.Mutex
@@ -159,7 +160,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 	var out any
 	err := workflowFeatures(r.m)
 	if err == nil {
-		out, err = r.machine(ctx, r.m, r.input, sc)
+		out, err = r.machine(ctx, r.m, r.input, r.inputSize, sc)
 	}
 	res := &Result{ID: r.id}
 	switch {
@@ -214,7 +215,11 @@ func workflowFeatures(m *states.Machine) error {
 
 // machine runs a (possibly nested) machine from its StartAt on input and
 // returns its output, or the *asl.Error it failed with.
-func (r *run) machine(ctx context.Context, m *states.Machine, input any, sc *scope) (any, error) {
+//
+// size is an upper bound of the input's size in bytes of compact JSON, at
+// most the payload limit; each state passes on a bound of its output, and
+// measures a document only when its bound passes the limit (see size.go).
+func (r *run) machine(ctx context.Context, m *states.Machine, input any, size int, sc *scope) (any, error) {
 	name := m.StartAt
 	doc := input
 	for {
@@ -225,7 +230,7 @@ func (r *run) machine(ctx context.Context, m *states.Machine, input any, sc *sco
 			return nil, err
 		}
 		st := m.States[name]
-		s, err := r.step(ctx, st, doc, sc)
+		s, err := r.step(ctx, st, doc, size, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -237,7 +242,7 @@ func (r *run) machine(ctx context.Context, m *states.Machine, input any, sc *sco
 		if s.next == "" {
 			return s.output, nil
 		}
-		name, doc = s.next, s.output
+		name, doc, size = s.next, s.output, s.size
 	}
 }
 
@@ -249,15 +254,18 @@ type stepResult struct {
 	proposed any
 	// next is the state to run next, "" when the machine ends.
 	next string
+	// size bounds the output's size (see run.machine).
+	size int
 }
 
 // step runs one state: it records its entry, runs it (with Retry and
 // Catch), applies its Assign, and records its exit.
-func (r *run) step(ctx context.Context, st states.State, input any, sc *scope) (stepResult, error) {
+func (r *run) step(ctx context.Context, st states.State, input any, size int, sc *scope) (stepResult, error) {
 	c := st.Base()
-	entered := r.event(Event{Type: eventType(c.Type, true), State: c.Name, Scope: sc.prefix, Input: input})
-	h := &stateRun{r: r, sc: sc, entered: entered, st: st}
-	h.envData = env{r: r, sc: sc, state: c.Name, entered: time.Now().UTC(), item: sc.item}
+	now := time.Now().UTC()
+	entered := r.eventAt(Event{Type: eventType(c.Type, true), Timestamp: now, State: c.Name, Scope: sc.prefix, Input: input})
+	h := &stateRun{r: r, sc: sc, entered: entered, st: st, inSize: size}
+	h.envData = env{r: r, sc: sc, state: c.Name, entered: now, item: sc.item}
 	h.env = &h.envData
 	var (
 		res stepResult
@@ -303,6 +311,8 @@ type stateRun struct {
 	st      states.State
 	// assign holds the variables the state sets, applied when it exits.
 	assign map[string]any
+	// inSize bounds the size of the state's raw input.
+	inSize int
 }
 
 func (h *stateRun) name() string { return h.st.Base().Name }
@@ -369,37 +379,25 @@ func (h *stateRun) resultPath(rp states.ResultPath, raw, result any) (any, error
 	}
 	doc, err := rp.Path.Set(raw, result)
 	if err != nil {
-		return nil, asl.Errorf(asl.ErrResultPathMatchFailure, "%s", err.Error())
+		return nil, asl.Errorf(asl.ErrReferencePathConflict, "%s", err.Error())
 	}
 	return doc, nil
 }
 
-// template evaluates a payload template. A template that calls intrinsic
-// functions can make new data, so its result is held to the payload limit;
-// one made of paths only rearranges data that was already checked.
-func (h *stateRun) template(t *jsonpath.Template, input any) (any, error) {
+// template evaluates a payload template on input, whose size is at most
+// inSize, and returns the result with a bound of its size; a result over
+// the payload limit is States.DataLimitExceeded.
+func (h *stateRun) template(t *jsonpath.Template, input any, inSize int) (any, int, error) {
 	v, err := t.Eval(input, h.env)
 	if err != nil {
-		return nil, h.pathError(err)
+		return nil, 0, h.pathError(err)
 	}
-	if t.UsesIntrinsics() {
-		if err := h.checkSize(v); err != nil {
-			return nil, err
-		}
+	bound, ok := t.SizeBound(inSize)
+	if !ok {
+		bound = unknownSize
 	}
-	return v, nil
-}
-
-// checkSize raises States.DataLimitExceeded for a result over the limit.
-func (h *stateRun) checkSize(v any) error {
-	if h.r.x.tooLarge(v) {
-		return h.dataLimitError()
-	}
-	return nil
-}
-
-func (h *stateRun) dataLimitError() *asl.Error {
-	return asl.Errorf(asl.ErrDataLimitExceeded, "The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", h.name())
+	size, err := h.fits(v, bound)
+	return v, size, err
 }
 
 // evalAssign computes the state's Assign block against value; the
@@ -408,18 +406,19 @@ func (h *stateRun) evalAssign(t *jsonpath.Template, value any) error {
 	if t == nil {
 		return nil
 	}
-	v, err := h.template(t, value)
+	v, err := t.Eval(value, h.env)
 	if err != nil {
-		return err
+		return h.pathError(err)
 	}
 	m, _ := v.(map[string]any)
 	h.assign = m
 	return nil
 }
 
-// finish is the common tail of states that produce a result: ResultPath,
-// OutputPath, Assign.
-func (h *stateRun) finish(raw, result any, rp states.ResultPath) (stepResult, error) {
+// finish is the common tail of states that produce a result, whose size
+// is at most resultSize: ResultPath, OutputPath (the output is held to the
+// payload limit), Assign.
+func (h *stateRun) finish(raw, result any, resultSize int, rp states.ResultPath) (stepResult, error) {
 	c := h.st.Base()
 	proposed, err := h.resultPath(rp, raw, result)
 	if err != nil {
@@ -429,11 +428,14 @@ func (h *stateRun) finish(raw, result any, rp states.ResultPath) (stepResult, er
 	if err != nil {
 		return stepResult{}, err
 	}
+	size, err := h.settle(out, placedSize(rp, h.inSize, resultSize))
+	if err != nil {
+		return stepResult{}, err
+	}
 	if err := h.evalAssign(c.Assign, result); err != nil {
 		return stepResult{}, err
 	}
-	next := c.Next
-	return stepResult{output: out, proposed: proposed, next: next}, nil
+	return stepResult{output: out, proposed: proposed, next: c.Next, size: size}, nil
 }
 
 // numberValue reads a JSON number as an int64 when it is integral.

@@ -28,9 +28,10 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 	if err != nil {
 		return stepResult{}, err
 	}
+	// The agent's input is held to the payload limit after Parameters.
 	params := input
 	if s.Parameters != nil {
-		if params, err = h.template(s.Parameters, input); err != nil {
+		if params, _, err = h.template(s.Parameters, input, h.inSize); err != nil {
 			return stepResult{}, err
 		}
 	}
@@ -42,16 +43,16 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 	if err != nil {
 		return stepResult{}, err
 	}
-	result, err := h.callAgent(ctx, s.Agent, params, timeout, heartbeat)
+	result, size, err := h.callAgent(ctx, s.Agent, params, timeout, heartbeat)
 	if err != nil {
 		return stepResult{}, err
 	}
 	if s.ResultSelector != nil {
-		if result, err = h.template(s.ResultSelector, result); err != nil {
+		if result, size, err = h.template(s.ResultSelector, result, size); err != nil {
 			return stepResult{}, err
 		}
 	}
-	return h.finish(raw, result, s.ResultPath)
+	return h.finish(raw, result, size, s.ResultPath)
 }
 
 // agentFeature names the first agent-native block of s, which do not run yet.
@@ -90,8 +91,9 @@ func (h *stateRun) seconds(field string, fixed int64, path *jsonpath.Path, input
 }
 
 // callAgent invokes the named agent once, recording the Task events, and
-// returns its normalized result or the ASL error it failed with.
-func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeout, heartbeat time.Duration) (any, error) {
+// returns its normalized result with its size, or the ASL error it failed
+// with.
+func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeout, heartbeat time.Duration) (any, int, error) {
 	r := h.r
 	a, ok := r.x.agents.Lookup(name)
 	r.mu.Lock()
@@ -102,7 +104,7 @@ func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeou
 	if !ok {
 		err := asl.Errorf(asl.ErrTaskFailed, "agent %q is not registered", name)
 		r.event(Event{Type: EventTaskFailed, State: h.name(), Error: string(err.Name), Cause: err.Cause})
-		return nil, err
+		return nil, 0, err
 	}
 	req := &agents.Request{
 		Agent:      name,
@@ -114,18 +116,19 @@ func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeou
 	}
 	r.event(Event{Type: EventTaskStarted, State: h.name()})
 	result, err := invoke(ctx, a, req, timeout, heartbeat)
+	size := 0
 	if err == nil {
 		if result, err = jsonpath.Normalize(result); err != nil {
 			err = asl.Errorf(asl.ErrTaskFailed, "agent %q returned a value that is not JSON: %v", name, err)
 		} else {
-			err = h.checkSize(result)
+			size, err = h.fits(result, unknownSize)
 		}
 	}
 	if err != nil {
 		var ae *asl.Error
 		if ctx.Err() != nil && !errors.As(err, &ae) {
 			// The execution itself was cancelled: not an outcome of the task.
-			return nil, err
+			return nil, 0, err
 		}
 		ae = classify(err, timeout, heartbeat)
 		typ := EventTaskFailed
@@ -133,10 +136,10 @@ func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeou
 			typ = EventTaskTimedOut
 		}
 		r.event(Event{Type: typ, State: h.name(), Error: string(ae.Name), Cause: ae.Cause})
-		return nil, ae
+		return nil, 0, ae
 	}
 	r.event(Event{Type: EventTaskSucceeded, State: h.name(), Output: result})
-	return result, nil
+	return result, size, nil
 }
 
 type invokeResult struct {

@@ -65,7 +65,7 @@ func (h *stateRun) wait(ctx context.Context, s *states.Wait, raw any) (stepResul
 	if err := h.evalAssign(s.Assign, input); err != nil {
 		return stepResult{}, err
 	}
-	return stepResult{output: out, proposed: input, next: s.Next}, nil
+	return stepResult{output: out, proposed: input, next: s.Next, size: h.inSize}, nil
 }
 
 // sleep waits for d or until ctx ends; a non-positive d returns at once.

@@ -347,6 +347,15 @@ func SizeExceeds(v any, limit int) bool {
 	return n > limit
 }
 
+// SizeWithin returns the size of v (as Size) and true when it is at most
+// limit; otherwise it stops measuring as soon as limit is passed and
+// returns false.
+func SizeWithin(v any, limit int) (int, bool) {
+	n := 0
+	sizeOf(v, limit, 0, &n)
+	return n, n <= limit
+}
+
 // sizeOf adds the Marshal length of v to *n. It returns false when v cannot
 // be marshalled, or as soon as *n passes limit.
 func sizeOf(v any, limit, depth int, n *int) bool {

@@ -194,6 +194,10 @@ func TestSize(t *testing.T) {
 			if got, want := SizeExceeds(v, limit), len(out) > limit; got != want {
 				t.Errorf("SizeExceeds(%#v, %d) = %v, want %v", v, limit, got, want)
 			}
+			n, within := SizeWithin(v, limit)
+			if within != (len(out) <= limit) || within && n != len(out) || !within && n <= limit {
+				t.Errorf("SizeWithin(%#v, %d) = %d, %v; size is %d", v, limit, n, within, len(out))
+			}
 		}
 	}
 }

@@ -74,11 +74,17 @@ type PathError struct {
 	Input any
 
 	set bool
+	// step is the name a Set could not apply, when the failure is a name
+	// applied to something that is not an object inside a container.
+	step string
 }
 
 // Error returns the cause AWS reports for the failure.
 func (e *PathError) Error() string {
-	if e.set {
+	switch {
+	case e.step != "":
+		return fmt.Sprintf("Unable to apply step \"%s\" to input %s", e.step, marshalForMessage(e.Input))
+	case e.set:
 		return fmt.Sprintf("Unable to apply ReferencePath %s to input %s", e.Path, marshalForMessage(e.Input))
 	}
 	return fmt.Sprintf("Invalid path '%s' : %s", e.Path, e.Msg)
@@ -330,8 +336,11 @@ func (p *Path) fragments(i int) string {
 //
 // Walking through something that is not an object (for a name) or through an
 // index that is out of range is a *PathError, which AWS reports as
-// States.ResultPathMatchFailure with the cause
-// "Unable to apply ReferencePath $.x to input <input>".
+// States.ReferencePathConflict with the cause
+// "Unable to apply ReferencePath $.x to input <input>" when the input itself
+// is not a container, and "Unable to apply step "name" to input <input>"
+// when a name meets something else than an object inside it (both wordings
+// are quoted from real AWS executions).
 func (p *Path) Set(doc, value any) (any, error) {
 	if !p.definite || p.root != rootInput {
 		return nil, &PathError{Path: p.src, Msg: "only a definite path rooted at $ can be set", Input: doc, set: true}
@@ -353,7 +362,11 @@ func (p *Path) setAt(doc, cur any, present bool, i int, value any) (any, error) 
 	if s.kind == segName {
 		m, ok := cur.(map[string]any)
 		if present && !ok {
-			return nil, fail(p.normalized(i) + " is " + typeName(cur) + ", not an object")
+			err := &PathError{Path: p.src, Msg: p.normalized(i) + " is " + typeName(cur) + ", not an object", Input: doc, set: true}
+			if _, isArray := cur.([]any); i > 0 || isArray {
+				err.step = s.name
+			}
+			return nil, err
 		}
 		child, has := m[s.name]
 		nv := value

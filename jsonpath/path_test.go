@@ -539,13 +539,14 @@ func TestSetErrors(t *testing.T) {
 		want string
 	}{
 		{`"text"`, "$.result", `Unable to apply ReferencePath $.result to input "text"`},
-		{`{"a":"text"}`, "$.a.b", `Unable to apply ReferencePath $.a.b to input {"a":"text"}`},
-		{`{"a":[1]}`, "$.a.b", `Unable to apply ReferencePath $.a.b to input {"a":[1]}`},
-		{`{"a":null}`, "$.a.b", `Unable to apply ReferencePath $.a.b to input {"a":null}`},
+		{`{"a":"text"}`, "$.a.b", `Unable to apply step "b" to input {"a":"text"}`},
+		{`{"a":[1]}`, "$.a.b", `Unable to apply step "b" to input {"a":[1]}`},
+		{`{"a":null}`, "$.a.b", `Unable to apply step "b" to input {"a":null}`},
+		{`[1,2]`, "$.agg", `Unable to apply step "agg" to input [1,2]`},
 		{`{"a":[1]}`, "$.a[1]", `Unable to apply ReferencePath $.a[1] to input {"a":[1]}`},
 		{`{"a":{}}`, "$.a[0]", `Unable to apply ReferencePath $.a[0] to input {"a":{}}`},
 		{`{}`, "$.a[0]", `Unable to apply ReferencePath $.a[0] to input {}`},
-		{`[1,2]`, "$.a", `Unable to apply ReferencePath $.a to input [1,2]`},
+		{`[1,2]`, "$.a", `Unable to apply step "a" to input [1,2]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr+" on "+tt.doc, func(t *testing.T) {

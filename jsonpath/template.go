@@ -65,6 +65,9 @@ type Template struct {
 	usesVars bool
 	usesFns  bool
 	errs     []*TemplateError // while compiling
+	// fixed, factor and bounded describe SizeBound.
+	fixed, factor int
+	bounded       bool
 }
 
 // tnode is a compiled template value. A subtree without ".$" fields is a
@@ -103,6 +106,7 @@ func CompileTemplate(v any) (*Template, error) {
 		return nil, errors.Join(errs...)
 	}
 	t.root = root
+	t.fixed, t.factor, t.bounded = root.boundParts()
 	return t, nil
 }
 

@@ -121,6 +121,14 @@ func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
 				if len(name) > 80 {
 					p.errorf(so.at(name), name, "state name must be at most 80 characters")
 				}
+				if first, dup := p.stateAt[name]; dup {
+					p.errorf(so.at(name), name, "duplicate state name %q (also at %s): state names must be unique across the whole state machine, nested Map and Parallel machines included", name, first)
+				} else {
+					if p.stateAt == nil {
+						p.stateAt = make(map[string]string)
+					}
+					p.stateAt[name] = so.at(name)
+				}
 				if st := p.state(so.m[name], so.at(name), name); st != nil {
 					m.States[name] = st
 				}

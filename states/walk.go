@@ -14,6 +14,9 @@ import (
 // into a Machine.
 type parser struct {
 	errs ErrorList
+	// stateAt maps every state name met so far, nested machines included,
+	// to its pointer: names must be unique across the whole definition.
+	stateAt map[string]string
 }
 
 func (p *parser) errorf(ptr, state, format string, args ...any) {
