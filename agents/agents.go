@@ -18,7 +18,8 @@ import (
 // Agent is something a Task state can call. Invoke receives the state's
 // effective input in req.Input and returns the result as a JSON value (see
 // package jsonpath; other Go values are normalized, and a non-finite float is
-// an error). To fail with a named ASL error, return an *asl.Error; any other
+// an error). The engine keeps the returned value as part of the execution's
+// documents: never modify it, or anything in it, after returning it. To fail with a named ASL error, return an *asl.Error; any other
 // error becomes States.TaskFailed.
 //
 // Invoke must be safe for concurrent use: Map and Parallel call agents from

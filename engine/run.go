@@ -59,6 +59,8 @@ type scope struct {
 	item *mapItem
 	// top is true for the execution's own machine: its steps are committed.
 	top bool
+	// sizes remembers the sizes of large parts of this scope's documents.
+	sizes jsonpath.SizeCache
 }
 
 type mapItem struct {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -28,7 +27,7 @@ func (h *stateRun) fits(v any, bound int) (int, error) {
 	if limit < 0 || bound <= limit {
 		return bound, nil
 	}
-	n, ok := jsonpath.SizeWithin(v, limit)
+	n, ok := h.sc.sizes.Within(v, limit)
 	if !ok {
 		return 0, h.dataLimitError()
 	}
