@@ -230,6 +230,12 @@ type recorder struct {
 	events []engine.Event
 }
 
+func (r *recorder) Create(context.Context, *engine.Execution) error { return nil }
+
+func (r *recorder) Load(_ context.Context, id string) (*engine.Execution, error) {
+	return nil, engine.ErrNotFound
+}
+
 func (r *recorder) Commit(_ context.Context, c *engine.Commit) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync"
 )
 
 // Transition is one step of an execution handed to the commit point: the
@@ -30,28 +29,6 @@ type Transition struct {
 	Cause string
 }
 
-// Commit is what the store persists for one transition, atomically: the
-// execution head and the history events recorded since the last commit.
-type Commit struct {
-	// Execution is the execution's id.
-	Execution string
-	// Seq numbers the commits of an execution from 1.
-	Seq int64
-	// Transition is the step being committed; nil when the commit only
-	// appends history (a long state hands its events over in batches).
-	Transition *Transition
-	// Events are the history events since the previous commit, in order.
-	Events []Event
-}
-
-// Store persists executions. Implementations must be safe for concurrent
-// use; Commit must be atomic (all of a commit or nothing) and durable when
-// it returns nil. The engine reuses the Commit and its Events slice after
-// Commit returns: a store that keeps them must copy them.
-type Store interface {
-	Commit(ctx context.Context, c *Commit) error
-}
-
 // commit is the single commit point: every transition of an execution's
 // document passes here, and the run advances only after it returns nil.
 // (The machine's governance is applied here too, once it exists.)
@@ -67,7 +44,10 @@ func (r *run) commit(ctx context.Context, t *Transition) error {
 // commitLocked commits with r.mu held.
 func (r *run) commitLocked(ctx context.Context, t *Transition) error {
 	r.seq++
-	r.pending = Commit{Execution: r.id, Seq: r.seq, Transition: t, Events: r.events}
+	r.pending = Commit{Execution: r.id, Seq: r.seq, Transition: t, Events: r.events, Status: StatusRunning}
+	if t != nil && t.Status != "" {
+		r.pending.Status, r.pending.Output, r.pending.Error, r.pending.Cause = t.Status, t.Output, t.Error, t.Cause
+	}
 	err := r.x.store.Commit(ctx, &r.pending)
 	r.events = r.events[:0]
 	r.pending = Commit{}
@@ -77,29 +57,14 @@ func (r *run) commitLocked(ctx context.Context, t *Transition) error {
 	return nil
 }
 
-// memoryStore keeps the latest commit of each running execution in memory
-// and forgets executions once they end; it is the default store and
-// persists nothing beyond the process.
-type memoryStore struct {
-	mu    sync.Mutex
-	heads map[string]*Transition
+// volatileStore is the default store: it keeps nothing, so executions run
+// in memory only and cannot be resumed.
+type volatileStore struct{}
+
+func (volatileStore) Create(context.Context, *Execution) error { return nil }
+func (volatileStore) Commit(context.Context, *Commit) error    { return nil }
+func (volatileStore) Load(_ context.Context, id string) (*Execution, error) {
+	return nil, fmt.Errorf("execution %s: %w (the executor has no store)", id, ErrNotFound)
 }
 
-func newMemoryStore() *memoryStore { return &memoryStore{heads: make(map[string]*Transition)} }
-
-func (s *memoryStore) Commit(_ context.Context, c *Commit) error {
-	if c.Transition == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch c.Transition.Status {
-	case StatusRunning, StatusWaiting:
-		s.heads[c.Execution] = c.Transition
-	default:
-		delete(s.heads, c.Execution)
-	}
-	return nil
-}
-
-var _ Store = (*memoryStore)(nil)
+var _ Store = volatileStore{}

@@ -71,7 +71,7 @@ func New(cfg Config) *Executor {
 		x.agents = agents.NewRegistry()
 	}
 	if x.store == nil {
-		x.store = newMemoryStore()
+		x.store = volatileStore{}
 	}
 	if x.log == nil {
 		x.log = slog.Default()

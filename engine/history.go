@@ -29,11 +29,14 @@ const (
 	EventParallelFailed     = "ParallelStateFailed"
 )
 
-// Event is one entry of an execution's history. IDs are numbered from 1 in
-// the order AWS Step Functions numbers its history, so that causes quoting
-// "the event id #N" match AWS.
+// Event is one entry of an execution's history. Events of the kinds AWS
+// Step Functions records are numbered by ID from 1 in AWS's order, so that
+// causes quoting "the event id #N" match AWS; the engine's own events
+// (checkpoints, rollbacks, forks, …) have ID 0 and are numbered apart by
+// Own, so that they never shift AWS's numbers.
 type Event struct {
 	ID        int64
+	Own       int64
 	Type      string
 	Timestamp time.Time
 	// State is the state the event belongs to, "" for execution events.
@@ -41,11 +44,25 @@ type Event struct {
 	// Scope locates State inside Map items and Parallel branches, like
 	// "Review/1/" ("" for top-level states).
 	Scope string
-	// Input, Output, Error and Cause are set where the event carries them.
+	// Input, Output, Error and Cause are set where the event carries them;
+	// Detail holds the structured detail of the engine's own events.
 	Input  any
 	Output any
 	Error  string
 	Cause  string
+	Detail any
+	// Document is the document of the state's machine after the event (the
+	// state's input until it has produced its output).
+	Document any
+
+	// Set by the store: DocHash is the hex SHA-256 of Document's canonical
+	// form (the state's identity); PrevHash is the previous event's Hash and
+	// Hash this event's, chaining the history so that it can be verified;
+	// Superseded marks events an operator rolled back over.
+	DocHash    string
+	PrevHash   string
+	Hash       string
+	Superseded bool
 }
 
 // eventType returns the name of a state's entered or exited event, like

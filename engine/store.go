@@ -1,0 +1,226 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Store persists executions: it is where the commit point writes. The store
+// package has the implementations (bbolt and memory, both passing
+// storetest.Run).
+//
+// Implementations must be safe for concurrent use. Commit must be atomic
+// (all of a commit or nothing) and durable when it returns nil; several
+// executions' commits may share one transaction (group commit). The engine
+// reuses a Commit and everything it points to once Commit returns: a store
+// that keeps any of it must copy it (or, as the real stores do, encode it).
+type Store interface {
+	// Create records a new execution. It fails with ErrExists when the id
+	// is taken.
+	Create(ctx context.Context, e *Execution) error
+	// Commit applies one step of an execution.
+	Commit(ctx context.Context, c *Commit) error
+	// Load returns an execution as last committed, its progress included;
+	// ErrNotFound when there is none.
+	Load(ctx context.Context, id string) (*Execution, error)
+}
+
+// Errors of stores and executors.
+var (
+	// ErrNotFound reports an execution (or checkpoint) that does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrExists reports an execution id that is already taken.
+	ErrExists = errors.New("already exists")
+)
+
+// Execution is an execution as the store keeps it.
+type Execution struct {
+	// ID is the execution's id.
+	ID string
+	// MachineName names the state machine ($$.StateMachine.Name).
+	MachineName string
+	// Definition is the definition's JSON text and DefinitionHash the hex
+	// SHA-256 of its canonical form. Stores keep each definition once.
+	Definition     []byte
+	DefinitionHash string
+	// Input is the execution input.
+	Input any
+	// Status, Output, Error and Cause are where the execution stands.
+	Status Status
+	Output any
+	Error  string
+	Cause  string
+	// StartedAt and StoppedAt (zero while it runs or waits).
+	StartedAt time.Time
+	StoppedAt time.Time
+	// Parent and ParentCheckpoint link an execution forked from a
+	// checkpoint to where it came from; empty otherwise.
+	Parent           string
+	ParentCheckpoint string
+	// Agents is the content of the mock or agents file the execution was
+	// started with, and AgentsKind says which ("mock", "agents" or "").
+	// Resuming reuses it unless told otherwise.
+	Agents     []byte
+	AgentsKind string
+	// WakeAt is when a WAITING execution is due; zero when it waits for
+	// something else than time. WaitingFor says what ("Wait", "Retry", …).
+	WakeAt     time.Time
+	WaitingFor string
+	// Progress is where the run is, enough to resume it.
+	Progress Progress
+	// Seq counts the commits of the execution.
+	Seq int64
+}
+
+// Progress is the resumable position of an execution: the progress of its
+// top-level machine and of every nested machine (Map item, Parallel branch)
+// that has started and not yet been collected by its Map or Parallel.
+type Progress struct {
+	// Scopes maps a scope key ("" for the top-level machine) to its state.
+	Scopes map[string]*Scope
+	// Invocations counts the calls of each agent so far (mocked agents
+	// answer by it).
+	Invocations map[string]int
+	// LastEvent and LastOwnEvent are the ids of the last history events
+	// recorded: AWS-numbered events, and the engine's own events (numbered
+	// apart so that they never shift AWS's ids).
+	LastEvent    int64
+	LastOwnEvent int64
+}
+
+// Scope is the progress of one machine: where it is, or how it ended.
+//
+// A scope key names a nested machine by its path: the enclosing scope's
+// key, the Map or Parallel state's name, its visit and attempt, and the
+// item or branch index, as in "Review#1.0/2/" (branch 2 of the first visit
+// of Review, attempt 0) or "Batch#1.0/7/Summarize#2.1/0/".
+type Scope struct {
+	// Next is the state to run, with Doc its raw input.
+	Next string
+	Doc  any
+	// Vars are the variables assigned in this scope.
+	Vars map[string]any
+	// Visits counts how many times each state of this machine was entered.
+	Visits map[string]int
+	// Step is the progress of state Next when it has some (retries made, a
+	// delay under way); nil when it starts afresh.
+	Step *StepProgress
+	// Done is set when the machine ended: with Output, or with Error and
+	// Cause when Failed.
+	Done   bool
+	Failed bool
+	Output any
+	Error  string
+	Cause  string
+}
+
+// StepProgress is the durable progress of one state while it runs.
+type StepProgress struct {
+	// Visit is the state's visit number (its entry count in its scope).
+	Visit int
+	// Attempt is the attempt under way (0 first, then one per retry) and
+	// Retries the retries made per retrier.
+	Attempt int
+	Retries []int64
+	// WakeAt ends a delay (a Wait, or a Retry interval) under way.
+	WakeAt time.Time
+}
+
+// Commit is one step of an execution, applied atomically by the store.
+type Commit struct {
+	// Execution is the execution's id; Seq numbers its commits from 1.
+	Execution string
+	Seq       int64
+	// Status is the execution's status after the commit; Output, Error,
+	// Cause and StoppedAt are set when it ended.
+	Status    Status
+	Output    any
+	Error     string
+	Cause     string
+	StoppedAt time.Time
+	// WakeAt and WaitingFor are set when the execution is WAITING.
+	WakeAt     time.Time
+	WaitingFor string
+	// Scopes are the scopes this commit changes (replacing what the store
+	// has under those keys); DropScopes lists key prefixes whose scopes are
+	// removed first (the items of a Map that finished).
+	Scopes     map[string]*Scope
+	DropScopes []string
+	// Invocations, LastEvent and LastOwnEvent replace the execution's.
+	Invocations  map[string]int
+	LastEvent    int64
+	LastOwnEvent int64
+	// Events are the history events recorded since the previous commit, in
+	// order. A commit may carry events only (a long state hands its history
+	// over in batches).
+	Events []Event
+	// Checkpoint is a named snapshot written by this commit, if any.
+	Checkpoint *Checkpoint
+	// Rollback marks history superseded (a rollback to a checkpoint).
+	Rollback *Rollback
+	// Transition is what the commit point checked (nil for history-only
+	// commits); stores need not keep it.
+	Transition *Transition
+}
+
+// Checkpoint is a named snapshot of an execution, written by a Checkpoint
+// state, from which the execution can be rolled back or forked.
+type Checkpoint struct {
+	// Execution and Name identify it; a later Checkpoint state with the same
+	// name replaces it.
+	Execution string
+	Name      string
+	// State is the Checkpoint state's name and Next the state after it
+	// ("" when the Checkpoint state ends the execution).
+	State string
+	Next  string
+	// Document is the checkpoint's document (the Checkpoint state's output)
+	// and Variables the top-level variables at that point.
+	Document  any
+	Variables map[string]any
+	// Context is the context object at that point; Memory and Budget are
+	// the agent memory and budget totals (empty until those exist).
+	Context any
+	Memory  any
+	Budget  any
+	// Visits, Invocations, LastEvent and LastOwnEvent are the execution's
+	// counters at that point.
+	Visits       map[string]int
+	Invocations  map[string]int
+	LastEvent    int64
+	LastOwnEvent int64
+	// CreatedAt and ExpiresAt (zero: never expires).
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// Rollback marks the history an operator went back over: every event of
+// the execution numbered after ToEvent (AWS-numbered) or ToOwnEvent (own
+// events) that is not superseded yet becomes superseded. It is kept, not
+// deleted.
+type Rollback struct {
+	ToEvent    int64
+	ToOwnEvent int64
+}
+
+// Checkpoints is implemented by stores that keep checkpoints (both of the
+// store package's): the executor needs it to roll back or fork.
+type Checkpoints interface {
+	// Checkpoint returns the named checkpoint of an execution, verified
+	// and migrated to the current format; ErrNotFound when there is none.
+	Checkpoint(ctx context.Context, execution, name string) (*Checkpoint, error)
+	// ListCheckpoints returns an execution's checkpoints (documents not
+	// loaded), oldest first.
+	ListCheckpoints(ctx context.Context, execution string) ([]*Checkpoint, error)
+}
+
+// Scheduler is implemented by stores that can find executions to wake or
+// recover; Executor.Serve needs it.
+type Scheduler interface {
+	// Due returns the WAITING executions whose WakeAt is at or before now,
+	// earliest first.
+	Due(ctx context.Context, now time.Time) ([]string, error)
+	// Unfinished returns the RUNNING executions.
+	Unfinished(ctx context.Context) ([]string, error)
+}
