@@ -547,6 +547,9 @@ func (p *parser) checkpoint(o *object, c Common) *Checkpoint {
 	if n := utf8.RuneCountInString(s.CheckpointName); n > MaxCheckpointName {
 		o.errorf("Name", "Name must be at most %d characters, not %d", MaxCheckpointName, n)
 	}
+	if p.depth > 1 {
+		o.errorf("", "a Checkpoint state must be in the top-level machine: rolling back into a Map item or a Parallel branch is not supported")
+	}
 	if st, ok := o.str("Storage"); ok && st != "default" {
 		o.errorf("Storage", "Storage %q is not supported; only \"default\" (the execution store) is", st)
 	}

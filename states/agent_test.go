@@ -433,9 +433,8 @@ func TestCheckpointCompiled(t *testing.T) {
 	if start.CheckpointName != "start" || start.Storage != "default" || start.TTL != (TTL{Duration: DefaultCheckpointTTL}) {
 		t.Errorf("Start = %+v, want the default storage and a 7-day TTL", start)
 	}
-	both := state[*Parallel](t, m, "Both")
-	left := state[*Checkpoint](t, both.Branches[0], "L")
-	right := state[*Checkpoint](t, both.Branches[1], "R")
+	left := state[*Checkpoint](t, m, "L")
+	right := state[*Checkpoint](t, m, "R")
 	if left.TTL != (TTL{Never: true}) || right.TTL != (TTL{Duration: time.Hour}) {
 		t.Errorf("TTLs = %+v, %+v; want never and 1h", left.TTL, right.TTL)
 	}

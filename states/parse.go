@@ -30,6 +30,9 @@ func ParseValue(v any) (*Machine, error) {
 	p := &parser{}
 	m := p.machine(v, "", "", true)
 	if m != nil {
+		m.Definition = v
+	}
+	if m != nil {
 		p.checkDefinition(m)
 	}
 	if err := p.errs.Err(); err != nil {
@@ -79,6 +82,8 @@ func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
 	if o == nil {
 		return nil
 	}
+	p.depth++
+	defer func() { p.depth-- }()
 	m := &Machine{QueryLanguage: "JSONPath"}
 	m.Comment, _ = o.str("Comment")
 	if top {

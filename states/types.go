@@ -25,6 +25,10 @@ type Machine struct {
 	// Extensions holds the agent-native top-level blocks (Budget, Memory,
 	// DefaultTools, ToolCategories, Governance); nil when none is set.
 	Extensions *Extensions
+	// Definition is the decoded definition the machine was parsed from
+	// (top-level machines only), so that it can be stored and parsed again.
+	// Never modify it.
+	Definition any
 }
 
 // State is one state of a machine. Its concrete type is one of *Pass,

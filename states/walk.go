@@ -17,6 +17,8 @@ type parser struct {
 	// stateAt maps every state name met so far, nested machines included,
 	// to its pointer: names must be unique across the whole definition.
 	stateAt map[string]string
+	// depth is 1 inside the top-level machine, more in nested ones.
+	depth int
 }
 
 func (p *parser) errorf(ptr, state, format string, args ...any) {
