@@ -39,6 +39,10 @@ type Request struct {
 	// a Map or Parallel by the enclosing state and item or branch index
 	// ("Review/1/Security", "Summaries/42/Summarize").
 	State string
+	// Step names this visit of the state durably (its scope, name and
+	// visit number, like "Summarize#1" or "Batch#1.0/7/Summarize#1"); with
+	// Execution and Attempt it makes the idempotency key.
+	Step string
 	// Attempt is 0 for the first call of this state, then 1, 2, … for retries.
 	Attempt int
 	// Invocation counts the calls of this agent within the execution,
@@ -52,11 +56,16 @@ type Request struct {
 	OnHeartbeat func()
 }
 
-// IdempotencyKey identifies this call across retries of the engine itself
-// (a resumed execution repeating an in-flight call gets the same key):
-// "execution/state/attempt".
+// IdempotencyKey identifies this call: "execution/step/attempt". A resumed
+// execution repeating a call that was in flight when its process stopped
+// uses the same key; every other call has its own (a state entered again
+// in a loop is a new step, a retry a new attempt).
 func (r *Request) IdempotencyKey() string {
-	return r.Execution + "/" + r.State + "/" + strconv.Itoa(r.Attempt)
+	step := r.Step
+	if step == "" {
+		step = r.State
+	}
+	return r.Execution + "/" + step + "/" + strconv.Itoa(r.Attempt)
 }
 
 // Heartbeat tells the engine the agent is still working. Agents of states

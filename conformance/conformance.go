@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -199,7 +200,8 @@ func run(ctx context.Context, c *Case, exactTime bool) error {
 		}
 	}
 	rec := &recorder{}
-	x := engine.New(engine.Config{Agents: reg, Store: rec})
+	// The recorder keeps history only: executions never stop to wait.
+	x := engine.New(engine.Config{Agents: reg, Store: rec, ParkAfter: math.MaxInt64})
 	ctx, cancel := context.WithTimeout(ctx, caseTimeout)
 	defer cancel()
 	start := time.Now()

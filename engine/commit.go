@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
+	"sync"
 )
 
 // Transition is one step of an execution handed to the commit point: the
@@ -29,32 +32,136 @@ type Transition struct {
 	Cause string
 }
 
-// commit is the single commit point: every transition of an execution's
-// document passes here, and the run advances only after it returns nil.
+// commitQueue orders the commits of one execution: commits made while one
+// is being written are merged into the next, so the goroutines of a Map or
+// Parallel share transactions (and the store may batch them with other
+// executions'), while every commit still reaches the store in order.
+type commitQueue struct {
+	cond      *sync.Cond // on run.mu
+	writing   bool       // a commit is being written
+	pending   *Commit    // merged commits waiting to be written
+	queued    uint64     // generation of the newest merged commit
+	written   uint64     // generation of the newest written commit
+	lastErr   error      // error of the newest written commit
+	errorGens map[uint64]error
+}
+
+// commit is the single commit point: every change of an execution's
+// documents passes here, and the run advances only after it returns nil.
 // (The machine's governance is applied here too, once it exists.)
-func (r *run) commit(ctx context.Context, t *Transition) error {
+//
+// c's Scopes, DropScopes, Checkpoint, status and transition are applied
+// with the events recorded so far and the current counters.
+func (r *run) commit(ctx context.Context, c *Commit) error {
+	if !r.x.durable {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.flushErr; err != nil {
 		return err
 	}
-	return r.commitLocked(ctx, t)
+	return r.commitLocked(ctx, c)
 }
 
-// commitLocked commits with r.mu held.
-func (r *run) commitLocked(ctx context.Context, t *Transition) error {
-	r.seq++
-	r.pending = Commit{Execution: r.id, Seq: r.seq, Transition: t, Events: r.events, Status: StatusRunning}
-	if t != nil && t.Status != "" {
-		r.pending.Status, r.pending.Output, r.pending.Error, r.pending.Cause = t.Status, t.Output, t.Error, t.Cause
+// commitLocked commits with r.mu held (it releases it while writing).
+func (r *run) commitLocked(ctx context.Context, c *Commit) error {
+	q := &r.queue
+	if q.cond == nil {
+		q.cond = sync.NewCond(&r.mu)
 	}
-	err := r.x.store.Commit(ctx, &r.pending)
-	r.events = r.events[:0]
-	r.pending = Commit{}
-	if err != nil {
-		return fmt.Errorf("commit execution %s step %d: %w", r.id, r.seq, err)
+	if c.Checkpoint != nil {
+		c.Checkpoint.LastEvent, c.Checkpoint.LastOwnEvent = r.lastEvent, r.lastOwn
+		c.Checkpoint.Invocations = maps.Clone(r.invocations)
 	}
-	return nil
+	q.pending = mergeCommit(q.pending, c)
+	q.queued++
+	gen := q.queued
+	for q.writing && q.written < gen {
+		q.cond.Wait()
+	}
+	if q.written >= gen {
+		return q.errorOf(gen)
+	}
+	// This goroutine writes everything merged so far.
+	q.writing = true
+	for q.written < q.queued {
+		next := q.pending
+		upTo := q.queued
+		q.pending = nil
+		r.seq++
+		next.Execution, next.Seq = r.exec.ID, r.seq
+		next.Events = r.events
+		if r.invocationsChanged {
+			next.Invocations = maps.Clone(r.invocations)
+			r.invocationsChanged = false
+		}
+		next.LastEvent, next.LastOwnEvent = r.lastEvent, r.lastOwn
+		r.events = nil
+		r.mu.Unlock()
+		err := r.x.store.Commit(ctx, next)
+		r.mu.Lock()
+		if err != nil {
+			err = fmt.Errorf("commit execution %s step %d: %w", r.exec.ID, next.Seq, err)
+			if q.errorGens == nil {
+				q.errorGens = make(map[uint64]error)
+			}
+			for g := q.written + 1; g <= upTo; g++ {
+				q.errorGens[g] = err
+			}
+		}
+		q.written = upTo
+		q.cond.Broadcast()
+	}
+	q.writing = false
+	return q.errorOf(gen)
+}
+
+func (q *commitQueue) errorOf(gen uint64) error {
+	err, ok := q.errorGens[gen]
+	if ok {
+		delete(q.errorGens, gen)
+	}
+	return err
+}
+
+// mergeCommit folds c into pending (which comes first) and returns the
+// merged commit.
+func mergeCommit(pending, c *Commit) *Commit {
+	if pending == nil {
+		// c was made for this commit and is not used after it: keep it,
+		// making sure later merges cannot write into a slice it shares.
+		c.DropScopes = c.DropScopes[:len(c.DropScopes):len(c.DropScopes)]
+		return c
+	}
+	for _, prefix := range c.DropScopes {
+		for k := range pending.Scopes {
+			if strings.HasPrefix(k, prefix) {
+				delete(pending.Scopes, k)
+			}
+		}
+		pending.DropScopes = append(pending.DropScopes, prefix)
+	}
+	if len(c.Scopes) > 0 {
+		if pending.Scopes == nil {
+			pending.Scopes = make(map[string]*Scope, len(c.Scopes))
+		}
+		maps.Copy(pending.Scopes, c.Scopes)
+	}
+	if c.Status != "" {
+		pending.Status, pending.Output, pending.Error, pending.Cause, pending.StoppedAt = c.Status, c.Output, c.Error, c.Cause, c.StoppedAt
+		pending.WakeAt, pending.WaitingFor = c.WakeAt, c.WaitingFor
+	}
+	if c.Checkpoint != nil {
+		pending.Checkpoint = c.Checkpoint
+	}
+	if c.Rollback != nil {
+		pending.Rollback = c.Rollback
+	}
+	if c.Transition != nil {
+		pending.Transition = c.Transition
+	}
+	return pending
 }
 
 // volatileStore is the default store: it keeps nothing, so executions run

@@ -403,7 +403,7 @@ func TestRequestIdentity(t *testing.T) {
 	if err != nil || res.Status != engine.StatusSucceeded {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	want := []string{"exec-1/M/0/T/0", "exec-1/M/1/T/0"}
+	want := []string{"exec-1/M#1.0/0/T#1/0", "exec-1/M#1.0/1/T#1/0"}
 	for i, r := range got {
 		if k := r.IdempotencyKey(); k != want[i] {
 			t.Errorf("call %d key = %q, want %q", i, k, want[i])
@@ -417,7 +417,6 @@ func TestRequestIdentity(t *testing.T) {
 func TestNotImplementedFeatures(t *testing.T) {
 	echo := agents.Func(func(_ context.Context, req *agents.Request) (any, error) { return req.Input, nil })
 	cases := map[string]string{
-		"checkpoint":      `{"StartAt":"C","States":{"C":{"Type":"Checkpoint","Name":"c1","End":true}}}`,
 		"approval":        `{"StartAt":"A","States":{"A":{"Type":"Approval","Prompt":"ok?","End":true}}}`,
 		"debate":          `{"StartAt":"D","States":{"D":{"Type":"Debate","Agents":["E","F"],"Topic":"t","End":true}}}`,
 		"memory":          `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"E","Memory":{"Read":["k"]},"End":true}}}`,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,23 +28,41 @@ const (
 	StatusAborted   Status = "ABORTED"
 )
 
+// Ended reports whether s is a final status.
+func (s Status) Ended() bool {
+	switch s {
+	case StatusSucceeded, StatusFailed, StatusTimedOut, StatusAborted:
+		return true
+	}
+	return false
+}
+
 // DefaultMaxPayloadSize is AWS's limit on a state's input, output or
 // result, in bytes; a larger one raises States.DataLimitExceeded.
 const DefaultMaxPayloadSize = 262144
+
+// DefaultParkAfter is how long a top-level Wait or Retry delay must be for
+// a durable execution to stop and wait as WAITING rather than sleep.
+const DefaultParkAfter = 5 * time.Second
 
 // defaultMaxConcurrency is how many Map items run at once when
 // MaxConcurrency is 0 ("unlimited"): enough to keep any realistic set of
 // agents busy without a goroutine per item on very large arrays.
 const defaultMaxConcurrency = 256
 
-// Config configures an Executor. The zero value works: no agents, an
-// in-memory store, the default logger.
+// Config configures an Executor. The zero value works: no agents, no store
+// (executions run in memory only), the default logger.
 type Config struct {
 	// Agents resolves the Agent names of Task states; nil means none are
-	// registered (a Task then fails with States.TaskFailed).
+	// registered (a Task then fails with States.TaskFailed). StartOptions
+	// and ResumeOptions may give other agents for one execution.
 	Agents *agents.Registry
-	// Store receives every commit; nil means an in-memory store that keeps
-	// nothing beyond the process.
+	// AgentsFor, when set, gives the agents of an execution the executor
+	// resumes on its own (Serve): typically built from Execution.Agents, the
+	// mock or agents file it was started with. Nil means Agents.
+	AgentsFor func(e *Execution) (*agents.Registry, error)
+	// Store keeps executions durably; nil means none: executions run in
+	// memory only and cannot be resumed.
 	Store Store
 	// Logger receives diagnostics; nil means slog.Default().
 	Logger *slog.Logger
@@ -51,25 +70,44 @@ type Config struct {
 	// output in bytes; 0 means DefaultMaxPayloadSize (AWS's limit) and a
 	// negative value means no limit (for large local batches).
 	MaxPayloadSize int
+	// ParkAfter is how long a top-level Wait or Retry delay must be for a
+	// durable execution to stop as WAITING (to be woken by Serve) instead
+	// of sleeping; 0 means DefaultParkAfter. Without a store executions
+	// always sleep.
+	ParkAfter time.Duration
 }
 
-// Executor runs executions of state machines. It is safe for concurrent use.
+// Executor runs executions of state machines. It is safe for concurrent
+// use.
 type Executor struct {
 	agents     *agents.Registry
+	agentsFor  func(e *Execution) (*agents.Registry, error)
 	store      Store
+	durable    bool
 	log        *slog.Logger
 	maxPayload int // < 0: no limit
+	parkAfter  time.Duration
+
+	mu     sync.Mutex
+	active map[string]bool // executions running in this process
 }
 
 // New returns an Executor configured by cfg.
 func New(cfg Config) *Executor {
-	x := &Executor{agents: cfg.Agents, store: cfg.Store, log: cfg.Logger, maxPayload: cfg.MaxPayloadSize}
+	x := &Executor{
+		agents: cfg.Agents, agentsFor: cfg.AgentsFor, store: cfg.Store, log: cfg.Logger,
+		maxPayload: cfg.MaxPayloadSize, parkAfter: cfg.ParkAfter, active: make(map[string]bool),
+	}
 	if x.maxPayload == 0 {
 		x.maxPayload = DefaultMaxPayloadSize
+	}
+	if x.parkAfter == 0 {
+		x.parkAfter = DefaultParkAfter
 	}
 	if x.agents == nil {
 		x.agents = agents.NewRegistry()
 	}
+	x.durable = x.store != nil
 	if x.store == nil {
 		x.store = volatileStore{}
 	}
@@ -81,34 +119,63 @@ func New(cfg Config) *Executor {
 
 // StartOptions are the per-execution settings of Run.
 type StartOptions struct {
-	// ID is the execution's id; empty means a new UUIDv7.
+	// ID is the execution's id; empty means a new UUIDv7. An id that is
+	// taken fails with ErrExists.
 	ID string
 	// MachineName names the state machine in the context object
 	// ($$.StateMachine.Name); empty means "StateMachine".
 	MachineName string
+	// Agents, when set, are the agents of this execution instead of the
+	// executor's.
+	Agents *agents.Registry
+	// AgentsFile and AgentsKind are stored with the execution (the content
+	// of the mock or agents file it runs with, and "mock" or "agents"), so
+	// that resuming it later can rebuild the same agents.
+	AgentsFile []byte
+	AgentsKind string
 }
 
-// Result is how an execution ended.
+// Result is where an execution stands when Run, Resume or Fork returns.
 type Result struct {
 	// ID is the execution's id.
 	ID string
-	// Status is SUCCEEDED, FAILED or TIMED_OUT.
+	// Status is SUCCEEDED, FAILED, TIMED_OUT, or WAITING when the execution
+	// stopped to wait (it is resumed later, e.g. by Serve).
 	Status Status
 	// Output is the final document when the execution succeeded.
 	Output any
 	// Error and Cause describe the failure ("" when absent).
 	Error string
 	Cause string
+	// State, WaitingFor and WakeAt say where a WAITING execution waits,
+	// for what ("Wait", "Retry") and until when.
+	State      string
+	WaitingFor string
+	WakeAt     time.Time
 }
 
-// ErrInvalidInput is returned (wrapped) by Run when the execution input
-// cannot be used.
-var ErrInvalidInput = errors.New("invalid execution input")
+// Errors returned by the executor.
+var (
+	// ErrInvalidInput is returned (wrapped) when the execution input cannot
+	// be used.
+	ErrInvalidInput = errors.New("invalid execution input")
+	// ErrEnded is returned (wrapped) when resuming an execution that has
+	// already ended.
+	ErrEnded = errors.New("execution has ended")
+	// ErrBusy is returned (wrapped) when an execution is already running in
+	// this executor.
+	ErrBusy = errors.New("execution is running")
+	// ErrNotDurable is returned (wrapped) by Resume, Rollback and Fork on an
+	// executor without a store.
+	ErrNotDurable = errors.New("the executor has no store")
+)
 
-// Run executes m on input until it ends and returns how it ended. input is
-// a JSON value (see package jsonpath); it is normalized first. The returned
-// error reports a problem of the engine (invalid input, a failing store);
-// an execution that fails is a Result with Status FAILED.
+// Run starts an execution of m on input and runs it until it ends or stops
+// to wait, and returns where it stands. input is a JSON value (see package
+// jsonpath); it is normalized first. The returned error reports a problem
+// of the engine (invalid input, a failing store, a cancelled ctx — the
+// execution then stays RUNNING and can be resumed); an execution that fails
+// is a Result with Status FAILED.
 func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts StartOptions) (*Result, error) {
 	input, err := jsonpath.Normalize(input)
 	if err != nil {
@@ -122,19 +189,82 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		}
 		size = n
 	}
-	id := opts.ID
-	if id == "" {
+	e := &Execution{
+		ID: opts.ID, MachineName: opts.MachineName, Input: input, Status: StatusRunning,
+		StartedAt: time.Now().UTC(), Agents: opts.AgentsFile, AgentsKind: opts.AgentsKind,
+	}
+	if e.ID == "" {
 		u, err := uuid.NewV7()
 		if err != nil {
 			return nil, fmt.Errorf("new execution id: %w", err)
 		}
-		id = u.String()
+		e.ID = u.String()
 	}
-	name := opts.MachineName
-	if name == "" {
-		name = "StateMachine"
+	if e.MachineName == "" {
+		e.MachineName = "StateMachine"
 	}
-	r := newRun(x, m, id, name, input, time.Now().UTC())
+	if x.durable {
+		if e.Definition, e.DefinitionHash, err = definitionOf(m); err != nil {
+			return nil, err
+		}
+		if err := x.store.Create(ctx, e); err != nil {
+			return nil, fmt.Errorf("execution %s: %w", e.ID, err)
+		}
+	}
+	if !x.acquire(e.ID) {
+		return nil, fmt.Errorf("execution %s: %w", e.ID, ErrBusy)
+	}
+	defer x.release(e.ID)
+	r := x.newRun(m, e, opts.Agents)
 	r.inputSize = size
-	return r.execute(ctx)
+	r.event(Event{Type: EventExecutionStarted, Input: input, Document: input})
+	return r.execute(ctx, &Scope{Next: m.StartAt, Doc: input})
+}
+
+// definitionOf returns a machine's definition as stored: compact JSON and
+// the hash of its canonical form.
+func definitionOf(m *states.Machine) ([]byte, string, error) {
+	if m.Definition == nil {
+		return nil, "", errors.New("the machine has no definition to store (parse it with states.Parse)")
+	}
+	text, err := jsonpath.Marshal(m.Definition)
+	if err != nil {
+		return nil, "", fmt.Errorf("store the definition: %w", err)
+	}
+	hash, err := jsonpath.CanonicalHash(m.Definition)
+	if err != nil {
+		return nil, "", fmt.Errorf("store the definition: %w", err)
+	}
+	return text, hash, nil
+}
+
+func (x *Executor) newRun(m *states.Machine, e *Execution, reg *agents.Registry) *run {
+	if reg == nil {
+		reg = x.agents
+	}
+	r := &run{x: x, m: m, exec: e, agents: reg, invocations: make(map[string]int)}
+	if x.maxPayload >= 0 {
+		if n, ok := jsonpath.SizeWithin(e.Input, x.maxPayload); ok {
+			r.inputSize = n
+		}
+	}
+	return r
+}
+
+// acquire marks an execution as running in this executor; false when it
+// already is.
+func (x *Executor) acquire(id string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.active[id] {
+		return false
+	}
+	x.active[id] = true
+	return true
+}
+
+func (x *Executor) release(id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.active, id)
 }

@@ -103,14 +103,47 @@ func (r *run) event(e Event) int64 {
 }
 
 // eventAt appends e, already timestamped, to the history and returns its id.
+// Without a store there is no history to keep: events are only numbered.
 func (r *run) eventAt(e Event) int64 {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.lastEvent++
 	e.ID = r.lastEvent
+	if !r.x.durable {
+		r.mu.Unlock()
+		return e.ID
+	}
 	r.events = append(r.events, e)
-	if len(r.events) >= historyBatch && r.flushErr == nil {
-		r.flushErr = r.commitLocked(context.Background(), nil)
+	full := len(r.events) >= historyBatch && r.flushErr == nil
+	r.mu.Unlock()
+	if full {
+		r.flush()
 	}
 	return e.ID
+}
+
+// ownEvent appends one of the engine's own events (numbered apart from
+// AWS's) to the history and returns its number.
+func (r *run) ownEvent(e Event) int64 {
+	e.Timestamp = time.Now().UTC()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastOwn++
+	e.ID, e.Own = 0, r.lastOwn
+	if r.x.durable {
+		r.events = append(r.events, e)
+	}
+	return e.Own
+}
+
+// flush hands the history recorded so far to the store; a failure is kept
+// and reported by the next commit.
+func (r *run) flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.flushErr != nil || len(r.events) < historyBatch {
+		return
+	}
+	if err := r.commitLocked(context.Background(), &Commit{}); err != nil {
+		r.flushErr = err
+	}
 }

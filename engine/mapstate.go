@@ -183,6 +183,8 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 		parent = nil
 	}
 	prefix := h.qualified() + "/"
+	key := h.nestedKey()
+	h.drop = append(h.drop, h.nestedPrefix())
 	for i, item := range arr {
 		if gctx.Err() != nil {
 			break
@@ -205,9 +207,9 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 				}
 				itemInput = v
 			}
-			r.event(Event{Type: EventMapIterationStart, State: h.name(), Input: itemInput})
-			child := &scope{parent: parent, prefix: prefix + itoa(i) + "/", item: mi}
-			out, err := r.machine(gctx, s.Processor, itemInput, size, child)
+			r.event(Event{Type: EventMapIterationStart, State: h.name(), Input: itemInput, Document: itemInput})
+			child := &scope{parent: parent, key: key + itoa(i) + "/", prefix: prefix + itoa(i) + "/", item: mi}
+			out, err := h.nested(gctx, s.Processor, child, itemInput, size)
 			if err != nil {
 				var ae *asl.Error
 				if !errors.As(err, &ae) {
@@ -216,6 +218,9 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 				r.event(Event{Type: EventMapIterationFailed, State: h.name(), Error: string(ae.Name), Cause: ae.Cause})
 				if !cfg.tolerant {
 					return ae
+				}
+				if err := h.failedNested(gctx, child, ae); err != nil {
+					return err
 				}
 				mu.Lock()
 				failed++

@@ -27,10 +27,12 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 	results := make([]any, len(s.Branches))
 	g, gctx := errgroup.WithContext(ctx)
 	prefix := h.qualified() + "/"
+	key := h.nestedKey()
+	h.drop = append(h.drop, h.nestedPrefix())
 	for i, b := range s.Branches {
 		g.Go(func() error {
-			child := &scope{parent: h.sc, prefix: prefix + itoa(i) + "/", item: h.sc.item}
-			out, err := r.machine(gctx, b, input, size, child)
+			child := &scope{parent: h.sc, key: key + itoa(i) + "/", prefix: prefix + itoa(i) + "/", item: h.sc.item}
+			out, err := h.nested(gctx, b, child, input, size)
 			if err != nil {
 				return err
 			}

@@ -14,8 +14,19 @@ import (
 
 // withRetry runs one attempt of a state after another as its Retry policy
 // says, and hands a failure no retrier takes to Catch.
+//
+// A durable execution commits its progress after every failed attempt (the
+// retries made, the delay until the next attempt), so that a resumed
+// execution makes neither a failed attempt nor its delay again.
 func (h *stateRun) withRetry(ctx context.Context, raw any, retry []states.Retrier, catch []states.Catcher, attempt func(context.Context) (stepResult, error)) (stepResult, error) {
 	var counts []int64
+	if p := h.progress; p != nil {
+		counts = append([]int64(nil), p.Retries...)
+		h.env.retry = p.Attempt
+		if err := h.delay(ctx, "Retry", time.Until(p.WakeAt), h.retryProgress(counts)); err != nil {
+			return stepResult{}, err
+		}
+	}
 	for {
 		res, err := attempt(ctx)
 		if err == nil {
@@ -32,11 +43,19 @@ func (h *stateRun) withRetry(ctx context.Context, raw any, retry []states.Retrie
 			if counts[i] < retry[i].MaxAttempts {
 				delay := backoff(&retry[i], counts[i])
 				counts[i]++
-				if err := sleep(ctx, delay); err != nil {
-					return stepResult{}, err
-				}
 				h.env.retry++
 				h.env.ctxObject = nil
+				p := h.retryProgress(counts)
+				if h.r.x.durable && delay < progressAfter {
+					// The failed attempt is committed even when its delay is
+					// too short to be.
+					if err := h.saveProgress(ctx, p); err != nil {
+						return stepResult{}, err
+					}
+				}
+				if err := h.delay(ctx, "Retry", delay, p); err != nil {
+					return stepResult{}, err
+				}
 				continue
 			}
 		}
@@ -45,6 +64,11 @@ func (h *stateRun) withRetry(ctx context.Context, raw any, retry []states.Retrie
 		}
 		return stepResult{}, ae
 	}
+}
+
+// retryProgress is the durable progress of a state between attempts.
+func (h *stateRun) retryProgress(counts []int64) *StepProgress {
+	return &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: append([]int64(nil), counts...)}
 }
 
 // caught applies a catcher: the error object goes to its ResultPath in the

@@ -2,63 +2,75 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"maps"
 	"sync"
 	"time"
 
 	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/states"
 )
 
-// run drives one execution. Fields below mu are shared by the goroutines
-// of Map items and Parallel branches.
+// run drives one execution, started afresh or resumed from its last
+// commit. Fields below mu are shared by the goroutines of Map items and
+// Parallel branches.
 type run struct {
-	x           *Executor
-	m           *states.Machine
-	id          string
-	machineName string
-	input       any
-	inputSize   int // the input's size in bytes (0 without a payload limit)
-	started     time.Time
+	x      *Executor
+	m      *states.Machine
+	exec   *Execution // the durable record: id, input, start time, agents
+	agents *agents.Registry
+	// inputSize is the execution input's size in bytes (0 without a limit).
+	inputSize int
+	// loaded holds the scopes found when resuming, by key; each is taken by
+	// the machine it belongs to when that machine starts again.
+	loaded map[string]*Scope
 
 	mu          sync.Mutex
 	events      []Event // recorded since the last commit
-	lastEvent   int64   // id of the last event recorded
+	lastEvent   int64   // id of the last AWS-numbered event
+	lastOwn     int64   // number of the last own event
 	invocations map[string]int
-	seq         int64
-	pending     Commit // reused by commit
-	flushErr    error  // a failed history-only commit, reported at the next commit
+	// invocationsChanged is set when invocations changed since the last commit.
+	invocationsChanged bool
+	seq                int64
+	queue              commitQueue
+	flushErr           error // a failed history-only commit, reported at the next commit
+	parked             *parking
 }
 
-func newRun(x *Executor, m *states.Machine, id, machineName string, input any, started time.Time) *run {
-	return &run{
-		x:           x,
-		m:           m,
-		id:          id,
-		machineName: machineName,
-		input:       input,
-		started:     started,
-		invocations: make(map[string]int),
-	}
+// parking is why the top-level machine stopped without ending: it waits
+// for a timer (a long Wait or Retry delay) and its position is committed.
+type parking struct {
+	state string
+	what  string
+	wake  time.Time
 }
 
-// scope is one level of nesting: the top-level machine, a Map item or a
+// errParked unwinds the run when the execution stops to wait.
+var errParked = errors.New("execution parked")
+
+// scope is one machine being run: the top-level machine, a Map item or a
 // Parallel branch. Variables assigned in a scope are visible to it and the
 // scopes it encloses; an inner scope reads outer variables but its own
 // assignments stay inside it.
 type scope struct {
 	parent *scope
-	vars   map[string]any
-	// prefix qualifies state names for agents ("Map/3/"), "" at top level.
+	// key names the scope durably (see Scope); "" for the top level.
+	key string
+	// prefix qualifies state names for agents and history ("Map/3/").
 	prefix string
+	vars   map[string]any
+	visits map[string]int
 	// item is the Map item being processed, nil outside a Map.
 	item *mapItem
-	// top is true for the execution's own machine: its steps are committed.
+	// top is true for the execution's own machine.
 	top bool
+	// resume is the step progress loaded for the first state to run, if
+	// the scope was resumed in the middle of a state.
+	resume *StepProgress
 	// sizes remembers the sizes of large parts of this scope's documents.
 	sizes jsonpath.SizeCache
 }
@@ -86,13 +98,25 @@ func (s *scope) assign(values map[string]any) {
 		return
 	}
 	vars := make(map[string]any, len(s.vars)+len(values))
-	for k, v := range s.vars {
-		vars[k] = v
-	}
-	for k, v := range values {
-		vars[k] = v
-	}
+	maps.Copy(vars, s.vars)
+	maps.Copy(vars, values)
 	s.vars = vars
+}
+
+// visit counts an entry into state name and returns its visit number.
+// (The map is modified in place: commits encode it before they return.)
+func (s *scope) visit(name string) int {
+	if s.visits == nil {
+		s.visits = make(map[string]int)
+	}
+	s.visits[name]++
+	return s.visits[name]
+}
+
+// position is the durable record of the scope about to run state next on
+// doc.
+func (s *scope) position(next string, doc any, step *StepProgress) *Scope {
+	return &Scope{Next: next, Doc: doc, Vars: s.vars, Visits: s.visits, Step: step}
 }
 
 // env is what paths and templates see while one state runs: the context
@@ -113,16 +137,17 @@ func (e *env) Context() any {
 	if e.ctxObject != nil {
 		return e.ctxObject
 	}
+	x := e.r.exec
 	obj := map[string]any{
 		"Execution": map[string]any{
-			"Id":        e.r.id,
-			"Name":      e.r.id,
-			"Input":     e.r.input,
-			"StartTime": formatTime(e.r.started),
+			"Id":        x.ID,
+			"Name":      x.ID,
+			"Input":     x.Input,
+			"StartTime": formatTime(x.StartedAt),
 		},
 		"StateMachine": map[string]any{
-			"Id":   e.r.machineName,
-			"Name": e.r.machineName,
+			"Id":   x.MachineName,
+			"Name": x.MachineName,
 		},
 		"State": map[string]any{
 			"Name":        e.state,
@@ -147,51 +172,64 @@ var _ jsonpath.Env = (*env)(nil)
 // formatTime writes t as AWS writes context-object times.
 func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-// execute runs the top-level machine to its end.
-func (r *run) execute(ctx context.Context) (*Result, error) {
+var errExecutionTimeout = errors.New("execution timed out")
+
+// execute runs the top-level machine from top (its position: the start, or
+// where the execution was last committed) until it ends or parks.
+func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 	if r.m.TimeoutSeconds > 0 {
+		deadline := r.exec.StartedAt.Add(time.Duration(r.m.TimeoutSeconds) * time.Second)
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(r.m.TimeoutSeconds)*time.Second, errExecutionTimeout)
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, errExecutionTimeout)
 		defer cancel()
 	}
-	r.event(Event{Type: EventExecutionStarted, Input: r.input})
-	if err := r.commit(ctx, &Transition{Status: StatusRunning, Next: r.m.StartAt, Output: r.input}); err != nil {
-		return nil, err
-	}
-	sc := &scope{top: true}
+	sc := &scope{top: true, vars: top.Vars, visits: top.Visits, resume: top.Step}
 	var out any
 	err := workflowFeatures(r.m)
-	if err == nil {
-		out, err = r.machine(ctx, r.m, r.input, r.inputSize, sc)
-	}
-	res := &Result{ID: r.id}
 	switch {
+	case err != nil:
+	case top.Next == "":
+		// Nothing left to run (a rollback to a checkpoint that ended it).
+		out = top.Doc
+	default:
+		out, err = r.machine(ctx, r.m, sc, top.Next, top.Doc, unknownSize)
+	}
+	res := &Result{ID: r.exec.ID}
+	switch {
+	case errors.Is(err, errParked):
+		p := r.parked
+		res.Status, res.State, res.WaitingFor, res.WakeAt = StatusWaiting, p.state, p.what, p.wake
+		return res, nil
 	case err == nil:
 		res.Status, res.Output = StatusSucceeded, out
-		r.event(Event{Type: EventExecutionSucceeded, Output: out})
+		r.event(Event{Type: EventExecutionSucceeded, Output: out, Document: out})
 	case errors.Is(context.Cause(ctx), errExecutionTimeout):
 		res.Status, res.Error, res.Cause = StatusTimedOut, string(asl.ErrTimeout), "the execution timed out"
 		r.event(Event{Type: EventExecutionTimedOut, Error: res.Error, Cause: res.Cause})
 	default:
 		var ae *asl.Error
 		if !errors.As(err, &ae) {
-			// An engine failure (store, cancelled context): not an execution outcome.
+			// An engine failure (store, cancelled context): not an outcome of
+			// the execution, which stays RUNNING and can be resumed.
 			if ctxErr := ctx.Err(); ctxErr != nil {
-				return nil, fmt.Errorf("execution %s: %w", r.id, ctxErr)
+				return nil, fmt.Errorf("execution %s: %w", r.exec.ID, ctxErr)
 			}
-			return nil, fmt.Errorf("execution %s: %w", r.id, err)
+			return nil, fmt.Errorf("execution %s: %w", r.exec.ID, err)
 		}
 		res.Status, res.Error, res.Cause = StatusFailed, string(ae.Name), ae.Cause
 		r.event(Event{Type: EventExecutionFailed, Error: res.Error, Cause: res.Cause})
 	}
-	final := &Transition{Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause}
-	if err := r.commit(context.WithoutCancel(ctx), final); err != nil {
+	c := &Commit{
+		Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause, StoppedAt: time.Now().UTC(),
+		Scopes:     map[string]*Scope{"": {Done: true, Failed: res.Status != StatusSucceeded, Output: res.Output, Error: res.Error, Cause: res.Cause}},
+		DropScopes: []string{""},
+		Transition: &Transition{Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause},
+	}
+	if err := r.commit(context.WithoutCancel(ctx), c); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
-
-var errExecutionTimeout = errors.New("execution timed out")
 
 // workflowFeatures fails a workflow whose top-level agent-native blocks do
 // not run yet: they validate, but running without them would silently drop
@@ -215,15 +253,22 @@ func workflowFeatures(m *states.Machine) error {
 	return asl.Errorf(asl.ErrNotImplemented, "the workflow's top-level %s block is not implemented yet", feature)
 }
 
-// machine runs a (possibly nested) machine from its StartAt on input and
-// returns its output, or the *asl.Error it failed with.
+// machine runs a (possibly nested) machine in scope sc from state next on
+// doc, and returns its output or the *asl.Error it failed with. Every state
+// that completes commits the scope's new position, so that a resumed
+// execution continues after it.
 //
-// size is an upper bound of the input's size in bytes of compact JSON, at
-// most the payload limit; each state passes on a bound of its output, and
-// measures a document only when its bound passes the limit (see size.go).
-func (r *run) machine(ctx context.Context, m *states.Machine, input any, size int, sc *scope) (any, error) {
-	name := m.StartAt
-	doc := input
+// size is an upper bound of doc's size in bytes of compact JSON; each state
+// passes on a bound of its output and measures a document only when its
+// bound passes the payload limit (see size.go).
+func (r *run) machine(ctx context.Context, m *states.Machine, sc *scope, next string, doc any, size int) (any, error) {
+	if size == unknownSize && r.x.maxPayload >= 0 {
+		n, ok := sc.sizes.Within(doc, r.x.maxPayload)
+		if !ok {
+			n = r.x.maxPayload
+		}
+		size = n
+	}
 	for {
 		if err := context.Cause(ctx); err != nil {
 			if errors.Is(err, errExecutionTimeout) {
@@ -231,20 +276,32 @@ func (r *run) machine(ctx context.Context, m *states.Machine, input any, size in
 			}
 			return nil, err
 		}
-		st := m.States[name]
+		st := m.States[next]
 		s, err := r.step(ctx, st, doc, size, sc)
 		if err != nil {
 			return nil, err
 		}
-		if sc.top {
-			if err := r.commit(ctx, &Transition{Status: StatusRunning, State: name, Next: s.next, Previous: doc, Proposed: s.proposed, Output: s.output, Variables: sc.vars}); err != nil {
-				return nil, err
-			}
-		}
 		if s.next == "" {
+			// The caller commits how the machine ended.
 			return s.output, nil
 		}
-		name, doc, size = s.next, s.output, s.size
+		if !r.x.durable {
+			next, doc, size = s.next, s.output, s.size
+			continue
+		}
+		c := &Commit{
+			Scopes:     map[string]*Scope{sc.key: sc.position(s.next, s.output, nil)},
+			DropScopes: s.drop,
+			Checkpoint: s.checkpoint,
+		}
+		if sc.top {
+			c.Status = StatusRunning
+			c.Transition = &Transition{Status: StatusRunning, State: next, Next: s.next, Previous: doc, Proposed: s.proposed, Output: s.output, Variables: sc.vars}
+		}
+		if err := r.commit(ctx, c); err != nil {
+			return nil, err
+		}
+		next, doc, size = s.next, s.output, s.size
 	}
 }
 
@@ -258,17 +315,33 @@ type stepResult struct {
 	next string
 	// size bounds the output's size (see run.machine).
 	size int
+	// drop lists the scope prefixes of nested machines this state ran,
+	// removed when its completion is committed.
+	drop []string
+	// checkpoint is the snapshot a Checkpoint state writes.
+	checkpoint *Checkpoint
 }
 
 // step runs one state: it records its entry, runs it (with Retry and
 // Catch), applies its Assign, and records its exit.
 func (r *run) step(ctx context.Context, st states.State, input any, size int, sc *scope) (stepResult, error) {
 	c := st.Base()
+	visit := sc.visit(c.Name)
+	var progress *StepProgress
+	if p := sc.resume; p != nil {
+		sc.resume = nil
+		if p.Visit == visit {
+			progress = p
+		}
+	}
 	now := time.Now().UTC()
-	entered := r.eventAt(Event{Type: eventType(c.Type, true), Timestamp: now, State: c.Name, Scope: sc.prefix, Input: input})
-	h := &stateRun{r: r, sc: sc, entered: entered, st: st, inSize: size}
+	entered := r.eventAt(Event{Type: eventType(c.Type, true), Timestamp: now, State: c.Name, Scope: sc.prefix, Input: input, Document: input})
+	h := &stateRun{r: r, sc: sc, entered: entered, st: st, inSize: size, visit: visit, progress: progress, raw: input}
 	h.envData = env{r: r, sc: sc, state: c.Name, entered: now, item: sc.item}
 	h.env = &h.envData
+	if progress != nil {
+		h.env.retry = progress.Attempt
+	}
 	var (
 		res stepResult
 		err error
@@ -290,6 +363,8 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, func(ctx context.Context) (stepResult, error) { return h.mapState(ctx, s, input) })
 	case *states.Parallel:
 		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, func(ctx context.Context) (stepResult, error) { return h.parallel(ctx, s, input) })
+	case *states.Checkpoint:
+		res, err = h.checkpoint(s, input)
 	default:
 		err = asl.Errorf(asl.ErrNotImplemented, "state %q: %s states are not implemented yet", c.Name, c.Type)
 	}
@@ -299,157 +374,36 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	if h.assign != nil {
 		sc.assign(h.assign)
 	}
-	r.event(Event{Type: eventType(c.Type, false), State: c.Name, Scope: sc.prefix, Output: res.output})
+	r.event(Event{Type: eventType(c.Type, false), State: c.Name, Scope: sc.prefix, Output: res.output, Document: res.output})
+	res.drop = append(res.drop, h.drop...)
+	if res.checkpoint != nil {
+		sc.checkpointDone(res.checkpoint)
+	}
 	return res, nil
 }
 
-// stateRun carries what one run of a state needs.
-type stateRun struct {
-	r       *run
-	env     *env // points at envData
-	envData env
-	sc      *scope
-	entered int64
-	st      states.State
-	// assign holds the variables the state sets, applied when it exits.
-	assign map[string]any
-	// inSize bounds the size of the state's raw input.
-	inSize int
+// park commits the top-level machine's position with the state's progress
+// (a delay until wake) and the execution as WAITING, and unwinds the run.
+func (h *stateRun) park(ctx context.Context, what string, wake time.Time, progress *StepProgress) error {
+	r := h.r
+	c := &Commit{
+		Status: StatusWaiting, WakeAt: wake, WaitingFor: what,
+		Scopes: map[string]*Scope{"": h.sc.positionBefore(h.name(), h.raw, progress)},
+	}
+	if err := r.commit(ctx, c); err != nil {
+		return err
+	}
+	r.parked = &parking{state: h.name(), what: what, wake: wake}
+	return errParked
 }
 
-func (h *stateRun) name() string { return h.st.Base().Name }
-
-// runtimeError is a States.Runtime error quoting the state and the event id
-// of its entry, as AWS words it.
-func (h *stateRun) runtimeError(msg string) *asl.Error {
-	return asl.Errorf(asl.ErrRuntime, "An error occurred while executing the state '%s' (entered at the event id #%d). %s", h.name(), h.entered, msg)
+// positionBefore is the durable record of the scope while state name runs
+// on raw with progress: the visit being run is not counted yet, so that
+// resuming enters the state again with the same visit number.
+func (s *scope) positionBefore(name string, raw any, progress *StepProgress) *Scope {
+	visits := maps.Clone(s.visits)
+	if visits[name] > 0 {
+		visits[name]--
+	}
+	return &Scope{Next: name, Doc: raw, Vars: s.vars, Visits: visits, Step: progress}
 }
-
-// pathError turns the failure of a path, template or intrinsic function
-// into the error AWS raises for it: States.Runtime, whose cause quotes the
-// state. (AWS raises an intrinsic function's failure as States.Runtime with
-// the cause "Invalid arguments in States.X", not States.IntrinsicFailure.)
-func (h *stateRun) pathError(err error) error {
-	var ie *jsonpath.IntrinsicError
-	if errors.As(err, &ie) {
-		return h.runtimeError(ie.Msg)
-	}
-	return h.runtimeError(err.Error())
-}
-
-// get reads a path of the state's configuration (SecondsPath,
-// MaxConcurrencyPath, …) from its input; a miss is States.Runtime.
-func (h *stateRun) get(p *jsonpath.Path, input any) (any, error) {
-	v, err := p.Get(input, h.env)
-	if err != nil {
-		return nil, h.pathError(err)
-	}
-	return v, nil
-}
-
-// inputPath applies InputPath to the raw input.
-func (h *stateRun) inputPath(input any) (any, error) {
-	return h.ioPath(h.st.Base().InputPath, input)
-}
-
-// outputPath applies OutputPath to the state's result document.
-func (h *stateRun) outputPath(doc any) (any, error) {
-	return h.ioPath(h.st.Base().OutputPath, doc)
-}
-
-func (h *stateRun) ioPath(p states.IOPath, doc any) (any, error) {
-	switch {
-	case p.Null:
-		return map[string]any{}, nil
-	case p.Path == nil:
-		return doc, nil
-	}
-	v, err := p.Path.Get(doc, h.env)
-	if err != nil {
-		return nil, h.pathError(err)
-	}
-	return v, nil
-}
-
-// resultPath places result into the raw input.
-func (h *stateRun) resultPath(rp states.ResultPath, raw, result any) (any, error) {
-	switch {
-	case rp.Discard:
-		return raw, nil
-	case rp.Path == nil:
-		return result, nil
-	}
-	doc, err := rp.Path.Set(raw, result)
-	if err != nil {
-		return nil, asl.Errorf(asl.ErrReferencePathConflict, "%s", err.Error())
-	}
-	return doc, nil
-}
-
-// template evaluates a payload template on input, whose size is at most
-// inSize, and returns the result with a bound of its size; a result over
-// the payload limit is States.DataLimitExceeded.
-func (h *stateRun) template(t *jsonpath.Template, input any, inSize int) (any, int, error) {
-	v, err := t.Eval(input, h.env)
-	if err != nil {
-		return nil, 0, h.pathError(err)
-	}
-	bound, ok := t.SizeBound(inSize)
-	if !ok {
-		bound = unknownSize
-	}
-	size, err := h.fits(v, bound)
-	return v, size, err
-}
-
-// evalAssign computes the state's Assign block against value; the
-// variables are set when the state exits.
-func (h *stateRun) evalAssign(t *jsonpath.Template, value any) error {
-	if t == nil {
-		return nil
-	}
-	v, err := t.Eval(value, h.env)
-	if err != nil {
-		return h.pathError(err)
-	}
-	m, _ := v.(map[string]any)
-	h.assign = m
-	return nil
-}
-
-// finish is the common tail of states that produce a result, whose size
-// is at most resultSize: ResultPath, OutputPath (the output is held to the
-// payload limit), Assign.
-func (h *stateRun) finish(raw, result any, resultSize int, rp states.ResultPath) (stepResult, error) {
-	c := h.st.Base()
-	proposed, err := h.resultPath(rp, raw, result)
-	if err != nil {
-		return stepResult{}, err
-	}
-	out, err := h.outputPath(proposed)
-	if err != nil {
-		return stepResult{}, err
-	}
-	size, err := h.settle(out, placedSize(rp, h.inSize, resultSize))
-	if err != nil {
-		return stepResult{}, err
-	}
-	if err := h.evalAssign(c.Assign, result); err != nil {
-		return stepResult{}, err
-	}
-	return stepResult{output: out, proposed: proposed, next: c.Next, size: size}, nil
-}
-
-// numberValue reads a JSON number as an int64 when it is integral.
-func numberValue(v any) (int64, bool) {
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, false
-	}
-	return jsonpath.Int64(n)
-}
-
-// qualified returns the state's name as agents see it.
-func (h *stateRun) qualified() string { return h.sc.prefix + h.name() }
-
-func itoa(i int) string { return strconv.Itoa(i) }

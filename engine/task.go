@@ -95,10 +95,11 @@ func (h *stateRun) seconds(field string, fixed int64, path *jsonpath.Path, input
 // with.
 func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeout, heartbeat time.Duration) (any, int, error) {
 	r := h.r
-	a, ok := r.x.agents.Lookup(name)
+	a, ok := r.agents.Lookup(name)
 	r.mu.Lock()
 	n := r.invocations[name]
 	r.invocations[name] = n + 1
+	r.invocationsChanged = true
 	r.mu.Unlock()
 	r.event(Event{Type: EventTaskScheduled, State: h.name(), Input: input})
 	if !ok {
@@ -108,7 +109,8 @@ func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeou
 	}
 	req := &agents.Request{
 		Agent:      name,
-		Execution:  r.id,
+		Execution:  r.exec.ID,
+		Step:       h.step(),
 		State:      h.qualified(),
 		Attempt:    h.env.retry,
 		Invocation: n,

@@ -21,6 +21,9 @@ func (h *stateRun) wait(ctx context.Context, s *states.Wait, raw any) (stepResul
 	}
 	var d time.Duration
 	switch {
+	case h.progress != nil && !h.progress.WakeAt.IsZero():
+		// Resumed in the middle of this wait: it ends when it was due to.
+		d = time.Until(h.progress.WakeAt)
 	case s.HasSeconds:
 		d = time.Duration(s.Seconds) * time.Second
 	case !s.Timestamp.IsZero():
@@ -55,7 +58,7 @@ func (h *stateRun) wait(ctx context.Context, s *states.Wait, raw any) (stepResul
 		}
 		d = time.Until(t)
 	}
-	if err := sleep(ctx, d); err != nil {
+	if err := h.delay(ctx, "Wait", d, &StepProgress{Visit: h.visit}); err != nil {
 		return stepResult{}, err
 	}
 	out, err := h.outputPath(input)
@@ -66,6 +69,31 @@ func (h *stateRun) wait(ctx context.Context, s *states.Wait, raw any) (stepResul
 		return stepResult{}, err
 	}
 	return stepResult{output: out, proposed: input, next: s.Next, size: h.inSize}, nil
+}
+
+// progressAfter is the shortest delay worth committing, so that a resumed
+// execution waits only what remains of it.
+const progressAfter = time.Second
+
+// delay waits d within a state whose progress, apart from its wake-up
+// time, is p. A durable execution commits the wake-up time of a delay of a
+// second or more; in the top-level machine, one longer than ParkAfter stops
+// the execution as WAITING (for what) to be woken later, instead of
+// sleeping.
+func (h *stateRun) delay(ctx context.Context, what string, d time.Duration, p *StepProgress) error {
+	if d <= 0 {
+		return nil
+	}
+	if h.r.x.durable && d >= progressAfter {
+		p.WakeAt = time.Now().UTC().Add(d)
+		if h.sc.top && d > h.r.x.parkAfter {
+			return h.park(ctx, what, p.WakeAt, p)
+		}
+		if err := h.saveProgress(ctx, p); err != nil {
+			return err
+		}
+	}
+	return sleep(ctx, d)
 }
 
 // sleep waits for d or until ctx ends; a non-positive d returns at once.

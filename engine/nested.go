@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/states"
+)
+
+// nested runs machine m of a Map item or Parallel branch in scope child,
+// whose key names it durably, on input (of at most size bytes). When the
+// execution was resumed, a machine that had finished is not run again (its
+// recorded output or failure is returned) and one that had started goes on
+// from where it was committed. A finished machine's outcome is committed,
+// so that a later resume does not run it again.
+func (h *stateRun) nested(ctx context.Context, m *states.Machine, child *scope, input any, size int) (any, error) {
+	r := h.r
+	next, doc := m.StartAt, input
+	if s := r.loaded[child.key]; s != nil {
+		if s.Done {
+			if s.Failed {
+				return nil, &asl.Error{Name: asl.ErrorName(s.Error), Cause: s.Cause}
+			}
+			return s.Output, nil
+		}
+		next, doc, size = s.Next, s.Doc, unknownSize
+		child.vars, child.visits, child.resume = s.Vars, s.Visits, s.Step
+	}
+	out, err := r.machine(ctx, m, child, next, doc, size)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.commit(ctx, &Commit{Scopes: map[string]*Scope{child.key: {Done: true, Output: out}}}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// failedNested commits that a nested machine failed and its failure was
+// tolerated (a Map item within ToleratedFailureCount/Percentage), so that a
+// resumed Map counts it again without running it.
+func (h *stateRun) failedNested(ctx context.Context, child *scope, ae *asl.Error) error {
+	s := &Scope{Done: true, Failed: true, Error: string(ae.Name), Cause: ae.Cause}
+	return h.r.commit(ctx, &Commit{Scopes: map[string]*Scope{child.key: s}})
+}

@@ -1,0 +1,298 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/states"
+)
+
+// ResumeOptions are the settings of Resume, Rollback and Fork.
+type ResumeOptions struct {
+	// Agents, when set, are the agents to run with; otherwise Config.AgentsFor
+	// builds them from the execution (when set), else Config.Agents serve.
+	Agents *agents.Registry
+	// Restore says what Rollback and Fork take from the checkpoint; the zero
+	// value is RestoreAll.
+	Restore Restore
+	// ForkID is the id of the execution Fork starts; empty means a new
+	// UUIDv7.
+	ForkID string
+}
+
+// Restore selects what a rollback or fork takes from a checkpoint.
+type Restore int
+
+const (
+	// RestoreAll takes the position and document and the agent memory.
+	RestoreAll Restore = iota
+	// RestoreDocument takes the position, document and variables only.
+	RestoreDocument
+	// RestoreMemory takes the agent memory only; the execution stays where
+	// it is.
+	RestoreMemory
+)
+
+// String names r as the CLI spells it.
+func (r Restore) String() string {
+	switch r {
+	case RestoreDocument:
+		return "document"
+	case RestoreMemory:
+		return "memory"
+	}
+	return "both"
+}
+
+// ParseRestore reads "document", "memory" or "both".
+func ParseRestore(s string) (Restore, error) {
+	switch s {
+	case "both", "":
+		return RestoreAll, nil
+	case "document":
+		return RestoreDocument, nil
+	case "memory":
+		return RestoreMemory, nil
+	}
+	return 0, fmt.Errorf("restore %q: want document, memory or both", s)
+}
+
+// load reads an execution and parses its definition.
+func (x *Executor) load(ctx context.Context, id string) (*Execution, *states.Machine, error) {
+	if !x.durable {
+		return nil, nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
+	}
+	e, err := x.store.Load(ctx, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("execution %s: %w", id, err)
+	}
+	m, err := states.Parse(e.Definition)
+	if err != nil {
+		return nil, nil, fmt.Errorf("execution %s: its stored definition no longer parses: %w", id, err)
+	}
+	return e, m, nil
+}
+
+// agentsOf returns the agents an execution runs with.
+func (x *Executor) agentsOf(e *Execution, opts ResumeOptions) (*agents.Registry, error) {
+	if opts.Agents != nil {
+		return opts.Agents, nil
+	}
+	if x.agentsFor != nil {
+		reg, err := x.agentsFor(e)
+		if err != nil {
+			return nil, fmt.Errorf("execution %s: agents: %w", e.ID, err)
+		}
+		return reg, nil
+	}
+	return x.agents, nil
+}
+
+// resumed returns a run that continues e from its committed progress.
+func (x *Executor) resumed(m *states.Machine, e *Execution, reg *agents.Registry) *run {
+	r := x.newRun(m, e, reg)
+	p := e.Progress
+	r.lastEvent, r.lastOwn, r.seq = p.LastEvent, p.LastOwnEvent, e.Seq
+	if p.Invocations != nil {
+		r.invocations = maps.Clone(p.Invocations)
+	}
+	r.loaded = p.Scopes
+	return r
+}
+
+// Resume continues an execution from its last commit, after its process
+// stopped (a crash, a cancelled context) or when it waited (a long Wait or
+// Retry delay: a resume before it is due goes on waiting). At most the
+// agent call that was in flight is made again, with the same idempotency
+// key and invocation number. Resuming an execution that has ended fails
+// with ErrEnded.
+func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (*Result, error) {
+	e, m, err := x.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if e.Status.Ended() {
+		return nil, fmt.Errorf("execution %s: %w (%s)", id, ErrEnded, e.Status)
+	}
+	reg, err := x.agentsOf(e, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !x.acquire(id) {
+		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
+	}
+	defer x.release(id)
+	r := x.resumed(m, e, reg)
+	top := e.Progress.Scopes[""]
+	if top == nil {
+		// Created, but the first commit never happened: start afresh.
+		r.event(Event{Type: EventExecutionStarted, Input: e.Input, Document: e.Input})
+		top = &Scope{Next: m.StartAt, Doc: e.Input}
+	}
+	r.ownEvent(Event{Type: EventExecutionResumed, State: top.Next, Document: top.Doc, Detail: map[string]any{"from": string(e.Status)}})
+	if err := r.commit(ctx, &Commit{Status: StatusRunning}); err != nil {
+		return nil, err
+	}
+	return r.execute(ctx, top)
+}
+
+// checkpointOf loads an execution's named checkpoint, or says which ones
+// there are.
+func (x *Executor) checkpointOf(ctx context.Context, e *Execution, name string) (*Checkpoint, error) {
+	cs, ok := x.store.(Checkpoints)
+	if !ok {
+		return nil, fmt.Errorf("execution %s: the store keeps no checkpoints", e.ID)
+	}
+	cp, err := cs.Checkpoint(ctx, e.ID, name)
+	now := time.Now()
+	if err == nil && (cp.ExpiresAt.IsZero() || cp.ExpiresAt.After(now)) {
+		return cp, nil
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("execution %s: checkpoint %q: %w", e.ID, name, err)
+	}
+	list, lerr := cs.ListCheckpoints(ctx, e.ID)
+	if lerr != nil {
+		return nil, fmt.Errorf("execution %s: checkpoints: %w", e.ID, lerr)
+	}
+	var live, expired []string
+	for _, c := range list {
+		if c.ExpiresAt.IsZero() || c.ExpiresAt.After(now) {
+			live = append(live, c.Name)
+		} else {
+			expired = append(expired, c.Name)
+		}
+	}
+	sort.Strings(live)
+	sort.Strings(expired)
+	avail := "none"
+	if len(live) > 0 {
+		avail = strings.Join(live, ", ")
+	}
+	if len(expired) > 0 {
+		avail += " (expired: " + strings.Join(expired, ", ") + ")"
+	}
+	if err == nil {
+		return nil, fmt.Errorf("execution %s: checkpoint %q expired at %s; available: %s: %w", e.ID, name, cp.ExpiresAt.Format(time.RFC3339), avail, ErrNotFound)
+	}
+	return nil, fmt.Errorf("execution %s has no checkpoint %q; available: %s: %w", e.ID, name, avail, ErrNotFound)
+}
+
+// Rollback moves an execution back to a named checkpoint, in place, and
+// runs it from there: the history after the checkpoint is kept and marked
+// superseded, later checkpoints stay usable, and the rollback is a history
+// event. It works on running, waiting and ended executions. opts.Restore
+// selects what is restored: RestoreMemory leaves the position and document
+// where they are (and needs an execution that has not ended).
+func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts ResumeOptions) (*Result, error) {
+	e, m, err := x.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := x.checkpointOf(ctx, e, checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := x.agentsOf(e, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !x.acquire(id) {
+		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
+	}
+	defer x.release(id)
+	r := x.resumed(m, e, reg)
+	top := e.Progress.Scopes[""]
+	c := &Commit{Status: StatusRunning}
+	if opts.Restore == RestoreMemory {
+		if e.Status.Ended() || top == nil || top.Done {
+			return nil, fmt.Errorf("execution %s has ended (%s): restoring the memory alone leaves nothing to run; restore the document too: %w", id, e.Status, ErrEnded)
+		}
+	} else {
+		top = &Scope{Next: cp.Next, Doc: cp.Document, Vars: cp.Variables, Visits: cp.Visits}
+		r.loaded = nil
+		if cp.Invocations != nil {
+			r.invocations = maps.Clone(cp.Invocations)
+		}
+		c.DropScopes = []string{""}
+		c.Scopes = map[string]*Scope{"": top}
+		c.Rollback = &Rollback{ToEvent: cp.LastEvent, ToOwnEvent: cp.LastOwnEvent}
+	}
+	r.ownEvent(Event{Type: EventExecutionRolledBack, State: cp.State, Document: top.Doc, Detail: map[string]any{
+		"checkpoint": cp.Name, "restore": opts.Restore.String(), "from": string(e.Status),
+	}})
+	if err := r.commit(ctx, c); err != nil {
+		return nil, err
+	}
+	return r.execute(ctx, top)
+}
+
+// Fork starts a new execution from a named checkpoint of another one (its
+// parent, to which it is linked) and runs it. The parent is not changed
+// beyond a history event saying it was forked.
+func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeOptions) (*Result, error) {
+	parent, m, err := x.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := x.checkpointOf(ctx, parent, checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := x.agentsOf(parent, opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &Execution{
+		ID: opts.ForkID, MachineName: parent.MachineName, Definition: parent.Definition,
+		DefinitionHash: parent.DefinitionHash, Input: parent.Input, Status: StatusRunning,
+		StartedAt: time.Now().UTC(), Parent: parent.ID, ParentCheckpoint: cp.Name,
+		Agents: parent.Agents, AgentsKind: parent.AgentsKind,
+	}
+	if e.ID == "" {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return nil, fmt.Errorf("new execution id: %w", err)
+		}
+		e.ID = u.String()
+	}
+	if err := x.store.Create(ctx, e); err != nil {
+		return nil, fmt.Errorf("execution %s: %w", e.ID, err)
+	}
+	// The parent's history says it was forked.
+	pr := x.resumed(m, parent, reg)
+	pr.ownEvent(Event{Type: EventForkedTo, Detail: map[string]any{"execution": e.ID, "checkpoint": cp.Name}})
+	if err := pr.commit(ctx, &Commit{}); err != nil {
+		return nil, err
+	}
+	if !x.acquire(e.ID) {
+		return nil, fmt.Errorf("execution %s: %w", e.ID, ErrBusy)
+	}
+	defer x.release(e.ID)
+	r := x.newRun(m, e, reg)
+	if cp.Invocations != nil && opts.Restore != RestoreMemory {
+		r.invocations = maps.Clone(cp.Invocations)
+	}
+	r.event(Event{Type: EventExecutionStarted, Input: e.Input, Document: cp.Document})
+	r.ownEvent(Event{Type: EventExecutionForked, State: cp.State, Document: cp.Document, Detail: map[string]any{
+		"parent": parent.ID, "checkpoint": cp.Name, "restore": opts.Restore.String(),
+	}})
+	top := &Scope{Next: cp.Next, Doc: cp.Document, Vars: cp.Variables, Visits: cp.Visits}
+	if opts.Restore == RestoreMemory {
+		// Only the memory comes from the checkpoint: the fork starts from
+		// the beginning.
+		top = &Scope{Next: m.StartAt, Doc: e.Input}
+	}
+	if err := r.commit(ctx, &Commit{Status: StatusRunning, Scopes: map[string]*Scope{"": top}}); err != nil {
+		return nil, err
+	}
+	return r.execute(ctx, top)
+}
