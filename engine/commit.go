@@ -58,9 +58,6 @@ func (r *run) commit(ctx context.Context, c *Commit) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.flushErr; err != nil {
-		return err
-	}
 	return r.commitLocked(ctx, c)
 }
 

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"time"
 )
 
@@ -90,11 +89,6 @@ var stateEventNames = func() map[string][2]string {
 	return m
 }()
 
-// historyBatch is how many events may pile up before they are handed to
-// the store without waiting for the next transition, so that a long state
-// (a Map over many items) keeps memory bounded.
-const historyBatch = 1024
-
 // event appends e to the history, numbering and timestamping it, and
 // returns its id.
 func (r *run) event(e Event) int64 {
@@ -113,11 +107,7 @@ func (r *run) eventAt(e Event) int64 {
 		return e.ID
 	}
 	r.events = append(r.events, e)
-	full := len(r.events) >= historyBatch && r.flushErr == nil
 	r.mu.Unlock()
-	if full {
-		r.flush()
-	}
 	return e.ID
 }
 
@@ -133,17 +123,4 @@ func (r *run) ownEvent(e Event) int64 {
 		r.events = append(r.events, e)
 	}
 	return e.Own
-}
-
-// flush hands the history recorded so far to the store; a failure is kept
-// and reported by the next commit.
-func (r *run) flush() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.flushErr != nil || len(r.events) < historyBatch {
-		return
-	}
-	if err := r.commitLocked(context.Background(), &Commit{}); err != nil {
-		r.flushErr = err
-	}
 }

@@ -43,7 +43,7 @@ func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepRe
 		return stepResult{}, err
 	}
 	r := h.r
-	r.event(Event{Type: EventMapStateStarted, State: h.name()})
+	r.event(Event{Type: EventMapStateStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	results, err := h.runItems(ctx, s, input, arr, itemSize, cfg)
 	return h.collected(raw, results, err, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
 }
@@ -55,11 +55,11 @@ func (h *stateRun) collected(raw any, results []any, err error, succeeded, faile
 	if err != nil {
 		var ae *asl.Error
 		if errors.As(err, &ae) {
-			h.r.event(Event{Type: failed, State: h.name(), Error: string(ae.Name), Cause: ae.Cause})
+			h.r.event(Event{Type: failed, State: h.name(), Scope: h.sc.prefix, Error: string(ae.Name), Cause: ae.Cause, Document: raw})
 		}
 		return stepResult{}, err
 	}
-	h.r.event(Event{Type: succeeded, State: h.name()})
+	h.r.event(Event{Type: succeeded, State: h.name(), Scope: h.sc.prefix, Document: raw})
 	var result any = results
 	size, err := h.fits(result, unknownSize)
 	if err != nil {
@@ -207,7 +207,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 				}
 				itemInput = v
 			}
-			r.event(Event{Type: EventMapIterationStart, State: h.name(), Input: itemInput, Document: itemInput})
+			r.event(Event{Type: EventMapIterationStart, State: h.name(), Scope: h.sc.prefix, Input: itemInput, Document: itemInput, Detail: r.indexDetail(i)})
 			child := &scope{parent: parent, key: key + itoa(i) + "/", prefix: prefix + itoa(i) + "/", item: mi}
 			out, err := h.nested(gctx, s.Processor, child, itemInput, size)
 			if err != nil {
@@ -215,7 +215,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 				if !errors.As(err, &ae) {
 					return err
 				}
-				r.event(Event{Type: EventMapIterationFailed, State: h.name(), Error: string(ae.Name), Cause: ae.Cause})
+				r.event(Event{Type: EventMapIterationFailed, State: h.name(), Scope: h.sc.prefix, Error: string(ae.Name), Cause: ae.Cause, Detail: r.indexDetail(i)})
 				if !cfg.tolerant {
 					return ae
 				}
@@ -228,7 +228,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 				results[i] = errorOutput(ae)
 				return nil
 			}
-			r.event(Event{Type: EventMapIterationOK, State: h.name()})
+			r.event(Event{Type: EventMapIterationOK, State: h.name(), Scope: h.sc.prefix, Document: out, Detail: r.indexDetail(i)})
 			results[i] = out
 			return nil
 		})
@@ -264,4 +264,13 @@ func errorOutput(ae *asl.Error) map[string]any {
 		out["Cause"] = ae.Cause
 	}
 	return out
+}
+
+// indexDetail is the detail of a Map iteration event; in-memory runs keep
+// no history, so they skip building it.
+func (r *run) indexDetail(i int) any {
+	if !r.x.durable {
+		return nil
+	}
+	return map[string]any{"index": jsonpath.IntNumber(int64(i))}
 }

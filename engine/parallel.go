@@ -23,7 +23,7 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 		}
 	}
 	r := h.r
-	r.event(Event{Type: EventParallelStarted, State: h.name()})
+	r.event(Event{Type: EventParallelStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	results := make([]any, len(s.Branches))
 	g, gctx := errgroup.WithContext(ctx)
 	prefix := h.qualified() + "/"

@@ -37,7 +37,6 @@ type run struct {
 	invocationsChanged bool
 	seq                int64
 	queue              commitQueue
-	flushErr           error // a failed history-only commit, reported at the next commit
 	parked             *parking
 }
 
@@ -205,7 +204,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		r.event(Event{Type: EventExecutionSucceeded, Output: out, Document: out})
 	case errors.Is(context.Cause(ctx), errExecutionTimeout):
 		res.Status, res.Error, res.Cause = StatusTimedOut, string(asl.ErrTimeout), "the execution timed out"
-		r.event(Event{Type: EventExecutionTimedOut, Error: res.Error, Cause: res.Cause})
+		r.event(Event{Type: EventExecutionTimedOut, Error: res.Error, Cause: res.Cause, Document: top.Doc})
 	default:
 		var ae *asl.Error
 		if !errors.As(err, &ae) {
@@ -217,7 +216,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 			return nil, fmt.Errorf("execution %s: %w", r.exec.ID, err)
 		}
 		res.Status, res.Error, res.Cause = StatusFailed, string(ae.Name), ae.Cause
-		r.event(Event{Type: EventExecutionFailed, Error: res.Error, Cause: res.Cause})
+		r.event(Event{Type: EventExecutionFailed, Error: res.Error, Cause: res.Cause, Document: top.Doc})
 	}
 	c := &Commit{
 		Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause, StoppedAt: time.Now().UTC(),

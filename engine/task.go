@@ -101,10 +101,11 @@ func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeou
 	r.invocations[name] = n + 1
 	r.invocationsChanged = true
 	r.mu.Unlock()
-	r.event(Event{Type: EventTaskScheduled, State: h.name(), Input: input})
+	key := map[string]any{"step": h.step(), "attempt": jsonpath.IntNumber(int64(h.env.retry)), "invocation": jsonpath.IntNumber(int64(n))}
+	r.event(Event{Type: EventTaskScheduled, State: h.name(), Scope: h.sc.prefix, Input: input, Document: h.raw, Detail: key})
 	if !ok {
 		err := asl.Errorf(asl.ErrTaskFailed, "agent %q is not registered", name)
-		r.event(Event{Type: EventTaskFailed, State: h.name(), Error: string(err.Name), Cause: err.Cause})
+		r.event(Event{Type: EventTaskFailed, State: h.name(), Scope: h.sc.prefix, Error: string(err.Name), Cause: err.Cause, Document: h.raw, Detail: key})
 		return nil, 0, err
 	}
 	req := &agents.Request{
@@ -116,7 +117,7 @@ func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeou
 		Invocation: n,
 		Input:      input,
 	}
-	r.event(Event{Type: EventTaskStarted, State: h.name()})
+	r.event(Event{Type: EventTaskStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	result, err := invoke(ctx, a, req, timeout, heartbeat)
 	size := 0
 	if err == nil {
@@ -137,10 +138,10 @@ func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeou
 		if ae.Name == asl.ErrTimeout || ae.Name == asl.ErrHeartbeatTimeout {
 			typ = EventTaskTimedOut
 		}
-		r.event(Event{Type: typ, State: h.name(), Error: string(ae.Name), Cause: ae.Cause})
+		r.event(Event{Type: typ, State: h.name(), Scope: h.sc.prefix, Error: string(ae.Name), Cause: ae.Cause, Document: h.raw, Detail: key})
 		return nil, 0, ae
 	}
-	r.event(Event{Type: EventTaskSucceeded, State: h.name(), Output: result})
+	r.event(Event{Type: EventTaskSucceeded, State: h.name(), Scope: h.sc.prefix, Output: result, Document: h.raw, Detail: key})
 	return result, size, nil
 }
 
