@@ -689,6 +689,51 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	})
 }
 
+// FuzzDecodeSnapshotResealed gets past the CRC, which random changes
+// cannot: it repairs the compressed length and the CRC of what it is
+// given, and for codec none the payload length and SHA-256 too, so that
+// the checks behind them and the decompressors and the JSON decoder see
+// fuzzed input. Decode must not panic, must fail with ErrCorrupt or
+// ErrUnsupported, and may only accept what decodes to the payload.
+func FuzzDecodeSnapshotResealed(f *testing.F) {
+	var c Codecs
+	for _, codec := range allCodecs {
+		f.Add(mustEncode(f, &c, smallDoc, codec))
+	}
+	f.Add(record(1, codecIDNone, 0, 0, [32]byte{}, []byte(` {"a" : [1, 2.50, "\u00e9"]} `)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) >= headerSize {
+			data = bytes.Clone(data)
+			binary.BigEndian.PutUint64(data[offDataLen:], uint64(len(data)-headerSize))
+			if data[offCodec] == codecIDNone {
+				binary.BigEndian.PutUint64(data[offRawLen:], uint64(len(data)-headerSize))
+				sum := sha256.Sum256(data[headerSize:])
+				copy(data[offSum:], sum[:])
+			}
+			reseal(data)
+		}
+		v, err := c.Decode(data, nil)
+		if err != nil {
+			if v != nil {
+				t.Errorf("Decode = %#v with error %v, want no value", v, err)
+			}
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupported) {
+				t.Errorf("Decode error %v wraps neither ErrCorrupt nor ErrUnsupported", err)
+			}
+			return
+		}
+		if _, err := jsonpath.Marshal(v); err != nil {
+			t.Errorf("Decode returned a value Marshal rejects: %v", err)
+		}
+		if data[offCodec] == codecIDNone {
+			want, err := jsonpath.Decode(data[headerSize:])
+			if err != nil || !reflect.DeepEqual(v, want) {
+				t.Errorf("Decode = %#v, want the payload's value %#v (%v)", v, want, err)
+			}
+		}
+	})
+}
+
 // agentDoc builds a deterministic agent-like document (a conversation
 // with messages, tool calls, retrieved documents with scores, usage
 // figures) whose JSON is at least size bytes.
@@ -752,5 +797,96 @@ func agentDoc(size int) any {
 		if i%8 == 7 && jsonpath.Size(doc) >= size {
 			return doc
 		}
+	}
+}
+
+// benchDoc is the ~50 KiB agent-like document of the benchmarks.
+func benchDoc(b *testing.B) (doc any, raw int) {
+	b.Helper()
+	doc = agentDoc(50 << 10)
+	return doc, jsonpath.Size(doc)
+}
+
+// BenchmarkSnapshot50KiB stores and loads a ~50 KiB agent-like document
+// with each codec (one Encode and one Decode per op, on a shared Codecs)
+// and reports the record's size: bytes, raw-bytes (the JSON) and ratio
+// (raw-bytes / bytes).
+func BenchmarkSnapshot50KiB(b *testing.B) {
+	doc, raw := benchDoc(b)
+	var c Codecs
+	for _, codec := range allCodecs {
+		b.Run(string(codec), func(b *testing.B) {
+			data := mustEncode(b, &c, doc, codec)
+			b.ReportAllocs()
+			b.SetBytes(int64(raw))
+			for b.Loop() {
+				data = mustEncode(b, &c, doc, codec)
+				if _, err := c.Decode(data, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(data)), "bytes")
+			b.ReportMetric(float64(raw), "raw-bytes")
+			b.ReportMetric(float64(raw)/float64(len(data)), "ratio")
+		})
+	}
+}
+
+// BenchmarkSnapshotEncode encodes the ~50 KiB document with a shared
+// Codecs, and with EncodeSnapshot ("oneshot": a new Codecs each time).
+func BenchmarkSnapshotEncode(b *testing.B) {
+	doc, raw := benchDoc(b)
+	var c Codecs
+	for _, codec := range allCodecs {
+		b.Run(string(codec), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(raw))
+			for b.Loop() {
+				mustEncode(b, &c, doc, codec)
+			}
+		})
+	}
+	for _, codec := range []Codec{CodecZstd, CodecGzip} {
+		b.Run(string(codec)+"-oneshot", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(raw))
+			for b.Loop() {
+				if _, err := EncodeSnapshot(doc, codec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSnapshotDecode decodes (verifies, decompresses, parses) the
+// ~50 KiB document's record with a shared Codecs, and with DecodeSnapshot
+// ("oneshot").
+func BenchmarkSnapshotDecode(b *testing.B) {
+	doc, raw := benchDoc(b)
+	var c Codecs
+	for _, codec := range allCodecs {
+		data := mustEncode(b, &c, doc, codec)
+		b.Run(string(codec), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(raw))
+			for b.Loop() {
+				if _, err := c.Decode(data, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	for _, codec := range []Codec{CodecZstd, CodecGzip} {
+		data := mustEncode(b, &c, doc, codec)
+		b.Run(string(codec)+"-oneshot", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(raw))
+			for b.Loop() {
+				if _, err := DecodeSnapshot(data, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
