@@ -654,6 +654,23 @@ func TestCodecsConcurrent(t *testing.T) {
 	}
 }
 
+// TestCodecsNoGoroutines checks that a Codecs leaves no goroutine behind,
+// so that it needs no Close.
+func TestCodecsNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 3 {
+		var c Codecs
+		for _, codec := range allCodecs {
+			if _, err := c.Decode(mustEncode(t, &c, smallDoc, codec), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("%d goroutines after using three Codecs, want %d", after, before)
+	}
+}
+
 // FuzzDecodeSnapshot checks that Decode never panics, that it fails with
 // ErrCorrupt or ErrUnsupported on anything but an intact record, and that
 // whatever it accepts is exactly what Encode writes for the value it
