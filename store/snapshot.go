@@ -111,8 +111,6 @@ const (
 	codecIDZstd = 3
 )
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
-
 // Codecs encodes and decodes snapshot records, keeping the compressors it
 // creates so that later calls reuse them: a Zstandard encoder and decoder
 // (created on first use, then shared: their EncodeAll and DecodeAll are
@@ -264,8 +262,9 @@ func (c *Codecs) gzip(payload []byte) ([]byte, error) {
 
 // recordCRC is the CRC-32C of rec without its CRC field.
 func recordCRC(rec []byte) uint32 {
-	crc := crc32.Update(0, crcTable, rec[:offCRC])
-	return crc32.Update(crc, crcTable, rec[offCRC+4:])
+	table := crc32.MakeTable(crc32.Castagnoli) // made once, by package crc32
+	crc := crc32.Update(0, table, rec[:offCRC])
+	return crc32.Update(crc, table, rec[offCRC+4:])
 }
 
 // Decode decodes a snapshot record: it checks the magic, the lengths and
