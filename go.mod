@@ -4,6 +4,9 @@ go 1.26.0
 
 require (
 	github.com/google/uuid v1.6.0
+	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/text v0.43.0
 )
+
+require golang.org/x/sys v0.45.0 // indirect
