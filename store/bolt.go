@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -76,6 +77,10 @@ type Bolt struct {
 	closed   bool
 	queue    chan *writeReq
 	loopDone chan struct{}
+
+	// batches counts the write transactions and batched the requests they
+	// carried (for benchmarks).
+	batches, batched atomic.Int64
 }
 
 var _ Store = (*Bolt)(nil)

@@ -70,6 +70,8 @@ func (b *Bolt) loop() {
 			}
 		}
 		b.commitBatch(batch)
+		b.batches.Add(1)
+		b.batched.Add(int64(len(batch)))
 		clear(batch)
 	}
 }
@@ -126,10 +128,7 @@ func (b *Bolt) Create(ctx context.Context, e *engine.Execution) error {
 	if err != nil {
 		return fmt.Errorf("create execution %s: %w", e.ID, err)
 	}
-	head, err := encodeHead(&c.head)
-	if err != nil {
-		return fmt.Errorf("create execution %s: %w", e.ID, err)
-	}
+	head := encodeHead(&c.head)
 	err = b.write(ctx, func(x *tx) error {
 		id := []byte(c.id)
 		if x.heads.Get(id) != nil {
@@ -249,10 +248,7 @@ func (x *tx) apply(p *prepared) error {
 			return fmt.Errorf("checkpoint %q: %w", p.checkpoint.name, err)
 		}
 	}
-	head, err := encodeHead(h)
-	if err != nil {
-		return err
-	}
+	head := encodeHead(h)
 	return x.heads.Put([]byte(p.id), head)
 }
 

@@ -85,11 +85,7 @@ func prepareEvent(e *engine.Event, memo *docMemo) (preparedEvent, error) {
 	if r.DocHash, err = memo.hash(e.Document); err != nil {
 		return preparedEvent{}, fmt.Errorf("document: %w", err)
 	}
-	body, err := marshalRecord(&r)
-	if err != nil {
-		return preparedEvent{}, err
-	}
-	return preparedEvent{body: body, digest: eventDigest(&r, hashes)}, nil
+	return preparedEvent{body: encodeEventRecord(&r), digest: eventDigest(&r, hashes)}, nil
 }
 
 // eventDigest is the canonical encoding of an event's hashed fields, each

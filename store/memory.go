@@ -65,10 +65,7 @@ func (m *Memory) Create(ctx context.Context, e *engine.Execution) error {
 	if err != nil {
 		return fmt.Errorf("create execution %s: %w", e.ID, err)
 	}
-	head, err := encodeHead(&c.head)
-	if err != nil {
-		return fmt.Errorf("create execution %s: %w", e.ID, err)
-	}
+	head := encodeHead(&c.head)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -154,10 +151,7 @@ func (m *Memory) apply(p *prepared) error {
 			oldBlob = r.Blob
 		}
 	}
-	head, err := encodeHead(h)
-	if err != nil {
-		return err
-	}
+	head := encodeHead(h)
 
 	x.head = head
 	if len(p.drop) > 0 {

@@ -173,7 +173,7 @@ func encodeScope(s *engine.Scope, memo *docMemo) ([]byte, error) {
 	if st := s.Step; st != nil {
 		r.Step = &stepRecord{Visit: st.Visit, Attempt: st.Attempt, Retries: st.Retries, WakeAt: utc(st.WakeAt)}
 	}
-	return marshalRecord(&r)
+	return encodeScopeRecord(&r), nil
 }
 
 // decodeScope reads a scope written by encodeScope.
@@ -353,9 +353,7 @@ func newer(a *checkpointRecord, an string, b *checkpointRecord, bn string) bool 
 	return an > bn
 }
 
-// encodeHead and decodeHead write and read a headRecord.
-func encodeHead(h *headRecord) ([]byte, error) { return marshalRecord(h) }
-
+// decodeHead reads a headRecord.
 func decodeHead(id string, data []byte) (*headRecord, error) {
 	var h headRecord
 	if err := json.Unmarshal(data, &h); err != nil {
