@@ -1,10 +1,12 @@
 package store_test
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -327,4 +329,110 @@ func TestBoltCloseDrains(t *testing.T) {
 			t.Errorf("VerifyHistory(%d) = %v", i, err)
 		}
 	}
+}
+
+// killEnv names the database a TestBoltKillChild process writes to.
+const killEnv = "ASLRUN_STORE_KILL_DB"
+
+// TestBoltSurvivesKill runs a child process that commits as fast as it can
+// and reports each commit that returned nil, kills it with SIGKILL, and
+// checks that every reported commit is in the database, several times
+// over.
+func TestBoltSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	path := filepath.Join(t.TempDir(), "aslrun.db")
+	acked := make(map[string]int64)
+	for round := range 3 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBoltKillChild$")
+		cmd.Env = append(os.Environ(), killEnv+"="+path)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		lines := 0
+		for sc.Scan() {
+			var id string
+			var seq int64
+			if _, err := fmt.Sscanf(sc.Text(), "ack %s %d", &id, &seq); err != nil {
+				continue
+			}
+			acked[id] = max(acked[id], seq)
+			if lines++; lines == 200+100*round {
+				cmd.Process.Kill() // SIGKILL, in the middle of commits
+			}
+		}
+		err = cmd.Wait()
+		if lines < 200+100*round {
+			t.Fatalf("round %d: the child acknowledged %d commits before ending (%v), want it killed after %d", round, lines, err, 200+100*round)
+		}
+
+		b, err := store.OpenBolt(path, store.BoltOptions{})
+		if err != nil {
+			t.Fatalf("round %d: OpenBolt after SIGKILL = %v", round, err)
+		}
+		for id, seq := range acked {
+			e, err := b.Load(t.Context(), id)
+			if err != nil {
+				t.Fatalf("round %d: Load(%s) after SIGKILL = %v", round, id, err)
+			}
+			if e.Seq < seq {
+				t.Errorf("round %d: execution %s has Seq %d after SIGKILL, want at least %d (acknowledged)", round, id, e.Seq, seq)
+			}
+			if err := b.VerifyHistory(t.Context(), id); err != nil {
+				t.Errorf("round %d: VerifyHistory(%s) after SIGKILL = %v", round, id, err)
+			}
+		}
+		b.Close()
+	}
+}
+
+// TestBoltKillChild is the child process of TestBoltSurvivesKill: it
+// commits to 8 executions from 8 goroutines and prints "ack ID SEQ" for
+// every commit that returned nil, until it is killed (or 30 seconds pass).
+func TestBoltKillChild(t *testing.T) {
+	path := os.Getenv(killEnv)
+	if path == "" {
+		t.Skip("run by TestBoltSurvivesKill")
+	}
+	b, err := store.OpenBolt(path, store.BoltOptions{LockTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(30 * time.Second)
+	for i := range 8 {
+		id := fmt.Sprintf("k%d", i)
+		wg.Go(func() {
+			e, err := b.Load(t.Context(), id)
+			if errors.Is(err, engine.ErrNotFound) {
+				err = b.Create(t.Context(), &engine.Execution{ID: id})
+				e = &engine.Execution{}
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for seq := e.Seq + 1; time.Now().Before(deadline); seq++ {
+				err := b.Commit(t.Context(), &engine.Commit{Execution: id, Seq: seq, Status: engine.StatusRunning,
+					Scopes: map[string]*engine.Scope{"": {Next: "S", Doc: map[string]any{"seq": seq}}},
+					Events: []engine.Event{{ID: seq, Type: "E", Timestamp: time.Now(), Document: map[string]any{"seq": seq}}}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				fmt.Fprintf(os.Stdout, "ack %s %d\n", id, seq)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	b.Close()
 }

@@ -5,6 +5,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DropScopes", testDropScopes},
 		{"DeleteScope", testDeleteScope},
 		{"FailedCommitChangesNothing", testFailedCommit},
+		{"CanceledCommit", testCanceled},
 		{"HistoryChain", testHistoryChain},
 		{"TamperedHistory", testTampered},
 		{"Rollback", testRollback},
@@ -449,6 +451,24 @@ func testFailedCommit(t *testing.T, s store.Store) {
 	checkExecution(t, load(t, s, "e1"), before)
 	if h := history(t, s, "e1"); len(h) != 0 {
 		t.Errorf("history after a failed commit has %d events, want 0", len(h))
+	}
+}
+
+func testCanceled(t *testing.T, s store.Store) {
+	create(t, s, newExecution(t, "e1"))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Commit(ctx, step(t, "e1", 1)); !errors.Is(err, context.Canceled) {
+		t.Errorf("Commit with a canceled context = %v, want context.Canceled", err)
+	}
+	if err := s.Create(ctx, newExecution(t, "e2")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Create with a canceled context = %v, want context.Canceled", err)
+	}
+	if e := load(t, s, "e1"); e.Seq != 0 {
+		t.Errorf("Seq after a canceled commit = %d, want 0", e.Seq)
+	}
+	if _, err := s.Load(t.Context(), "e2"); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("Load(e2) after a canceled create = %v, want ErrNotFound", err)
 	}
 }
 
