@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
@@ -60,9 +62,10 @@ type preparedEvent struct {
 
 // prepareEvent encodes e.
 func prepareEvent(e *engine.Event, memo *docMemo) (preparedEvent, error) {
+	// The strings are hashed as they are stored: made valid UTF-8.
 	r := eventRecord{
-		ID: e.ID, Own: e.Own, Type: e.Type, Timestamp: e.Timestamp.UTC().Format(time.RFC3339Nano),
-		State: e.State, Scope: e.Scope, Error: e.Error, Cause: e.Cause,
+		ID: e.ID, Own: e.Own, Type: validUTF8(e.Type), Timestamp: e.Timestamp.UTC().Format(time.RFC3339Nano),
+		State: validUTF8(e.State), Scope: validUTF8(e.Scope), Error: validUTF8(e.Error), Cause: validUTF8(e.Cause),
 	}
 	var hashes [3]string
 	for i, f := range []struct {
@@ -243,6 +246,25 @@ func verifyHistory(id string, values [][]byte, h *headRecord) error {
 			id, len(values), prev, h.Events, h.LastHash, ErrTampered)
 	}
 	return nil
+}
+
+// validUTF8 returns s with each byte that is not part of valid UTF-8
+// replaced by U+FFFD, as JSON encoders write it.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 func allZero(b []byte) bool {

@@ -104,8 +104,8 @@ func marshalRecord(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// encodeDoc writes a document; a nil map stays absent (nil) so that it
-// comes back nil.
+// encodeVars writes variables; a nil map stays absent so that it comes
+// back nil.
 func encodeVars(m map[string]any) (json.RawMessage, error) {
 	if m == nil {
 		return nil, nil

@@ -566,6 +566,17 @@ func testHistoryChain(t *testing.T, s store.Store) {
 		t.Errorf("DocHash of value-equal documents = %s and %s, want equal", a, b)
 	}
 	checkChain(t, s, "e2", g2)
+
+	// Strings that are not valid UTF-8 are stored as JSON has them (with
+	// U+FFFD) and the history still verifies.
+	commit(t, s, &engine.Commit{Execution: "e2", Seq: 5, Status: engine.StatusRunning, Events: []engine.Event{
+		{ID: 18, Type: "TaskFailed", Timestamp: t0, State: "S\xff", Error: "E\xc3", Cause: "bad \xff\xfe bytes", Input: "\xff", Document: "\xff"},
+	}})
+	g2 = history(t, s, "e2")
+	if e := g2[len(g2)-1]; e.State != "S\uFFFD" || e.Error != "E\uFFFD" || e.Cause != "bad \uFFFD\uFFFD bytes" || e.Input != "\uFFFD" {
+		t.Errorf("event with invalid UTF-8 = %q %q %q %q, want each bad byte as U+FFFD", e.State, e.Error, e.Cause, e.Input)
+	}
+	checkChain(t, s, "e2", g2)
 }
 
 func testTampered(t *testing.T, s store.Store) {
