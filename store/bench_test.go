@@ -249,3 +249,19 @@ func BenchmarkGroupCommit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMemoryCommit is the cost of one transition commit in the memory
+// store: encoding, hashing and the copy it keeps.
+func BenchmarkMemoryCommit(b *testing.B) {
+	m := NewMemory()
+	if err := m.Create(b.Context(), &engine.Execution{ID: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	st := &benchStep{c: benchCommit(b, "bench")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := m.Commit(b.Context(), st.next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

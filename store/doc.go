@@ -6,11 +6,14 @@
 //
 // # Records
 //
-// Record envelopes are JSON; every document inside them (inputs, outputs,
-// scope documents, variables, event payloads) is written by
-// jsonpath.Marshal and read back by jsonpath.Decode, so numbers keep their
-// exact text. Times are stored in UTC. The engine's Commit is encoded
-// before the write transaction starts and nothing of it is kept.
+// Record envelopes are JSON objects read by encoding/json; every document
+// inside them (inputs, outputs, scope documents, variables, event
+// payloads) is written by jsonpath.Marshal and read back by
+// jsonpath.Decode, so numbers keep their exact text. The records written
+// by every commit (heads, scopes, events) are written without reflection
+// (recordWriter); the others by encoding/json. Times are stored in UTC.
+// The engine's Commit is encoded by the committing goroutine before the
+// write transaction starts, and nothing of it is kept.
 //
 // # History
 //
