@@ -71,6 +71,7 @@ type Bolt struct {
 	db         *bbolt.DB
 	path       string
 	codec      Codec
+	codecs     Codecs
 	migrations *Migrations
 
 	mu       sync.RWMutex // guards closed, and sending on queue
@@ -375,7 +376,7 @@ func (b *Bolt) Checkpoint(ctx context.Context, id, name string) (*engine.Checkpo
 	if err != nil {
 		return nil, err
 	}
-	return loadCheckpoint(id, name, rec, blob, found, b.migrations)
+	return loadCheckpoint(id, name, rec, blob, found, &b.codecs, b.migrations)
 }
 
 // ListCheckpoints returns an execution's checkpoints without their

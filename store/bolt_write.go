@@ -176,7 +176,7 @@ func (b *Bolt) Create(ctx context.Context, e *engine.Execution) error {
 // Commit applies one step of an execution atomically and durably,
 // sharing the transaction with concurrent commits.
 func (b *Bolt) Commit(ctx context.Context, c *engine.Commit) error {
-	p, err := prepareCommit(c, b.codec)
+	p, err := prepareCommit(c, &b.codecs, b.codec)
 	if err != nil {
 		return fmt.Errorf("commit execution %s: %w", c.Execution, err)
 	}

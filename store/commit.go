@@ -46,8 +46,8 @@ type preparedCheckpoint struct {
 	data      []byte
 }
 
-// prepareCommit encodes c, with codec for a checkpoint's document.
-func prepareCommit(c *engine.Commit, codec Codec) (*prepared, error) {
+// prepareCommit encodes c, a checkpoint's document with codecs and codec.
+func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, error) {
 	if err := checkName("execution id", c.Execution); err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func prepareCommit(c *engine.Commit, codec Codec) (*prepared, error) {
 		p.rollback = &engine.Rollback{ToEvent: rb.ToEvent, ToOwnEvent: rb.ToOwnEvent}
 	}
 	if c.Checkpoint != nil {
-		if p.checkpoint, err = prepareCheckpoint(c.Execution, c.Checkpoint, memo, codec); err != nil {
+		if p.checkpoint, err = prepareCheckpoint(c.Execution, c.Checkpoint, memo, codecs, codec); err != nil {
 			return nil, err
 		}
 	}
@@ -85,7 +85,7 @@ func prepareCommit(c *engine.Commit, codec Codec) (*prepared, error) {
 }
 
 // prepareCheckpoint encodes a checkpoint of execution id.
-func prepareCheckpoint(id string, cp *engine.Checkpoint, memo *docMemo, codec Codec) (*preparedCheckpoint, error) {
+func prepareCheckpoint(id string, cp *engine.Checkpoint, memo *docMemo, codecs *Codecs, codec Codec) (*preparedCheckpoint, error) {
 	if cp.Execution != "" && cp.Execution != id {
 		return nil, fmt.Errorf("checkpoint %q belongs to execution %s", cp.Name, cp.Execution)
 	}
@@ -126,7 +126,7 @@ func prepareCheckpoint(id string, cp *engine.Checkpoint, memo *docMemo, codec Co
 	if p.record, err = marshalRecord(&r); err != nil {
 		return nil, where("record", err)
 	}
-	if p.data, err = EncodeSnapshot(cp.Document, codec); err != nil {
+	if p.data, err = codecs.Encode(cp.Document, codec); err != nil {
 		return nil, where("snapshot", err)
 	}
 	return p, nil

@@ -47,7 +47,7 @@
 //	checkpoints  id \x00 name                    checkpoint record; its document is in blobs
 //	expiry       expiresAt \x00 id \x00 name     (empty) — GC scans up to now
 //	definitions  definition hash                 definition text, stored once
-//	blobs        blob key                        snapshot (EncodeSnapshot) of a checkpoint document
+//	blobs        blob key                        snapshot record (Codecs.Encode) of a checkpoint document
 //	blobrefs     blob key                        number of checkpoints referencing the blob (8 bytes)
 //	orphans      blob key                        (empty) blobs no checkpoint references, removed by GC
 //

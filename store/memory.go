@@ -31,6 +31,7 @@ type Memory struct {
 	blobs       map[string][]byte
 	refs        map[string]int // checkpoints referencing each blob
 	orphans     map[string]bool
+	codecs      Codecs
 	migrations  Migrations
 }
 
@@ -94,7 +95,7 @@ func (m *Memory) Commit(ctx context.Context, c *engine.Commit) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p, err := prepareCommit(c, CodecNone)
+	p, err := prepareCommit(c, &m.codecs, CodecNone)
 	if err != nil {
 		return fmt.Errorf("commit execution %s: %w", c.Execution, err)
 	}
@@ -253,7 +254,7 @@ func (m *Memory) Checkpoint(ctx context.Context, id, name string) (*engine.Check
 		return nil, err
 	}
 	blob, found := m.blobs[r.Blob]
-	return loadCheckpoint(id, name, rec, blob, found, &m.migrations)
+	return loadCheckpoint(id, name, rec, blob, found, &m.codecs, &m.migrations)
 }
 
 // ListCheckpoints returns an execution's checkpoints without their

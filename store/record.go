@@ -375,7 +375,7 @@ func decodeExec(id string, data []byte) (*execRecord, error) {
 // (found reports whether the blob exists), decoding and migrating the
 // document. A blob that is missing or does not decode is an error wrapping
 // ErrCorrupt.
-func loadCheckpoint(id, name string, record, blob []byte, found bool, m *Migrations) (*engine.Checkpoint, error) {
+func loadCheckpoint(id, name string, record, blob []byte, found bool, codecs *Codecs, m *Migrations) (*engine.Checkpoint, error) {
 	cp, r, err := decodeCheckpoint(id, name, record, true)
 	if err != nil {
 		return nil, err
@@ -383,7 +383,7 @@ func loadCheckpoint(id, name string, record, blob []byte, found bool, m *Migrati
 	if !found {
 		return nil, fmt.Errorf("execution %s checkpoint %q: snapshot blob %s is missing: %w", id, name, r.Blob, ErrCorrupt)
 	}
-	if cp.Document, err = DecodeSnapshot(blob, m); err != nil {
+	if cp.Document, err = codecs.Decode(blob, m); err != nil {
 		return nil, fmt.Errorf("execution %s checkpoint %q: snapshot blob %s: %w", id, name, r.Blob, err)
 	}
 	return cp, nil
