@@ -87,7 +87,7 @@ type Bolt struct {
 var _ Store = (*Bolt)(nil)
 
 // OpenBolt opens the database at path, creating it when the file does not
-// exist or is empty. A database held by another process fails with
+// exist, is empty, or is a bbolt database without any bucket. A database held by another process fails with
 // ErrLocked after opts.LockTimeout; a file that is not a bbolt database,
 // or a bbolt database that is not aslrun's or is of a newer format, fails
 // with ErrNotOurs and is left untouched.
@@ -122,7 +122,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 		}
 		return nil, fmt.Errorf("database %s: not a bbolt database (%v): %w", path, err, ErrNotOurs)
 	}
-	if err := checkFormat(db, path, fresh); err != nil {
+	if err := checkFormat(db, path); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -135,8 +135,8 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 }
 
 // checkFormat checks the meta bucket of an open database, and creates the
-// buckets of a fresh one. A database that is not ours is not written to.
-func checkFormat(db *bbolt.DB, path string, fresh bool) error {
+// buckets of an empty one. A database that is not ours is not written to.
+func checkFormat(db *bbolt.DB, path string) error {
 	var version []byte
 	empty := true
 	err := db.View(func(tx *bbolt.Tx) error {
@@ -155,7 +155,9 @@ func checkFormat(db *bbolt.DB, path string, fresh bool) error {
 		return err
 	}
 	if version == nil {
-		if !fresh || !empty {
+		// A bbolt file without any bucket holds nothing: it is new, or a
+		// process died between creating it and writing our buckets.
+		if !empty {
 			return fmt.Errorf("database %s: a bbolt database without aslrun's meta bucket: %w", path, ErrNotOurs)
 		}
 		return db.Update(createBuckets)

@@ -97,9 +97,6 @@ func TestBoltRejectsForeignFiles(t *testing.T) {
 				return b.Put([]byte("alice"), []byte("1"))
 			})
 		}},
-		{"bbolt file without buckets", func(t *testing.T, path string) {
-			foreignBolt(t, path, func(*bbolt.Tx) error { return nil })
-		}},
 		{"meta bucket of another program", func(t *testing.T, path string) {
 			foreignBolt(t, path, func(tx *bbolt.Tx) error {
 				b, err := tx.CreateBucket([]byte("meta"))
@@ -149,14 +146,37 @@ func TestBoltRejectsForeignFiles(t *testing.T) {
 	}
 }
 
-func TestBoltOpensEmptyFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "empty.db")
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
+// TestBoltOpensEmptyFiles opens files that hold nothing: an empty file,
+// and a bbolt database without buckets (what a process killed while it
+// created the database leaves).
+func TestBoltOpensEmptyFiles(t *testing.T) {
+	tests := []struct {
+		name  string
+		write func(t *testing.T, path string)
+	}{
+		{"empty file", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"bbolt file without buckets", func(t *testing.T, path string) {
+			foreignBolt(t, path, func(*bbolt.Tx) error { return nil })
+		}},
 	}
-	b := openBolt(t, path)
-	if err := b.Create(t.Context(), &engine.Execution{ID: "e1"}); err != nil {
-		t.Errorf("Create in a database made from an empty file = %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "empty.db")
+			tt.write(t, path)
+			b := openBolt(t, path)
+			if err := b.Create(t.Context(), &engine.Execution{ID: "e1"}); err != nil {
+				t.Errorf("Create = %v", err)
+			}
+			b.Close()
+			b = openBolt(t, path)
+			if _, err := b.Load(t.Context(), "e1"); err != nil {
+				t.Errorf("Load(e1) after reopening = %v", err)
+			}
+		})
 	}
 }
 
