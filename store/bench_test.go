@@ -49,23 +49,26 @@ func benchCommit(tb testing.TB, id string) *engine.Commit {
 	}
 }
 
-// step numbers a bench commit as the seq-th of its execution.
-func (c0 *benchStep) next() *engine.Commit {
-	c0.seq++
-	c := c0.c
-	c.Seq = c0.seq
-	c.LastEvent = 3 * c0.seq
-	now := time.Now()
-	for i := range c.Events {
-		c.Events[i].ID = 3*(c0.seq-1) + int64(i) + 1
-		c.Events[i].Timestamp = now
-	}
-	return c
-}
-
+// benchStep makes the successive commits of one execution from one
+// Commit, reused as the engine reuses its own.
 type benchStep struct {
 	c   *engine.Commit
 	seq int64
+}
+
+// next numbers the commit as the execution's next one, with its events
+// numbered and timestamped.
+func (st *benchStep) next() *engine.Commit {
+	st.seq++
+	c := st.c
+	c.Seq = st.seq
+	c.LastEvent = 3 * st.seq
+	now := time.Now()
+	for i := range c.Events {
+		c.Events[i].ID = 3*(st.seq-1) + int64(i) + 1
+		c.Events[i].Timestamp = now
+	}
+	return c
 }
 
 // openBench opens a Bolt in a temporary directory with executions
