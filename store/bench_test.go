@@ -24,6 +24,7 @@ const benchDoc = `{"ticket":{"id":"T-20250314-0042","channel":"email","priority"
 	`"retrieved":[{"doc":"kb/refunds.md","score":0.88,"snippet":"Duplicate charges are refunded within 5 business days."},` +
 	`{"doc":"kb/invoices.md","score":0.71,"snippet":"Invoices are issued on the 1st of each month."}],` +
 	`"draft":"Dear Ada, we are sorry for the duplicate charge on invoice INV-7781. We have issued a refund of 49.90 EUR, which should reach your account within 5 business days.",` +
+	`"notes":["customer verified by email","duplicate confirmed in ledger","refund within policy limit"],` +
 	`"usage":{"tokens":1843,"cost":0.01106},"step_count":4,"status":"running"}`
 
 // benchCommit returns a realistic transition commit of execution id: the
