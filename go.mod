@@ -5,6 +5,9 @@ go 1.26.0
 require (
 	github.com/google/uuid v1.6.0
 	github.com/klauspost/compress v1.20.3
+	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/text v0.43.0
 )
+
+require golang.org/x/sys v0.45.0 // indirect

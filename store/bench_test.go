@@ -1,0 +1,292 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonpath"
+)
+
+// commitBenchDoc is an agent-like document of about 1 KiB.
+const commitBenchDoc = `{"ticket":{"id":"T-20250314-0042","channel":"email","priority":2,` +
+	`"customer":{"id":"C-99812","name":"Ada Lovelace","tier":"gold","since":"2019-04-01","balance":1234.56},` +
+	`"subject":"Refund for a duplicate charge on my March invoice",` +
+	`"body":"Hello, I was charged twice for invoice INV-7781 on March 3rd. Could you refund the duplicate charge? Thanks, Ada."},` +
+	`"classification":{"intent":"refund","confidence":0.9371,"labels":["billing","duplicate-charge","refund"]},` +
+	`"retrieved":[{"doc":"kb/refunds.md","score":0.88,"snippet":"Duplicate charges are refunded within 5 business days."},` +
+	`{"doc":"kb/invoices.md","score":0.71,"snippet":"Invoices are issued on the 1st of each month."}],` +
+	`"draft":"Dear Ada, we are sorry for the duplicate charge on invoice INV-7781. We have issued a refund of 49.90 EUR, which should reach your account within 5 business days.",` +
+	`"notes":["customer verified by email","duplicate confirmed in ledger","refund within policy limit"],` +
+	`"usage":{"tokens":1843,"cost":0.01106},"step_count":4,"status":"running"}`
+
+// benchCommit returns a realistic transition commit of execution id: the
+// document, variables, visits and three history events.
+func benchCommit(tb testing.TB, id string) *engine.Commit {
+	d, err := jsonpath.Decode([]byte(commitBenchDoc))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &engine.Commit{
+		Execution: id, Status: engine.StatusRunning,
+		Scopes: map[string]*engine.Scope{"": {
+			Next: "Review", Doc: d,
+			Vars:   map[string]any{"attempts": jsonpath.IntNumber(1), "customer": "C-99812"},
+			Visits: map[string]int{"Classify": 1, "Draft": 1},
+		}},
+		Invocations: map[string]int{"Drafter": 1},
+		Events: []engine.Event{
+			{Type: engine.EventTaskSucceeded, State: "Draft", Output: map[string]any{"draft": "…"}, Document: d},
+			{Type: "TaskStateExited", State: "Draft", Output: d, Document: d},
+			{Type: "TaskStateEntered", State: "Review", Input: d, Document: d},
+		},
+	}
+}
+
+// benchStep makes the successive commits of one execution from one
+// Commit, reused as the engine reuses its own.
+type benchStep struct {
+	c   *engine.Commit
+	seq int64
+}
+
+// next numbers the commit as the execution's next one, with its events
+// numbered and timestamped.
+func (st *benchStep) next() *engine.Commit {
+	st.seq++
+	c := st.c
+	c.Seq = st.seq
+	c.LastEvent = 3 * st.seq
+	now := time.Now()
+	for i := range c.Events {
+		c.Events[i].ID = 3*(st.seq-1) + int64(i) + 1
+		c.Events[i].Timestamp = now
+	}
+	return c
+}
+
+// openBench opens a Bolt in a temporary directory with executions
+// created.
+func openBench(b *testing.B, ids ...string) *Bolt {
+	s, err := OpenBolt(filepath.Join(b.TempDir(), "bench.db"), BoltOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	for _, id := range ids {
+		if err := s.Create(b.Context(), &engine.Execution{ID: id, Definition: []byte(`{}`), StartedAt: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
+
+func BenchmarkCommitDurable(b *testing.B) {
+	s := openBench(b, "bench")
+	st := &benchStep{c: benchCommit(b, "bench")}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.Commit(b.Context(), st.next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// commitWrites returns the keys and values one bench commit writes after
+// the first: the head, the scope and three events.
+func commitWrites(b *testing.B) (keys, values [][]byte, buckets []string) {
+	s := openBench(b, "bench")
+	st := &benchStep{c: benchCommit(b, "bench")}
+	for range 2 {
+		if err := s.Commit(b.Context(), st.next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	err := s.db.View(func(t *bbolt.Tx) error {
+		add := func(bucket []byte, k []byte) {
+			keys = append(keys, bytes.Clone(k))
+			values = append(values, bytes.Clone(t.Bucket(bucket).Get(k)))
+			buckets = append(buckets, string(bucket))
+		}
+		add(bucketHeads, []byte("bench"))
+		add(bucketScopes, idKey("bench", ""))
+		for n := int64(4); n <= 6; n++ {
+			add(bucketHistory, historyKey("bench", n))
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return keys, values, buckets
+}
+
+// BenchmarkBareUpdate is the floor for BenchmarkCommitDurable: one bbolt
+// Update, with the same options, writing the same bytes to the same keys
+// as one of its commits (history keys advancing as they do).
+func BenchmarkBareUpdate(b *testing.B) {
+	bare := openBare(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := bare.update(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(bare.bytes), "bytes/update")
+}
+
+// BenchmarkCommitVsBare alternates one Commit and one bare Update on the
+// same disk, so that both see the same fsync latency (which varies a lot
+// on a shared machine), and reports their mean times and ratio.
+func BenchmarkCommitVsBare(b *testing.B) {
+	s := openBench(b, "bench")
+	st := &benchStep{c: benchCommit(b, "bench")}
+	bare := openBare(b)
+	var commit, update time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if err := s.Commit(b.Context(), st.next()); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := bare.update(); err != nil {
+			b.Fatal(err)
+		}
+		commit += t1.Sub(t0)
+		update += time.Since(t1)
+	}
+	b.ReportMetric(float64(commit.Nanoseconds())/float64(b.N), "commit-ns/op")
+	b.ReportMetric(float64(update.Nanoseconds())/float64(b.N), "bare-ns/op")
+	b.ReportMetric(float64(commit)/float64(update), "ratio")
+}
+
+// bareWriter writes what a bench commit writes, with bare bbolt.
+type bareWriter struct {
+	db           *bbolt.DB
+	keys, values [][]byte
+	buckets      []string
+	bytes        int
+	n            int64
+}
+
+// openBare opens a bbolt database beside the bench's, with the store's
+// options and buckets.
+func openBare(b *testing.B) *bareWriter {
+	w := &bareWriter{}
+	w.keys, w.values, w.buckets = commitWrites(b)
+	for i := range w.keys {
+		w.bytes += len(w.keys[i]) + len(w.values[i])
+	}
+	var err error
+	w.db, err = bbolt.Open(filepath.Join(b.TempDir(), "bare.db"), 0o600, &bbolt.Options{
+		Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.db.Close() })
+	if err := w.db.Update(createBuckets); err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// update writes one commit's bytes in one Update.
+func (w *bareWriter) update() error {
+	w.n++
+	return w.db.Update(func(t *bbolt.Tx) error {
+		for i, k := range w.keys {
+			if w.buckets[i] == string(bucketHistory) {
+				k = historyKey("bench", 3*(w.n-1)+int64(i-1))
+			}
+			if err := t.Bucket([]byte(w.buckets[i])).Put(k, w.values[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// BenchmarkGroupCommit commits transitions from N goroutines, each to its
+// own execution, and reports committed transitions per second and how many
+// commits shared a transaction.
+func BenchmarkGroupCommit(b *testing.B) {
+	for _, n := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("executions=%d", n), func(b *testing.B) { groupCommit(b, n, benchCommit) })
+	}
+}
+
+// BenchmarkGroupCommitSmall is BenchmarkGroupCommit with a tiny document
+// and events without input or output: it shows the commit loop's own
+// limits rather than the disk's bandwidth.
+func BenchmarkGroupCommitSmall(b *testing.B) {
+	small := func(tb testing.TB, id string) *engine.Commit {
+		c := benchCommit(tb, id)
+		d := map[string]any{"n": "x"}
+		c.Scopes[""].Doc = d
+		for i := range c.Events {
+			c.Events[i].Document, c.Events[i].Input, c.Events[i].Output = d, nil, nil
+		}
+		return c
+	}
+	for _, n := range []int{1, 64} {
+		b.Run(fmt.Sprintf("executions=%d", n), func(b *testing.B) { groupCommit(b, n, small) })
+	}
+}
+
+// groupCommit runs b.N commits made by newCommit from n goroutines.
+func groupCommit(b *testing.B, n int, newCommit func(testing.TB, string) *engine.Commit) {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("exec-%02d", i)
+	}
+	s := openBench(b, ids...)
+	steps := make([]*benchStep, n)
+	for i := range steps {
+		steps[i] = &benchStep{c: newCommit(b, ids[i])}
+	}
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	s.batches.Store(0)
+	s.batched.Store(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, st := range steps {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				if err := s.Commit(b.Context(), st.next()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+	b.ReportMetric(float64(s.batched.Load())/float64(s.batches.Load()), "commits/tx")
+}
+
+// BenchmarkMemoryCommit is the cost of one transition commit in the memory
+// store: encoding, hashing and the copy it keeps.
+func BenchmarkMemoryCommit(b *testing.B) {
+	m := NewMemory()
+	if err := m.Create(b.Context(), &engine.Execution{ID: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	st := &benchStep{c: benchCommit(b, "bench")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := m.Commit(b.Context(), st.next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,527 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
+
+	"github.com/aslrun/aslrun/engine"
+)
+
+// The format of the database: the meta bucket holds formatKey =
+// formatMarker and versionKey = formatVersion (decimal), written when the
+// database is created.
+const (
+	formatMarker  = "aslrun"
+	formatVersion = 1
+)
+
+var (
+	formatKey  = []byte("format")
+	versionKey = []byte("version")
+)
+
+// The buckets (doc.go describes their keys and values).
+var (
+	bucketMeta        = []byte("meta")
+	bucketExecutions  = []byte("executions")
+	bucketHeads       = []byte("heads")
+	bucketStatus      = []byte("status")
+	bucketStarted     = []byte("started")
+	bucketScopes      = []byte("scopes")
+	bucketHistory     = []byte("history")
+	bucketTimers      = []byte("timers")
+	bucketCheckpoints = []byte("checkpoints")
+	bucketExpiry      = []byte("expiry")
+	bucketDefinitions = []byte("definitions")
+	bucketBlobs       = []byte("blobs")
+	bucketBlobRefs    = []byte("blobrefs")
+	bucketOrphans     = []byte("orphans")
+)
+
+// BoltOptions configures OpenBolt. The zero value works.
+type BoltOptions struct {
+	// LockTimeout is how long OpenBolt waits for another process to
+	// release the database file (default 1s) before failing with
+	// ErrLocked.
+	LockTimeout time.Duration
+	// Codec compresses checkpoint snapshots (default CodecZstd).
+	Codec Codec
+	// Migrations upgrade snapshots of older formats when they are loaded
+	// (default none).
+	Migrations *Migrations
+}
+
+// Bolt is the store on a bbolt database file: every commit is durable
+// (fsynced) when it returns, and concurrent commits share transactions
+// (group commit). A Bolt is safe for concurrent use; one process at a time
+// may open a database file.
+type Bolt struct {
+	db         *bbolt.DB
+	path       string
+	codec      Codec
+	codecs     Codecs
+	migrations *Migrations
+
+	mu       sync.RWMutex // guards closed, and sending on queue
+	closed   bool
+	queue    chan *writeReq
+	loopDone chan struct{}
+
+	// batches counts the write transactions and batched the requests they
+	// carried (for benchmarks).
+	batches, batched atomic.Int64
+}
+
+var _ Store = (*Bolt)(nil)
+
+// OpenBolt opens the database at path, creating it when the file does not
+// exist, is empty, or is a bbolt database without any bucket. A database held by another process fails with
+// ErrLocked after opts.LockTimeout; a file that is not a bbolt database,
+// or a bbolt database that is not aslrun's or is of a newer format, fails
+// with ErrNotOurs and is left untouched.
+func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = time.Second
+	}
+	if opts.Codec == "" {
+		opts.Codec = CodecZstd
+	}
+	if opts.Migrations == nil {
+		opts.Migrations = &Migrations{}
+	}
+	fresh := true
+	if info, err := os.Stat(path); err == nil {
+		fresh = info.Size() == 0
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+		Timeout:        opts.LockTimeout,
+		NoFreelistSync: true,
+		FreelistType:   bbolt.FreelistMapType,
+	})
+	if err != nil {
+		var pe *fs.PathError
+		switch {
+		case errors.Is(err, bberrors.ErrTimeout):
+			return nil, fmt.Errorf("database %s is in use by another process: %w", path, ErrLocked)
+		case errors.As(err, &pe) || fresh:
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
+		return nil, fmt.Errorf("database %s: not a bbolt database (%v): %w", path, err, ErrNotOurs)
+	}
+	if err := checkFormat(db, path); err != nil {
+		db.Close()
+		return nil, err
+	}
+	b := &Bolt{
+		db: db, path: path, codec: opts.Codec, migrations: opts.Migrations,
+		queue: make(chan *writeReq, queueLen), loopDone: make(chan struct{}),
+	}
+	go b.loop()
+	return b, nil
+}
+
+// checkFormat checks the meta bucket of an open database, and creates the
+// buckets of an empty one. A database that is not ours is not written to.
+func checkFormat(db *bbolt.DB, path string) error {
+	var version []byte
+	empty := true
+	err := db.View(func(tx *bbolt.Tx) error {
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			if string(meta.Get(formatKey)) != formatMarker {
+				return fmt.Errorf("database %s: its meta bucket has no aslrun format marker: %w", path, ErrNotOurs)
+			}
+			version = bytes.Clone(meta.Get(versionKey))
+		}
+		return tx.ForEach(func([]byte, *bbolt.Bucket) error {
+			empty = false
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if version == nil {
+		// A bbolt file without any bucket holds nothing: it is new, or a
+		// process died between creating it and writing our buckets.
+		if !empty {
+			return fmt.Errorf("database %s: a bbolt database without aslrun's meta bucket: %w", path, ErrNotOurs)
+		}
+		return db.Update(createBuckets)
+	}
+	v, err := strconv.Atoi(string(version))
+	switch {
+	case err != nil || v < 1:
+		return fmt.Errorf("database %s: format version %q is not valid: %w", path, version, ErrNotOurs)
+	case v > formatVersion:
+		return fmt.Errorf("database %s: format version %d is newer than this program's (%d): %w", path, v, formatVersion, ErrNotOurs)
+	}
+	return nil
+}
+
+// createBuckets makes the buckets of a new database and writes its format.
+func createBuckets(tx *bbolt.Tx) error {
+	for _, name := range [][]byte{
+		bucketMeta, bucketExecutions, bucketHeads, bucketStatus, bucketStarted, bucketScopes, bucketHistory,
+		bucketTimers, bucketCheckpoints, bucketExpiry, bucketDefinitions, bucketBlobs, bucketBlobRefs, bucketOrphans,
+	} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if err := meta.Put(formatKey, []byte(formatMarker)); err != nil {
+		return err
+	}
+	return meta.Put(versionKey, []byte(strconv.Itoa(formatVersion)))
+}
+
+// Close waits for the commits under way, then closes the database. Calls
+// after Close fail with ErrClosed.
+func (b *Bolt) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	close(b.queue)
+	b.mu.Unlock()
+	<-b.loopDone
+	if err := b.db.Close(); err != nil {
+		return fmt.Errorf("close database %s: %w", b.path, err)
+	}
+	return nil
+}
+
+// tx holds a transaction's buckets.
+type tx struct {
+	executions, heads, status, started, scopes, history, timers *bbolt.Bucket
+	checkpoints, expiry, definitions, blobs, blobRefs, orphans  *bbolt.Bucket
+}
+
+// bucketsOf returns the buckets of t; a missing one means the database is
+// damaged.
+func bucketsOf(t *bbolt.Tx) (*tx, error) {
+	var x tx
+	for _, b := range []struct {
+		dst  **bbolt.Bucket
+		name []byte
+	}{
+		{&x.executions, bucketExecutions}, {&x.heads, bucketHeads}, {&x.status, bucketStatus},
+		{&x.started, bucketStarted}, {&x.scopes, bucketScopes}, {&x.history, bucketHistory},
+		{&x.timers, bucketTimers}, {&x.checkpoints, bucketCheckpoints}, {&x.expiry, bucketExpiry},
+		{&x.definitions, bucketDefinitions}, {&x.blobs, bucketBlobs}, {&x.blobRefs, bucketBlobRefs},
+		{&x.orphans, bucketOrphans},
+	} {
+		if *b.dst = t.Bucket(b.name); *b.dst == nil {
+			return nil, fmt.Errorf("bucket %s is missing", b.name)
+		}
+	}
+	return &x, nil
+}
+
+// view runs f in a read transaction.
+func (b *Bolt) view(f func(x *tx) error) error {
+	err := b.db.View(func(t *bbolt.Tx) error {
+		x, err := bucketsOf(t)
+		if err != nil {
+			return err
+		}
+		return f(x)
+	})
+	if errors.Is(err, bberrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+// Keys. Execution ids and checkpoint names never contain NUL, so that
+// "id\x00" prefixes select exactly one execution's keys.
+
+// idKey is id, NUL, and rest.
+func idKey(id, rest string) []byte {
+	k := make([]byte, 0, len(id)+1+len(rest)+8)
+	k = append(k, id...)
+	k = append(k, 0)
+	return append(k, rest...)
+}
+
+// historyKey is the key of an execution's n-th event (from 1).
+func historyKey(id string, n int64) []byte {
+	return binary.BigEndian.AppendUint64(idKey(id, ""), uint64(n))
+}
+
+// timedKey is a time's 8 bytes, NUL, and the parts joined by NUL.
+func timedKey(t time.Time, parts ...string) []byte {
+	k := binary.BigEndian.AppendUint64(make([]byte, 0, 64), timeKey(t))
+	for _, p := range parts {
+		k = append(k, 0)
+		k = append(k, p...)
+	}
+	return k
+}
+
+// statusKey is the status index's key of an execution.
+func statusKey(s engine.Status, id string) []byte {
+	return append(append([]byte(s), 0), id...)
+}
+
+// scanPrefix calls f for each key of bkt that starts with prefix, in
+// order. f must not change the bucket.
+func scanPrefix(bkt *bbolt.Bucket, prefix []byte, f func(k, v []byte) error) error {
+	c := bkt.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := f(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Load returns an execution as last committed; ErrNotFound when there is
+// none.
+func (b *Bolt) Load(ctx context.Context, id string) (*engine.Execution, error) {
+	var e *engine.Execution
+	err := b.view(func(x *tx) error {
+		rec, h, err := x.execution(id)
+		if err != nil {
+			return err
+		}
+		scopes := make(map[string]*engine.Scope)
+		prefix := idKey(id, "")
+		err = scanPrefix(x.scopes, prefix, func(k, v []byte) error {
+			key := string(k[len(prefix):])
+			s, err := decodeScope(v)
+			if err != nil {
+				return fmt.Errorf("execution %s: scope %q: %w", id, key, err)
+			}
+			scopes[key] = s
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var def []byte
+		if rec.DefinitionHash != "" {
+			def = bytes.Clone(x.definitions.Get([]byte(rec.DefinitionHash)))
+		}
+		e, err = execution(id, rec, h, def, scopes)
+		return err
+	})
+	return e, err
+}
+
+// execution reads an execution's records; ErrNotFound when there is none.
+func (x *tx) execution(id string) (*execRecord, *headRecord, error) {
+	hv := x.heads.Get([]byte(id))
+	xv := x.executions.Get([]byte(id))
+	if hv == nil || xv == nil {
+		return nil, nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	}
+	rec, err := decodeExec(id, xv)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := decodeHead(id, hv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rec, h, nil
+}
+
+// head reads an execution's head; ErrNotFound when there is none.
+func (x *tx) head(id string) (*headRecord, error) {
+	hv := x.heads.Get([]byte(id))
+	if hv == nil {
+		return nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	}
+	return decodeHead(id, hv)
+}
+
+// Checkpoint returns the named checkpoint of an execution, its document
+// decoded; ErrNotFound when there is none, ErrCorrupt when its snapshot
+// does not decode. Expired checkpoints are returned until GC removes them.
+func (b *Bolt) Checkpoint(ctx context.Context, id, name string) (*engine.Checkpoint, error) {
+	var rec, blob []byte
+	var found bool
+	err := b.view(func(x *tx) error {
+		if _, err := x.head(id); err != nil {
+			return err
+		}
+		rec = bytes.Clone(x.checkpoints.Get(idKey(id, name)))
+		if rec == nil {
+			return fmt.Errorf("execution %s checkpoint %q: %w", id, name, engine.ErrNotFound)
+		}
+		_, r, err := decodeCheckpoint(id, name, rec, false)
+		if err != nil {
+			return err
+		}
+		v := x.blobs.Get([]byte(r.Blob))
+		found = v != nil
+		blob = bytes.Clone(v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return loadCheckpoint(id, name, rec, blob, found, &b.codecs, b.migrations)
+}
+
+// ListCheckpoints returns an execution's checkpoints without their
+// documents, oldest first.
+func (b *Bolt) ListCheckpoints(ctx context.Context, id string) ([]*engine.Checkpoint, error) {
+	var out []*engine.Checkpoint
+	err := b.view(func(x *tx) error {
+		if _, err := x.head(id); err != nil {
+			return err
+		}
+		prefix := idKey(id, "")
+		return scanPrefix(x.checkpoints, prefix, func(k, v []byte) error {
+			cp, _, err := decodeCheckpoint(id, string(k[len(prefix):]), v, false)
+			if err != nil {
+				return err
+			}
+			out = append(out, cp)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortCheckpoints(out)
+	return out, nil
+}
+
+// Due returns the WAITING executions whose WakeAt is at or before now,
+// earliest first: a scan of the timers index up to now.
+func (b *Bolt) Due(ctx context.Context, now time.Time) ([]string, error) {
+	var out []string
+	limit := timeKey(now)
+	err := b.view(func(x *tx) error {
+		c := x.timers.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if len(k) < 9 || binary.BigEndian.Uint64(k) > limit {
+				break
+			}
+			out = append(out, string(k[9:]))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Unfinished returns the RUNNING executions, by id: a prefix scan of the
+// status index.
+func (b *Bolt) Unfinished(ctx context.Context) ([]string, error) {
+	var out []string
+	prefix := statusKey(engine.StatusRunning, "")
+	err := b.view(func(x *tx) error {
+		return scanPrefix(x.status, prefix, func(k, _ []byte) error {
+			out = append(out, string(k[len(prefix):]))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// List returns summaries of the executions, newest first: a backward scan
+// of the start-time index, or a prefix scan of the status index.
+func (b *Bolt) List(ctx context.Context, opts ListOptions) ([]Summary, error) {
+	var out []Summary
+	err := b.view(func(x *tx) error {
+		add := func(id string) error {
+			rec, h, err := x.execution(id)
+			if err != nil {
+				return err
+			}
+			out = append(out, summary(id, rec, h))
+			return nil
+		}
+		if opts.Status != "" {
+			prefix := statusKey(opts.Status, "")
+			return scanPrefix(x.status, prefix, func(k, _ []byte) error { return add(string(k[len(prefix):])) })
+		}
+		c := x.started.Cursor()
+		for k, _ := c.Last(); k != nil && (opts.Limit <= 0 || len(out) < opts.Limit); k, _ = c.Prev() {
+			if len(k) < 9 {
+				return fmt.Errorf("bucket %s: malformed key %q", bucketStarted, k)
+			}
+			if err := add(string(k[9:])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sortSummaries(out, opts.Limit), nil
+}
+
+// History returns an execution's history in order.
+func (b *Bolt) History(ctx context.Context, id string) ([]engine.Event, error) {
+	var out []engine.Event
+	err := b.view(func(x *tx) error {
+		h, err := x.head(id)
+		if err != nil {
+			return err
+		}
+		out = make([]engine.Event, 0, h.Events)
+		return scanPrefix(x.history, idKey(id, ""), func(_, v []byte) error {
+			e, err := decodeEvent(v, false)
+			if err != nil {
+				return fmt.Errorf("execution %s: history event %d: %w", id, len(out)+1, err)
+			}
+			out = append(out, e)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// VerifyHistory checks an execution's history; ErrTampered names the
+// first event that does not verify.
+func (b *Bolt) VerifyHistory(ctx context.Context, id string) error {
+	return b.view(func(x *tx) error {
+		h, err := x.head(id)
+		if err != nil {
+			return err
+		}
+		var values [][]byte
+		err = scanPrefix(x.history, idKey(id, ""), func(_, v []byte) error {
+			values = append(values, v)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return verifyHistory(id, values, h)
+	})
+}
+
+// Definition returns the definition text stored under hash.
+func (b *Bolt) Definition(ctx context.Context, hash string) ([]byte, error) {
+	var def []byte
+	err := b.view(func(x *tx) error {
+		def = bytes.Clone(x.definitions.Get([]byte(hash)))
+		if def == nil {
+			return fmt.Errorf("definition %s: %w", hash, engine.ErrNotFound)
+		}
+		return nil
+	})
+	return def, err
+}

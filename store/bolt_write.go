@@ -1,0 +1,481 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/aslrun/aslrun/engine"
+)
+
+// Group commit. Every write (Create, Commit, GC) is a request handed to one
+// goroutine, the commit loop, which owns writing. The loop takes a request,
+// then every request queued behind it (those that arrived while the
+// previous transaction was being written and fsynced), at most maxBatch,
+// and applies them all in one bbolt Update. A lone request is written at
+// once: there is no delay to wait for company. A request that fails is
+// answered with its error and the others are applied again without it, so
+// one bad commit never fails another.
+const (
+	queueLen = 1024
+	maxBatch = 1024
+)
+
+// writeReq is one write waiting for the loop.
+type writeReq struct {
+	ctx   context.Context
+	apply func(x *tx) error
+	done  chan error
+}
+
+// write hands apply to the commit loop and waits for its outcome. A request
+// whose ctx ends before the loop takes it is not applied; once it is
+// applied, write reports how the transaction went, whatever ctx does.
+func (b *Bolt) write(ctx context.Context, apply func(x *tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &writeReq{ctx: ctx, apply: apply, done: make(chan error, 1)}
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
+		return ErrClosed
+	}
+	b.queue <- r
+	b.mu.RUnlock()
+	return <-r.done
+}
+
+// loop is the commit loop; it ends when Close has closed the queue and
+// every request in it is answered.
+func (b *Bolt) loop() {
+	defer close(b.loopDone)
+	batch := make([]*writeReq, 0, maxBatch)
+	for r := range b.queue {
+		batch = append(batch[:0], r)
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-b.queue:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		b.commitBatch(batch)
+		b.batches.Add(1)
+		b.batched.Add(int64(len(batch)))
+		clear(batch)
+	}
+}
+
+// commitBatch applies requests in one transaction, dropping those that
+// fail (each answered with its error) until the rest commit.
+func (b *Bolt) commitBatch(batch []*writeReq) {
+	live := batch[:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- err
+			continue
+		}
+		live = append(live, r)
+	}
+	for len(live) > 0 {
+		failed, failErr := -1, error(nil)
+		err := b.db.Update(func(t *bbolt.Tx) error {
+			x, err := bucketsOf(t)
+			if err != nil {
+				return err
+			}
+			for i, r := range live {
+				if err := r.apply(x); err != nil {
+					failed, failErr = i, err
+					return err
+				}
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			for _, r := range live {
+				r.done <- nil
+			}
+			return
+		case failed < 0:
+			// The transaction itself failed (a full disk, a failed fsync):
+			// nothing of it was written.
+			err = fmt.Errorf("database %s: %w", b.path, err)
+			for _, r := range live {
+				r.done <- err
+			}
+			return
+		}
+		live[failed].done <- failErr
+		live = append(live[:failed], live[failed+1:]...)
+	}
+}
+
+// Create records a new execution; ErrExists when the id is taken.
+func (b *Bolt) Create(ctx context.Context, e *engine.Execution) error {
+	c, err := newExecution(e)
+	if err != nil {
+		return fmt.Errorf("create execution %s: %w", e.ID, err)
+	}
+	head := encodeHead(&c.head)
+	err = b.write(ctx, func(x *tx) error {
+		id := []byte(c.id)
+		if x.heads.Get(id) != nil {
+			return engine.ErrExists
+		}
+		if c.definitionHash != "" && len(c.definition) > 0 && x.definitions.Get([]byte(c.definitionHash)) == nil {
+			if err := x.definitions.Put([]byte(c.definitionHash), c.definition); err != nil {
+				return err
+			}
+		}
+		puts := []struct {
+			bkt  *bbolt.Bucket
+			k, v []byte
+		}{
+			{x.executions, id, c.exec},
+			{x.heads, id, head},
+			{x.status, statusKey(c.head.Status, c.id), nil},
+			{x.started, timedKey(c.summary.StartedAt, c.id), nil},
+		}
+		for _, p := range puts {
+			if err := p.bkt.Put(p.k, p.v); err != nil {
+				return err
+			}
+		}
+		if at := waitingAt(&c.head); !at.IsZero() {
+			if err := x.timers.Put(timedKey(at, c.id), nil); err != nil {
+				return err
+			}
+		}
+		for _, w := range c.scopes {
+			if w.value != nil {
+				if err := x.scopes.Put(idKey(c.id, w.key), w.value); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("create execution %s: %w", e.ID, err)
+	}
+	return nil
+}
+
+// Commit applies one step of an execution atomically and durably,
+// sharing the transaction with concurrent commits.
+func (b *Bolt) Commit(ctx context.Context, c *engine.Commit) error {
+	p, err := prepareCommit(c, &b.codecs, b.codec)
+	if err != nil {
+		return fmt.Errorf("commit execution %s: %w", c.Execution, err)
+	}
+	if err := b.write(ctx, func(x *tx) error { return x.apply(p) }); err != nil {
+		return fmt.Errorf("commit execution %s: %w", p.id, err)
+	}
+	return nil
+}
+
+// apply writes a prepared commit.
+func (x *tx) apply(p *prepared) error {
+	hv := x.heads.Get([]byte(p.id))
+	if hv == nil {
+		return engine.ErrNotFound
+	}
+	h, err := decodeHead(p.id, hv)
+	if err != nil {
+		return err
+	}
+	oldStatus, oldWake := h.Status, waitingAt(h)
+	p.applyHead(h)
+	if h.Status != oldStatus {
+		if err := x.status.Delete(statusKey(oldStatus, p.id)); err != nil {
+			return err
+		}
+		if err := x.status.Put(statusKey(h.Status, p.id), nil); err != nil {
+			return err
+		}
+	}
+	if wake := waitingAt(h); !wake.Equal(oldWake) {
+		if !oldWake.IsZero() {
+			if err := x.timers.Delete(timedKey(oldWake, p.id)); err != nil {
+				return err
+			}
+		}
+		if !wake.IsZero() {
+			if err := x.timers.Put(timedKey(wake, p.id), nil); err != nil {
+				return err
+			}
+		}
+	}
+	for _, prefix := range p.drop {
+		if err := deletePrefix(x.scopes, idKey(p.id, prefix)); err != nil {
+			return fmt.Errorf("drop scopes %q: %w", prefix, err)
+		}
+	}
+	for _, w := range p.scopes {
+		k := idKey(p.id, w.key)
+		if w.value == nil {
+			err = x.scopes.Delete(k)
+		} else {
+			err = x.scopes.Put(k, w.value)
+		}
+		if err != nil {
+			return fmt.Errorf("scope %q: %w", w.key, err)
+		}
+	}
+	if p.rollback != nil {
+		if err := x.rollback(p.id, p.rollback); err != nil {
+			return err
+		}
+	}
+	err = p.appendEvents(h, func(n int64, v []byte) error { return x.history.Put(historyKey(p.id, n), v) })
+	if err != nil {
+		return err
+	}
+	if p.checkpoint != nil {
+		if err := x.checkpoint(p.id, p.checkpoint); err != nil {
+			return fmt.Errorf("checkpoint %q: %w", p.checkpoint.name, err)
+		}
+	}
+	head := encodeHead(h)
+	return x.heads.Put([]byte(p.id), head)
+}
+
+// deletePrefix deletes every key of bkt that starts with prefix.
+func deletePrefix(bkt *bbolt.Bucket, prefix []byte) error {
+	var keys [][]byte
+	err := scanPrefix(bkt, prefix, func(k, _ []byte) error {
+		keys = append(keys, bytes.Clone(k))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := bkt.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rollback marks the execution's events after the rollback point
+// superseded.
+func (x *tx) rollback(id string, rb *engine.Rollback) error {
+	type change struct{ k, v []byte }
+	var changes []change
+	n := 0
+	err := scanPrefix(x.history, idKey(id, ""), func(k, v []byte) error {
+		n++
+		nv, err := supersede(v, rb)
+		if err != nil {
+			return fmt.Errorf("history event %d: %w", n, err)
+		}
+		if nv != nil {
+			changes = append(changes, change{bytes.Clone(k), nv})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		if err := x.history.Put(c.k, c.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkpoint writes a checkpoint, replacing the one of the same name.
+func (x *tx) checkpoint(id string, cp *preparedCheckpoint) error {
+	k := idKey(id, cp.name)
+	oldBlob := ""
+	if old := x.checkpoints.Get(k); old != nil {
+		_, r, err := decodeCheckpoint(id, cp.name, old, false)
+		if err != nil {
+			return err
+		}
+		oldBlob = r.Blob
+		if !r.ExpiresAt.IsZero() {
+			if err := x.expiry.Delete(timedKey(r.ExpiresAt, id, cp.name)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := x.ref(cp.blob, cp.data); err != nil {
+		return err
+	}
+	if oldBlob != "" {
+		if err := x.unref(oldBlob); err != nil {
+			return err
+		}
+	}
+	if !cp.expiresAt.IsZero() {
+		if err := x.expiry.Put(timedKey(cp.expiresAt, id, cp.name), nil); err != nil {
+			return err
+		}
+	}
+	return x.checkpoints.Put(k, cp.record)
+}
+
+// ref records one more reference to a blob, storing it if it is new.
+func (x *tx) ref(key string, data []byte) error {
+	k := []byte(key)
+	n := refCount(x.blobRefs.Get(k))
+	if x.blobs.Get(k) == nil {
+		if err := x.blobs.Put(k, data); err != nil {
+			return fmt.Errorf("bucket %s: %w", bucketBlobs, err)
+		}
+	}
+	if err := x.orphans.Delete(k); err != nil {
+		return err
+	}
+	return x.blobRefs.Put(k, binary.BigEndian.AppendUint64(nil, n+1))
+}
+
+// unref drops a reference to a blob; a blob left unreferenced becomes an
+// orphan, removed by GC.
+func (x *tx) unref(key string) error {
+	k := []byte(key)
+	n := refCount(x.blobRefs.Get(k))
+	if n > 1 {
+		return x.blobRefs.Put(k, binary.BigEndian.AppendUint64(nil, n-1))
+	}
+	if err := x.blobRefs.Delete(k); err != nil {
+		return err
+	}
+	return x.orphans.Put(k, nil)
+}
+
+func refCount(v []byte) uint64 {
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+// GC removes expired checkpoints (but not the newest of a RUNNING or
+// WAITING execution) and unreferenced snapshot blobs, in one transaction:
+// a scan of the expiry index up to now, then of the orphan blobs.
+func (b *Bolt) GC(ctx context.Context, now time.Time) (GCReport, error) {
+	var rep GCReport
+	err := b.write(ctx, func(x *tx) error {
+		rep = GCReport{}
+		return x.gc(now, &rep)
+	})
+	if err != nil {
+		return GCReport{}, fmt.Errorf("gc: %w", err)
+	}
+	return rep, nil
+}
+
+// gc does GC's work in a write transaction.
+func (x *tx) gc(now time.Time, rep *GCReport) error {
+	type expired struct {
+		key      []byte
+		id, name string
+	}
+	var todo []expired
+	limit := timeKey(now)
+	c := x.expiry.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if len(k) < 9 || binary.BigEndian.Uint64(k) > limit {
+			break
+		}
+		id, name, ok := bytes.Cut(k[9:], []byte{0})
+		if !ok {
+			return fmt.Errorf("bucket %s: malformed key %q", bucketExpiry, k)
+		}
+		todo = append(todo, expired{bytes.Clone(k), string(id), string(name)})
+	}
+	keep := make(map[string]string) // execution → its newest checkpoint, when live
+	for _, e := range todo {
+		newest, ok := keep[e.id]
+		if !ok {
+			var err error
+			if newest, err = x.newestLive(e.id); err != nil {
+				return err
+			}
+			keep[e.id] = newest
+		}
+		if e.name == newest {
+			continue
+		}
+		if err := x.expiry.Delete(e.key); err != nil {
+			return err
+		}
+		k := idKey(e.id, e.name)
+		v := x.checkpoints.Get(k)
+		if v == nil {
+			continue
+		}
+		_, r, err := decodeCheckpoint(e.id, e.name, v, false)
+		if err != nil {
+			return err
+		}
+		if err := x.checkpoints.Delete(k); err != nil {
+			return err
+		}
+		if err := x.unref(r.Blob); err != nil {
+			return err
+		}
+		rep.Checkpoints++
+	}
+	var orphans [][]byte
+	if err := x.orphans.ForEach(func(k, _ []byte) error {
+		orphans = append(orphans, bytes.Clone(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range orphans {
+		if err := x.blobs.Delete(k); err != nil {
+			return err
+		}
+		if err := x.orphans.Delete(k); err != nil {
+			return err
+		}
+		rep.Blobs++
+	}
+	return nil
+}
+
+// newestLive returns the name of the newest checkpoint of an execution
+// that is RUNNING or WAITING, "" for any other.
+func (x *tx) newestLive(id string) (string, error) {
+	hv := x.heads.Get([]byte(id))
+	if hv == nil {
+		return "", nil
+	}
+	h, err := decodeHead(id, hv)
+	if err != nil || !live(h.Status) {
+		return "", err
+	}
+	var newest string
+	var newestRec *checkpointRecord
+	prefix := idKey(id, "")
+	err = scanPrefix(x.checkpoints, prefix, func(k, v []byte) error {
+		name := string(k[len(prefix):])
+		_, r, err := decodeCheckpoint(id, name, v, false)
+		if err != nil {
+			return err
+		}
+		if newestRec == nil || newer(r, name, newestRec, newest) {
+			newest, newestRec = name, r
+		}
+		return nil
+	})
+	return newest, err
+}

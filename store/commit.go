@@ -1,0 +1,194 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aslrun/aslrun/engine"
+)
+
+// prepared is an engine.Commit encoded outside any transaction, by the
+// committing goroutine: the store's critical section only chains hashes
+// and writes bytes. It keeps nothing of the Commit (the engine reuses it).
+type prepared struct {
+	id           string
+	seq          int64
+	status       engine.Status
+	output       json.RawMessage
+	errMsg       string
+	cause        string
+	stoppedAt    time.Time
+	wakeAt       time.Time
+	waitingFor   string
+	invocations  map[string]int
+	lastEvent    int64
+	lastOwnEvent int64
+	drop         []string
+	scopes       []scopeWrite
+	events       []preparedEvent
+	rollback     *engine.Rollback
+	checkpoint   *preparedCheckpoint
+}
+
+// preparedCheckpoint is a checkpoint encoded for writing: its record, and
+// its document as a snapshot blob under the blob's key.
+type preparedCheckpoint struct {
+	name      string
+	record    []byte
+	expiresAt time.Time
+	blob      string
+	data      []byte
+}
+
+// prepareCommit encodes c, a checkpoint's document with codecs and codec.
+func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, error) {
+	if err := checkName("execution id", c.Execution); err != nil {
+		return nil, err
+	}
+	memo := newDocMemo()
+	p := &prepared{
+		id: c.Execution, seq: c.Seq, status: c.Status, errMsg: c.Error, cause: c.Cause,
+		stoppedAt: utc(c.StoppedAt), wakeAt: utc(c.WakeAt), waitingFor: c.WaitingFor,
+		invocations: maps.Clone(c.Invocations), lastEvent: c.LastEvent, lastOwnEvent: c.LastOwnEvent,
+		drop: slices.Clone(c.DropScopes),
+	}
+	var err error
+	if c.Output != nil {
+		if p.output, err = memo.raw(c.Output); err != nil {
+			return nil, fmt.Errorf("output: %w", err)
+		}
+	}
+	if p.scopes, err = encodeScopes(c.Scopes, memo); err != nil {
+		return nil, err
+	}
+	p.events = make([]preparedEvent, len(c.Events))
+	for i := range c.Events {
+		if p.events[i], err = prepareEvent(&c.Events[i], memo); err != nil {
+			return nil, fmt.Errorf("event %d (%s): %w", i+1, c.Events[i].Type, err)
+		}
+	}
+	if rb := c.Rollback; rb != nil {
+		p.rollback = &engine.Rollback{ToEvent: rb.ToEvent, ToOwnEvent: rb.ToOwnEvent}
+	}
+	if c.Checkpoint != nil {
+		if p.checkpoint, err = prepareCheckpoint(c.Execution, c.Checkpoint, memo, codecs, codec); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// prepareCheckpoint encodes a checkpoint of execution id.
+func prepareCheckpoint(id string, cp *engine.Checkpoint, memo *docMemo, codecs *Codecs, codec Codec) (*preparedCheckpoint, error) {
+	if cp.Execution != "" && cp.Execution != id {
+		return nil, fmt.Errorf("checkpoint %q belongs to execution %s", cp.Name, cp.Execution)
+	}
+	if err := checkName("checkpoint name", cp.Name); err != nil {
+		return nil, err
+	}
+	where := func(what string, err error) error {
+		return fmt.Errorf("checkpoint %q: %s: %w", cp.Name, what, err)
+	}
+	r := checkpointRecord{
+		State: cp.State, Next: cp.Next, Visits: cp.Visits, Invocations: cp.Invocations,
+		LastEvent: cp.LastEvent, LastOwnEvent: cp.LastOwnEvent, CreatedAt: utc(cp.CreatedAt), ExpiresAt: utc(cp.ExpiresAt),
+	}
+	raw, err := memo.raw(cp.Document)
+	if err != nil {
+		return nil, where("document", err)
+	}
+	r.Blob = blobKey(raw)
+	if r.DocHash, err = memo.hash(cp.Document); err != nil {
+		return nil, where("document", err)
+	}
+	if r.Variables, err = encodeVars(cp.Variables); err != nil {
+		return nil, where("variables", err)
+	}
+	for _, f := range []struct {
+		dst *json.RawMessage
+		v   any
+		n   string
+	}{{&r.Context, cp.Context, "context"}, {&r.Memory, cp.Memory, "memory"}, {&r.Budget, cp.Budget, "budget"}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.dst, err = memo.raw(f.v); err != nil {
+			return nil, where(f.n, err)
+		}
+	}
+	p := &preparedCheckpoint{name: cp.Name, expiresAt: r.ExpiresAt, blob: r.Blob}
+	if p.record, err = marshalRecord(&r); err != nil {
+		return nil, where("record", err)
+	}
+	if p.data, err = codecs.Encode(cp.Document, codec); err != nil {
+		return nil, where("snapshot", err)
+	}
+	return p, nil
+}
+
+// applyHead sets what the commit changes in the execution's head (its
+// history is appended apart).
+func (p *prepared) applyHead(h *headRecord) {
+	if p.status != "" {
+		h.Status = p.status
+	}
+	h.Output, h.Error, h.Cause, h.StoppedAt = p.output, p.errMsg, p.cause, p.stoppedAt
+	h.WakeAt, h.WaitingFor = p.wakeAt, p.waitingFor
+	h.Invocations, h.LastEvent, h.LastOwnEvent, h.Seq = p.invocations, p.lastEvent, p.lastOwnEvent, p.seq
+}
+
+// appendEvents chains the commit's events after the head's history,
+// handing each stored value to put with its position (from 1), and
+// advances the head.
+func (p *prepared) appendEvents(h *headRecord, put func(n int64, v []byte) error) error {
+	for i, e := range p.events {
+		v, hash, err := sealEvent(e, h.LastHash)
+		if err != nil {
+			return fmt.Errorf("history event %d: %w", h.Events+1, err)
+		}
+		if err := put(h.Events+1, v); err != nil {
+			return fmt.Errorf("event %d of the commit: %w", i+1, err)
+		}
+		h.Events++
+		h.LastHash = hash
+	}
+	return nil
+}
+
+// dropped reports whether scope key is removed by one of the prefixes.
+func dropped(key string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortScopeWrites orders scope writes by key.
+func sortScopeWrites(w []scopeWrite) {
+	slices.SortFunc(w, func(a, b scopeWrite) int { return strings.Compare(a.key, b.key) })
+}
+
+// waitingAt is when the execution of head h is due, zero when it is not
+// waiting for a time.
+func waitingAt(h *headRecord) time.Time {
+	if h.Status != engine.StatusWaiting {
+		return time.Time{}
+	}
+	return h.WakeAt
+}
+
+// blobKey is the key of a snapshot blob: the hex SHA-256 of the document's
+// Marshal form, so that identical documents share one blob and each comes
+// back exactly as written.
+func blobKey(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}

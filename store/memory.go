@@ -1,0 +1,463 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aslrun/aslrun/engine"
+)
+
+// Memory is a store that keeps everything in memory, for tests and for
+// runs that need not survive the process. It has the same semantics as
+// Bolt and is the reference of the acceptance suite: it keeps every record
+// encoded as Bolt does (documents are encoded on the way in and decoded on
+// the way out, so callers never share memory with it), hashes histories
+// the same way and stores checkpoint documents with the snapshot codec
+// (CodecNone). It finds due timers and lists executions by scanning them
+// all.
+//
+// A Memory is safe for concurrent use.
+type Memory struct {
+	mu          sync.RWMutex
+	closed      bool
+	execs       map[string]*memExec
+	definitions map[string][]byte
+	blobs       map[string][]byte
+	refs        map[string]int // checkpoints referencing each blob
+	orphans     map[string]bool
+	codecs      Codecs
+	migrations  Migrations
+}
+
+// memExec is one execution's records.
+type memExec struct {
+	exec        []byte
+	head        []byte
+	scopes      map[string][]byte
+	history     [][]byte
+	checkpoints map[string][]byte
+}
+
+var _ Store = (*Memory)(nil)
+
+// NewMemory returns an empty memory store.
+func NewMemory() *Memory {
+	return &Memory{
+		execs:       make(map[string]*memExec),
+		definitions: make(map[string][]byte),
+		blobs:       make(map[string][]byte),
+		refs:        make(map[string]int),
+		orphans:     make(map[string]bool),
+	}
+}
+
+// Create records a new execution; ErrExists when the id is taken.
+func (m *Memory) Create(ctx context.Context, e *engine.Execution) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c, err := newExecution(e)
+	if err != nil {
+		return fmt.Errorf("create execution %s: %w", e.ID, err)
+	}
+	head := encodeHead(&c.head)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if _, ok := m.execs[c.id]; ok {
+		return fmt.Errorf("create execution %s: %w", c.id, engine.ErrExists)
+	}
+	if c.definitionHash != "" && len(c.definition) > 0 {
+		if _, ok := m.definitions[c.definitionHash]; !ok {
+			m.definitions[c.definitionHash] = c.definition
+		}
+	}
+	x := &memExec{exec: c.exec, head: head, scopes: make(map[string][]byte), checkpoints: make(map[string][]byte)}
+	for _, w := range c.scopes {
+		if w.value != nil {
+			x.scopes[w.key] = w.value
+		}
+	}
+	m.execs[c.id] = x
+	return nil
+}
+
+// Commit applies one step of an execution atomically.
+func (m *Memory) Commit(ctx context.Context, c *engine.Commit) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := prepareCommit(c, &m.codecs, CodecNone)
+	if err != nil {
+		return fmt.Errorf("commit execution %s: %w", c.Execution, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if err := m.apply(p); err != nil {
+		return fmt.Errorf("commit execution %s: %w", p.id, err)
+	}
+	return nil
+}
+
+// apply writes a prepared commit with m.mu held. Everything that can fail
+// is computed before anything is changed.
+func (m *Memory) apply(p *prepared) error {
+	x, ok := m.execs[p.id]
+	if !ok {
+		return engine.ErrNotFound
+	}
+	h, err := decodeHead(p.id, x.head)
+	if err != nil {
+		return err
+	}
+	p.applyHead(h)
+	superseded := make(map[int][]byte)
+	if p.rollback != nil {
+		for i, v := range x.history {
+			nv, err := supersede(v, p.rollback)
+			if err != nil {
+				return fmt.Errorf("history event %d: %w", i+1, err)
+			}
+			if nv != nil {
+				superseded[i] = nv
+			}
+		}
+	}
+	var added [][]byte
+	err = p.appendEvents(h, func(_ int64, v []byte) error {
+		added = append(added, v)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var oldBlob string
+	if cp := p.checkpoint; cp != nil {
+		if old, ok := x.checkpoints[cp.name]; ok {
+			_, r, err := decodeCheckpoint(p.id, cp.name, old, false)
+			if err != nil {
+				return err
+			}
+			oldBlob = r.Blob
+		}
+	}
+	head := encodeHead(h)
+
+	x.head = head
+	if len(p.drop) > 0 {
+		maps.DeleteFunc(x.scopes, func(k string, _ []byte) bool { return dropped(k, p.drop) })
+	}
+	for _, w := range p.scopes {
+		if w.value == nil {
+			delete(x.scopes, w.key)
+		} else {
+			x.scopes[w.key] = w.value
+		}
+	}
+	for i, v := range superseded {
+		x.history[i] = v
+	}
+	x.history = append(x.history, added...)
+	if cp := p.checkpoint; cp != nil {
+		m.ref(cp.blob, cp.data)
+		if oldBlob != "" {
+			m.unref(oldBlob)
+		}
+		x.checkpoints[cp.name] = cp.record
+	}
+	return nil
+}
+
+// ref records one more reference to a blob, storing it if it is new.
+func (m *Memory) ref(key string, data []byte) {
+	if _, ok := m.blobs[key]; !ok {
+		m.blobs[key] = data
+	}
+	m.refs[key]++
+	delete(m.orphans, key)
+}
+
+// unref drops a reference to a blob; a blob left unreferenced is an
+// orphan, removed by GC.
+func (m *Memory) unref(key string) {
+	if m.refs[key]--; m.refs[key] <= 0 {
+		delete(m.refs, key)
+		m.orphans[key] = true
+	}
+}
+
+// lookup returns an execution's records with m.mu held.
+func (m *Memory) lookup(id string) (*memExec, error) {
+	if m.closed {
+		return nil, ErrClosed
+	}
+	x, ok := m.execs[id]
+	if !ok {
+		return nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	}
+	return x, nil
+}
+
+// Load returns an execution as last committed; ErrNotFound when there is
+// none.
+func (m *Memory) Load(ctx context.Context, id string) (*engine.Execution, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	x, err := m.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := decodeExec(id, x.exec)
+	if err != nil {
+		return nil, err
+	}
+	h, err := decodeHead(id, x.head)
+	if err != nil {
+		return nil, err
+	}
+	scopes := make(map[string]*engine.Scope, len(x.scopes))
+	for k, v := range x.scopes {
+		if scopes[k], err = decodeScope(v); err != nil {
+			return nil, fmt.Errorf("execution %s: scope %q: %w", id, k, err)
+		}
+	}
+	return execution(id, rec, h, bytes.Clone(m.definitions[rec.DefinitionHash]), scopes)
+}
+
+// Checkpoint returns the named checkpoint of an execution, its document
+// decoded; ErrNotFound when there is none, ErrCorrupt when its snapshot
+// does not decode. Expired checkpoints are returned until GC removes them.
+func (m *Memory) Checkpoint(ctx context.Context, id, name string) (*engine.Checkpoint, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	x, err := m.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	rec, ok := x.checkpoints[name]
+	if !ok {
+		return nil, fmt.Errorf("execution %s checkpoint %q: %w", id, name, engine.ErrNotFound)
+	}
+	_, r, err := decodeCheckpoint(id, name, rec, false)
+	if err != nil {
+		return nil, err
+	}
+	blob, found := m.blobs[r.Blob]
+	return loadCheckpoint(id, name, rec, blob, found, &m.codecs, &m.migrations)
+}
+
+// ListCheckpoints returns an execution's checkpoints without their
+// documents, oldest first.
+func (m *Memory) ListCheckpoints(ctx context.Context, id string) ([]*engine.Checkpoint, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	x, err := m.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*engine.Checkpoint, 0, len(x.checkpoints))
+	for name, rec := range x.checkpoints {
+		cp, _, err := decodeCheckpoint(id, name, rec, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cp)
+	}
+	sortCheckpoints(out)
+	return out, nil
+}
+
+// Due returns the WAITING executions whose WakeAt is at or before now,
+// earliest first.
+func (m *Memory) Due(ctx context.Context, now time.Time) ([]string, error) {
+	type due struct {
+		id string
+		at time.Time
+	}
+	var ds []due
+	err := m.scan(func(id string, x *memExec, h *headRecord) error {
+		if at := waitingAt(h); !at.IsZero() && !at.After(now) {
+			ds = append(ds, due{id, at})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ds, func(a, b due) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.id
+	}
+	return out, nil
+}
+
+// Unfinished returns the RUNNING executions, by id.
+func (m *Memory) Unfinished(ctx context.Context) ([]string, error) {
+	var out []string
+	err := m.scan(func(id string, x *memExec, h *headRecord) error {
+		if h.Status == engine.StatusRunning {
+			out = append(out, id)
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out, err
+}
+
+// List returns summaries of the executions, newest first.
+func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Summary, error) {
+	var out []Summary
+	err := m.scan(func(id string, x *memExec, h *headRecord) error {
+		if opts.Status != "" && h.Status != opts.Status {
+			return nil
+		}
+		rec, err := decodeExec(id, x.exec)
+		if err != nil {
+			return err
+		}
+		out = append(out, summary(id, rec, h))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sortSummaries(out, opts.Limit), nil
+}
+
+// scan calls f for every execution with its head, under the read lock.
+func (m *Memory) scan(f func(id string, x *memExec, h *headRecord) error) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return ErrClosed
+	}
+	for id, x := range m.execs {
+		h, err := decodeHead(id, x.head)
+		if err != nil {
+			return err
+		}
+		if err := f(id, x, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// History returns an execution's history in order.
+func (m *Memory) History(ctx context.Context, id string) ([]engine.Event, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	x, err := m.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Event, len(x.history))
+	for i, v := range x.history {
+		if out[i], err = decodeEvent(v, false); err != nil {
+			return nil, fmt.Errorf("execution %s: history event %d: %w", id, i+1, err)
+		}
+	}
+	return out, nil
+}
+
+// VerifyHistory checks an execution's history; ErrTampered names the
+// first event that does not verify.
+func (m *Memory) VerifyHistory(ctx context.Context, id string) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	x, err := m.lookup(id)
+	if err != nil {
+		return err
+	}
+	h, err := decodeHead(id, x.head)
+	if err != nil {
+		return err
+	}
+	return verifyHistory(id, x.history, h)
+}
+
+// Definition returns the definition text stored under hash.
+func (m *Memory) Definition(ctx context.Context, hash string) ([]byte, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	def, ok := m.definitions[hash]
+	if !ok {
+		return nil, fmt.Errorf("definition %s: %w", hash, engine.ErrNotFound)
+	}
+	return bytes.Clone(def), nil
+}
+
+// GC removes expired checkpoints (but not the newest of a RUNNING or
+// WAITING execution) and unreferenced snapshot blobs.
+func (m *Memory) GC(ctx context.Context, now time.Time) (GCReport, error) {
+	if err := ctx.Err(); err != nil {
+		return GCReport{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return GCReport{}, ErrClosed
+	}
+	var rep GCReport
+	for id, x := range m.execs {
+		h, err := decodeHead(id, x.head)
+		if err != nil {
+			return rep, err
+		}
+		recs := make(map[string]*checkpointRecord, len(x.checkpoints))
+		newest := ""
+		for name, v := range x.checkpoints {
+			_, r, err := decodeCheckpoint(id, name, v, false)
+			if err != nil {
+				return rep, err
+			}
+			recs[name] = r
+			if newest == "" || newer(r, name, recs[newest], newest) {
+				newest = name
+			}
+		}
+		for name, r := range recs {
+			if r.ExpiresAt.IsZero() || r.ExpiresAt.After(now) || (name == newest && live(h.Status)) {
+				continue
+			}
+			delete(x.checkpoints, name)
+			m.unref(r.Blob)
+			rep.Checkpoints++
+		}
+	}
+	for key := range m.orphans {
+		delete(m.blobs, key)
+		delete(m.orphans, key)
+		rep.Blobs++
+	}
+	return rep, nil
+}
+
+// Close empties the store; later calls fail with ErrClosed.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	m.execs, m.definitions, m.blobs, m.refs, m.orphans = nil, nil, nil, nil, nil
+	return nil
+}

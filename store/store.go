@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aslrun/aslrun/engine"
+)
+
+// Store is what the command line needs of a store: the engine's
+// interfaces plus listing, history, definitions and garbage collection.
+// Bolt and Memory implement it; both pass storetest.Run.
+//
+// Implementations are safe for concurrent use. Reads see only committed
+// data: a commit is visible entirely or not at all.
+type Store interface {
+	engine.Store
+	engine.Checkpoints
+	engine.Scheduler
+
+	// List returns summaries of the executions, newest (by StartedAt)
+	// first, filtered and limited by opts.
+	List(ctx context.Context, opts ListOptions) ([]Summary, error)
+	// History returns an execution's history in order, with DocHash,
+	// PrevHash, Hash and Superseded filled in and Document nil (documents
+	// are not kept, only their hashes); ErrNotFound when there is no such
+	// execution.
+	History(ctx context.Context, id string) ([]engine.Event, error)
+	// VerifyHistory recomputes every event's hash from what is stored and
+	// checks the chain; it returns an error wrapping ErrTampered that
+	// names the first event that does not verify.
+	VerifyHistory(ctx context.Context, id string) error
+	// Definition returns the definition text stored under its hash;
+	// ErrNotFound when there is none.
+	Definition(ctx context.Context, hash string) ([]byte, error)
+	// GC removes the checkpoints expired at now, except the newest
+	// checkpoint of an execution still RUNNING or WAITING (it may be
+	// rolled back to), and the snapshot blobs no checkpoint references any
+	// more.
+	GC(ctx context.Context, now time.Time) (GCReport, error)
+	// Close releases the store; calls after Close fail with ErrClosed.
+	Close() error
+}
+
+// ListOptions selects executions for List. The zero value lists them all.
+type ListOptions struct {
+	// Status keeps only executions with this status ("" keeps all).
+	Status engine.Status
+	// Limit is the most summaries returned (0: no limit).
+	Limit int
+}
+
+// Summary is what List says about one execution.
+type Summary struct {
+	ID          string
+	MachineName string
+	Status      engine.Status
+	StartedAt   time.Time
+	StoppedAt   time.Time
+	Error       string
+	Parent      string
+	WaitingFor  string
+	WakeAt      time.Time
+}
+
+// GCReport counts what GC removed.
+type GCReport struct {
+	// Checkpoints is the number of expired checkpoints removed and Blobs
+	// the number of snapshot blobs no checkpoint referenced any more.
+	Checkpoints int
+	Blobs       int
+}
+
+// Errors of the stores, besides engine.ErrNotFound and engine.ErrExists.
+var (
+	// ErrTampered reports a history that does not verify.
+	ErrTampered = errors.New("history does not verify")
+	// ErrLocked reports a database file held by another process.
+	ErrLocked = errors.New("database is locked")
+	// ErrNotOurs reports a file that is not an aslrun database, or one of
+	// a newer format than this program reads.
+	ErrNotOurs = errors.New("not an aslrun database")
+	// ErrClosed reports a call on a closed store.
+	ErrClosed = errors.New("store is closed")
+)
+
+// maxKeyLen bounds execution ids and checkpoint names, which become parts
+// of bbolt keys (at most 32 KiB).
+const maxKeyLen = 1024
+
+// checkName reports whether s can be an execution id or a checkpoint name:
+// not empty, not too long, and without NUL (the key separator).
+func checkName(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("empty %s", what)
+	case len(s) > maxKeyLen:
+		return fmt.Errorf("%s %.40q… is longer than %d bytes", what, s, maxKeyLen)
+	case strings.IndexByte(s, 0) >= 0:
+		return fmt.Errorf("%s %q contains a NUL byte", what, s)
+	}
+	return nil
+}
+
+// live reports whether an execution with status s may still run, so that
+// its newest checkpoint must survive GC.
+func live(s engine.Status) bool {
+	return s == engine.StatusRunning || s == engine.StatusWaiting
+}
