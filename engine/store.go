@@ -132,8 +132,10 @@ type Commit struct {
 	// Execution is the execution's id; Seq numbers its commits from 1.
 	Execution string
 	Seq       int64
-	// Status is the execution's status after the commit; Output, Error,
-	// Cause and StoppedAt are set when it ended.
+	// Status is the execution's status after the commit; "" leaves it, and
+	// Output, Error, Cause, StoppedAt, WakeAt and WaitingFor, as they are.
+	// A commit with a Status replaces all of them (Output, Error, Cause and
+	// StoppedAt are set when it ended).
 	Status    Status
 	Output    any
 	Error     string
@@ -147,7 +149,8 @@ type Commit struct {
 	// removed first (the items of a Map that finished).
 	Scopes     map[string]*Scope
 	DropScopes []string
-	// Invocations, LastEvent and LastOwnEvent replace the execution's.
+	// Invocations replace the execution's when not nil; LastEvent and
+	// LastOwnEvent replace its counters (which never go backwards).
 	Invocations  map[string]int
 	LastEvent    int64
 	LastOwnEvent int64

@@ -133,14 +133,21 @@ func prepareCheckpoint(id string, cp *engine.Checkpoint, memo *docMemo, codecs *
 }
 
 // applyHead sets what the commit changes in the execution's head (its
-// history is appended apart).
+// history is appended apart). A commit without a Status leaves the status
+// and what goes with it (output, error, cause, stop and wake times) as
+// they are; one with a Status replaces them all. Invocations are replaced
+// only when the commit carries them; the event counters and Seq never go
+// backwards.
 func (p *prepared) applyHead(h *headRecord) {
 	if p.status != "" {
 		h.Status = p.status
+		h.Output, h.Error, h.Cause, h.StoppedAt = p.output, p.errMsg, p.cause, p.stoppedAt
+		h.WakeAt, h.WaitingFor = p.wakeAt, p.waitingFor
 	}
-	h.Output, h.Error, h.Cause, h.StoppedAt = p.output, p.errMsg, p.cause, p.stoppedAt
-	h.WakeAt, h.WaitingFor = p.wakeAt, p.waitingFor
-	h.Invocations, h.LastEvent, h.LastOwnEvent, h.Seq = p.invocations, p.lastEvent, p.lastOwnEvent, p.seq
+	if p.invocations != nil {
+		h.Invocations = p.invocations
+	}
+	h.LastEvent, h.LastOwnEvent, h.Seq = max(h.LastEvent, p.lastEvent), max(h.LastOwnEvent, p.lastOwnEvent), max(h.Seq, p.seq)
 }
 
 // appendEvents chains the commit's events after the head's history,
