@@ -72,7 +72,7 @@ func (x *Executor) load(ctx context.Context, id string) (*Execution, *states.Mac
 	}
 	e, err := x.store.Load(ctx, id)
 	if err != nil {
-		return nil, nil, fmt.Errorf("execution %s: %w", id, err)
+		return nil, nil, err
 	}
 	m, err := states.Parse(e.Definition)
 	if err != nil {

@@ -6,7 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
+
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/store"
 )
 
 // Exit codes of every command.
@@ -41,33 +46,59 @@ type command struct {
 type cmdContext struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// dir resolves relative file names; "" means the working directory.
+	// A worker running a command for a client sets it to the client's.
+	dir string
+	// store, when set, is the open database to use instead of opening --db
+	// (a worker runs its clients' commands on its own).
+	store store.Store
+	// exec, when set, is the worker's executor, shared by the commands it
+	// runs for clients.
+	exec *engine.Executor
+	// remote is set for a command a worker runs for a client.
+	remote bool
 }
+
+// path resolves a file name given on the command line.
+func (c *cmdContext) path(name string) string {
+	if c.dir == "" || filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(c.dir, name)
+}
+
+// readFile reads a file named on the command line.
+func (c *cmdContext) readFile(name string) ([]byte, error) { return os.ReadFile(c.path(name)) }
 
 func commands() []*command {
 	return []*command{
 		{name: "validate", usage: "validate FILE...", summary: "check workflow definitions and report every problem", run: cmdValidate},
-		{name: "run", usage: "run FILE [--input JSON|@FILE|-] [--mock FILE] [--name ID]", summary: "run a workflow to its end and print its output", run: cmdRun},
+		{name: "run", usage: "run FILE [--input JSON|@FILE|-] [--mock FILE] [--name ID] [--db PATH]", summary: "run a workflow durably and print its output", run: cmdRun},
+		{name: "resume", usage: "resume ID [--from-checkpoint NAME [--fork] [--restore document|memory|both]] [--mock FILE]", summary: "continue an execution, or roll it back or fork it from a checkpoint", run: cmdResume},
+		{name: "list", usage: "list [--status S] [--limit N] [--json]", summary: "list executions, newest first", run: cmdList},
+		{name: "status", usage: "status ID [--json]", summary: "show where an execution stands", run: cmdStatus},
+		{name: "history", usage: "history ID [--json] [--verify]", summary: "show an execution's history, or verify it is untampered", run: cmdHistory},
+		{name: "checkpoints", usage: "checkpoints ID [--json]", summary: "list an execution's checkpoints", run: cmdCheckpoints},
+		{name: "worker", usage: "worker [--db PATH] [--poll DURATION]", summary: "wake waiting executions, recover crashed ones, serve other commands", run: cmdWorker},
+		{name: "gc", usage: "gc [--db PATH]", summary: "remove expired checkpoints and unreferenced snapshots", run: cmdGC},
 		{name: "graph", usage: "graph FILE --format dot|mermaid", summary: "draw a workflow as a Graphviz or Mermaid graph", run: cmdGraph},
 		{name: "conformance", usage: "conformance PATH...", summary: "run conformance case files and folders", run: cmdConformance},
 	}
 }
 
-// later lists the commands of the contract that arrive with durable
-// executions and the agent-native states.
+// later lists the commands of the contract that arrive with the
+// agent-native states.
 var later = map[string]string{
-	"resume":      "durable executions",
-	"approve":     "durable executions and the Approval state",
-	"list":        "durable executions",
-	"status":      "durable executions",
-	"history":     "durable executions",
-	"checkpoints": "durable executions",
-	"worker":      "durable executions",
-	"gc":          "durable executions",
+	"approve": "the Approval state",
 }
 
-// run is the whole program: it dispatches args to a command.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// run is the whole program: it dispatches args to a command. base, when
+// given, is the context of a worker running a client's command.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, base ...*cmdContext) error {
 	c := &cmdContext{stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(base) > 0 {
+		c = base[0]
+	}
 	if len(args) == 0 {
 		printHelp(stderr)
 		return &exitError{code: exitUsage}
@@ -80,7 +111,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	for _, cmd := range commands() {
 		if cmd.name == name {
-			return cmd.run(ctx, c, args[1:])
+			err := cmd.run(ctx, c, args[1:])
+			var locked *lockedError
+			if errors.As(err, &locked) && !c.remote {
+				// A worker holds the database: it runs the command for us.
+				return forward(ctx, c, locked.db, args)
+			}
+			return err
 		}
 	}
 	if what, ok := later[name]; ok {
@@ -94,7 +131,7 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  aslrun %-58s %s\n", c.usage, c.summary)
+		fmt.Fprintf(w, "  aslrun %s\n      %s\n", c.usage, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run \"aslrun COMMAND --help\" for a command's flags.")

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -30,7 +29,7 @@ func cmdValidate(_ context.Context, c *cmdContext, args []string) error {
 	}
 	bad := false
 	for _, f := range files {
-		problems, err := validateFile(f)
+		problems, err := c.validateFile(f)
 		if err != nil {
 			fmt.Fprintf(c.stdout, "%s: %s\n", f, err)
 			bad = true
@@ -52,8 +51,8 @@ func cmdValidate(_ context.Context, c *cmdContext, args []string) error {
 
 // validateFile returns the validation problems of a definition file, or an
 // error when the file cannot be read or is not strict JSON.
-func validateFile(file string) ([]*states.ValidationError, error) {
-	data, err := os.ReadFile(file)
+func (c *cmdContext) validateFile(file string) ([]*states.ValidationError, error) {
+	data, err := c.readFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -67,8 +66,8 @@ func validateFile(file string) ([]*states.ValidationError, error) {
 
 // loadMachine reads and validates a definition, or returns a usage error
 // naming the file and every problem.
-func loadMachine(file string) (*states.Machine, error) {
-	data, err := os.ReadFile(file)
+func (c *cmdContext) loadMachine(file string) (*states.Machine, error) {
+	data, err := c.readFile(file)
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
@@ -88,7 +87,7 @@ func loadMachine(file string) (*states.Machine, error) {
 }
 
 // readInput reads --input: JSON text, @FILE, or - for standard input.
-func readInput(arg string, stdin io.Reader) (any, error) {
+func (c *cmdContext) readInput(arg string) (any, error) {
 	var (
 		data []byte
 		err  error
@@ -98,11 +97,11 @@ func readInput(arg string, stdin io.Reader) (any, error) {
 	case arg == "":
 		return map[string]any{}, nil
 	case arg == "-":
-		data, err = io.ReadAll(stdin)
+		data, err = io.ReadAll(c.stdin)
 		from = "standard input"
 	case strings.HasPrefix(arg, "@"):
 		from = arg[1:]
-		data, err = os.ReadFile(from)
+		data, err = c.readFile(from)
 	default:
 		data = []byte(arg)
 	}
@@ -121,6 +120,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	input := fs.String("input", "", "execution input: JSON text, @FILE, or - for standard input (default {})")
 	mock := fs.String("mock", "", "mock `FILE` scripting the agents (DESIGN.md §7)")
 	name := fs.String("name", "", "execution `ID` (default a new UUIDv7)")
+	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "run", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
 		return err
@@ -128,62 +128,112 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if len(pos) != 1 {
 		return usageErrorf("run: want exactly one FILE, got %d (see \"aslrun run --help\")", len(pos))
 	}
-	m, err := loadMachine(pos[0])
+	m, err := c.loadMachine(pos[0])
 	if err != nil {
 		return err
 	}
-	in, err := readInput(*input, c.stdin)
+	in, err := c.readInput(*input)
 	if err != nil {
 		return err
 	}
-	reg := agents.NewRegistry()
+	opts := engine.StartOptions{ID: *name}
+	opts.MachineName = strings.TrimSuffix(filepath.Base(pos[0]), filepath.Ext(pos[0]))
 	if *mock != "" {
-		data, err := os.ReadFile(*mock)
+		data, err := c.readFile(*mock)
 		if err != nil {
 			return usageErrorf("%v", err)
 		}
-		mocks, err := agents.ParseMocks(data)
-		if err != nil {
-			return usageErrorf("%s: %v", *mock, err)
+		if opts.Agents, err = mockAgents(data, *mock); err != nil {
+			return usageErrorf("%v", err)
 		}
-		if err := mocks.Register(reg); err != nil {
-			return usageErrorf("%s: %v", *mock, err)
-		}
+		opts.AgentsFile, opts.AgentsKind = data, "mock"
+	} else {
+		opts.Agents = agents.NewRegistry()
 	}
-	id := *name
-	if id == "" {
+	st, closeStore, err := c.openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	if opts.ID == "" {
 		u, err := uuid.NewV7()
 		if err != nil {
 			return err
 		}
-		id = u.String()
+		opts.ID = u.String()
 	}
-	x := engine.New(engine.Config{Agents: reg})
-	base := strings.TrimSuffix(filepath.Base(pos[0]), filepath.Ext(pos[0]))
-	fmt.Fprintf(c.stderr, "execution: %s\n", id)
-	res, err := x.Run(ctx, m, in, engine.StartOptions{ID: id, MachineName: base})
+	fmt.Fprintf(c.stderr, "execution: %s\n", opts.ID)
+	res, err := c.executor(st).Run(ctx, m, in, opts)
 	if err != nil {
-		if errors.Is(err, engine.ErrInvalidInput) {
-			return usageErrorf("%v", err)
-		}
+		return engineError(err)
+	}
+	return printResult(c, res)
+}
+
+func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
+	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
+	from := fs.String("from-checkpoint", "", "roll the execution back to checkpoint `NAME` (or fork it from there with --fork)")
+	fork := fs.Bool("fork", false, "with --from-checkpoint: start a new execution from the checkpoint instead of rolling back")
+	restore := fs.String("restore", "both", "with --from-checkpoint: what to restore: document, memory or both")
+	name := fs.String("name", "", "with --fork: the new execution's `ID` (default a new UUIDv7)")
+	mock := fs.String("mock", "", "mock `FILE` scripting the agents, instead of the one the execution was started with")
+	db := dbFlag(fs)
+	pos, err := parseFlags(fs, "resume", args, c.stdout)
+	if done, err := handleHelp(err); done || err != nil {
 		return err
 	}
-	switch res.Status {
-	case engine.StatusSucceeded:
-		return writeJSON(c.stdout, res.Output)
-	default:
-		failure := map[string]any{}
-		if res.Error != "" {
-			failure["Error"] = res.Error
-		}
-		if res.Cause != "" {
-			failure["Cause"] = res.Cause
-		}
-		if err := writeJSON(c.stdout, failure); err != nil {
-			return err
-		}
-		return &exitError{code: exitFailed}
+	if len(pos) != 1 {
+		return usageErrorf("resume: want exactly one execution ID, got %d (see \"aslrun resume --help\")", len(pos))
 	}
+	if (*fork || *name != "" || *restore != "both") && *from == "" {
+		return usageErrorf("resume: --fork, --name and --restore go with --from-checkpoint")
+	}
+	what, err := engine.ParseRestore(*restore)
+	if err != nil {
+		return usageErrorf("resume: %v", err)
+	}
+	var reg *agents.Registry
+	if *mock != "" {
+		data, err := c.readFile(*mock)
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		if reg, err = mockAgents(data, *mock); err != nil {
+			return usageErrorf("%v", err)
+		}
+	}
+	st, closeStore, err := c.openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	x := c.executor(st)
+	opts := engine.ResumeOptions{Agents: reg, Restore: what, ForkID: *name}
+	id := pos[0]
+	var res *engine.Result
+	switch {
+	case *from == "":
+		res, err = x.Resume(ctx, id, opts)
+	case *fork:
+		if opts.ForkID == "" {
+			u, err := uuid.NewV7()
+			if err != nil {
+				return err
+			}
+			opts.ForkID = u.String()
+		}
+		fmt.Fprintf(c.stderr, "execution: %s (forked from %s at %s)\n", opts.ForkID, id, *from)
+		res, err = x.Fork(ctx, id, *from, opts)
+	default:
+		res, err = x.Rollback(ctx, id, *from, opts)
+	}
+	if err != nil {
+		return engineError(err)
+	}
+	if !*fork {
+		fmt.Fprintf(c.stderr, "execution: %s\n", res.ID)
+	}
+	return printResult(c, res)
 }
 
 // writeJSON prints v as indented JSON and a newline.
@@ -208,13 +258,16 @@ func cmdConformance(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	skips := conformance.DefaultSkips()
 	if *skipFile != "" {
-		data, err := os.ReadFile(*skipFile)
+		data, err := c.readFile(*skipFile)
 		if err != nil {
 			return usageErrorf("%v", err)
 		}
 		if skips, err = conformance.ParseSkips(data); err != nil {
 			return usageErrorf("%s: %v", *skipFile, err)
 		}
+	}
+	for i, p := range paths {
+		paths[i] = c.path(p)
 	}
 	_, failed, err := conformance.Report(ctx, paths, skips, c.stdout)
 	if err != nil {

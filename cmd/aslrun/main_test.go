@@ -65,7 +65,7 @@ func TestHelp(t *testing.T) {
 	if code, _, errOut := invoke(t, ""); code != exitUsage || !strings.Contains(errOut, "Usage:") {
 		t.Errorf("no arguments: code %d, stderr %q", code, errOut)
 	}
-	for _, cmd := range []string{"validate", "run", "graph", "conformance"} {
+	for _, cmd := range []string{"validate", "run", "resume", "list", "status", "history", "checkpoints", "worker", "gc", "graph", "conformance"} {
 		code, out, _ := invoke(t, "", cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Usage: aslrun "+cmd) {
 			t.Errorf("%s --help: code %d, output %q", cmd, code, out)
@@ -75,9 +75,9 @@ func TestHelp(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, `unknown command "frobnicate"`) {
 		t.Errorf("unknown command: code %d, stderr %q", code, errOut)
 	}
-	code, _, errOut = invoke(t, "", "resume", "x")
+	code, _, errOut = invoke(t, "", "approve", "x")
 	if code != exitUsage || !strings.Contains(errOut, "not available yet") {
-		t.Errorf("resume: code %d, stderr %q", code, errOut)
+		t.Errorf("approve: code %d, stderr %q", code, errOut)
 	}
 }
 
@@ -122,7 +122,8 @@ func TestRunExamples(t *testing.T) {
 			}
 			synctest.Test(t, func(t *testing.T) {
 				code, out, errOut := invoke(t, "", "run", filepath.Join(dir, "workflow.json"),
-					"--input", "@"+filepath.Join(dir, "input.json"), "--mock", filepath.Join(dir, "mock.json"))
+					"--input", "@"+filepath.Join(dir, "input.json"), "--mock", filepath.Join(dir, "mock.json"),
+					"--db", filepath.Join(t.TempDir(), "ex.db"))
 				if code != 0 {
 					t.Fatalf("code %d, stderr %q", code, errOut)
 				}
@@ -167,11 +168,13 @@ func TestRun(t *testing.T) {
 		{"bad mock", "", []string{"run", echo, "--mock", badMock}, exitUsage, "", badMock + ": mock /Echo/0: a response must have exactly one of Return or Throw"},
 		{"invalid definition", "", []string{"run", invalid}, exitUsage, "", invalid + ": /States/A (A): missing Next or End"},
 		{"two files", "", []string{"run", echo, fail}, exitUsage, "", "want exactly one FILE"},
-		{"unknown flag", "", []string{"run", echo, "--db", "x.db"}, exitUsage, "", "flag provided but not defined: -db"},
+		{"unknown flag", "", []string{"run", echo, "--store", "x.db"}, exitUsage, "", "flag provided but not defined: -store"},
+		{"taken name", "", []string{"run", echo, "--mock", mock, "--name", "order-42"}, exitUsage, "", "order-42"},
 	}
+	db := filepath.Join(dir, "run.db")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := invoke(t, tc.stdin, tc.args...)
+			code, out, errOut := invoke(t, tc.stdin, append(tc.args, "--db", db)...)
 			if code != tc.code {
 				t.Fatalf("code %d, want %d (stdout %q, stderr %q)", code, tc.code, out, errOut)
 			}

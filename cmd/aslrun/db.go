@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/store"
+)
+
+// defaultDB is the database every command uses unless --db says otherwise.
+const defaultDB = "aslrun.db"
+
+// lockTimeout is how long a command waits for the database lock before it
+// turns to the worker holding it.
+const lockTimeout = 250 * time.Millisecond
+
+// lockedError says the database is held by another process; the command is
+// then forwarded to that process when it is a worker.
+type lockedError struct {
+	db  string
+	err error
+}
+
+func (e *lockedError) Error() string { return e.err.Error() }
+func (e *lockedError) Unwrap() error { return e.err }
+
+// dbFlag adds --db to fs.
+func dbFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", defaultDB, "the database `PATH`")
+}
+
+// openStore opens the database at db (or returns the worker's own open
+// store) and a function that closes it.
+func (c *cmdContext) openStore(db string) (store.Store, func(), error) {
+	if c.store != nil {
+		return c.store, func() {}, nil
+	}
+	path := c.path(db)
+	st, err := store.OpenBolt(path, store.BoltOptions{LockTimeout: lockTimeout})
+	if errors.Is(err, store.ErrLocked) {
+		return nil, nil, &lockedError{db: path, err: err}
+	}
+	if err != nil {
+		return nil, nil, &exitError{code: exitUsage, msg: err.Error()}
+	}
+	return st, func() { st.Close() }, nil
+}
+
+// mockAgents builds the agents of a mock file's content.
+func mockAgents(data []byte, from string) (*agents.Registry, error) {
+	mocks, err := agents.ParseMocks(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	reg := agents.NewRegistry()
+	if err := mocks.Register(reg); err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	return reg, nil
+}
+
+// agentsOf rebuilds the agents an execution was started with.
+func agentsOf(e *engine.Execution) (*agents.Registry, error) {
+	switch e.AgentsKind {
+	case "":
+		return agents.NewRegistry(), nil
+	case "mock":
+		return mockAgents(e.Agents, "the execution's mock file")
+	}
+	return nil, fmt.Errorf("execution %s was started with %s agents, which this version cannot rebuild", e.ID, e.AgentsKind)
+}
+
+// executor returns the executor a command runs executions with: the
+// worker's when the command runs in a worker.
+func (c *cmdContext) executor(st store.Store) *engine.Executor {
+	if c.exec != nil {
+		return c.exec
+	}
+	return executor(st, nil)
+}
+
+// executor returns an executor on st; reg, when set, overrides the agents
+// stored with executions.
+func executor(st store.Store, reg *agents.Registry) *engine.Executor {
+	cfg := engine.Config{Store: st, AgentsFor: agentsOf}
+	if reg != nil {
+		cfg.Agents, cfg.AgentsFor = reg, nil
+	}
+	return engine.New(cfg)
+}
+
+// printResult prints where an execution stands as run, resume and approve
+// do, and returns the exit code's error: 0 succeeded, 1 failed, 3 waiting.
+func printResult(c *cmdContext, res *engine.Result) error {
+	switch res.Status {
+	case engine.StatusSucceeded:
+		return writeJSON(c.stdout, res.Output)
+	case engine.StatusWaiting:
+		w := map[string]any{"id": res.ID, "status": string(res.Status), "state": res.State, "waitingFor": res.WaitingFor}
+		if !res.WakeAt.IsZero() {
+			w["wakeAt"] = res.WakeAt.UTC().Format(time.RFC3339)
+		}
+		if err := writeJSON(c.stdout, w); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "execution %s is waiting (%s at %s); `aslrun worker` wakes it, or `aslrun resume %s`\n", res.ID, res.WaitingFor, res.State, res.ID)
+		return &exitError{code: exitWaiting}
+	default:
+		failure := map[string]any{}
+		if res.Error != "" {
+			failure["Error"] = res.Error
+		}
+		if res.Cause != "" {
+			failure["Cause"] = res.Cause
+		}
+		if err := writeJSON(c.stdout, failure); err != nil {
+			return err
+		}
+		return &exitError{code: exitFailed}
+	}
+}
+
+// engineError turns an executor error into the exit it deserves.
+func engineError(err error) error {
+	switch {
+	case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, engine.ErrExists),
+		errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrEnded), errors.Is(err, engine.ErrBusy):
+		return &exitError{code: exitUsage, msg: err.Error()}
+	}
+	return err
+}

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/store"
+)
+
+// timeText writes t for tables, "-" when zero.
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// timeJSON writes t for --json, null when zero.
+func timeJSON(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// oneID parses the single execution ID of an inspecting command.
+func oneID(cmd string, pos []string) (string, error) {
+	if len(pos) != 1 {
+		return "", usageErrorf("%s: want exactly one execution ID, got %d (see \"aslrun %s --help\")", cmd, len(pos), cmd)
+	}
+	return pos[0], nil
+}
+
+func cmdList(ctx context.Context, c *cmdContext, args []string) error {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	status := fs.String("status", "", "only executions with this `STATUS` (RUNNING, WAITING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED)")
+	limit := fs.Int("limit", 100, "at most `N` executions (0: all)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	db := dbFlag(fs)
+	pos, err := parseFlags(fs, "list", args, c.stdout)
+	if done, err := handleHelp(err); done || err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageErrorf("list: unexpected argument %q", pos[0])
+	}
+	s := engine.Status(strings.ToUpper(*status))
+	switch s {
+	case "", engine.StatusRunning, engine.StatusWaiting, engine.StatusSucceeded, engine.StatusFailed, engine.StatusTimedOut, engine.StatusAborted:
+	default:
+		return usageErrorf("list: --status %q is not a status", *status)
+	}
+	st, closeStore, err := c.openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	list, err := st.List(ctx, store.ListOptions{Status: s, Limit: *limit})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		out := make([]any, len(list))
+		for i, e := range list {
+			out[i] = map[string]any{
+				"id": e.ID, "machine": e.MachineName, "status": string(e.Status), "startedAt": timeJSON(e.StartedAt),
+				"stoppedAt": timeJSON(e.StoppedAt), "error": nullable(e.Error), "parent": nullable(e.Parent),
+				"waitingFor": nullable(e.WaitingFor), "wakeAt": timeJSON(e.WakeAt),
+			}
+		}
+		return writeJSON(c.stdout, out)
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tSTATUS\tMACHINE\tSTARTED\tSTOPPED\tDETAIL")
+	for _, e := range list {
+		detail := e.Error
+		if e.Status == engine.StatusWaiting {
+			detail = e.WaitingFor
+			if !e.WakeAt.IsZero() {
+				detail += " until " + timeText(e.WakeAt)
+			}
+		}
+		if e.Parent != "" {
+			detail = strings.TrimSpace(detail + " (fork of " + e.Parent + ")")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Status, e.MachineName, timeText(e.StartedAt), timeText(e.StoppedAt), detail)
+	}
+	return w.Flush()
+}
+
+// nullable writes s for --json, null when empty.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON: id, status, output, error, cause, state, startedAt, stoppedAt")
+	db := dbFlag(fs)
+	pos, err := parseFlags(fs, "status", args, c.stdout)
+	if done, err := handleHelp(err); done || err != nil {
+		return err
+	}
+	id, err := oneID("status", pos)
+	if err != nil {
+		return err
+	}
+	st, closeStore, err := c.openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	e, err := st.Load(ctx, id)
+	if err != nil {
+		return engineError(err)
+	}
+	state := ""
+	if top := e.Progress.Scopes[""]; top != nil && !e.Status.Ended() {
+		state = top.Next
+	}
+	if *asJSON {
+		var output any
+		if e.Status == engine.StatusSucceeded {
+			output = e.Output
+		}
+		out := map[string]any{
+			"id": e.ID, "status": string(e.Status), "output": output, "error": nullable(e.Error), "cause": nullable(e.Cause),
+			"state": nullable(state), "startedAt": timeJSON(e.StartedAt), "stoppedAt": timeJSON(e.StoppedAt),
+		}
+		return writeJSON(c.stdout, out)
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "execution\t%s\n", e.ID)
+	fmt.Fprintf(w, "status\t%s\n", e.Status)
+	fmt.Fprintf(w, "machine\t%s (definition %.12s)\n", e.MachineName, e.DefinitionHash)
+	if state != "" {
+		fmt.Fprintf(w, "state\t%s\n", state)
+	}
+	if e.Status == engine.StatusWaiting {
+		fmt.Fprintf(w, "waiting for\t%s until %s\n", e.WaitingFor, timeText(e.WakeAt))
+	}
+	fmt.Fprintf(w, "started\t%s\n", timeText(e.StartedAt))
+	fmt.Fprintf(w, "stopped\t%s\n", timeText(e.StoppedAt))
+	if e.Parent != "" {
+		fmt.Fprintf(w, "forked from\t%s at checkpoint %s\n", e.Parent, e.ParentCheckpoint)
+	}
+	if e.Error != "" {
+		fmt.Fprintf(w, "error\t%s\n", e.Error)
+	}
+	if e.Cause != "" {
+		fmt.Fprintf(w, "cause\t%s\n", e.Cause)
+	}
+	if e.Status == engine.StatusSucceeded {
+		b, err := jsonpath.Marshal(e.Output)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "output\t%s\n", b)
+	}
+	return w.Flush()
+}
+
+func cmdHistory(ctx context.Context, c *cmdContext, args []string) error {
+	fs := flag.NewFlagSet("history", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	verify := fs.Bool("verify", false, "check the hash chain of the history and report whether it is untampered")
+	db := dbFlag(fs)
+	pos, err := parseFlags(fs, "history", args, c.stdout)
+	if done, err := handleHelp(err); done || err != nil {
+		return err
+	}
+	id, err := oneID("history", pos)
+	if err != nil {
+		return err
+	}
+	st, closeStore, err := c.openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	events, err := st.History(ctx, id)
+	if err != nil {
+		return engineError(err)
+	}
+	if *verify {
+		if err := st.VerifyHistory(ctx, id); err != nil {
+			fmt.Fprintf(c.stdout, "execution %s: history NOT verified: %v\n", id, err)
+			return &exitError{code: exitFailed}
+		}
+		fmt.Fprintf(c.stdout, "execution %s: history verified (%d events, hash chain intact)\n", id, len(events))
+		return nil
+	}
+	if *asJSON {
+		out := make([]any, len(events))
+		for i, e := range events {
+			ev := map[string]any{
+				"type": e.Type, "timestamp": timeJSON(e.Timestamp), "state": nullable(e.State), "scope": nullable(e.Scope),
+				"error": nullable(e.Error), "cause": nullable(e.Cause), "docHash": nullable(e.DocHash),
+				"prevHash": nullable(e.PrevHash), "hash": nullable(e.Hash), "superseded": e.Superseded,
+			}
+			if e.ID != 0 {
+				ev["id"] = e.ID
+			} else {
+				ev["own"] = e.Own
+			}
+			if e.Detail != nil {
+				ev["detail"] = e.Detail
+			}
+			out[i] = ev
+		}
+		return writeJSON(c.stdout, out)
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tTIME\tTYPE\tSTATE\tDETAIL")
+	for _, e := range events {
+		num := fmt.Sprint(e.ID)
+		if e.ID == 0 {
+			num = fmt.Sprintf("own-%d", e.Own)
+		}
+		detail := strings.TrimSpace(e.Error + " " + e.Cause)
+		if e.Detail != nil {
+			if b, err := jsonpath.Marshal(e.Detail); err == nil {
+				detail = strings.TrimSpace(detail + " " + string(b))
+			}
+		}
+		if e.Superseded {
+			detail = strings.TrimSpace("(superseded) " + detail)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", num, e.Timestamp.UTC().Format("15:04:05.000"), e.Type, e.Scope+e.State, detail)
+	}
+	return w.Flush()
+}
+
+func cmdCheckpoints(ctx context.Context, c *cmdContext, args []string) error {
+	fs := flag.NewFlagSet("checkpoints", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	db := dbFlag(fs)
+	pos, err := parseFlags(fs, "checkpoints", args, c.stdout)
+	if done, err := handleHelp(err); done || err != nil {
+		return err
+	}
+	id, err := oneID("checkpoints", pos)
+	if err != nil {
+		return err
+	}
+	st, closeStore, err := c.openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	if _, err := st.Load(ctx, id); err != nil {
+		return engineError(err)
+	}
+	list, err := st.ListCheckpoints(ctx, id)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	expired := func(cp *engine.Checkpoint) bool { return !cp.ExpiresAt.IsZero() && !cp.ExpiresAt.After(now) }
+	if *asJSON {
+		out := make([]any, len(list))
+		for i, cp := range list {
+			out[i] = map[string]any{
+				"name": cp.Name, "state": cp.State, "next": nullable(cp.Next), "createdAt": timeJSON(cp.CreatedAt),
+				"expiresAt": timeJSON(cp.ExpiresAt), "expired": expired(cp),
+			}
+		}
+		return writeJSON(c.stdout, out)
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tSTATE\tNEXT\tCREATED\tEXPIRES")
+	for _, cp := range list {
+		exp := timeText(cp.ExpiresAt)
+		if cp.ExpiresAt.IsZero() {
+			exp = "never"
+		} else if expired(cp) {
+			exp += " (expired)"
+		}
+		next := cp.Next
+		if next == "" {
+			next = "(end)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", cp.Name, cp.State, next, timeText(cp.CreatedAt), exp)
+	}
+	return w.Flush()
+}
+
+func cmdGC(ctx context.Context, c *cmdContext, args []string) error {
+	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
+	db := dbFlag(fs)
+	pos, err := parseFlags(fs, "gc", args, c.stdout)
+	if done, err := handleHelp(err); done || err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageErrorf("gc: unexpected argument %q", pos[0])
+	}
+	st, closeStore, err := c.openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	rep, err := st.GC(ctx, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "removed %d expired checkpoints and %d unreferenced snapshots\n", rep.Checkpoints, rep.Blobs)
+	return nil
+}
