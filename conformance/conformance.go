@@ -13,13 +13,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -28,6 +26,7 @@ import (
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/store"
 )
 
 // Case is one conformance case.
@@ -199,18 +198,30 @@ func run(ctx context.Context, c *Case, exactTime bool) error {
 			return err
 		}
 	}
-	rec := &recorder{}
-	// The recorder keeps history only: executions never stop to wait.
-	x := engine.New(engine.Config{Agents: reg, Store: rec, ParkAfter: math.MaxInt64})
+	// Every case runs durably, on the memory store: an execution that
+	// stops to wait is resumed when it is due, as a worker would.
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Agents: reg, Store: st})
 	ctx, cancel := context.WithTimeout(ctx, caseTimeout)
 	defer cancel()
 	start := time.Now()
 	res, err := x.Run(ctx, m, c.Input, engine.StartOptions{MachineName: c.Name})
+	for err == nil && res.Status == engine.StatusWaiting {
+		time.Sleep(time.Until(res.WakeAt))
+		res, err = x.Resume(ctx, res.ID, engine.ResumeOptions{})
+	}
 	elapsed := time.Since(start)
 	if err != nil {
 		return fmt.Errorf("engine error: %v", err)
 	}
-	if err := check(c, res, rec.events); err != nil {
+	history, err := st.History(ctx, res.ID)
+	if err != nil {
+		return fmt.Errorf("history: %v", err)
+	}
+	if err := st.VerifyHistory(ctx, res.ID); err != nil {
+		return fmt.Errorf("history does not verify: %v", err)
+	}
+	if err := check(c, res, history); err != nil {
 		return err
 	}
 	if e := c.Expect; e.HasElapsedSeconds {
@@ -224,26 +235,7 @@ func run(ctx context.Context, c *Case, exactTime bool) error {
 
 // caseTimeout bounds one case, so that a case that loops forever fails
 // instead of hanging the run.
-const caseTimeout = 60 * time.Second
-
-// recorder is a Store that keeps the history of the one execution it sees.
-type recorder struct {
-	mu     sync.Mutex
-	events []engine.Event
-}
-
-func (r *recorder) Create(context.Context, *engine.Execution) error { return nil }
-
-func (r *recorder) Load(_ context.Context, id string) (*engine.Execution, error) {
-	return nil, engine.ErrNotFound
-}
-
-func (r *recorder) Commit(_ context.Context, c *engine.Commit) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, c.Events...)
-	return nil
-}
+const caseTimeout = 10 * time.Minute
 
 func check(c *Case, res *engine.Result, history []engine.Event) error {
 	e := &c.Expect

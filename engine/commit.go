@@ -99,6 +99,9 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 		err := r.x.store.Commit(ctx, next)
 		r.mu.Lock()
 		if err != nil {
+			// Nothing of it was written: keep its history for the next
+			// commit (the one that records how the execution stopped).
+			r.events = append(next.Events, r.events...)
 			err = fmt.Errorf("commit execution %s step %d: %w", r.exec.ID, next.Seq, err)
 			if q.errorGens == nil {
 				q.errorGens = make(map[uint64]error)

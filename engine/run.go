@@ -270,9 +270,6 @@ func (r *run) machine(ctx context.Context, m *states.Machine, sc *scope, next st
 	}
 	for {
 		if err := context.Cause(ctx); err != nil {
-			if errors.Is(err, errExecutionTimeout) {
-				return nil, asl.Errorf(asl.ErrTimeout, "the execution timed out")
-			}
 			return nil, err
 		}
 		st := m.States[next]
@@ -385,6 +382,10 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 // (a delay until wake) and the execution as WAITING, and unwinds the run.
 func (h *stateRun) park(ctx context.Context, what string, wake time.Time, progress *StepProgress) error {
 	r := h.r
+	if d, ok := ctx.Deadline(); ok && d.Before(wake) {
+		// The execution times out before the wait ends: be woken then.
+		wake = d
+	}
 	c := &Commit{
 		Status: StatusWaiting, WakeAt: wake, WaitingFor: what,
 		Scopes: map[string]*Scope{"": h.sc.positionBefore(h.name(), h.raw, progress)},

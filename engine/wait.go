@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/states"
 )
@@ -112,10 +111,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // ctxError turns the end of ctx into the error a state reports: the
-// execution's timeout is States.Timeout; other cancellations stay Go errors.
+// execution's timeout (which no Retry or Catch may take: it ends the
+// execution as TIMED_OUT), or the cancellation.
 func ctxError(ctx context.Context) error {
 	if cause := context.Cause(ctx); cause == errExecutionTimeout {
-		return asl.Errorf(asl.ErrTimeout, "the execution timed out")
+		return errExecutionTimeout
 	}
 	return ctx.Err()
 }
