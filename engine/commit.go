@@ -89,10 +89,6 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 		r.seq++
 		next.Execution, next.Seq = r.exec.ID, r.seq
 		next.Events = r.events
-		if r.invocationsChanged {
-			next.Invocations = maps.Clone(r.invocations)
-			r.invocationsChanged = false
-		}
 		next.LastEvent, next.LastOwnEvent = r.lastEvent, r.lastOwn
 		r.events = nil
 		r.mu.Unlock()
@@ -130,8 +126,9 @@ func (q *commitQueue) errorOf(gen uint64) error {
 func mergeCommit(pending, c *Commit) *Commit {
 	if pending == nil {
 		// c was made for this commit and is not used after it: keep it,
-		// making sure later merges cannot write into a slice it shares.
+		// making sure later merges cannot write into what it shares.
 		c.DropScopes = c.DropScopes[:len(c.DropScopes):len(c.DropScopes)]
+		c.AddInvocations = maps.Clone(c.AddInvocations)
 		return c
 	}
 	for _, prefix := range c.DropScopes {
@@ -147,6 +144,15 @@ func mergeCommit(pending, c *Commit) *Commit {
 			pending.Scopes = make(map[string]*Scope, len(c.Scopes))
 		}
 		maps.Copy(pending.Scopes, c.Scopes)
+	}
+	for agent, n := range c.AddInvocations {
+		if pending.AddInvocations == nil {
+			pending.AddInvocations = make(map[string]int)
+		}
+		pending.AddInvocations[agent] += n
+	}
+	if c.Invocations != nil {
+		pending.Invocations = c.Invocations
 	}
 	if c.Status != "" {
 		pending.Status, pending.Output, pending.Error, pending.Cause, pending.StoppedAt = c.Status, c.Output, c.Error, c.Cause, c.StoppedAt

@@ -224,6 +224,7 @@ func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts Res
 		}
 		c.DropScopes = []string{""}
 		c.Scopes = map[string]*Scope{"": top}
+		c.Invocations = maps.Clone(r.invocations)
 		c.Rollback = &Rollback{ToEvent: cp.LastEvent, ToOwnEvent: cp.LastOwnEvent}
 	}
 	r.ownEvent(Event{Type: EventExecutionRolledBack, State: cp.State, Document: top.Doc, Detail: map[string]any{
@@ -291,7 +292,7 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 		// the beginning.
 		top = &Scope{Next: m.StartAt, Doc: e.Input}
 	}
-	if err := r.commit(ctx, &Commit{Status: StatusRunning, Scopes: map[string]*Scope{"": top}}); err != nil {
+	if err := r.commit(ctx, &Commit{Status: StatusRunning, Scopes: map[string]*Scope{"": top}, Invocations: maps.Clone(r.invocations)}); err != nil {
 		return nil, err
 	}
 	return r.execute(ctx, top)

@@ -33,11 +33,9 @@ type run struct {
 	lastEvent   int64   // id of the last AWS-numbered event
 	lastOwn     int64   // number of the last own event
 	invocations map[string]int
-	// invocationsChanged is set when invocations changed since the last commit.
-	invocationsChanged bool
-	seq                int64
-	queue              commitQueue
-	parked             *parking
+	seq         int64
+	queue       commitQueue
+	parked      *parking
 }
 
 // parking is why the top-level machine stopped without ending: it waits
@@ -70,8 +68,21 @@ type scope struct {
 	// resume is the step progress loaded for the first state to run, if
 	// the scope was resumed in the middle of a state.
 	resume *StepProgress
+	// calls counts, per agent, the calls this scope made whose results are
+	// not committed yet: the commit that makes a result durable adds its
+	// call to the execution's counters, so that a call repeated after a
+	// crash keeps its invocation number.
+	calls map[string]int
 	// sizes remembers the sizes of large parts of this scope's documents.
 	sizes jsonpath.SizeCache
+}
+
+// takeCalls returns the scope's uncommitted calls for a commit it makes,
+// and forgets them.
+func (s *scope) takeCalls() map[string]int {
+	c := s.calls
+	s.calls = nil
+	return c
 }
 
 type mapItem struct {
@@ -219,7 +230,8 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		r.event(Event{Type: EventExecutionFailed, Error: res.Error, Cause: res.Cause, Document: top.Doc})
 	}
 	c := &Commit{
-		Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause, StoppedAt: time.Now().UTC(),
+		AddInvocations: sc.takeCalls(),
+		Status:         res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause, StoppedAt: time.Now().UTC(),
 		Scopes:     map[string]*Scope{"": {Done: true, Failed: res.Status != StatusSucceeded, Output: res.Output, Error: res.Error, Cause: res.Cause}},
 		DropScopes: []string{""},
 		Transition: &Transition{Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause},
@@ -286,9 +298,10 @@ func (r *run) machine(ctx context.Context, m *states.Machine, sc *scope, next st
 			continue
 		}
 		c := &Commit{
-			Scopes:     map[string]*Scope{sc.key: sc.position(s.next, s.output, nil)},
-			DropScopes: s.drop,
-			Checkpoint: s.checkpoint,
+			Scopes:         map[string]*Scope{sc.key: sc.position(s.next, s.output, nil)},
+			DropScopes:     s.drop,
+			Checkpoint:     s.checkpoint,
+			AddInvocations: sc.takeCalls(),
 		}
 		if sc.top {
 			c.Status = StatusRunning
@@ -387,7 +400,8 @@ func (h *stateRun) park(ctx context.Context, what string, wake time.Time, progre
 		wake = d
 	}
 	c := &Commit{
-		Status: StatusWaiting, WakeAt: wake, WaitingFor: what,
+		AddInvocations: h.sc.takeCalls(),
+		Status:         StatusWaiting, WakeAt: wake, WaitingFor: what,
 		Scopes: map[string]*Scope{"": h.sc.positionBefore(h.name(), h.raw, progress)},
 	}
 	if err := r.commit(ctx, c); err != nil {

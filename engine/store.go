@@ -149,11 +149,14 @@ type Commit struct {
 	// removed first (the items of a Map that finished).
 	Scopes     map[string]*Scope
 	DropScopes []string
-	// Invocations replace the execution's when not nil; LastEvent and
-	// LastOwnEvent replace its counters (which never go backwards).
-	Invocations  map[string]int
-	LastEvent    int64
-	LastOwnEvent int64
+	// Invocations replace the execution's agent call counters when not nil
+	// (a rollback); AddInvocations are then added to them: the calls whose
+	// results this commit makes durable. LastEvent and LastOwnEvent replace
+	// the event counters (which never go backwards).
+	Invocations    map[string]int
+	AddInvocations map[string]int
+	LastEvent      int64
+	LastOwnEvent   int64
 	// Events are the history events recorded since the previous commit, in
 	// order. A commit may carry events only (a long state hands its history
 	// over in batches).

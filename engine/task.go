@@ -99,7 +99,6 @@ func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeou
 	r.mu.Lock()
 	n := r.invocations[name]
 	r.invocations[name] = n + 1
-	r.invocationsChanged = true
 	r.mu.Unlock()
 	key := map[string]any{"step": h.step(), "attempt": jsonpath.IntNumber(int64(h.env.retry)), "invocation": jsonpath.IntNumber(int64(n))}
 	r.event(Event{Type: EventTaskScheduled, State: h.name(), Scope: h.sc.prefix, Input: input, Document: h.raw, Detail: key})
@@ -119,6 +118,14 @@ func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeou
 	}
 	r.event(Event{Type: EventTaskStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	result, err := invoke(ctx, a, req, timeout, heartbeat)
+	if ctx.Err() == nil || err == nil {
+		// The call completed (not cut short by the run stopping): the
+		// commit that makes its outcome durable counts it.
+		if h.sc.calls == nil {
+			h.sc.calls = make(map[string]int)
+		}
+		h.sc.calls[name]++
+	}
 	size := 0
 	if err == nil {
 		if result, err = jsonpath.Normalize(result); err != nil {

@@ -27,6 +27,7 @@ type prepared struct {
 	wakeAt       time.Time
 	waitingFor   string
 	invocations  map[string]int
+	addInv       map[string]int
 	lastEvent    int64
 	lastOwnEvent int64
 	drop         []string
@@ -55,7 +56,7 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, er
 	p := &prepared{
 		id: c.Execution, seq: c.Seq, status: c.Status, errMsg: c.Error, cause: c.Cause,
 		stoppedAt: utc(c.StoppedAt), wakeAt: utc(c.WakeAt), waitingFor: c.WaitingFor,
-		invocations: maps.Clone(c.Invocations), lastEvent: c.LastEvent, lastOwnEvent: c.LastOwnEvent,
+		invocations: maps.Clone(c.Invocations), addInv: maps.Clone(c.AddInvocations), lastEvent: c.LastEvent, lastOwnEvent: c.LastOwnEvent,
 		drop: slices.Clone(c.DropScopes),
 	}
 	var err error
@@ -136,8 +137,8 @@ func prepareCheckpoint(id string, cp *engine.Checkpoint, memo *docMemo, codecs *
 // history is appended apart). A commit without a Status leaves the status
 // and what goes with it (output, error, cause, stop and wake times) as
 // they are; one with a Status replaces them all. Invocations are replaced
-// only when the commit carries them; the event counters and Seq never go
-// backwards.
+// only when the commit carries them, then AddInvocations are added; the
+// event counters and Seq never go backwards.
 func (p *prepared) applyHead(h *headRecord) {
 	if p.status != "" {
 		h.Status = p.status
@@ -146,6 +147,16 @@ func (p *prepared) applyHead(h *headRecord) {
 	}
 	if p.invocations != nil {
 		h.Invocations = p.invocations
+	}
+	if len(p.addInv) > 0 {
+		inv := maps.Clone(h.Invocations)
+		if inv == nil {
+			inv = make(map[string]int, len(p.addInv))
+		}
+		for agent, n := range p.addInv {
+			inv[agent] += n
+		}
+		h.Invocations = inv
 	}
 	h.LastEvent, h.LastOwnEvent, h.Seq = max(h.LastEvent, p.lastEvent), max(h.LastOwnEvent, p.lastOwnEvent), max(h.Seq, p.seq)
 }
