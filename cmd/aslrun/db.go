@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/aslrun/aslrun/agents"
@@ -40,7 +41,11 @@ func (c *cmdContext) openStore(db string) (store.Store, func(), error) {
 		return c.store, func() {}, nil
 	}
 	path := c.path(db)
-	st, err := store.OpenBolt(path, store.BoltOptions{LockTimeout: lockTimeout})
+	codec, err := store.ParseCodec(os.Getenv("ASLRUN_SNAPSHOT_CODEC"))
+	if err != nil {
+		return nil, nil, usageErrorf("ASLRUN_SNAPSHOT_CODEC: %v", err)
+	}
+	st, err := store.OpenBolt(path, store.BoltOptions{LockTimeout: lockTimeout, Codec: codec})
 	if errors.Is(err, store.ErrLocked) {
 		return nil, nil, &lockedError{db: path, err: err}
 	}
