@@ -42,10 +42,7 @@ func cmdWorker(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	st, closeStore, err := c.openStore(*db)
 	if err != nil {
-		var locked *lockedError
-		if errors.As(err, &locked) {
-			return usageErrorf("worker: %v", err)
-		}
+		// A database held by a worker: it answers that it is running.
 		return err
 	}
 	defer closeStore()
