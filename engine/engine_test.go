@@ -350,6 +350,7 @@ func TestParallelFailureCancelsOtherBranches(t *testing.T) {
 		start := time.Now()
 		res := execute(t, def, `{}`, map[string]agents.Agent{"Slow": slow, "Fast": fast})
 		wantError(t, res, "Review.Rejected", "found a secret")
+		synctest.Wait() // let the cancelled agent see its context end
 		select {
 		case <-cancelled:
 		default:
