@@ -11,6 +11,7 @@ import (
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/store"
 )
 
 // payload1KiB is a realistic ~1 KiB agent document.
@@ -96,4 +97,29 @@ func BenchmarkMap100k(b *testing.B) {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		b.ReportMetric(float64(ru.Maxrss)/1024, "maxRSS-MiB")
 	}
+}
+
+// BenchmarkPassChain100MemoryStore runs the same chain durably on the
+// memory store: every state is committed, encoded and hashed.
+func BenchmarkPassChain100MemoryStore(b *testing.B) {
+	m, err := states.Parse([]byte(passChain(100)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload, err := jsonpath.Decode([]byte(payload1KiB))
+	if err != nil {
+		b.Fatal(err)
+	}
+	input := map[string]any{"payload": payload}
+	x := engine.New(engine.Config{Store: store.NewMemory()})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := x.Run(ctx, m, input, engine.StartOptions{})
+		if err != nil || res.Status != engine.StatusSucceeded {
+			b.Fatalf("run: %v %+v", err, res)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/state")
 }
