@@ -101,7 +101,9 @@ func BenchmarkCommitDurable(b *testing.B) {
 }
 
 // commitWrites returns the keys and values one bench commit writes after
-// the first: the head, the scope and three events.
+// the first: the head, the scope and the history record of its three
+// events (whose key, taken from the bucket's sequence, bareWriter takes
+// the same way).
 func commitWrites(b *testing.B) (keys, values [][]byte, buckets []string) {
 	s := openBench(b, "bench")
 	st := &benchStep{c: benchCommit(b, "bench")}
@@ -118,9 +120,11 @@ func commitWrites(b *testing.B) (keys, values [][]byte, buckets []string) {
 		}
 		add(bucketHeads, []byte("bench"))
 		add(bucketScopes, idKey("bench", ""))
-		for n := int64(4); n <= 6; n++ {
-			add(bucketHistory, historyKey("bench", n))
+		h, err := decodeHead("bench", t.Bucket(bucketHeads).Get([]byte("bench")))
+		if err != nil {
+			return err
 		}
+		add(bucketEvents, recordKey(h.LastRecord))
 		return nil
 	})
 	if err != nil {
@@ -174,7 +178,6 @@ type bareWriter struct {
 	keys, values [][]byte
 	buckets      []string
 	bytes        int
-	n            int64
 }
 
 // openBare opens a bbolt database beside the bench's, with the store's
@@ -199,15 +202,21 @@ func openBare(b *testing.B) *bareWriter {
 	return w
 }
 
-// update writes one commit's bytes in one Update.
+// update writes one commit's bytes in one Update, the history record
+// under the next key of its bucket's sequence, as the store does.
 func (w *bareWriter) update() error {
-	w.n++
 	return w.db.Update(func(t *bbolt.Tx) error {
 		for i, k := range w.keys {
-			if w.buckets[i] == string(bucketHistory) {
-				k = historyKey("bench", 3*(w.n-1)+int64(i-1))
+			bkt := t.Bucket([]byte(w.buckets[i]))
+			if w.buckets[i] == string(bucketEvents) {
+				bkt.FillPercent = appendFill
+				n, err := bkt.NextSequence()
+				if err != nil {
+					return err
+				}
+				k = recordKey(n)
 			}
-			if err := t.Bucket([]byte(w.buckets[i])).Put(k, w.values[i]); err != nil {
+			if err := bkt.Put(k, w.values[i]); err != nil {
 				return err
 			}
 		}

@@ -115,7 +115,7 @@ func TestBoltRejectsForeignFiles(t *testing.T) {
 				if err := b.Put([]byte("format"), []byte("aslrun")); err != nil {
 					return err
 				}
-				return b.Put([]byte("version"), []byte("2"))
+				return b.Put([]byte("version"), []byte("1000"))
 			})
 		}},
 	}

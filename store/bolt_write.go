@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,10 +21,75 @@ import (
 // once: there is no delay to wait for company. A request that fails is
 // answered with its error and the others are applied again without it, so
 // one bad commit never fails another.
+//
+// The loop keeps the heads it wrote, decoded (headCache): heads are
+// written nowhere else, so a commit finds its execution's head without
+// reading and decoding it.
 const (
 	queueLen = 1024
 	maxBatch = 1024
+
+	// maxCachedHeads bounds the head cache; it is emptied when full.
+	maxCachedHeads = 4096
 )
+
+// headCache holds heads as the commit loop wrote them: committed, as of
+// the last transaction that committed, and pending, as the transaction
+// under way leaves them. A head in the cache is never modified: a commit
+// changes a copy and puts that.
+type headCache struct {
+	committed map[string]*headRecord
+	pending   map[string]*headRecord
+}
+
+func newHeadCache() headCache {
+	return headCache{committed: make(map[string]*headRecord), pending: make(map[string]*headRecord)}
+}
+
+// settle ends a transaction: its heads are committed when ok, forgotten
+// otherwise.
+func (c *headCache) settle(ok bool) {
+	if ok {
+		if len(c.committed)+len(c.pending) > maxCachedHeads {
+			clear(c.committed)
+		}
+		for id, h := range c.pending {
+			c.committed[id] = h
+		}
+	}
+	clear(c.pending)
+}
+
+// headForWrite returns a copy of an execution's head for the caller to
+// change and put (putHead); engine.ErrNotFound when there is none.
+func (x *tx) headForWrite(id string) (*headRecord, error) {
+	if x.cache != nil {
+		h, ok := x.cache.pending[id]
+		if !ok {
+			h, ok = x.cache.committed[id]
+		}
+		if ok {
+			c := *h
+			return &c, nil
+		}
+	}
+	v := x.heads.Get([]byte(id))
+	if v == nil {
+		return nil, engine.ErrNotFound
+	}
+	return decodeHead(id, v)
+}
+
+// putHead writes an execution's head; the caller no longer changes h.
+func (x *tx) putHead(id string, h *headRecord) error {
+	if err := x.heads.Put([]byte(id), encodeHead(h)); err != nil {
+		return err
+	}
+	if x.cache != nil {
+		x.cache.pending[id] = h
+	}
+	return nil
+}
 
 // writeReq is one write waiting for the loop.
 type writeReq struct {
@@ -89,19 +155,30 @@ func (b *Bolt) commitBatch(batch []*writeReq) {
 	}
 	for len(live) > 0 {
 		failed, failErr := -1, error(nil)
-		err := b.db.Update(func(t *bbolt.Tx) error {
-			x, err := bucketsOf(t)
-			if err != nil {
-				return err
-			}
-			for i, r := range live {
-				if err := r.apply(x); err != nil {
-					failed, failErr = i, err
+		applying := -1
+		err := guard(b.path, func() error {
+			return b.db.Update(func(t *bbolt.Tx) error {
+				x, err := bucketsOf(t)
+				if err != nil {
 					return err
 				}
-			}
-			return nil
+				x.cache = &b.heads
+				for i, r := range live {
+					applying = i
+					if err := r.apply(x); err != nil {
+						failed, failErr = i, err
+						return err
+					}
+				}
+				applying = -1
+				return nil
+			})
 		})
+		b.heads.settle(err == nil)
+		if failed < 0 && applying >= 0 {
+			// A request's reads met a damaged page: it fails alone.
+			failed, failErr = applying, err
+		}
 		switch {
 		case err == nil:
 			for _, r := range live {
@@ -111,7 +188,9 @@ func (b *Bolt) commitBatch(batch []*writeReq) {
 		case failed < 0:
 			// The transaction itself failed (a full disk, a failed fsync):
 			// nothing of it was written.
-			err = fmt.Errorf("database %s: %w", b.path, err)
+			if !errors.Is(err, ErrDatabaseCorrupt) {
+				err = fmt.Errorf("database %s: %w", b.path, err)
+			}
 			for _, r := range live {
 				r.done <- err
 			}
@@ -128,7 +207,6 @@ func (b *Bolt) Create(ctx context.Context, e *engine.Execution) error {
 	if err != nil {
 		return fmt.Errorf("create execution %s: %w", e.ID, err)
 	}
-	head := encodeHead(&c.head)
 	err = b.write(ctx, func(x *tx) error {
 		id := []byte(c.id)
 		if x.heads.Get(id) != nil {
@@ -144,7 +222,6 @@ func (b *Bolt) Create(ctx context.Context, e *engine.Execution) error {
 			k, v []byte
 		}{
 			{x.executions, id, c.exec},
-			{x.heads, id, head},
 			{x.status, statusKey(c.head.Status, c.id), nil},
 			{x.started, timedKey(c.summary.StartedAt, c.id), nil},
 		}
@@ -165,7 +242,8 @@ func (b *Bolt) Create(ctx context.Context, e *engine.Execution) error {
 				}
 			}
 		}
-		return nil
+		h := c.head
+		return x.putHead(c.id, &h)
 	})
 	if err != nil {
 		return fmt.Errorf("create execution %s: %w", e.ID, err)
@@ -188,11 +266,7 @@ func (b *Bolt) Commit(ctx context.Context, c *engine.Commit) error {
 
 // apply writes a prepared commit.
 func (x *tx) apply(p *prepared) error {
-	hv := x.heads.Get([]byte(p.id))
-	if hv == nil {
-		return engine.ErrNotFound
-	}
-	h, err := decodeHead(p.id, hv)
+	h, err := x.headForWrite(p.id)
 	if err != nil {
 		return err
 	}
@@ -235,21 +309,29 @@ func (x *tx) apply(p *prepared) error {
 		}
 	}
 	if p.rollback != nil {
-		if err := x.rollback(p.id, p.rollback); err != nil {
+		if err := x.rollback(p.id, h, p.rollback); err != nil {
 			return err
 		}
 	}
-	err = p.appendEvents(h, func(n int64, v []byte) error { return x.history.Put(historyKey(p.id, n), v) })
-	if err != nil {
-		return err
+	if len(p.history.values) > 0 {
+		if err := p.history.seal(h); err != nil {
+			return err
+		}
+		key, err := x.events.NextSequence()
+		if err != nil {
+			return err
+		}
+		if err := x.events.Put(recordKey(key), p.history.record); err != nil {
+			return fmt.Errorf("history record: %w", err)
+		}
+		h.LastRecord = key
 	}
 	if p.checkpoint != nil {
 		if err := x.checkpoint(p.id, p.checkpoint); err != nil {
 			return fmt.Errorf("checkpoint %q: %w", p.checkpoint.name, err)
 		}
 	}
-	head := encodeHead(h)
-	return x.heads.Put([]byte(p.id), head)
+	return x.putHead(p.id, h)
 }
 
 // deletePrefix deletes every key of bkt that starts with prefix.
@@ -271,28 +353,35 @@ func deletePrefix(bkt *bbolt.Bucket, prefix []byte) error {
 }
 
 // rollback marks the execution's events after the rollback point
-// superseded.
-func (x *tx) rollback(id string, rb *engine.Rollback) error {
-	type change struct{ k, v []byte }
-	var changes []change
-	n := 0
-	err := scanPrefix(x.history, idKey(id, ""), func(k, v []byte) error {
-		n++
-		nv, err := supersede(v, rb)
-		if err != nil {
-			return fmt.Errorf("history event %d: %w", n, err)
-		}
-		if nv != nil {
-			changes = append(changes, change{bytes.Clone(k), nv})
-		}
-		return nil
-	})
+// superseded, rewriting the history records that hold them.
+func (x *tx) rollback(id string, h *headRecord, rb *engine.Rollback) error {
+	records, err := x.historyRecords(id, h)
 	if err != nil {
 		return err
 	}
-	for _, c := range changes {
-		if err := x.history.Put(c.k, c.v); err != nil {
-			return err
+	for _, r := range records {
+		var changed historyRecord
+		var value []byte
+		for i, v := range r.events {
+			ok, err := supersedes(rb, v)
+			if err != nil {
+				return fmt.Errorf("history event %d: %w", r.first+int64(i), err)
+			}
+			if !ok {
+				continue
+			}
+			if value == nil {
+				value = bytes.Clone(r.value)
+				if changed, err = parseHistoryRecord(value); err != nil {
+					return err
+				}
+			}
+			changed.events[i][1] |= eventSuperseded
+		}
+		if value != nil {
+			if err := x.events.Put(recordKey(r.key), value); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

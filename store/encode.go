@@ -50,6 +50,13 @@ func (w *recordWriter) int(k string, v int64) {
 	}
 }
 
+func (w *recordWriter) uint(k string, v uint64) {
+	if v != 0 {
+		w.key(k)
+		w.b = strconv.AppendUint(w.b, v, 10)
+	}
+}
+
 func (w *recordWriter) bool(k string, v bool) {
 	if v {
 		w.key(k)
@@ -144,6 +151,7 @@ func encodeHead(h *headRecord) []byte {
 	w.int("seq", h.Seq)
 	w.int("events", h.Events)
 	w.str("lastHash", h.LastHash, true)
+	w.uint("lastRecord", h.LastRecord)
 	return w.bytes()
 }
 
@@ -170,9 +178,12 @@ func encodeScopeRecord(r *scopeRecord) []byte {
 	return w.bytes()
 }
 
-// encodeEventRecord writes an eventRecord.
+// encodeEventRecord writes the stored value of an event: a header of
+// eventHeaderLen bytes whose hashes are left zero, then the eventRecord.
 func encodeEventRecord(r *eventRecord) []byte {
-	w := newRecordWriter(256 + len(r.Input) + len(r.Output) + len(r.Detail))
+	b := make([]byte, eventHeaderLen, eventHeaderLen+256+len(r.Input)+len(r.Output)+len(r.Detail))
+	b[0] = eventFormat
+	w := &recordWriter{b: append(b, '{')}
 	w.int("id", r.ID)
 	w.int("own", r.Own)
 	w.str("type", r.Type, false)

@@ -32,7 +32,9 @@ type execRecord struct {
 }
 
 // headRecord is where an execution stands (bucket heads), rewritten by
-// every commit. Events and LastHash locate the end of its history.
+// every commit. Events and LastHash locate the end of its history, and
+// LastRecord is the key of its last history record in Bolt (0 when it has
+// none; the memory store leaves it 0).
 type headRecord struct {
 	Status       engine.Status   `json:"status"`
 	Output       json.RawMessage `json:"output,omitempty"`
@@ -47,6 +49,7 @@ type headRecord struct {
 	Seq          int64           `json:"seq,omitempty"`
 	Events       int64           `json:"events,omitempty"`
 	LastHash     string          `json:"lastHash,omitempty"`
+	LastRecord   uint64          `json:"lastRecord,omitempty"`
 }
 
 // scopeRecord is one engine.Scope.
