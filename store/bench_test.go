@@ -189,9 +189,7 @@ func openBare(b *testing.B) *bareWriter {
 		w.bytes += len(w.keys[i]) + len(w.values[i])
 	}
 	var err error
-	w.db, err = bbolt.Open(filepath.Join(b.TempDir(), "bare.db"), 0o600, &bbolt.Options{
-		Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType,
-	})
+	w.db, err = bbolt.Open(filepath.Join(b.TempDir(), "bare.db"), 0o600, boltOptions(time.Second))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -229,8 +227,16 @@ func (w *bareWriter) update() error {
 // commits shared a transaction.
 func BenchmarkGroupCommit(b *testing.B) {
 	for _, n := range []int{1, 8, 64} {
-		b.Run(fmt.Sprintf("executions=%d", n), func(b *testing.B) { groupCommit(b, n, benchCommit) })
+		b.Run(fmt.Sprintf("executions=%d", n), func(b *testing.B) { groupCommit(b, n, 1, benchCommit) })
 	}
+}
+
+// BenchmarkGroupCommitSpread is BenchmarkGroupCommit/executions=64 with
+// 4096 executions, each goroutine committing to 64 of them in turn: the
+// executions that commit together are spread over the database, as when
+// many executions run at once, each committing now and then.
+func BenchmarkGroupCommitSpread(b *testing.B) {
+	groupCommit(b, 64, 64, benchCommit)
 }
 
 // BenchmarkGroupCommitSmall is BenchmarkGroupCommit with a tiny document
@@ -247,20 +253,23 @@ func BenchmarkGroupCommitSmall(b *testing.B) {
 		return c
 	}
 	for _, n := range []int{1, 64} {
-		b.Run(fmt.Sprintf("executions=%d", n), func(b *testing.B) { groupCommit(b, n, small) })
+		b.Run(fmt.Sprintf("executions=%d", n), func(b *testing.B) { groupCommit(b, n, 1, small) })
 	}
 }
 
-// groupCommit runs b.N commits made by newCommit from n goroutines.
-func groupCommit(b *testing.B, n int, newCommit func(testing.TB, string) *engine.Commit) {
-	ids := make([]string, n)
+// groupCommit runs b.N commits made by newCommit from n goroutines, each
+// committing to its own each executions in turn.
+func groupCommit(b *testing.B, n, each int, newCommit func(testing.TB, string) *engine.Commit) {
+	ids := make([]string, n*each)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("exec-%02d", i)
+		ids[i] = fmt.Sprintf("exec-%04d", i)
 	}
 	s := openBench(b, ids...)
-	steps := make([]*benchStep, n)
+	steps := make([][]*benchStep, n)
 	for i := range steps {
-		steps[i] = &benchStep{c: newCommit(b, ids[i])}
+		for _, id := range ids[i*each : (i+1)*each] {
+			steps[i] = append(steps[i], &benchStep{c: newCommit(b, id)})
+		}
 	}
 	var left atomic.Int64
 	left.Store(int64(b.N))
@@ -269,10 +278,10 @@ func groupCommit(b *testing.B, n int, newCommit func(testing.TB, string) *engine
 	b.ReportAllocs()
 	b.ResetTimer()
 	var wg sync.WaitGroup
-	for _, st := range steps {
+	for _, mine := range steps {
 		wg.Go(func() {
-			for left.Add(-1) >= 0 {
-				if err := s.Commit(b.Context(), st.next()); err != nil {
+			for i := 0; left.Add(-1) >= 0; i++ {
+				if err := s.Commit(b.Context(), mine[i%each].next()); err != nil {
 					b.Error(err)
 					return
 				}

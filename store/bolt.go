@@ -54,9 +54,13 @@ var (
 	bucketHistoryV1 = []byte("history") // format 1's history, see migrateV1
 )
 
-// appendFill is the FillPercent of the buckets whose keys only grow (the
-// history records, the start-time index): their pages are filled
-// completely, since no key will ever be inserted between their keys.
+// appendFill is the FillPercent of the buckets whose keys only or mostly
+// grow: the history records and the start-time index, and the buckets
+// keyed by execution id (executions, heads, scopes), whose ids are
+// time-ordered UUIDs unless a user names them. A page split there leaves
+// full pages behind, so that fewer pages hold the same records and a
+// transaction that changes many executions rewrites fewer pages; the
+// default (one half) suits keys inserted anywhere, as in the indexes.
 const appendFill = 1.0
 
 // BoltOptions configures OpenBolt. The zero value works.
@@ -127,11 +131,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	var db *bbolt.DB
 	err := guard(path, func() error {
 		var err error
-		db, err = bbolt.Open(path, 0o600, &bbolt.Options{
-			Timeout:        opts.LockTimeout,
-			NoFreelistSync: true,
-			FreelistType:   bbolt.FreelistMapType,
-		})
+		db, err = bbolt.Open(path, 0o600, boltOptions(opts.LockTimeout))
 		return err
 	})
 	if err != nil {
@@ -148,6 +148,23 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	}
 	go b.loop()
 	return b, nil
+}
+
+// pageSize is the page size of the databases Bolt creates (bbolt keeps the
+// page size a file was created with). bbolt writes each page it changes
+// with a write call of its own, so a commit costs a few calls per page
+// whatever the page holds: with larger pages a transaction of many
+// commits makes far fewer calls, and a history record fits in one page.
+const pageSize = 16 << 10
+
+// boltOptions are the options of the bbolt databases Bolt opens.
+func boltOptions(lockTimeout time.Duration) *bbolt.Options {
+	return &bbolt.Options{
+		Timeout:        lockTimeout,
+		NoFreelistSync: true,
+		FreelistType:   bbolt.FreelistMapType,
+		PageSize:       pageSize,
+	}
 }
 
 // openError says why bbolt could not open the file at path (fresh when it
@@ -258,7 +275,7 @@ func migrateV1(t *bbolt.Tx) error {
 			if err != nil {
 				return err
 			}
-			rec, _ := encodeHistoryRecord(id, h.LastRecord, n, [][]byte{v})
+			rec := encodeHistoryRecord(id, h.LastRecord, n, [][]byte{v})
 			if err := events.Put(recordKey(key), rec); err != nil {
 				return err
 			}
@@ -322,8 +339,9 @@ func bucketsOf(t *bbolt.Tx) (*tx, error) {
 			return nil, fmt.Errorf("bucket %s is missing", b.name)
 		}
 	}
-	x.events.FillPercent = appendFill
-	x.started.FillPercent = appendFill
+	for _, bkt := range []*bbolt.Bucket{x.events, x.started, x.heads, x.scopes, x.executions} {
+		bkt.FillPercent = appendFill
+	}
 	return &x, nil
 }
 

@@ -53,9 +53,9 @@
 //	orphans      blob key                        (empty) blobs no checkpoint references, removed by GC
 //
 // History records are appended: their keys only grow, so the bucket's
-// pages are filled completely (FillPercent 1, as for the start-time index)
-// and a commit rewrites no page of older records, whichever executions
-// commit together. An execution's records are chained: its head keeps the
+// pages are filled completely (FillPercent 1, as for the start-time index
+// and the buckets keyed by execution id) and a commit rewrites no page of
+// older records, whichever executions commit together. An execution's records are chained: its head keeps the
 // key of its last record, and each record the key of the one before, so
 // History reads exactly the execution's records, newest first, and
 // returns them oldest first.
@@ -75,7 +75,9 @@
 // The commit's records are encoded before it is queued, by the committing
 // goroutine; the loop keeps the heads it wrote, decoded, so that it only
 // chains hashes and writes bytes. The database is opened with a lock
-// timeout, NoFreelistSync and the map freelist.
+// timeout, NoFreelistSync and the map freelist, and created with 16 KiB
+// pages: bbolt writes each changed page with a call of its own, and
+// larger pages make far fewer calls per transaction.
 //
 // # Faults
 //

@@ -178,12 +178,12 @@ func encodeScopeRecord(r *scopeRecord) []byte {
 	return w.bytes()
 }
 
-// encodeEventRecord writes the stored value of an event: a header of
-// eventHeaderLen bytes whose hashes are left zero, then the eventRecord.
-func encodeEventRecord(r *eventRecord) []byte {
-	b := make([]byte, eventHeaderLen, eventHeaderLen+256+len(r.Input)+len(r.Output)+len(r.Detail))
-	b[0] = eventFormat
-	w := &recordWriter{b: append(b, '{')}
+// appendEventValue appends the stored value of an event: a header of
+// eventHeaderLen bytes whose hashes are left zero, then its eventRecord.
+func appendEventValue(dst []byte, r *eventRecord) []byte {
+	var header [eventHeaderLen]byte
+	header[0] = eventFormat
+	w := recordWriter{b: append(append(dst, header[:]...), '{')}
 	w.int("id", r.ID)
 	w.int("own", r.Own)
 	w.str("type", r.Type, false)
@@ -197,4 +197,11 @@ func encodeEventRecord(r *eventRecord) []byte {
 	w.raw("detail", r.Detail)
 	w.str("docHash", r.DocHash, false)
 	return w.bytes()
+}
+
+// eventValueSize is about the length of the stored value of an event,
+// for sizing buffers.
+func eventValueSize(r *eventRecord) int {
+	return eventHeaderLen + 200 + len(r.Type) + len(r.Timestamp) + len(r.State) + len(r.Scope) +
+		len(r.Input) + len(r.Output) + len(r.Error) + len(r.Cause) + len(r.Detail) + len(r.DocHash)
 }

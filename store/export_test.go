@@ -57,7 +57,7 @@ func (b TamperBolt) TamperHistory(id string, change func([]engine.Event) []engin
 			if err != nil {
 				return err
 			}
-			rec, _ := encodeHistoryRecord(id, h.LastRecord, int64(i+1), [][]byte{v})
+			rec := encodeHistoryRecord(id, h.LastRecord, int64(i+1), [][]byte{v})
 			if err := x.events.Put(recordKey(key), rec); err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"reflect"
 	"strconv"
 	"strings"
@@ -36,159 +37,6 @@ const (
 	eventHeaderLen  = eventHashAt + sha256.Size
 )
 
-// A commit's events are stored together, as one history record (Bolt
-// keeps each under its own key, doc.go says where):
-//
-//	[0]      format of the record (historyFormat)
-//	[1:9]    key of the execution's previous history record (0 for its first)
-//	[9:17]   position of the record's first event in the history (from 1)
-//	then     the execution id: its length (uvarint) and bytes
-//	then     the number of events (uvarint), and each stored event value:
-//	         its length (uvarint) and bytes
-//
-// The integers of the header are big-endian. The committing goroutine
-// writes the record with its links, position and hashes left zero; the
-// store seals it (preparedHistory.seal) once it has the execution's head.
-const (
-	historyFormat    = 1
-	historyPrevAt    = 1
-	historyFirstAt   = historyPrevAt + 8
-	historyHeaderLen = historyFirstAt + 8
-)
-
-// preparedHistory is the history record of a commit's events before it is
-// sealed: the record, each event's stored value (a part of the record) and
-// the start of each event's digest. Its zero value has no events.
-type preparedHistory struct {
-	record  []byte
-	values  [][]byte
-	digests [][]byte
-}
-
-// newPreparedHistory writes the history record of events of execution id.
-func newPreparedHistory(id string, events []preparedEvent) preparedHistory {
-	if len(events) == 0 {
-		return preparedHistory{}
-	}
-	values := make([][]byte, len(events))
-	p := preparedHistory{digests: make([][]byte, len(events))}
-	for i, e := range events {
-		values[i], p.digests[i] = e.value, e.digest
-	}
-	p.record, p.values = encodeHistoryRecord(id, 0, 0, values)
-	return p
-}
-
-// encodeHistoryRecord writes a history record of stored event values, and
-// returns it with its copies of the values (parts of the record).
-func encodeHistoryRecord(id string, prev uint64, first int64, values [][]byte) ([]byte, [][]byte) {
-	size := historyHeaderLen + 2*binary.MaxVarintLen64 + len(id)
-	for _, v := range values {
-		size += binary.MaxVarintLen64 + len(v)
-	}
-	rec := make([]byte, historyHeaderLen, size)
-	rec[0] = historyFormat
-	binary.BigEndian.PutUint64(rec[historyPrevAt:], prev)
-	binary.BigEndian.PutUint64(rec[historyFirstAt:], uint64(first))
-	rec = binary.AppendUvarint(rec, uint64(len(id)))
-	rec = append(rec, id...)
-	rec = binary.AppendUvarint(rec, uint64(len(values)))
-	starts := make([]int, len(values))
-	for i, v := range values {
-		rec = binary.AppendUvarint(rec, uint64(len(v)))
-		starts[i] = len(rec)
-		rec = append(rec, v...)
-	}
-	copies := make([][]byte, len(values))
-	for i, start := range starts {
-		end := start + len(values[i])
-		copies[i] = rec[start:end:end]
-	}
-	return rec, copies
-}
-
-// seal chains the record's events after the history of head h, links the
-// record to the execution's previous one (h.LastRecord) and advances h's
-// event count and last hash. The caller stores the record and sets
-// h.LastRecord to its key. Sealing again after h is restored gives the
-// same record.
-func (p *preparedHistory) seal(h *headRecord) error {
-	if len(p.values) == 0 {
-		return nil
-	}
-	var prev [sha256.Size]byte
-	if h.LastHash != "" {
-		if n, err := hex.Decode(prev[:], []byte(h.LastHash)); err != nil || n != sha256.Size {
-			return fmt.Errorf("history event %d: hash %q is not a SHA-256", h.Events, h.LastHash)
-		}
-	}
-	binary.BigEndian.PutUint64(p.record[historyPrevAt:], h.LastRecord)
-	binary.BigEndian.PutUint64(p.record[historyFirstAt:], uint64(h.Events+1))
-	prevHex := h.LastHash
-	for i, v := range p.values {
-		sum := chainHash(p.digests[i], prevHex)
-		copy(v[eventPrevAt:eventHashAt], prev[:])
-		copy(v[eventHashAt:eventHeaderLen], sum[:])
-		prev, prevHex = sum, hex.EncodeToString(sum[:])
-	}
-	h.Events += int64(len(p.values))
-	h.LastHash = prevHex
-	return nil
-}
-
-// historyRecord is a history record read back. Its events are parts of
-// the value it was read from.
-type historyRecord struct {
-	prev   uint64
-	first  int64
-	id     []byte
-	events [][]byte
-}
-
-// parseHistoryRecord reads a history record; one that is malformed is an
-// error wrapping ErrTampered.
-func parseHistoryRecord(v []byte) (historyRecord, error) {
-	malformed := func(what string) (historyRecord, error) {
-		return historyRecord{}, fmt.Errorf("malformed history record: %s: %w", what, ErrTampered)
-	}
-	if len(v) < historyHeaderLen || v[0] != historyFormat {
-		return malformed("bad header")
-	}
-	r := historyRecord{
-		prev:  binary.BigEndian.Uint64(v[historyPrevAt:]),
-		first: int64(binary.BigEndian.Uint64(v[historyFirstAt:])),
-	}
-	rest := v[historyHeaderLen:]
-	next := func() ([]byte, bool) {
-		n, size := binary.Uvarint(rest)
-		if size <= 0 || n > uint64(len(rest)-size) {
-			return nil, false
-		}
-		part := rest[size : size+int(n) : size+int(n)]
-		rest = rest[size+int(n):]
-		return part, true
-	}
-	var ok bool
-	if r.id, ok = next(); !ok {
-		return malformed("execution id")
-	}
-	count, size := binary.Uvarint(rest)
-	if size <= 0 || count == 0 || count > uint64(len(rest)) || r.first < 1 {
-		return malformed("event count")
-	}
-	rest = rest[size:]
-	r.events = make([][]byte, count)
-	for i := range r.events {
-		if r.events[i], ok = next(); !ok {
-			return malformed(fmt.Sprintf("event %d of %d", i+1, count))
-		}
-	}
-	if len(rest) != 0 {
-		return malformed("trailing bytes")
-	}
-	return r, nil
-}
-
 // eventRecord is the body of a stored event. Input, Output and Detail are
 // documents; the event's own document is kept only as DocHash.
 type eventRecord struct {
@@ -206,11 +54,11 @@ type eventRecord struct {
 	DocHash   string          `json:"docHash"`
 }
 
-// preparedEvent is an event encoded outside the transaction: its stored
-// value with the hashes of its header left zero, and the start of its
-// digest, which only lacks PrevHash.
+// preparedEvent is an event encoded outside the transaction: its record
+// (documents encoded) and the start of its digest, which only lacks
+// PrevHash.
 type preparedEvent struct {
-	value  []byte
+	record eventRecord
 	digest []byte
 }
 
@@ -242,7 +90,7 @@ func prepareEvent(e *engine.Event, memo *docMemo) (preparedEvent, error) {
 	if r.DocHash, err = memo.hash(e.Document); err != nil {
 		return preparedEvent{}, fmt.Errorf("document: %w", err)
 	}
-	return preparedEvent{value: encodeEventRecord(&r), digest: eventDigest(&r, hashes)}, nil
+	return preparedEvent{record: r, digest: eventDigest(&r, hashes)}, nil
 }
 
 // eventDigest is the canonical encoding of an event's hashed fields, each
@@ -272,13 +120,14 @@ func eventDigest(r *eventRecord, hashes [3]string) []byte {
 	return b
 }
 
-// chainHash completes a digest with the previous event's hash.
-func chainHash(digest []byte, prev string) [sha256.Size]byte {
-	h := sha256.New()
+// chainHash completes a digest with the previous event's hash (hex, empty
+// for the first event), using hasher h.
+func chainHash(h hash.Hash, digest, prev []byte) [sha256.Size]byte {
+	h.Reset()
 	h.Write(digest)
 	var n [binary.MaxVarintLen64]byte
 	h.Write(n[:binary.PutUvarint(n[:], uint64(len(prev)))])
-	h.Write([]byte(prev))
+	h.Write(prev)
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	return sum
@@ -323,7 +172,7 @@ func decodeEvent(v []byte, verify bool) (engine.Event, error) {
 		}
 	}
 	if verify {
-		sum := chainHash(eventDigest(&r, hashes), e.PrevHash)
+		sum := chainHash(sha256.New(), eventDigest(&r, hashes), []byte(e.PrevHash))
 		if !bytes.Equal(sum[:], v[eventHashAt:eventHeaderLen]) {
 			return e, fmt.Errorf("event hash %s does not match its content: %w", e.Hash, ErrTampered)
 		}
