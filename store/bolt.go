@@ -359,7 +359,7 @@ func (b *Bolt) view(f func(x *tx) error) error {
 	if errors.Is(err, bberrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}
-	return err
+	return dbError(b.path, err)
 }
 
 // Keys. Execution ids and checkpoint names never contain NUL, so that
@@ -491,7 +491,8 @@ func (b *Bolt) Checkpoint(ctx context.Context, id, name string) (*engine.Checkpo
 	if err != nil {
 		return nil, err
 	}
-	return loadCheckpoint(id, name, rec, blob, found, &b.codecs, b.migrations)
+	cp, err := loadCheckpoint(id, name, rec, blob, found, &b.codecs, b.migrations)
+	return cp, dbError(b.path, err)
 }
 
 // ListCheckpoints returns an execution's checkpoints without their

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -35,6 +36,17 @@ func (e *corruptError) Error() string {
 func (e *corruptError) Is(target error) bool { return target == ErrDatabaseCorrupt }
 
 func (e *corruptError) Unwrap() error { return e.err }
+
+// dbError returns err as the error of a Bolt call on the database at path:
+// a record that does not decode (a recordError) means the file is
+// damaged, and gives an error wrapping ErrDatabaseCorrupt.
+func dbError(path string, err error) error {
+	var re *recordError
+	if errors.As(err, &re) && !errors.Is(err, ErrDatabaseCorrupt) {
+		return &corruptError{path: path, err: err}
+	}
+	return err
+}
 
 // guard runs f, which uses the database at path, and returns its error; a
 // panic, or a memory fault on the database's map, becomes an error

@@ -142,8 +142,25 @@ func (b *Bolt) loop() {
 	}
 }
 
-// commitBatch applies requests in one transaction, dropping those that
-// fail (each answered with its error) until the rest commit.
+// rejection is the error of a request that failed before it wrote
+// anything: the request fails alone and its transaction goes on without
+// it. A request whose apply fails otherwise fails its transaction, which
+// bbolt rolls back, and a rollback costs a walk of the whole database
+// (bbolt rebuilds its free list, which the store does not sync): apply
+// functions check what can fail before they write.
+type rejection struct{ err error }
+
+func (r *rejection) Error() string { return r.err.Error() }
+
+func (r *rejection) Unwrap() error { return r.err }
+
+// reject marks err as a rejection.
+func reject(err error) error { return &rejection{err: err} }
+
+// commitBatch applies requests in one transaction. A rejected request is
+// answered with its error; one that fails otherwise (or meets a damaged
+// page) is answered with its error and the others are applied again
+// without it.
 func (b *Bolt) commitBatch(batch []*writeReq) {
 	live := batch[:0]
 	for _, r := range batch {
@@ -154,8 +171,8 @@ func (b *Bolt) commitBatch(batch []*writeReq) {
 		live = append(live, r)
 	}
 	for len(live) > 0 {
+		rejected := make([]error, len(live))
 		failed, failErr := -1, error(nil)
-		applying := -1
 		err := guard(b.path, func() error {
 			return b.db.Update(func(t *bbolt.Tx) error {
 				x, err := bucketsOf(t)
@@ -164,40 +181,48 @@ func (b *Bolt) commitBatch(batch []*writeReq) {
 				}
 				x.cache = &b.heads
 				for i, r := range live {
-					applying = i
-					if err := r.apply(x); err != nil {
-						failed, failErr = i, err
+					failed = i // until it returns
+					err := r.apply(x)
+					var rej *rejection
+					switch {
+					case errors.As(err, &rej):
+						rejected[i] = dbError(b.path, rej.err)
+					case err != nil:
+						failErr = dbError(b.path, err)
 						return err
 					}
 				}
-				applying = -1
+				failed = -1
 				return nil
 			})
 		})
 		b.heads.settle(err == nil)
-		if failed < 0 && applying >= 0 {
-			// A request's reads met a damaged page: it fails alone.
-			failed, failErr = applying, err
-		}
-		switch {
-		case err == nil:
-			for _, r := range live {
-				r.done <- nil
-			}
-			return
-		case failed < 0:
+		if err != nil && failed < 0 {
 			// The transaction itself failed (a full disk, a failed fsync):
 			// nothing of it was written.
 			if !errors.Is(err, ErrDatabaseCorrupt) {
 				err = fmt.Errorf("database %s: %w", b.path, err)
 			}
-			for _, r := range live {
-				r.done <- err
-			}
-			return
 		}
-		live[failed].done <- failErr
-		live = append(live[:failed], live[failed+1:]...)
+		next := live[:0]
+		for i, r := range live {
+			switch {
+			case rejected[i] != nil:
+				r.done <- rejected[i]
+			case err == nil:
+				r.done <- nil
+			case failed < 0:
+				r.done <- err
+			case i == failed:
+				if failErr == nil {
+					failErr = err // it met a damaged page
+				}
+				r.done <- failErr
+			default:
+				next = append(next, r)
+			}
+		}
+		live = next
 	}
 }
 
@@ -207,48 +232,50 @@ func (b *Bolt) Create(ctx context.Context, e *engine.Execution) error {
 	if err != nil {
 		return fmt.Errorf("create execution %s: %w", e.ID, err)
 	}
-	err = b.write(ctx, func(x *tx) error {
-		id := []byte(c.id)
-		if x.heads.Get(id) != nil {
-			return engine.ErrExists
-		}
-		if c.definitionHash != "" && len(c.definition) > 0 && x.definitions.Get([]byte(c.definitionHash)) == nil {
-			if err := x.definitions.Put([]byte(c.definitionHash), c.definition); err != nil {
-				return err
-			}
-		}
-		puts := []struct {
-			bkt  *bbolt.Bucket
-			k, v []byte
-		}{
-			{x.executions, id, c.exec},
-			{x.status, statusKey(c.head.Status, c.id), nil},
-			{x.started, timedKey(c.summary.StartedAt, c.id), nil},
-		}
-		for _, p := range puts {
-			if err := p.bkt.Put(p.k, p.v); err != nil {
-				return err
-			}
-		}
-		if at := waitingAt(&c.head); !at.IsZero() {
-			if err := x.timers.Put(timedKey(at, c.id), nil); err != nil {
-				return err
-			}
-		}
-		for _, w := range c.scopes {
-			if w.value != nil {
-				if err := x.scopes.Put(idKey(c.id, w.key), w.value); err != nil {
-					return err
-				}
-			}
-		}
-		h := c.head
-		return x.putHead(c.id, &h)
-	})
-	if err != nil {
+	if err := b.write(ctx, func(x *tx) error { return x.create(c) }); err != nil {
 		return fmt.Errorf("create execution %s: %w", e.ID, err)
 	}
 	return nil
+}
+
+// create writes a new execution; a taken id is a rejection.
+func (x *tx) create(c *created) error {
+	id := []byte(c.id)
+	if x.heads.Get(id) != nil {
+		return reject(engine.ErrExists)
+	}
+	if c.definitionHash != "" && len(c.definition) > 0 && x.definitions.Get([]byte(c.definitionHash)) == nil {
+		if err := x.definitions.Put([]byte(c.definitionHash), c.definition); err != nil {
+			return err
+		}
+	}
+	puts := []struct {
+		bkt  *bbolt.Bucket
+		k, v []byte
+	}{
+		{x.executions, id, c.exec},
+		{x.status, statusKey(c.head.Status, c.id), nil},
+		{x.started, timedKey(c.summary.StartedAt, c.id), nil},
+	}
+	for _, p := range puts {
+		if err := p.bkt.Put(p.k, p.v); err != nil {
+			return err
+		}
+	}
+	if at := waitingAt(&c.head); !at.IsZero() {
+		if err := x.timers.Put(timedKey(at, c.id), nil); err != nil {
+			return err
+		}
+	}
+	for _, w := range c.scopes {
+		if w.value != nil {
+			if err := x.scopes.Put(idKey(c.id, w.key), w.value); err != nil {
+				return err
+			}
+		}
+	}
+	h := c.head
+	return x.putHead(c.id, &h)
 }
 
 // Commit applies one step of an execution atomically and durably,
@@ -264,14 +291,32 @@ func (b *Bolt) Commit(ctx context.Context, c *engine.Commit) error {
 	return nil
 }
 
-// apply writes a prepared commit.
+// apply writes a prepared commit. What can fail is checked before
+// anything is written, and is a rejection; then only bbolt's writes can
+// fail.
 func (x *tx) apply(p *prepared) error {
 	h, err := x.headForWrite(p.id)
 	if err != nil {
-		return err
+		return reject(err)
 	}
 	oldStatus, oldWake := h.Status, waitingAt(h)
 	p.applyHead(h)
+	var superseded []storedRecord
+	if p.rollback != nil {
+		if superseded, err = x.supersede(p.id, h, p.rollback); err != nil {
+			return reject(err)
+		}
+	}
+	if err := p.history.seal(h); err != nil {
+		return reject(err)
+	}
+	var oldCheckpoint *checkpointRecord
+	if cp := p.checkpoint; cp != nil {
+		if oldCheckpoint, err = x.checkpointRecord(p.id, cp.name); err != nil {
+			return reject(err)
+		}
+	}
+
 	if h.Status != oldStatus {
 		if err := x.status.Delete(statusKey(oldStatus, p.id)); err != nil {
 			return err
@@ -308,27 +353,24 @@ func (x *tx) apply(p *prepared) error {
 			return fmt.Errorf("scope %q: %w", w.key, err)
 		}
 	}
-	if p.rollback != nil {
-		if err := x.rollback(p.id, h, p.rollback); err != nil {
-			return err
+	for _, r := range superseded {
+		if err := x.events.Put(recordKey(r.key), r.value); err != nil {
+			return fmt.Errorf("history record %d: %w", r.key, err)
 		}
 	}
 	if len(p.history.values) > 0 {
-		if err := p.history.seal(h); err != nil {
-			return err
-		}
 		key, err := x.events.NextSequence()
 		if err != nil {
 			return err
 		}
 		if err := x.events.Put(recordKey(key), p.history.record); err != nil {
-			return fmt.Errorf("history record: %w", err)
+			return fmt.Errorf("history record %d: %w", key, err)
 		}
 		h.LastRecord = key
 	}
-	if p.checkpoint != nil {
-		if err := x.checkpoint(p.id, p.checkpoint); err != nil {
-			return fmt.Errorf("checkpoint %q: %w", p.checkpoint.name, err)
+	if cp := p.checkpoint; cp != nil {
+		if err := x.writeCheckpoint(p.id, cp, oldCheckpoint); err != nil {
+			return fmt.Errorf("checkpoint %q: %w", cp.name, err)
 		}
 	}
 	return x.putHead(p.id, h)
@@ -352,62 +394,63 @@ func deletePrefix(bkt *bbolt.Bucket, prefix []byte) error {
 	return nil
 }
 
-// rollback marks the execution's events after the rollback point
-// superseded, rewriting the history records that hold them.
-func (x *tx) rollback(id string, h *headRecord, rb *engine.Rollback) error {
+// supersede returns the execution's history records that rollback rb
+// changes, with the events it marks superseded.
+func (x *tx) supersede(id string, h *headRecord, rb *engine.Rollback) ([]storedRecord, error) {
 	records, err := x.historyRecords(id, h)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var changed []storedRecord
 	for _, r := range records {
-		var changed historyRecord
-		var value []byte
+		var c *storedRecord
 		for i, v := range r.events {
 			ok, err := supersedes(rb, v)
 			if err != nil {
-				return fmt.Errorf("history event %d: %w", r.first+int64(i), err)
+				return nil, fmt.Errorf("execution %s: history event %d: %w", id, r.first+int64(i), err)
 			}
 			if !ok {
 				continue
 			}
-			if value == nil {
-				value = bytes.Clone(r.value)
-				if changed, err = parseHistoryRecord(value); err != nil {
-					return err
+			if c == nil {
+				value := bytes.Clone(r.value)
+				parsed, err := parseHistoryRecord(value)
+				if err != nil {
+					return nil, err
 				}
+				changed = append(changed, storedRecord{key: r.key, value: value, historyRecord: parsed})
+				c = &changed[len(changed)-1]
 			}
-			changed.events[i][1] |= eventSuperseded
-		}
-		if value != nil {
-			if err := x.events.Put(recordKey(r.key), value); err != nil {
-				return err
-			}
+			c.events[i][1] |= eventSuperseded
 		}
 	}
-	return nil
+	return changed, nil
 }
 
-// checkpoint writes a checkpoint, replacing the one of the same name.
-func (x *tx) checkpoint(id string, cp *preparedCheckpoint) error {
-	k := idKey(id, cp.name)
-	oldBlob := ""
-	if old := x.checkpoints.Get(k); old != nil {
-		_, r, err := decodeCheckpoint(id, cp.name, old, false)
-		if err != nil {
+// checkpointRecord returns the record of an execution's checkpoint, nil
+// when there is none.
+func (x *tx) checkpointRecord(id, name string) (*checkpointRecord, error) {
+	v := x.checkpoints.Get(idKey(id, name))
+	if v == nil {
+		return nil, nil
+	}
+	_, r, err := decodeCheckpoint(id, name, v, false)
+	return r, err
+}
+
+// writeCheckpoint writes a checkpoint, replacing old, the record of the
+// one of the same name (nil when there is none).
+func (x *tx) writeCheckpoint(id string, cp *preparedCheckpoint, old *checkpointRecord) error {
+	if old != nil && !old.ExpiresAt.IsZero() {
+		if err := x.expiry.Delete(timedKey(old.ExpiresAt, id, cp.name)); err != nil {
 			return err
-		}
-		oldBlob = r.Blob
-		if !r.ExpiresAt.IsZero() {
-			if err := x.expiry.Delete(timedKey(r.ExpiresAt, id, cp.name)); err != nil {
-				return err
-			}
 		}
 	}
 	if err := x.ref(cp.blob, cp.data); err != nil {
 		return err
 	}
-	if oldBlob != "" {
-		if err := x.unref(oldBlob); err != nil {
+	if old != nil && old.Blob != "" {
+		if err := x.unref(old.Blob); err != nil {
 			return err
 		}
 	}
@@ -416,7 +459,7 @@ func (x *tx) checkpoint(id string, cp *preparedCheckpoint) error {
 			return err
 		}
 	}
-	return x.checkpoints.Put(k, cp.record)
+	return x.checkpoints.Put(idKey(id, cp.name), cp.record)
 }
 
 // ref records one more reference to a blob, storing it if it is new.

@@ -82,10 +82,21 @@
 // # Faults
 //
 // A write that fails (a full disk, a failed fsync) fails the commits of its
-// transaction and nothing of it is written. bbolt panics on a page it
-// cannot read: every bbolt call runs under a recover, and a damaged page
-// gives an error wrapping ErrDatabaseCorrupt that names the file, never a
-// panic (bolt_fault.go). The database formats: format 2 is this one;
-// format 1 kept each history event under "id \x00 n" in bucket history
-// and is converted when it is opened.
+// transaction with an error naming the database, and nothing of it is
+// written: every earlier commit stays. A commit that cannot apply (an
+// unknown execution, a taken id, a damaged record) is checked before it
+// writes anything and fails alone, without failing its transaction: bbolt
+// rolls a failed transaction back, and a rollback costs a walk of the
+// whole database (it rebuilds the free list the store does not sync).
+//
+// bbolt panics on a page it cannot read. Every bbolt call runs under a
+// recover, and a damaged page, or a record that does not decode, gives an
+// error wrapping ErrDatabaseCorrupt that names the file ("database PATH is
+// corrupt: …"), never a panic; what is still readable stays readable.
+// OpenBolt reads every page of an existing file first, because opening it
+// for writing makes bbolt walk the pages in a goroutine of its own, where a
+// panic could not be recovered (bolt_fault.go).
+//
+// Format 2 is this layout; format 1 kept each history event under
+// "id \x00 n" in bucket history, and OpenBolt converts it.
 package store
