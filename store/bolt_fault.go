@@ -39,11 +39,16 @@ func (e *corruptError) Unwrap() error { return e.err }
 
 // dbError returns err as the error of a Bolt call on the database at path:
 // a record that does not decode (a recordError) means the file is
-// damaged, and gives an error wrapping ErrDatabaseCorrupt.
+// damaged, and gives an error wrapping ErrDatabaseCorrupt; a snapshot that
+// does not decode (ErrCorrupt) is said to be in the file.
 func dbError(path string, err error) error {
 	var re *recordError
-	if errors.As(err, &re) && !errors.Is(err, ErrDatabaseCorrupt) {
+	switch {
+	case errors.Is(err, ErrDatabaseCorrupt):
+	case errors.As(err, &re):
 		return &corruptError{path: path, err: err}
+	case errors.Is(err, ErrCorrupt):
+		return fmt.Errorf("database %s: %w", path, err)
 	}
 	return err
 }
