@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -305,6 +306,38 @@ func BenchmarkMemoryCommit(b *testing.B) {
 	for b.Loop() {
 		if err := m.Commit(b.Context(), st.next()); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCommitRejected commits to an unknown execution in a database
+// of 256 executions with 40 commits each: a commit that fails without
+// writing anything.
+func BenchmarkCommitRejected(b *testing.B) {
+	ids := make([]string, 256)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("exec-%04d", i)
+	}
+	s := openBench(b, ids...)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		st := &benchStep{c: benchCommit(b, id)}
+		wg.Go(func() {
+			for range 40 {
+				if err := s.Commit(b.Context(), st.next()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c := benchCommit(b, "nobody")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.Commit(b.Context(), c); !errors.Is(err, engine.ErrNotFound) {
+			b.Fatalf("Commit(nobody) = %v, want ErrNotFound", err)
 		}
 	}
 }

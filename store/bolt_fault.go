@@ -18,9 +18,12 @@ import (
 //
 // One walk cannot be guarded: opening a database for writing, bbolt
 // rebuilds its free list (the store does not sync it) by visiting every
-// page from a goroutine of its own, where a panic ends the process. So
-// OpenBolt first reads the same pages, read-only and guarded (checkPages),
-// and reports a damaged file before bbolt walks it.
+// page from a goroutine of its own, where a panic ends the process (it
+// does the same to roll back a transaction whose commit failed or that
+// panicked). So OpenBolt first reads the same pages, read-only and
+// guarded (checkPages), and reports a damaged file before bbolt walks it.
+// A page damaged while the database is open can still end the process if
+// a write transaction then fails.
 
 // corruptError reports a database whose pages or records are damaged.
 type corruptError struct {

@@ -144,10 +144,10 @@ func (b *Bolt) loop() {
 
 // rejection is the error of a request that failed before it wrote
 // anything: the request fails alone and its transaction goes on without
-// it. A request whose apply fails otherwise fails its transaction, which
-// bbolt rolls back, and a rollback costs a walk of the whole database
-// (bbolt rebuilds its free list, which the store does not sync): apply
-// functions check what can fail before they write.
+// it, the other requests applied once. (A request whose apply fails
+// otherwise may have written part of itself: its transaction is rolled
+// back and the others are applied again without it.) Apply functions
+// check what can fail before they write.
 type rejection struct{ err error }
 
 func (r *rejection) Error() string { return r.err.Error() }
@@ -156,6 +156,11 @@ func (r *rejection) Unwrap() error { return r.err }
 
 // reject marks err as a rejection.
 func reject(err error) error { return &rejection{err: err} }
+
+// errAllRejected ends a transaction in which every request was rejected:
+// it is rolled back (which is cheap) rather than committed empty (which
+// costs two fsyncs).
+var errAllRejected = errors.New("every request was rejected")
 
 // commitBatch applies requests in one transaction. A rejected request is
 // answered with its error; one that fails otherwise (or meets a damaged
@@ -180,6 +185,7 @@ func (b *Bolt) commitBatch(batch []*writeReq) {
 					return err
 				}
 				x.cache = &b.heads
+				applied := 0
 				for i, r := range live {
 					failed = i // until it returns
 					err := r.apply(x)
@@ -190,12 +196,20 @@ func (b *Bolt) commitBatch(batch []*writeReq) {
 					case err != nil:
 						failErr = dbError(b.path, err)
 						return err
+					default:
+						applied++
 					}
 				}
 				failed = -1
+				if applied == 0 {
+					return errAllRejected
+				}
 				return nil
 			})
 		})
+		if errors.Is(err, errAllRejected) {
+			err = nil
+		}
 		b.heads.settle(err == nil)
 		if err != nil && failed < 0 {
 			// The transaction itself failed (a full disk, a failed fsync):

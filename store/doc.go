@@ -84,10 +84,9 @@
 // A write that fails (a full disk, a failed fsync) fails the commits of its
 // transaction with an error naming the database, and nothing of it is
 // written: every earlier commit stays. A commit that cannot apply (an
-// unknown execution, a taken id, a damaged record) is checked before it
-// writes anything and fails alone, without failing its transaction: bbolt
-// rolls a failed transaction back, and a rollback costs a walk of the
-// whole database (it rebuilds the free list the store does not sync).
+// unknown execution, a taken id, a damaged record) is found out before it
+// writes anything and fails alone, without failing the commits it shares
+// its transaction with.
 //
 // bbolt panics on a page it cannot read. Every bbolt call runs under a
 // recover, and a damaged page, or a record that does not decode, gives an
