@@ -103,10 +103,14 @@ type Bolt struct {
 var _ Store = (*Bolt)(nil)
 
 // OpenBolt opens the database at path, creating it when the file does not
-// exist, is empty, or is a bbolt database without any bucket. A database held by another process fails with
-// ErrLocked after opts.LockTimeout; a file that is not a bbolt database,
-// or a bbolt database that is not aslrun's or is of a newer format, fails
-// with ErrNotOurs and is left untouched.
+// exist, is empty, or is a bbolt database without any bucket. A database
+// held by another process fails with ErrLocked after opts.LockTimeout; a
+// file that is not a bbolt database, or a bbolt database that is not
+// aslrun's or is of a newer format, fails with ErrNotOurs and is left
+// untouched. An existing file is read through first (every page its
+// buckets reach, as bbolt itself does when it opens a file for writing),
+// and one with damaged pages fails with ErrDatabaseCorrupt. A database of
+// format 1 is converted to the current format.
 func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = time.Second
