@@ -136,7 +136,7 @@ func commitWrites(b *testing.B) (keys, values [][]byte, buckets []string) {
 
 // BenchmarkBareUpdate is the floor for BenchmarkCommitDurable: one bbolt
 // Update, with the same options, writing the same bytes to the same keys
-// as one of its commits (history keys advancing as they do).
+// as one of its commits (the history record's key advancing as it does).
 func BenchmarkBareUpdate(b *testing.B) {
 	bare := openBare(b)
 	b.ReportAllocs()
