@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -101,7 +102,9 @@ func BenchmarkCommitDurable(b *testing.B) {
 }
 
 // commitWrites returns the keys and values one bench commit writes after
-// the first: the head, the scope and three events.
+// the first: the head, the scope and the history record of its three
+// events (whose key, taken from the bucket's sequence, bareWriter takes
+// the same way).
 func commitWrites(b *testing.B) (keys, values [][]byte, buckets []string) {
 	s := openBench(b, "bench")
 	st := &benchStep{c: benchCommit(b, "bench")}
@@ -118,9 +121,11 @@ func commitWrites(b *testing.B) (keys, values [][]byte, buckets []string) {
 		}
 		add(bucketHeads, []byte("bench"))
 		add(bucketScopes, idKey("bench", ""))
-		for n := int64(4); n <= 6; n++ {
-			add(bucketHistory, historyKey("bench", n))
+		h, err := decodeHead("bench", t.Bucket(bucketHeads).Get([]byte("bench")))
+		if err != nil {
+			return err
 		}
+		add(bucketEvents, recordKey(h.LastRecord))
 		return nil
 	})
 	if err != nil {
@@ -131,7 +136,7 @@ func commitWrites(b *testing.B) (keys, values [][]byte, buckets []string) {
 
 // BenchmarkBareUpdate is the floor for BenchmarkCommitDurable: one bbolt
 // Update, with the same options, writing the same bytes to the same keys
-// as one of its commits (history keys advancing as they do).
+// as one of its commits (the history record's key advancing as it does).
 func BenchmarkBareUpdate(b *testing.B) {
 	bare := openBare(b)
 	b.ReportAllocs()
@@ -174,7 +179,6 @@ type bareWriter struct {
 	keys, values [][]byte
 	buckets      []string
 	bytes        int
-	n            int64
 }
 
 // openBare opens a bbolt database beside the bench's, with the store's
@@ -186,9 +190,7 @@ func openBare(b *testing.B) *bareWriter {
 		w.bytes += len(w.keys[i]) + len(w.values[i])
 	}
 	var err error
-	w.db, err = bbolt.Open(filepath.Join(b.TempDir(), "bare.db"), 0o600, &bbolt.Options{
-		Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType,
-	})
+	w.db, err = bbolt.Open(filepath.Join(b.TempDir(), "bare.db"), 0o600, boltOptions(time.Second))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -199,15 +201,21 @@ func openBare(b *testing.B) *bareWriter {
 	return w
 }
 
-// update writes one commit's bytes in one Update.
+// update writes one commit's bytes in one Update, the history record
+// under the next key of its bucket's sequence, as the store does.
 func (w *bareWriter) update() error {
-	w.n++
 	return w.db.Update(func(t *bbolt.Tx) error {
 		for i, k := range w.keys {
-			if w.buckets[i] == string(bucketHistory) {
-				k = historyKey("bench", 3*(w.n-1)+int64(i-1))
+			bkt := t.Bucket([]byte(w.buckets[i]))
+			if w.buckets[i] == string(bucketEvents) {
+				bkt.FillPercent = appendFill
+				n, err := bkt.NextSequence()
+				if err != nil {
+					return err
+				}
+				k = recordKey(n)
 			}
-			if err := t.Bucket([]byte(w.buckets[i])).Put(k, w.values[i]); err != nil {
+			if err := bkt.Put(k, w.values[i]); err != nil {
 				return err
 			}
 		}
@@ -220,8 +228,16 @@ func (w *bareWriter) update() error {
 // commits shared a transaction.
 func BenchmarkGroupCommit(b *testing.B) {
 	for _, n := range []int{1, 8, 64} {
-		b.Run(fmt.Sprintf("executions=%d", n), func(b *testing.B) { groupCommit(b, n, benchCommit) })
+		b.Run(fmt.Sprintf("executions=%d", n), func(b *testing.B) { groupCommit(b, n, 1, benchCommit) })
 	}
+}
+
+// BenchmarkGroupCommitSpread is BenchmarkGroupCommit/executions=64 with
+// 4096 executions, each goroutine committing to 64 of them in turn: the
+// executions that commit together are spread over the database, as when
+// many executions run at once, each committing now and then.
+func BenchmarkGroupCommitSpread(b *testing.B) {
+	groupCommit(b, 64, 64, benchCommit)
 }
 
 // BenchmarkGroupCommitSmall is BenchmarkGroupCommit with a tiny document
@@ -238,20 +254,23 @@ func BenchmarkGroupCommitSmall(b *testing.B) {
 		return c
 	}
 	for _, n := range []int{1, 64} {
-		b.Run(fmt.Sprintf("executions=%d", n), func(b *testing.B) { groupCommit(b, n, small) })
+		b.Run(fmt.Sprintf("executions=%d", n), func(b *testing.B) { groupCommit(b, n, 1, small) })
 	}
 }
 
-// groupCommit runs b.N commits made by newCommit from n goroutines.
-func groupCommit(b *testing.B, n int, newCommit func(testing.TB, string) *engine.Commit) {
-	ids := make([]string, n)
+// groupCommit runs b.N commits made by newCommit from n goroutines, each
+// committing to its own each executions in turn.
+func groupCommit(b *testing.B, n, each int, newCommit func(testing.TB, string) *engine.Commit) {
+	ids := make([]string, n*each)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("exec-%02d", i)
+		ids[i] = fmt.Sprintf("exec-%04d", i)
 	}
 	s := openBench(b, ids...)
-	steps := make([]*benchStep, n)
+	steps := make([][]*benchStep, n)
 	for i := range steps {
-		steps[i] = &benchStep{c: newCommit(b, ids[i])}
+		for _, id := range ids[i*each : (i+1)*each] {
+			steps[i] = append(steps[i], &benchStep{c: newCommit(b, id)})
+		}
 	}
 	var left atomic.Int64
 	left.Store(int64(b.N))
@@ -260,10 +279,10 @@ func groupCommit(b *testing.B, n int, newCommit func(testing.TB, string) *engine
 	b.ReportAllocs()
 	b.ResetTimer()
 	var wg sync.WaitGroup
-	for _, st := range steps {
+	for _, mine := range steps {
 		wg.Go(func() {
-			for left.Add(-1) >= 0 {
-				if err := s.Commit(b.Context(), st.next()); err != nil {
+			for i := 0; left.Add(-1) >= 0; i++ {
+				if err := s.Commit(b.Context(), mine[i%each].next()); err != nil {
 					b.Error(err)
 					return
 				}
@@ -287,6 +306,38 @@ func BenchmarkMemoryCommit(b *testing.B) {
 	for b.Loop() {
 		if err := m.Commit(b.Context(), st.next()); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCommitRejected commits to an unknown execution in a database
+// of 256 executions with 40 commits each: a commit that fails without
+// writing anything.
+func BenchmarkCommitRejected(b *testing.B) {
+	ids := make([]string, 256)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("exec-%04d", i)
+	}
+	s := openBench(b, ids...)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		st := &benchStep{c: benchCommit(b, id)}
+		wg.Go(func() {
+			for range 40 {
+				if err := s.Commit(b.Context(), st.next()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c := benchCommit(b, "nobody")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.Commit(b.Context(), c); !errors.Is(err, engine.ErrNotFound) {
+			b.Fatalf("Commit(nobody) = %v, want ErrNotFound", err)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,10 +22,11 @@ import (
 
 // The format of the database: the meta bucket holds formatKey =
 // formatMarker and versionKey = formatVersion (decimal), written when the
-// database is created.
+// database is created. Format 1 kept each history event under its own key
+// in bucket history; OpenBolt converts it (migrateV1).
 const (
 	formatMarker  = "aslrun"
-	formatVersion = 1
+	formatVersion = 2
 )
 
 var (
@@ -40,7 +42,7 @@ var (
 	bucketStatus      = []byte("status")
 	bucketStarted     = []byte("started")
 	bucketScopes      = []byte("scopes")
-	bucketHistory     = []byte("history")
+	bucketEvents      = []byte("events")
 	bucketTimers      = []byte("timers")
 	bucketCheckpoints = []byte("checkpoints")
 	bucketExpiry      = []byte("expiry")
@@ -48,7 +50,18 @@ var (
 	bucketBlobs       = []byte("blobs")
 	bucketBlobRefs    = []byte("blobrefs")
 	bucketOrphans     = []byte("orphans")
+
+	bucketHistoryV1 = []byte("history") // format 1's history, see migrateV1
 )
+
+// appendFill is the FillPercent of the buckets whose keys only or mostly
+// grow: the history records and the start-time index, and the buckets
+// keyed by execution id (executions, heads, scopes), whose ids are
+// time-ordered UUIDs unless a user names them. A page split there leaves
+// full pages behind, so that fewer pages hold the same records and a
+// transaction that changes many executions rewrites fewer pages; the
+// default (one half) suits keys inserted anywhere, as in the indexes.
+const appendFill = 1.0
 
 // BoltOptions configures OpenBolt. The zero value works.
 type BoltOptions struct {
@@ -82,15 +95,22 @@ type Bolt struct {
 	// batches counts the write transactions and batched the requests they
 	// carried (for benchmarks).
 	batches, batched atomic.Int64
+
+	// heads is the commit loop's cache of heads; only the loop uses it.
+	heads headCache
 }
 
 var _ Store = (*Bolt)(nil)
 
 // OpenBolt opens the database at path, creating it when the file does not
-// exist, is empty, or is a bbolt database without any bucket. A database held by another process fails with
-// ErrLocked after opts.LockTimeout; a file that is not a bbolt database,
-// or a bbolt database that is not aslrun's or is of a newer format, fails
-// with ErrNotOurs and is left untouched.
+// exist, is empty, or is a bbolt database without any bucket. A database
+// held by another process fails with ErrLocked after opts.LockTimeout; a
+// file that is not a bbolt database, or a bbolt database that is not
+// aslrun's or is of a newer format, fails with ErrNotOurs and is left
+// untouched. An existing file is read through first (every page its
+// buckets reach, as bbolt itself does when it opens a file for writing),
+// and one with damaged pages fails with ErrDatabaseCorrupt. A database of
+// format 1 is converted to the current format.
 func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = time.Second
@@ -107,31 +127,63 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
-		Timeout:        opts.LockTimeout,
-		NoFreelistSync: true,
-		FreelistType:   bbolt.FreelistMapType,
+	if !fresh {
+		if err := checkPages(path, opts.LockTimeout); err != nil {
+			return nil, openError(path, err, fresh)
+		}
+	}
+	var db *bbolt.DB
+	err := guard(path, func() error {
+		var err error
+		db, err = bbolt.Open(path, 0o600, boltOptions(opts.LockTimeout))
+		return err
 	})
 	if err != nil {
-		var pe *fs.PathError
-		switch {
-		case errors.Is(err, bberrors.ErrTimeout):
-			return nil, fmt.Errorf("database %s is in use by another process: %w", path, ErrLocked)
-		case errors.As(err, &pe) || fresh:
-			return nil, fmt.Errorf("open database %s: %w", path, err)
-		}
-		return nil, fmt.Errorf("database %s: not a bbolt database (%v): %w", path, err, ErrNotOurs)
+		return nil, openError(path, err, fresh)
 	}
-	if err := checkFormat(db, path); err != nil {
+	if err := guard(path, func() error { return checkFormat(db, path) }); err != nil {
 		db.Close()
 		return nil, err
 	}
 	b := &Bolt{
 		db: db, path: path, codec: opts.Codec, migrations: opts.Migrations,
 		queue: make(chan *writeReq, queueLen), loopDone: make(chan struct{}),
+		heads: newHeadCache(),
 	}
 	go b.loop()
 	return b, nil
+}
+
+// pageSize is the page size of the databases Bolt creates (bbolt keeps the
+// page size a file was created with). bbolt writes each page it changes
+// with a write call of its own, so a commit costs a few calls per page
+// whatever the page holds: with larger pages a transaction of many
+// commits makes far fewer calls, and a history record fits in one page.
+const pageSize = 16 << 10
+
+// boltOptions are the options of the bbolt databases Bolt opens.
+func boltOptions(lockTimeout time.Duration) *bbolt.Options {
+	return &bbolt.Options{
+		Timeout:        lockTimeout,
+		NoFreelistSync: true,
+		FreelistType:   bbolt.FreelistMapType,
+		PageSize:       pageSize,
+	}
+}
+
+// openError says why bbolt could not open the file at path (fresh when it
+// did not exist or was empty).
+func openError(path string, err error, fresh bool) error {
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, ErrDatabaseCorrupt):
+		return err
+	case errors.Is(err, bberrors.ErrTimeout):
+		return fmt.Errorf("database %s is in use by another process: %w", path, ErrLocked)
+	case errors.As(err, &pe) || fresh:
+		return fmt.Errorf("open database %s: %w", path, err)
+	}
+	return fmt.Errorf("database %s: not a bbolt database (%v): %w", path, err, ErrNotOurs)
 }
 
 // checkFormat checks the meta bucket of an open database, and creates the
@@ -168,6 +220,10 @@ func checkFormat(db *bbolt.DB, path string) error {
 		return fmt.Errorf("database %s: format version %q is not valid: %w", path, version, ErrNotOurs)
 	case v > formatVersion:
 		return fmt.Errorf("database %s: format version %d is newer than this program's (%d): %w", path, v, formatVersion, ErrNotOurs)
+	case v == 1:
+		if err := db.Update(migrateV1); err != nil {
+			return fmt.Errorf("database %s: convert format 1 to %d: %w", path, formatVersion, err)
+		}
 	}
 	return nil
 }
@@ -175,7 +231,7 @@ func checkFormat(db *bbolt.DB, path string) error {
 // createBuckets makes the buckets of a new database and writes its format.
 func createBuckets(tx *bbolt.Tx) error {
 	for _, name := range [][]byte{
-		bucketMeta, bucketExecutions, bucketHeads, bucketStatus, bucketStarted, bucketScopes, bucketHistory,
+		bucketMeta, bucketExecutions, bucketHeads, bucketStatus, bucketStarted, bucketScopes, bucketEvents,
 		bucketTimers, bucketCheckpoints, bucketExpiry, bucketDefinitions, bucketBlobs, bucketBlobRefs, bucketOrphans,
 	} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -187,6 +243,60 @@ func createBuckets(tx *bbolt.Tx) error {
 		return err
 	}
 	return meta.Put(versionKey, []byte(strconv.Itoa(formatVersion)))
+}
+
+// migrateV1 converts a database of format 1, which kept each history event
+// under "id \x00 n" in bucket history, to the current format: each event
+// becomes a history record of its own, linked to the one before.
+func migrateV1(t *bbolt.Tx) error {
+	old := t.Bucket(bucketHistoryV1)
+	events, err := t.CreateBucketIfNotExists(bucketEvents)
+	if err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketEvents, err)
+	}
+	heads := t.Bucket(bucketHeads)
+	if old == nil || heads == nil {
+		return fmt.Errorf("bucket %s or %s is missing", bucketHistoryV1, bucketHeads)
+	}
+	events.FillPercent = appendFill
+	var ids []string
+	if err := heads.ForEach(func(k, _ []byte) error {
+		ids = append(ids, string(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		h, err := decodeHead(id, heads.Get([]byte(id)))
+		if err != nil {
+			return err
+		}
+		h.LastRecord = 0
+		n := int64(0)
+		err = scanPrefix(old, idKey(id, ""), func(_, v []byte) error {
+			n++
+			key, err := events.NextSequence()
+			if err != nil {
+				return err
+			}
+			rec := encodeHistoryRecord(id, h.LastRecord, n, [][]byte{v})
+			if err := events.Put(recordKey(key), rec); err != nil {
+				return err
+			}
+			h.LastRecord = key
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("execution %s: history event %d: %w", id, n, err)
+		}
+		if err := heads.Put([]byte(id), encodeHead(h)); err != nil {
+			return err
+		}
+	}
+	if err := t.DeleteBucket(bucketHistoryV1); err != nil {
+		return err
+	}
+	return t.Bucket(bucketMeta).Put(versionKey, []byte(strconv.Itoa(formatVersion)))
 }
 
 // Close waits for the commits under way, then closes the database. Calls
@@ -201,16 +311,18 @@ func (b *Bolt) Close() error {
 	close(b.queue)
 	b.mu.Unlock()
 	<-b.loopDone
-	if err := b.db.Close(); err != nil {
+	if err := guard(b.path, b.db.Close); err != nil {
 		return fmt.Errorf("close database %s: %w", b.path, err)
 	}
 	return nil
 }
 
-// tx holds a transaction's buckets.
+// tx holds a transaction's buckets, and in the commit loop's transactions
+// the loop's cache of heads (nil in read transactions).
 type tx struct {
-	executions, heads, status, started, scopes, history, timers *bbolt.Bucket
-	checkpoints, expiry, definitions, blobs, blobRefs, orphans  *bbolt.Bucket
+	executions, heads, status, started, scopes, events, timers *bbolt.Bucket
+	checkpoints, expiry, definitions, blobs, blobRefs, orphans *bbolt.Bucket
+	cache                                                      *headCache
 }
 
 // bucketsOf returns the buckets of t; a missing one means the database is
@@ -222,7 +334,7 @@ func bucketsOf(t *bbolt.Tx) (*tx, error) {
 		name []byte
 	}{
 		{&x.executions, bucketExecutions}, {&x.heads, bucketHeads}, {&x.status, bucketStatus},
-		{&x.started, bucketStarted}, {&x.scopes, bucketScopes}, {&x.history, bucketHistory},
+		{&x.started, bucketStarted}, {&x.scopes, bucketScopes}, {&x.events, bucketEvents},
 		{&x.timers, bucketTimers}, {&x.checkpoints, bucketCheckpoints}, {&x.expiry, bucketExpiry},
 		{&x.definitions, bucketDefinitions}, {&x.blobs, bucketBlobs}, {&x.blobRefs, bucketBlobRefs},
 		{&x.orphans, bucketOrphans},
@@ -231,22 +343,27 @@ func bucketsOf(t *bbolt.Tx) (*tx, error) {
 			return nil, fmt.Errorf("bucket %s is missing", b.name)
 		}
 	}
+	for _, bkt := range []*bbolt.Bucket{x.events, x.started, x.heads, x.scopes, x.executions} {
+		bkt.FillPercent = appendFill
+	}
 	return &x, nil
 }
 
 // view runs f in a read transaction.
 func (b *Bolt) view(f func(x *tx) error) error {
-	err := b.db.View(func(t *bbolt.Tx) error {
-		x, err := bucketsOf(t)
-		if err != nil {
-			return err
-		}
-		return f(x)
+	err := guard(b.path, func() error {
+		return b.db.View(func(t *bbolt.Tx) error {
+			x, err := bucketsOf(t)
+			if err != nil {
+				return err
+			}
+			return f(x)
+		})
 	})
 	if errors.Is(err, bberrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}
-	return err
+	return dbError(b.path, err)
 }
 
 // Keys. Execution ids and checkpoint names never contain NUL, so that
@@ -260,9 +377,9 @@ func idKey(id, rest string) []byte {
 	return append(k, rest...)
 }
 
-// historyKey is the key of an execution's n-th event (from 1).
-func historyKey(id string, n int64) []byte {
-	return binary.BigEndian.AppendUint64(idKey(id, ""), uint64(n))
+// recordKey is the key of a history record: 8 bytes, big-endian.
+func recordKey(n uint64) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), n)
 }
 
 // timedKey is a time's 8 bytes, NUL, and the parts joined by NUL.
@@ -378,7 +495,8 @@ func (b *Bolt) Checkpoint(ctx context.Context, id, name string) (*engine.Checkpo
 	if err != nil {
 		return nil, err
 	}
-	return loadCheckpoint(id, name, rec, blob, found, &b.codecs, b.migrations)
+	cp, err := loadCheckpoint(id, name, rec, blob, found, &b.codecs, b.migrations)
+	return cp, dbError(b.path, err)
 }
 
 // ListCheckpoints returns an execution's checkpoints without their
@@ -480,15 +598,17 @@ func (b *Bolt) History(ctx context.Context, id string) ([]engine.Event, error) {
 		if err != nil {
 			return err
 		}
-		out = make([]engine.Event, 0, h.Events)
-		return scanPrefix(x.history, idKey(id, ""), func(_, v []byte) error {
-			e, err := decodeEvent(v, false)
-			if err != nil {
-				return fmt.Errorf("execution %s: history event %d: %w", id, len(out)+1, err)
+		values, err := x.historyValues(id, h)
+		if err != nil {
+			return err
+		}
+		out = make([]engine.Event, len(values))
+		for i, v := range values {
+			if out[i], err = decodeEvent(v, false); err != nil {
+				return fmt.Errorf("execution %s: history event %d: %w", id, i+1, err)
 			}
-			out = append(out, e)
-			return nil
-		})
+		}
+		return nil
 	})
 	return out, err
 }
@@ -501,16 +621,72 @@ func (b *Bolt) VerifyHistory(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		var values [][]byte
-		err = scanPrefix(x.history, idKey(id, ""), func(_, v []byte) error {
-			values = append(values, v)
-			return nil
-		})
+		values, err := x.historyValues(id, h)
 		if err != nil {
 			return err
 		}
 		return verifyHistory(id, values, h)
 	})
+}
+
+// storedRecord is a history record as stored, with its key.
+type storedRecord struct {
+	key   uint64
+	value []byte
+	historyRecord
+}
+
+// historyRecords returns an execution's history records, oldest first, by
+// following their links back from its head's last record. Their values
+// are the transaction's memory. A link that leads elsewhere is an error
+// wrapping ErrTampered.
+func (x *tx) historyRecords(id string, h *headRecord) ([]storedRecord, error) {
+	var out []storedRecord
+	next := int64(0) // the first position of the record read before (0: none)
+	for key := h.LastRecord; key != 0; {
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("execution %s: history record %d: %s: %w", id, key, fmt.Sprintf(format, args...), ErrTampered)
+		}
+		v := x.events.Get(recordKey(key))
+		if v == nil {
+			return nil, bad("missing")
+		}
+		r, err := parseHistoryRecord(v)
+		if err != nil {
+			return nil, fmt.Errorf("execution %s: history record %d: %w", id, key, err)
+		}
+		end := r.first + int64(len(r.events))
+		switch {
+		case string(r.id) != id:
+			return nil, bad("it belongs to execution %q", r.id)
+		case next != 0 && end != next:
+			return nil, bad("its events end before event %d, want %d", end, next)
+		case r.prev >= key:
+			// Links go to smaller keys, so that following them ends.
+			return nil, bad("its previous record is %d", r.prev)
+		}
+		out = append(out, storedRecord{key: key, value: v, historyRecord: r})
+		next, key = r.first, r.prev
+	}
+	if next > 1 {
+		return nil, fmt.Errorf("execution %s: history starts at event %d: %w", id, next, ErrTampered)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// historyValues returns the stored values of an execution's events, in
+// order; they are the transaction's memory.
+func (x *tx) historyValues(id string, h *headRecord) ([][]byte, error) {
+	records, err := x.historyRecords(id, h)
+	if err != nil {
+		return nil, err
+	}
+	var values [][]byte
+	for _, r := range records {
+		values = append(values, r.events...)
+	}
+	return values, nil
 }
 
 // Definition returns the definition text stored under hash.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +50,8 @@ func TestBoltLockTimeout(t *testing.T) {
 		elapsed := time.Since(start)
 		if !errors.Is(err, store.ErrLocked) {
 			t.Errorf("second OpenBolt (timeout %v) = %v, want ErrLocked", timeout, err)
+		} else if !strings.Contains(err.Error(), "database "+path+" ") {
+			t.Errorf("second OpenBolt (timeout %v) = %q, want it to name database %s", timeout, err, path)
 		}
 		limit := timeout
 		if limit == 0 {
@@ -115,7 +118,7 @@ func TestBoltRejectsForeignFiles(t *testing.T) {
 				if err := b.Put([]byte("format"), []byte("aslrun")); err != nil {
 					return err
 				}
-				return b.Put([]byte("version"), []byte("2"))
+				return b.Put([]byte("version"), []byte("1000"))
 			})
 		}},
 	}
@@ -134,6 +137,8 @@ func TestBoltRejectsForeignFiles(t *testing.T) {
 			}
 			if !errors.Is(err, store.ErrNotOurs) {
 				t.Errorf("OpenBolt = %v, want ErrNotOurs", err)
+			} else if !strings.Contains(err.Error(), "database "+path+": ") {
+				t.Errorf("OpenBolt = %q, want it to name database %s", err, path)
 			}
 			after, _ := os.ReadFile(path)
 			if !bytes.Equal(after, before) {
@@ -291,6 +296,8 @@ func TestBoltCorruptSnapshot(t *testing.T) {
 			cp, err := b.Checkpoint(ctx, "e1", "cp")
 			if !errors.Is(err, store.ErrCorrupt) {
 				t.Errorf("Checkpoint(e1, cp) = %+v, %v, want ErrCorrupt", cp, err)
+			} else if !strings.Contains(err.Error(), "database "+path+": ") {
+				t.Errorf("Checkpoint(e1, cp) = %q, want it to name database %s", err, path)
 			}
 			if cps, err := b.ListCheckpoints(ctx, "e1"); err != nil || len(cps) != 1 {
 				t.Errorf("ListCheckpoints(e1) = %v, %v, want the checkpoint listed", cps, err)

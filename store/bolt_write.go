@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,13 +18,81 @@ import (
 // then every request queued behind it (those that arrived while the
 // previous transaction was being written and fsynced), at most maxBatch,
 // and applies them all in one bbolt Update. A lone request is written at
-// once: there is no delay to wait for company. A request that fails is
-// answered with its error and the others are applied again without it, so
-// one bad commit never fails another.
+// once: there is no delay to wait for company (waiting a little for more
+// requests under load was tried, and lost throughput). A request that
+// fails is answered with its error, and one bad commit never fails
+// another: a request that fails before writing anything (a rejection)
+// leaves the transaction to the others, and when one fails after writing
+// part of itself the others are applied again without it.
+//
+// The loop keeps the heads it wrote, decoded (headCache): heads are
+// written nowhere else, so a commit finds its execution's head without
+// reading and decoding it.
 const (
 	queueLen = 1024
 	maxBatch = 1024
+
+	// maxCachedHeads bounds the head cache; it is emptied when full.
+	maxCachedHeads = 4096
 )
+
+// headCache holds heads as the commit loop wrote them: committed, as of
+// the last transaction that committed, and pending, as the transaction
+// under way leaves them. A head in the cache is never modified: a commit
+// changes a copy and puts that.
+type headCache struct {
+	committed map[string]*headRecord
+	pending   map[string]*headRecord
+}
+
+func newHeadCache() headCache {
+	return headCache{committed: make(map[string]*headRecord), pending: make(map[string]*headRecord)}
+}
+
+// settle ends a transaction: its heads are committed when ok, forgotten
+// otherwise.
+func (c *headCache) settle(ok bool) {
+	if ok {
+		if len(c.committed)+len(c.pending) > maxCachedHeads {
+			clear(c.committed)
+		}
+		for id, h := range c.pending {
+			c.committed[id] = h
+		}
+	}
+	clear(c.pending)
+}
+
+// headForWrite returns a copy of an execution's head for the caller to
+// change and put (putHead); engine.ErrNotFound when there is none.
+func (x *tx) headForWrite(id string) (*headRecord, error) {
+	if x.cache != nil {
+		h, ok := x.cache.pending[id]
+		if !ok {
+			h, ok = x.cache.committed[id]
+		}
+		if ok {
+			c := *h
+			return &c, nil
+		}
+	}
+	v := x.heads.Get([]byte(id))
+	if v == nil {
+		return nil, engine.ErrNotFound
+	}
+	return decodeHead(id, v)
+}
+
+// putHead writes an execution's head; the caller no longer changes h.
+func (x *tx) putHead(id string, h *headRecord) error {
+	if err := x.heads.Put([]byte(id), encodeHead(h)); err != nil {
+		return err
+	}
+	if x.cache != nil {
+		x.cache.pending[id] = h
+	}
+	return nil
+}
 
 // writeReq is one write waiting for the loop.
 type writeReq struct {
@@ -76,8 +145,30 @@ func (b *Bolt) loop() {
 	}
 }
 
-// commitBatch applies requests in one transaction, dropping those that
-// fail (each answered with its error) until the rest commit.
+// rejection is the error of a request that failed before it wrote
+// anything: the request fails alone and its transaction goes on without
+// it, the other requests applied once. (A request whose apply fails
+// otherwise may have written part of itself: its transaction is rolled
+// back and the others are applied again without it.) Apply functions
+// check what can fail before they write.
+type rejection struct{ err error }
+
+func (r *rejection) Error() string { return r.err.Error() }
+
+func (r *rejection) Unwrap() error { return r.err }
+
+// reject marks err as a rejection.
+func reject(err error) error { return &rejection{err: err} }
+
+// errAllRejected ends a transaction in which every request was rejected:
+// it is rolled back (which is cheap) rather than committed empty (which
+// costs two fsyncs).
+var errAllRejected = errors.New("every request was rejected")
+
+// commitBatch applies requests in one transaction. A rejected request is
+// answered with its error; one that fails otherwise (or meets a damaged
+// page) is answered with its error and the others are applied again
+// without it.
 func (b *Bolt) commitBatch(batch []*writeReq) {
 	live := batch[:0]
 	for _, r := range batch {
@@ -88,37 +179,67 @@ func (b *Bolt) commitBatch(batch []*writeReq) {
 		live = append(live, r)
 	}
 	for len(live) > 0 {
+		rejected := make([]error, len(live))
 		failed, failErr := -1, error(nil)
-		err := b.db.Update(func(t *bbolt.Tx) error {
-			x, err := bucketsOf(t)
-			if err != nil {
-				return err
-			}
-			for i, r := range live {
-				if err := r.apply(x); err != nil {
-					failed, failErr = i, err
+		err := guard(b.path, func() error {
+			return b.db.Update(func(t *bbolt.Tx) error {
+				x, err := bucketsOf(t)
+				if err != nil {
 					return err
 				}
-			}
-			return nil
+				x.cache = &b.heads
+				applied := 0
+				for i, r := range live {
+					failed = i // until it returns
+					err := r.apply(x)
+					var rej *rejection
+					switch {
+					case errors.As(err, &rej):
+						rejected[i] = dbError(b.path, rej.err)
+					case err != nil:
+						failErr = dbError(b.path, err)
+						return err
+					default:
+						applied++
+					}
+				}
+				failed = -1
+				if applied == 0 {
+					return errAllRejected
+				}
+				return nil
+			})
 		})
-		switch {
-		case err == nil:
-			for _, r := range live {
-				r.done <- nil
-			}
-			return
-		case failed < 0:
+		if errors.Is(err, errAllRejected) {
+			err = nil
+		}
+		b.heads.settle(err == nil)
+		if err != nil && failed < 0 {
 			// The transaction itself failed (a full disk, a failed fsync):
 			// nothing of it was written.
-			err = fmt.Errorf("database %s: %w", b.path, err)
-			for _, r := range live {
-				r.done <- err
+			if !errors.Is(err, ErrDatabaseCorrupt) {
+				err = fmt.Errorf("database %s: %w", b.path, err)
 			}
-			return
 		}
-		live[failed].done <- failErr
-		live = append(live[:failed], live[failed+1:]...)
+		next := live[:0]
+		for i, r := range live {
+			switch {
+			case rejected[i] != nil:
+				r.done <- rejected[i]
+			case err == nil:
+				r.done <- nil
+			case failed < 0:
+				r.done <- err
+			case i == failed:
+				if failErr == nil {
+					failErr = err // it met a damaged page
+				}
+				r.done <- failErr
+			default:
+				next = append(next, r)
+			}
+		}
+		live = next
 	}
 }
 
@@ -128,49 +249,50 @@ func (b *Bolt) Create(ctx context.Context, e *engine.Execution) error {
 	if err != nil {
 		return fmt.Errorf("create execution %s: %w", e.ID, err)
 	}
-	head := encodeHead(&c.head)
-	err = b.write(ctx, func(x *tx) error {
-		id := []byte(c.id)
-		if x.heads.Get(id) != nil {
-			return engine.ErrExists
-		}
-		if c.definitionHash != "" && len(c.definition) > 0 && x.definitions.Get([]byte(c.definitionHash)) == nil {
-			if err := x.definitions.Put([]byte(c.definitionHash), c.definition); err != nil {
-				return err
-			}
-		}
-		puts := []struct {
-			bkt  *bbolt.Bucket
-			k, v []byte
-		}{
-			{x.executions, id, c.exec},
-			{x.heads, id, head},
-			{x.status, statusKey(c.head.Status, c.id), nil},
-			{x.started, timedKey(c.summary.StartedAt, c.id), nil},
-		}
-		for _, p := range puts {
-			if err := p.bkt.Put(p.k, p.v); err != nil {
-				return err
-			}
-		}
-		if at := waitingAt(&c.head); !at.IsZero() {
-			if err := x.timers.Put(timedKey(at, c.id), nil); err != nil {
-				return err
-			}
-		}
-		for _, w := range c.scopes {
-			if w.value != nil {
-				if err := x.scopes.Put(idKey(c.id, w.key), w.value); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := b.write(ctx, func(x *tx) error { return x.create(c) }); err != nil {
 		return fmt.Errorf("create execution %s: %w", e.ID, err)
 	}
 	return nil
+}
+
+// create writes a new execution; a taken id is a rejection.
+func (x *tx) create(c *created) error {
+	id := []byte(c.id)
+	if x.heads.Get(id) != nil {
+		return reject(engine.ErrExists)
+	}
+	if c.definitionHash != "" && len(c.definition) > 0 && x.definitions.Get([]byte(c.definitionHash)) == nil {
+		if err := x.definitions.Put([]byte(c.definitionHash), c.definition); err != nil {
+			return err
+		}
+	}
+	puts := []struct {
+		bkt  *bbolt.Bucket
+		k, v []byte
+	}{
+		{x.executions, id, c.exec},
+		{x.status, statusKey(c.head.Status, c.id), nil},
+		{x.started, timedKey(c.summary.StartedAt, c.id), nil},
+	}
+	for _, p := range puts {
+		if err := p.bkt.Put(p.k, p.v); err != nil {
+			return err
+		}
+	}
+	if at := waitingAt(&c.head); !at.IsZero() {
+		if err := x.timers.Put(timedKey(at, c.id), nil); err != nil {
+			return err
+		}
+	}
+	for _, w := range c.scopes {
+		if w.value != nil {
+			if err := x.scopes.Put(idKey(c.id, w.key), w.value); err != nil {
+				return err
+			}
+		}
+	}
+	h := c.head
+	return x.putHead(c.id, &h)
 }
 
 // Commit applies one step of an execution atomically and durably,
@@ -186,18 +308,32 @@ func (b *Bolt) Commit(ctx context.Context, c *engine.Commit) error {
 	return nil
 }
 
-// apply writes a prepared commit.
+// apply writes a prepared commit. What can fail is checked before
+// anything is written, and is a rejection; then only bbolt's writes can
+// fail.
 func (x *tx) apply(p *prepared) error {
-	hv := x.heads.Get([]byte(p.id))
-	if hv == nil {
-		return engine.ErrNotFound
-	}
-	h, err := decodeHead(p.id, hv)
+	h, err := x.headForWrite(p.id)
 	if err != nil {
-		return err
+		return reject(err)
 	}
 	oldStatus, oldWake := h.Status, waitingAt(h)
 	p.applyHead(h)
+	var superseded []storedRecord
+	if p.rollback != nil {
+		if superseded, err = x.supersede(p.id, h, p.rollback); err != nil {
+			return reject(err)
+		}
+	}
+	if err := p.history.seal(h); err != nil {
+		return reject(err)
+	}
+	var oldCheckpoint *checkpointRecord
+	if cp := p.checkpoint; cp != nil {
+		if oldCheckpoint, err = x.checkpointRecord(p.id, cp.name); err != nil {
+			return reject(err)
+		}
+	}
+
 	if h.Status != oldStatus {
 		if err := x.status.Delete(statusKey(oldStatus, p.id)); err != nil {
 			return err
@@ -234,22 +370,27 @@ func (x *tx) apply(p *prepared) error {
 			return fmt.Errorf("scope %q: %w", w.key, err)
 		}
 	}
-	if p.rollback != nil {
-		if err := x.rollback(p.id, p.rollback); err != nil {
+	for _, r := range superseded {
+		if err := x.events.Put(recordKey(r.key), r.value); err != nil {
+			return fmt.Errorf("history record %d: %w", r.key, err)
+		}
+	}
+	if len(p.history.values) > 0 {
+		key, err := x.events.NextSequence()
+		if err != nil {
 			return err
 		}
+		if err := x.events.Put(recordKey(key), p.history.record); err != nil {
+			return fmt.Errorf("history record %d: %w", key, err)
+		}
+		h.LastRecord = key
 	}
-	err = p.appendEvents(h, func(n int64, v []byte) error { return x.history.Put(historyKey(p.id, n), v) })
-	if err != nil {
-		return err
-	}
-	if p.checkpoint != nil {
-		if err := x.checkpoint(p.id, p.checkpoint); err != nil {
-			return fmt.Errorf("checkpoint %q: %w", p.checkpoint.name, err)
+	if cp := p.checkpoint; cp != nil {
+		if err := x.writeCheckpoint(p.id, cp, oldCheckpoint); err != nil {
+			return fmt.Errorf("checkpoint %q: %w", cp.name, err)
 		}
 	}
-	head := encodeHead(h)
-	return x.heads.Put([]byte(p.id), head)
+	return x.putHead(p.id, h)
 }
 
 // deletePrefix deletes every key of bkt that starts with prefix.
@@ -270,55 +411,63 @@ func deletePrefix(bkt *bbolt.Bucket, prefix []byte) error {
 	return nil
 }
 
-// rollback marks the execution's events after the rollback point
-// superseded.
-func (x *tx) rollback(id string, rb *engine.Rollback) error {
-	type change struct{ k, v []byte }
-	var changes []change
-	n := 0
-	err := scanPrefix(x.history, idKey(id, ""), func(k, v []byte) error {
-		n++
-		nv, err := supersede(v, rb)
-		if err != nil {
-			return fmt.Errorf("history event %d: %w", n, err)
-		}
-		if nv != nil {
-			changes = append(changes, change{bytes.Clone(k), nv})
-		}
-		return nil
-	})
+// supersede returns the execution's history records that rollback rb
+// changes, with the events it marks superseded.
+func (x *tx) supersede(id string, h *headRecord, rb *engine.Rollback) ([]storedRecord, error) {
+	records, err := x.historyRecords(id, h)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, c := range changes {
-		if err := x.history.Put(c.k, c.v); err != nil {
-			return err
+	var changed []storedRecord
+	for _, r := range records {
+		var c *storedRecord
+		for i, v := range r.events {
+			ok, err := supersedes(rb, v)
+			if err != nil {
+				return nil, fmt.Errorf("execution %s: history event %d: %w", id, r.first+int64(i), err)
+			}
+			if !ok {
+				continue
+			}
+			if c == nil {
+				value := bytes.Clone(r.value)
+				parsed, err := parseHistoryRecord(value)
+				if err != nil {
+					return nil, err
+				}
+				changed = append(changed, storedRecord{key: r.key, value: value, historyRecord: parsed})
+				c = &changed[len(changed)-1]
+			}
+			c.events[i][1] |= eventSuperseded
 		}
 	}
-	return nil
+	return changed, nil
 }
 
-// checkpoint writes a checkpoint, replacing the one of the same name.
-func (x *tx) checkpoint(id string, cp *preparedCheckpoint) error {
-	k := idKey(id, cp.name)
-	oldBlob := ""
-	if old := x.checkpoints.Get(k); old != nil {
-		_, r, err := decodeCheckpoint(id, cp.name, old, false)
-		if err != nil {
+// checkpointRecord returns the record of an execution's checkpoint, nil
+// when there is none.
+func (x *tx) checkpointRecord(id, name string) (*checkpointRecord, error) {
+	v := x.checkpoints.Get(idKey(id, name))
+	if v == nil {
+		return nil, nil
+	}
+	_, r, err := decodeCheckpoint(id, name, v, false)
+	return r, err
+}
+
+// writeCheckpoint writes a checkpoint, replacing old, the record of the
+// one of the same name (nil when there is none).
+func (x *tx) writeCheckpoint(id string, cp *preparedCheckpoint, old *checkpointRecord) error {
+	if old != nil && !old.ExpiresAt.IsZero() {
+		if err := x.expiry.Delete(timedKey(old.ExpiresAt, id, cp.name)); err != nil {
 			return err
-		}
-		oldBlob = r.Blob
-		if !r.ExpiresAt.IsZero() {
-			if err := x.expiry.Delete(timedKey(r.ExpiresAt, id, cp.name)); err != nil {
-				return err
-			}
 		}
 	}
 	if err := x.ref(cp.blob, cp.data); err != nil {
 		return err
 	}
-	if oldBlob != "" {
-		if err := x.unref(oldBlob); err != nil {
+	if old != nil && old.Blob != "" {
+		if err := x.unref(old.Blob); err != nil {
 			return err
 		}
 	}
@@ -327,7 +476,7 @@ func (x *tx) checkpoint(id string, cp *preparedCheckpoint) error {
 			return err
 		}
 	}
-	return x.checkpoints.Put(k, cp.record)
+	return x.checkpoints.Put(idKey(id, cp.name), cp.record)
 }
 
 // ref records one more reference to a blob, storing it if it is new.

@@ -32,7 +32,7 @@ type prepared struct {
 	lastOwnEvent int64
 	drop         []string
 	scopes       []scopeWrite
-	events       []preparedEvent
+	history      preparedHistory
 	rollback     *engine.Rollback
 	checkpoint   *preparedCheckpoint
 }
@@ -68,12 +68,13 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, er
 	if p.scopes, err = encodeScopes(c.Scopes, memo); err != nil {
 		return nil, err
 	}
-	p.events = make([]preparedEvent, len(c.Events))
+	events := make([]preparedEvent, len(c.Events))
 	for i := range c.Events {
-		if p.events[i], err = prepareEvent(&c.Events[i], memo); err != nil {
+		if events[i], err = prepareEvent(&c.Events[i], memo); err != nil {
 			return nil, fmt.Errorf("event %d (%s): %w", i+1, c.Events[i].Type, err)
 		}
 	}
+	p.history = newPreparedHistory(c.Execution, events)
 	if rb := c.Rollback; rb != nil {
 		p.rollback = &engine.Rollback{ToEvent: rb.ToEvent, ToOwnEvent: rb.ToOwnEvent}
 	}
@@ -159,24 +160,6 @@ func (p *prepared) applyHead(h *headRecord) {
 		h.Invocations = inv
 	}
 	h.LastEvent, h.LastOwnEvent, h.Seq = max(h.LastEvent, p.lastEvent), max(h.LastOwnEvent, p.lastOwnEvent), max(h.Seq, p.seq)
-}
-
-// appendEvents chains the commit's events after the head's history,
-// handing each stored value to put with its position (from 1), and
-// advances the head.
-func (p *prepared) appendEvents(h *headRecord, put func(n int64, v []byte) error) error {
-	for i, e := range p.events {
-		v, hash, err := sealEvent(e, h.LastHash)
-		if err != nil {
-			return fmt.Errorf("history event %d: %w", h.Events+1, err)
-		}
-		if err := put(h.Events+1, v); err != nil {
-			return fmt.Errorf("event %d of the commit: %w", i+1, err)
-		}
-		h.Events++
-		h.LastHash = hash
-	}
-	return nil
 }
 
 // dropped reports whether scope key is removed by one of the prefixes.

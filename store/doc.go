@@ -18,7 +18,8 @@
 // # History
 //
 // Each history event is stored with a header (format, flags, PrevHash,
-// Hash) and a JSON body. The store computes DocHash, the canonical hash of
+// Hash) and a JSON body; the events of one commit are stored together, as
+// one history record (history.go has its layout). The store computes DocHash, the canonical hash of
 // the event's document (the document itself is not kept), and chains the
 // events: Hash is the SHA-256 of a canonical encoding of the event's fields
 // (type, ids, timestamp in UTC RFC 3339 with nanoseconds, state, scope,
@@ -33,16 +34,16 @@
 // Keys are designed for prefix and range scans: nothing but GC's orphan
 // sweep reads a whole bucket. Execution ids and checkpoint names never
 // contain NUL (written \x00 below), which separates key parts; times are
-// 8-byte big-endian Unix nanoseconds; n is an 8-byte big-endian position.
+// 8-byte big-endian Unix nanoseconds; n is an 8-byte big-endian number.
 //
 //	bucket       key                             value
-//	meta         "format", "version"             "aslrun", "1"
+//	meta         "format", "version"             "aslrun", "2"
 //	executions   id                              what never changes: machine name, definition hash, input, start, parent, agents
-//	heads        id                              where it stands: status, output, error, wake-up, counters, history length and last hash
+//	heads        id                              where it stands: status, output, error, wake-up, counters, history length, last hash and last record
 //	status       status \x00 id                  (empty) — Unfinished and List by status are prefix scans
 //	started      startedAt \x00 id               (empty) — List reads it backwards, newest first
 //	scopes       id \x00 scopeKey                a scope of the execution's progress — DropScopes deletes a prefix
-//	history      id \x00 n                       the n-th event (from 1) — History is a prefix scan
+//	events       n (the bucket's sequence)       a history record: the events one commit added to one execution's history
 //	timers       wakeAt \x00 id                  (empty) for WAITING executions with a wake-up time — Due scans up to now
 //	checkpoints  id \x00 name                    checkpoint record; its document is in blobs
 //	expiry       expiresAt \x00 id \x00 name     (empty) — GC scans up to now
@@ -50,6 +51,14 @@
 //	blobs        blob key                        snapshot record (Codecs.Encode) of a checkpoint document
 //	blobrefs     blob key                        number of checkpoints referencing the blob (8 bytes)
 //	orphans      blob key                        (empty) blobs no checkpoint references, removed by GC
+//
+// History records are appended: their keys only grow, so the bucket's
+// pages are filled completely (FillPercent 1, as for the start-time index
+// and the buckets keyed by execution id) and a commit rewrites no page of
+// older records, whichever executions commit together. An execution's records are chained: its head keeps the
+// key of its last record, and each record the key of the one before, so
+// History reads exactly the execution's records, newest first, and
+// returns them oldest first.
 //
 // A blob key is the hex SHA-256 of the document's jsonpath.Marshal form,
 // so identical documents, across checkpoints and executions, are stored
@@ -63,6 +72,30 @@
 // concurrent executions share fsyncs, and a lone commit is written at once.
 // A request that fails is answered with its error and the others are
 // applied again without it. A Commit that returned nil has been fsynced.
-// The database is opened with a lock timeout, NoFreelistSync and the map
-// freelist.
+// The commit's records are encoded before it is queued, by the committing
+// goroutine; the loop keeps the heads it wrote, decoded, so that it only
+// chains hashes and writes bytes. The database is opened with a lock
+// timeout, NoFreelistSync and the map freelist, and created with 16 KiB
+// pages: bbolt writes each changed page with a call of its own, and
+// larger pages make far fewer calls per transaction.
+//
+// # Faults
+//
+// A write that fails (a full disk, a failed fsync) fails the commits of its
+// transaction with an error naming the database, and nothing of it is
+// written: every earlier commit stays. A commit that cannot apply (an
+// unknown execution, a taken id, a damaged record) is found out before it
+// writes anything and fails alone, without failing the commits it shares
+// its transaction with.
+//
+// bbolt panics on a page it cannot read. Every bbolt call runs under a
+// recover, and a damaged page, or a record that does not decode, gives an
+// error wrapping ErrDatabaseCorrupt that names the file ("database PATH is
+// corrupt: …"), never a panic; what is still readable stays readable.
+// OpenBolt reads every page of an existing file first, because opening it
+// for writing makes bbolt walk the pages in a goroutine of its own, where a
+// panic could not be recovered (bolt_fault.go).
+//
+// Format 2 is this layout; format 1 kept each history event under
+// "id \x00 n" in bucket history, and OpenBolt converts it.
 package store

@@ -50,6 +50,13 @@ func (w *recordWriter) int(k string, v int64) {
 	}
 }
 
+func (w *recordWriter) uint(k string, v uint64) {
+	if v != 0 {
+		w.key(k)
+		w.b = strconv.AppendUint(w.b, v, 10)
+	}
+}
+
 func (w *recordWriter) bool(k string, v bool) {
 	if v {
 		w.key(k)
@@ -144,6 +151,7 @@ func encodeHead(h *headRecord) []byte {
 	w.int("seq", h.Seq)
 	w.int("events", h.Events)
 	w.str("lastHash", h.LastHash, true)
+	w.uint("lastRecord", h.LastRecord)
 	return w.bytes()
 }
 
@@ -170,9 +178,12 @@ func encodeScopeRecord(r *scopeRecord) []byte {
 	return w.bytes()
 }
 
-// encodeEventRecord writes an eventRecord.
-func encodeEventRecord(r *eventRecord) []byte {
-	w := newRecordWriter(256 + len(r.Input) + len(r.Output) + len(r.Detail))
+// appendEventValue appends the stored value of an event: a header of
+// eventHeaderLen bytes whose hashes are left zero, then its eventRecord.
+func appendEventValue(dst []byte, r *eventRecord) []byte {
+	var header [eventHeaderLen]byte
+	header[0] = eventFormat
+	w := recordWriter{b: append(append(dst, header[:]...), '{')}
 	w.int("id", r.ID)
 	w.int("own", r.Own)
 	w.str("type", r.Type, false)
@@ -186,4 +197,11 @@ func encodeEventRecord(r *eventRecord) []byte {
 	w.raw("detail", r.Detail)
 	w.str("docHash", r.DocHash, false)
 	return w.bytes()
+}
+
+// eventValueSize is about the length of the stored value of an event,
+// for sizing buffers.
+func eventValueSize(r *eventRecord) int {
+	return eventHeaderLen + 200 + len(r.Type) + len(r.Timestamp) + len(r.State) + len(r.Scope) +
+		len(r.Input) + len(r.Output) + len(r.Error) + len(r.Cause) + len(r.Detail) + len(r.DocHash)
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
 )
@@ -31,28 +29,43 @@ func (m TamperMemory) TamperHistory(id string, change func([]engine.Event) []eng
 // (storetest.Tamperer), by rewriting the history records in the database.
 type TamperBolt struct{ *Bolt }
 
-// TamperHistory implements storetest.Tamperer.
+// TamperHistory implements storetest.Tamperer: the changed events replace
+// the execution's history records, one record each, through the commit
+// loop (which caches heads).
 func (b TamperBolt) TamperHistory(id string, change func([]engine.Event) []engine.Event) error {
 	values, err := tamperedValues(b, id, change)
 	if err != nil {
 		return err
 	}
-	return b.db.Update(func(t *bbolt.Tx) error {
-		bkt := t.Bucket(bucketHistory)
-		if err := deletePrefix(bkt, idKey(id, "")); err != nil {
+	return b.write(context.Background(), func(x *tx) error {
+		h, err := x.headForWrite(id)
+		if err != nil {
 			return err
 		}
-		for i, v := range values {
-			if err := bkt.Put(historyKey(id, int64(i+1)), v); err != nil {
+		records, err := x.historyRecords(id, h)
+		if err != nil {
+			return err
+		}
+		for _, r := range records {
+			if err := x.events.Delete(recordKey(r.key)); err != nil {
 				return err
 			}
 		}
-		return nil
+		h.LastRecord = 0
+		for i, v := range values {
+			key, err := x.events.NextSequence()
+			if err != nil {
+				return err
+			}
+			rec := encodeHistoryRecord(id, h.LastRecord, int64(i+1), [][]byte{v})
+			if err := x.events.Put(recordKey(key), rec); err != nil {
+				return err
+			}
+			h.LastRecord = key
+		}
+		return x.putHead(id, h)
 	})
 }
-
-// DB is the bbolt database under a Bolt.
-func (b *Bolt) DB() *bbolt.DB { return b.db }
 
 // tamperedValues returns the stored values of an execution's history after
 // change.

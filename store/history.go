@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"reflect"
 	"strconv"
 	"strings"
@@ -53,10 +54,11 @@ type eventRecord struct {
 	DocHash   string          `json:"docHash"`
 }
 
-// preparedEvent is an event encoded outside the transaction: its body and
-// the start of its digest, which only lacks PrevHash.
+// preparedEvent is an event encoded outside the transaction: its record
+// (documents encoded) and the start of its digest, which only lacks
+// PrevHash.
 type preparedEvent struct {
-	body   []byte
+	record eventRecord
 	digest []byte
 }
 
@@ -88,7 +90,7 @@ func prepareEvent(e *engine.Event, memo *docMemo) (preparedEvent, error) {
 	if r.DocHash, err = memo.hash(e.Document); err != nil {
 		return preparedEvent{}, fmt.Errorf("document: %w", err)
 	}
-	return preparedEvent{body: encodeEventRecord(&r), digest: eventDigest(&r, hashes)}, nil
+	return preparedEvent{record: r, digest: eventDigest(&r, hashes)}, nil
 }
 
 // eventDigest is the canonical encoding of an event's hashed fields, each
@@ -118,31 +120,17 @@ func eventDigest(r *eventRecord, hashes [3]string) []byte {
 	return b
 }
 
-// chainHash completes a digest with the previous event's hash.
-func chainHash(digest []byte, prev string) [sha256.Size]byte {
-	h := sha256.New()
+// chainHash completes a digest with the previous event's hash (hex, empty
+// for the first event), using hasher h.
+func chainHash(h hash.Hash, digest, prev []byte) [sha256.Size]byte {
+	h.Reset()
 	h.Write(digest)
 	var n [binary.MaxVarintLen64]byte
 	h.Write(n[:binary.PutUvarint(n[:], uint64(len(prev)))])
-	h.Write([]byte(prev))
+	h.Write(prev)
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	return sum
-}
-
-// sealEvent returns the stored value of a prepared event that follows the
-// event whose hash is prev, and its own hash.
-func sealEvent(p preparedEvent, prev string) ([]byte, string, error) {
-	sum := chainHash(p.digest, prev)
-	v := make([]byte, eventHeaderLen, eventHeaderLen+len(p.body))
-	v[0] = eventFormat
-	if prev != "" {
-		if n, err := hex.Decode(v[eventPrevAt:eventHashAt], []byte(prev)); err != nil || n != sha256.Size {
-			return nil, "", fmt.Errorf("previous event hash %q is not a SHA-256", prev)
-		}
-	}
-	copy(v[eventHashAt:], sum[:])
-	return append(v, p.body...), hex.EncodeToString(sum[:]), nil
 }
 
 // decodeEvent reads a stored event; with verify it also recomputes the
@@ -184,7 +172,7 @@ func decodeEvent(v []byte, verify bool) (engine.Event, error) {
 		}
 	}
 	if verify {
-		sum := chainHash(eventDigest(&r, hashes), e.PrevHash)
+		sum := chainHash(sha256.New(), eventDigest(&r, hashes), []byte(e.PrevHash))
 		if !bytes.Equal(sum[:], v[eventHashAt:eventHeaderLen]) {
 			return e, fmt.Errorf("event hash %s does not match its content: %w", e.Hash, ErrTampered)
 		}
@@ -207,24 +195,19 @@ func eventIDs(v []byte) (id, own int64, err error) {
 	return r.ID, r.Own, nil
 }
 
-// supersede returns the value of a stored event marked superseded by rb,
-// or nil when rb leaves it as it is (numbered before the rollback point,
-// or superseded already). AWS-numbered events compare by ID, the engine's
-// own events (ID 0) by Own.
-func supersede(v []byte, rb *engine.Rollback) ([]byte, error) {
+// supersedes reports whether rollback rb marks the stored event v
+// superseded: it is numbered after the rollback point and not superseded
+// yet. AWS-numbered events compare by ID, the engine's own events (ID 0)
+// by Own.
+func supersedes(rb *engine.Rollback, v []byte) (bool, error) {
 	if len(v) < eventHeaderLen || v[1]&eventSuperseded != 0 {
-		return nil, nil
+		return false, nil
 	}
 	id, own, err := eventIDs(v)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	if (id != 0 && id <= rb.ToEvent) || (id == 0 && own <= rb.ToOwnEvent) {
-		return nil, nil
-	}
-	out := bytes.Clone(v)
-	out[1] |= eventSuperseded
-	return out, nil
+	return (id != 0 && id > rb.ToEvent) || (id == 0 && own > rb.ToOwnEvent), nil
 }
 
 // verifyHistory checks stored events in order: each one's hash, its link

@@ -122,24 +122,19 @@ func (m *Memory) apply(p *prepared) error {
 		return err
 	}
 	p.applyHead(h)
-	superseded := make(map[int][]byte)
+	var superseded []int
 	if p.rollback != nil {
 		for i, v := range x.history {
-			nv, err := supersede(v, p.rollback)
+			ok, err := supersedes(p.rollback, v)
 			if err != nil {
 				return fmt.Errorf("history event %d: %w", i+1, err)
 			}
-			if nv != nil {
-				superseded[i] = nv
+			if ok {
+				superseded = append(superseded, i)
 			}
 		}
 	}
-	var added [][]byte
-	err = p.appendEvents(h, func(_ int64, v []byte) error {
-		added = append(added, v)
-		return nil
-	})
-	if err != nil {
+	if err := p.history.seal(h); err != nil {
 		return err
 	}
 	var oldBlob string
@@ -165,10 +160,12 @@ func (m *Memory) apply(p *prepared) error {
 			x.scopes[w.key] = w.value
 		}
 	}
-	for i, v := range superseded {
+	for _, i := range superseded {
+		v := bytes.Clone(x.history[i])
+		v[1] |= eventSuperseded
 		x.history[i] = v
 	}
-	x.history = append(x.history, added...)
+	x.history = append(x.history, p.history.values...)
 	if cp := p.checkpoint; cp != nil {
 		m.ref(cp.blob, cp.data)
 		if oldBlob != "" {

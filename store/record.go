@@ -32,7 +32,9 @@ type execRecord struct {
 }
 
 // headRecord is where an execution stands (bucket heads), rewritten by
-// every commit. Events and LastHash locate the end of its history.
+// every commit. Events and LastHash locate the end of its history, and
+// LastRecord is the key of its last history record in Bolt (0 when it has
+// none; the memory store leaves it 0).
 type headRecord struct {
 	Status       engine.Status   `json:"status"`
 	Output       json.RawMessage `json:"output,omitempty"`
@@ -47,6 +49,7 @@ type headRecord struct {
 	Seq          int64           `json:"seq,omitempty"`
 	Events       int64           `json:"events,omitempty"`
 	LastHash     string          `json:"lastHash,omitempty"`
+	LastRecord   uint64          `json:"lastRecord,omitempty"`
 }
 
 // scopeRecord is one engine.Scope.
@@ -91,6 +94,14 @@ type checkpointRecord struct {
 	CreatedAt    time.Time       `json:"createdAt,omitzero"`
 	ExpiresAt    time.Time       `json:"expiresAt,omitzero"`
 }
+
+// recordError reports a stored record that does not decode: Bolt reports
+// it as a damaged database (ErrDatabaseCorrupt).
+type recordError struct{ err error }
+
+func (e *recordError) Error() string { return e.err.Error() }
+
+func (e *recordError) Unwrap() error { return e.err }
 
 // marshalRecord writes a record envelope. HTML escaping is off: it would
 // only make documents longer.
@@ -176,8 +187,17 @@ func encodeScope(s *engine.Scope, memo *docMemo) ([]byte, error) {
 	return encodeScopeRecord(&r), nil
 }
 
-// decodeScope reads a scope written by encodeScope.
+// decodeScope reads a scope written by encodeScope; its error is a
+// recordError.
 func decodeScope(data []byte) (*engine.Scope, error) {
+	s, err := decodeScopeRecord(data)
+	if err != nil {
+		return nil, &recordError{err}
+	}
+	return s, nil
+}
+
+func decodeScopeRecord(data []byte) (*engine.Scope, error) {
 	var r scopeRecord
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, err
@@ -314,8 +334,16 @@ func summary(id string, x *execRecord, h *headRecord) Summary {
 
 // decodeCheckpoint builds a checkpoint from its record, without its
 // document; with full, Variables, Context, Memory and Budget are decoded
-// too.
+// too. Its error is a recordError.
 func decodeCheckpoint(id, name string, data []byte, full bool) (*engine.Checkpoint, *checkpointRecord, error) {
+	cp, r, err := decodeCheckpointRecord(id, name, data, full)
+	if err != nil {
+		return nil, nil, &recordError{err}
+	}
+	return cp, r, nil
+}
+
+func decodeCheckpointRecord(id, name string, data []byte, full bool) (*engine.Checkpoint, *checkpointRecord, error) {
 	var r checkpointRecord
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, nil, fmt.Errorf("execution %s checkpoint %q: %w", id, name, err)
@@ -353,20 +381,20 @@ func newer(a *checkpointRecord, an string, b *checkpointRecord, bn string) bool 
 	return an > bn
 }
 
-// decodeHead reads a headRecord.
+// decodeHead reads a headRecord; its error is a recordError.
 func decodeHead(id string, data []byte) (*headRecord, error) {
 	var h headRecord
 	if err := json.Unmarshal(data, &h); err != nil {
-		return nil, fmt.Errorf("execution %s: head record: %w", id, err)
+		return nil, &recordError{fmt.Errorf("execution %s: head record: %w", id, err)}
 	}
 	return &h, nil
 }
 
-// decodeExec reads an execRecord.
+// decodeExec reads an execRecord; its error is a recordError.
 func decodeExec(id string, data []byte) (*execRecord, error) {
 	var x execRecord
 	if err := json.Unmarshal(data, &x); err != nil {
-		return nil, fmt.Errorf("execution %s: record: %w", id, err)
+		return nil, &recordError{fmt.Errorf("execution %s: record: %w", id, err)}
 	}
 	return &x, nil
 }

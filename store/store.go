@@ -85,6 +85,10 @@ var (
 	ErrNotOurs = errors.New("not an aslrun database")
 	// ErrClosed reports a call on a closed store.
 	ErrClosed = errors.New("store is closed")
+	// ErrDatabaseCorrupt reports a database file whose pages are damaged:
+	// bbolt could not read them. The error names the file and what went
+	// wrong; what was committed and is still readable stays readable.
+	ErrDatabaseCorrupt = errors.New("database is corrupt")
 )
 
 // maxKeyLen bounds execution ids and checkpoint names, which become parts

@@ -1,0 +1,177 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+)
+
+// A commit's events are stored together, as one history record (Bolt
+// keeps each record under a key of its own, doc.go says where):
+//
+//	[0]      format of the record (historyFormat)
+//	[1:9]    key of the execution's previous history record (0 for its first)
+//	[9:17]   position of the record's first event in the history (from 1)
+//	[17:21]  number of events
+//	[21:25]  length of the execution id, then the id
+//	then     each stored event value: its length (4 bytes), then the value
+//
+// Integers are big-endian. The committing goroutine writes the record with
+// its link, position and hashes left zero; the store seals it
+// (preparedHistory.seal) once it has the execution's head.
+const (
+	historyFormat    = 1
+	historyPrevAt    = 1
+	historyFirstAt   = historyPrevAt + 8
+	historyCountAt   = historyFirstAt + 8
+	historyIDLenAt   = historyCountAt + 4
+	historyHeaderLen = historyIDLenAt + 4
+)
+
+// preparedHistory is the history record of a commit's events before it is
+// sealed: the record, each event's stored value (a part of the record) and
+// the start of each event's digest. Its zero value has no events.
+type preparedHistory struct {
+	record  []byte
+	values  [][]byte
+	digests [][]byte
+}
+
+// newPreparedHistory writes the history record of events of execution id,
+// encoding each event straight into it.
+func newPreparedHistory(id string, events []preparedEvent) preparedHistory {
+	if len(events) == 0 {
+		return preparedHistory{}
+	}
+	size := historyHeaderLen + len(id)
+	for i := range events {
+		size += 4 + eventValueSize(&events[i].record)
+	}
+	p := preparedHistory{values: make([][]byte, len(events)), digests: make([][]byte, len(events))}
+	rec := appendHistoryHeader(make([]byte, 0, size), id, 0, 0, len(events))
+	spans := make([][2]int, len(events))
+	for i := range events {
+		at := len(rec)
+		rec = appendEventValue(append(rec, 0, 0, 0, 0), &events[i].record)
+		binary.BigEndian.PutUint32(rec[at:], uint32(len(rec)-at-4))
+		spans[i] = [2]int{at + 4, len(rec)}
+		p.digests[i] = events[i].digest
+	}
+	for i, sp := range spans {
+		p.values[i] = rec[sp[0]:sp[1]:sp[1]]
+	}
+	p.record = rec
+	return p
+}
+
+// appendHistoryHeader appends the header of a history record of count
+// events and its execution id.
+func appendHistoryHeader(dst []byte, id string, prev uint64, first int64, count int) []byte {
+	dst = append(dst, historyFormat)
+	dst = binary.BigEndian.AppendUint64(dst, prev)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(first))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(count))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(id)))
+	return append(dst, id...)
+}
+
+// encodeHistoryRecord writes a history record of stored event values.
+func encodeHistoryRecord(id string, prev uint64, first int64, values [][]byte) []byte {
+	size := historyHeaderLen + len(id)
+	for _, v := range values {
+		size += 4 + len(v)
+	}
+	rec := appendHistoryHeader(make([]byte, 0, size), id, prev, first, len(values))
+	for _, v := range values {
+		rec = binary.BigEndian.AppendUint32(rec, uint32(len(v)))
+		rec = append(rec, v...)
+	}
+	return rec
+}
+
+// seal chains the record's events after the history of head h, links the
+// record to the execution's previous one (h.LastRecord) and advances h's
+// event count and last hash. The caller stores the record and sets
+// h.LastRecord to its key. Sealing again after h is restored gives the
+// same record.
+func (p *preparedHistory) seal(h *headRecord) error {
+	if len(p.values) == 0 {
+		return nil
+	}
+	var prev [sha256.Size]byte
+	if h.LastHash != "" {
+		if n, err := hex.Decode(prev[:], []byte(h.LastHash)); err != nil || n != sha256.Size {
+			return fmt.Errorf("history event %d: hash %q is not a SHA-256", h.Events, h.LastHash)
+		}
+	}
+	binary.BigEndian.PutUint64(p.record[historyPrevAt:], h.LastRecord)
+	binary.BigEndian.PutUint64(p.record[historyFirstAt:], uint64(h.Events+1))
+	hasher := sha256.New()
+	prevHex := append(make([]byte, 0, 2*sha256.Size), h.LastHash...)
+	for i, v := range p.values {
+		sum := chainHash(hasher, p.digests[i], prevHex)
+		copy(v[eventPrevAt:eventHashAt], prev[:])
+		copy(v[eventHashAt:eventHeaderLen], sum[:])
+		prev, prevHex = sum, hex.AppendEncode(prevHex[:0], sum[:])
+	}
+	h.Events += int64(len(p.values))
+	h.LastHash = string(prevHex)
+	return nil
+}
+
+// historyRecord is a history record read back. Its events are parts of
+// the value it was read from.
+type historyRecord struct {
+	prev   uint64
+	first  int64
+	id     []byte
+	events [][]byte
+}
+
+// parseHistoryRecord reads a history record; one that is malformed is an
+// error wrapping ErrTampered.
+func parseHistoryRecord(v []byte) (historyRecord, error) {
+	malformed := func(format string, args ...any) (historyRecord, error) {
+		return historyRecord{}, fmt.Errorf("malformed history record: %s: %w", fmt.Sprintf(format, args...), ErrTampered)
+	}
+	if len(v) < historyHeaderLen || v[0] != historyFormat {
+		return malformed("no header")
+	}
+	r := historyRecord{
+		prev:  binary.BigEndian.Uint64(v[historyPrevAt:]),
+		first: int64(binary.BigEndian.Uint64(v[historyFirstAt:])),
+	}
+	count := binary.BigEndian.Uint32(v[historyCountAt:])
+	rest := v[historyHeaderLen:]
+	// part cuts the next n bytes off rest.
+	part := func(n uint32) ([]byte, bool) {
+		if uint64(n) > uint64(len(rest)) {
+			return nil, false
+		}
+		b := rest[:n:n]
+		rest = rest[n:]
+		return b, true
+	}
+	var ok bool
+	if r.id, ok = part(binary.BigEndian.Uint32(v[historyIDLenAt:])); !ok {
+		return malformed("execution id longer than the record")
+	}
+	if r.first < 1 || count == 0 || uint64(count) > uint64(len(rest)/4) {
+		return malformed("first event %d, %d events", r.first, count)
+	}
+	r.events = make([][]byte, count)
+	for i := range r.events {
+		var n []byte
+		if n, ok = part(4); ok {
+			r.events[i], ok = part(binary.BigEndian.Uint32(n))
+		}
+		if !ok {
+			return malformed("event %d of %d is cut short", i+1, count)
+		}
+	}
+	if len(rest) != 0 {
+		return malformed("%d bytes after its events", len(rest))
+	}
+	return r, nil
+}
