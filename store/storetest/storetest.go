@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}{
 		{"CreateAndDuplicate", testCreate},
 		{"CommitAndLoad", testCommitAndLoad},
+		{"PartialCommits", testPartialCommits},
 		{"NoAliasing", testNoAliasing},
 		{"DropScopes", testDropScopes},
 		{"DeleteScope", testDeleteScope},
@@ -953,5 +954,43 @@ func testClose(t *testing.T, s store.Store) {
 	}
 	if err := s.Create(t.Context(), newExecution(t, "e2")); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Create after Close = %v, want ErrClosed", err)
+	}
+}
+
+// testPartialCommits checks what a commit leaves as it was: one without a
+// Status keeps the status and what goes with it; Invocations replace the
+// counters only when given, AddInvocations add to them; the event
+// counters never go backwards.
+func testPartialCommits(t *testing.T, s store.Store) {
+	e := newExecution(t, "partial")
+	create(t, s, e)
+	wake := at(time.Hour)
+	commit(t, s, &engine.Commit{Execution: "partial", Seq: 1, Status: engine.StatusWaiting, WakeAt: wake, WaitingFor: "Wait",
+		Invocations: map[string]int{"A": 3}, LastEvent: 10, LastOwnEvent: 2})
+	// A nested scope's commit: no status, calls of B, older event counters.
+	commit(t, s, &engine.Commit{Execution: "partial", Seq: 2, AddInvocations: map[string]int{"B": 2, "A": 1}, LastEvent: 7, LastOwnEvent: 1,
+		Scopes: map[string]*engine.Scope{"M#1.0/0/": {Next: "X", Doc: doc(t, `{}`)}}})
+	got := load(t, s, "partial")
+	if got.Status != engine.StatusWaiting || !got.WakeAt.Equal(wake) || got.WaitingFor != "Wait" {
+		t.Errorf("after a commit without status: %s until %v for %q, want WAITING until %v for Wait", got.Status, got.WakeAt, got.WaitingFor, wake)
+	}
+	if want := map[string]int{"A": 4, "B": 2}; !maps.Equal(got.Progress.Invocations, want) {
+		t.Errorf("Invocations = %v, want %v", got.Progress.Invocations, want)
+	}
+	if got.Progress.LastEvent != 10 || got.Progress.LastOwnEvent != 2 {
+		t.Errorf("event counters = %d, %d; want 10, 2 (never backwards)", got.Progress.LastEvent, got.Progress.LastOwnEvent)
+	}
+	// A commit with a status replaces the whole status group; absolute
+	// Invocations replace the counters (a rollback).
+	commit(t, s, &engine.Commit{Execution: "partial", Seq: 3, Status: engine.StatusRunning, Invocations: map[string]int{"A": 1}})
+	got = load(t, s, "partial")
+	if got.Status != engine.StatusRunning || !got.WakeAt.IsZero() || got.WaitingFor != "" {
+		t.Errorf("after RUNNING: %s until %v for %q, want RUNNING with no wake-up", got.Status, got.WakeAt, got.WaitingFor)
+	}
+	if want := map[string]int{"A": 1}; !maps.Equal(got.Progress.Invocations, want) {
+		t.Errorf("Invocations after a replacement = %v, want %v", got.Progress.Invocations, want)
+	}
+	if due, err := s.Due(t.Context(), at(2*time.Hour)); err != nil || len(due) != 0 {
+		t.Errorf("Due after the wait was cleared = %v, %v; want none", due, err)
 	}
 }
