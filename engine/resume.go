@@ -186,6 +186,24 @@ func (x *Executor) checkpointOf(ctx context.Context, e *Execution, name string) 
 	return nil, fmt.Errorf("execution %s has no checkpoint %q; available: %s: %w", e.ID, name, avail, ErrNotFound)
 }
 
+// fromCheckpoint loads an execution, its machine, its named checkpoint and
+// its agents, for Rollback and Fork.
+func (x *Executor) fromCheckpoint(ctx context.Context, id, name string, opts ResumeOptions) (*Execution, *states.Machine, *Checkpoint, *agents.Registry, error) {
+	e, m, err := x.load(ctx, id)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	cp, err := x.checkpointOf(ctx, e, name)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	reg, err := x.agentsOf(e, opts)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return e, m, cp, reg, nil
+}
+
 // Rollback moves an execution back to a named checkpoint, in place, and
 // runs it from there: the history after the checkpoint is kept and marked
 // superseded, later checkpoints stay usable, and the rollback is a history
@@ -193,15 +211,7 @@ func (x *Executor) checkpointOf(ctx context.Context, e *Execution, name string) 
 // selects what is restored: RestoreMemory leaves the position and document
 // where they are (and needs an execution that has not ended).
 func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts ResumeOptions) (*Result, error) {
-	e, m, err := x.load(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	cp, err := x.checkpointOf(ctx, e, checkpoint)
-	if err != nil {
-		return nil, err
-	}
-	reg, err := x.agentsOf(e, opts)
+	e, m, cp, reg, err := x.fromCheckpoint(ctx, id, checkpoint, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -240,15 +250,7 @@ func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts Res
 // parent, to which it is linked) and runs it. The parent is not changed
 // beyond a history event saying it was forked.
 func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeOptions) (*Result, error) {
-	parent, m, err := x.load(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	cp, err := x.checkpointOf(ctx, parent, checkpoint)
-	if err != nil {
-		return nil, err
-	}
-	reg, err := x.agentsOf(parent, opts)
+	parent, m, cp, reg, err := x.fromCheckpoint(ctx, id, checkpoint, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -29,12 +29,22 @@ func timeJSON(t time.Time) any {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// oneID parses the single execution ID of an inspecting command.
-func oneID(cmd string, pos []string) (string, error) {
-	if len(pos) != 1 {
-		return "", usageErrorf("%s: want exactly one execution ID, got %d (see \"aslrun %s --help\")", cmd, len(pos), cmd)
+// openForID parses the flags and the single execution ID of an inspecting
+// command and opens its database. A nil store with a nil error means
+// --help was shown.
+func (c *cmdContext) openForID(fs *flag.FlagSet, cmd string, args []string, db *string) (string, store.Store, func(), error) {
+	pos, err := parseFlags(fs, cmd, args, c.stdout)
+	if done, err := handleHelp(err); done || err != nil {
+		return "", nil, nil, err
 	}
-	return pos[0], nil
+	if len(pos) != 1 {
+		return "", nil, nil, usageErrorf("%s: want exactly one execution ID, got %d (see \"aslrun %s --help\")", cmd, len(pos), cmd)
+	}
+	st, closeStore, err := c.openStore(*db)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return pos[0], st, closeStore, nil
 }
 
 func cmdList(ctx context.Context, c *cmdContext, args []string) error {
@@ -106,16 +116,8 @@ func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON: id, status, output, error, cause, state, startedAt, stoppedAt")
 	db := dbFlag(fs)
-	pos, err := parseFlags(fs, "status", args, c.stdout)
-	if done, err := handleHelp(err); done || err != nil {
-		return err
-	}
-	id, err := oneID("status", pos)
-	if err != nil {
-		return err
-	}
-	st, closeStore, err := c.openStore(*db)
-	if err != nil {
+	id, st, closeStore, err := c.openForID(fs, "status", args, db)
+	if err != nil || st == nil {
 		return err
 	}
 	defer closeStore()
@@ -174,16 +176,8 @@ func cmdHistory(ctx context.Context, c *cmdContext, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	verify := fs.Bool("verify", false, "check the hash chain of the history and report whether it is untampered")
 	db := dbFlag(fs)
-	pos, err := parseFlags(fs, "history", args, c.stdout)
-	if done, err := handleHelp(err); done || err != nil {
-		return err
-	}
-	id, err := oneID("history", pos)
-	if err != nil {
-		return err
-	}
-	st, closeStore, err := c.openStore(*db)
-	if err != nil {
+	id, st, closeStore, err := c.openForID(fs, "history", args, db)
+	if err != nil || st == nil {
 		return err
 	}
 	defer closeStore()
@@ -244,16 +238,8 @@ func cmdCheckpoints(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("checkpoints", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
 	db := dbFlag(fs)
-	pos, err := parseFlags(fs, "checkpoints", args, c.stdout)
-	if done, err := handleHelp(err); done || err != nil {
-		return err
-	}
-	id, err := oneID("checkpoints", pos)
-	if err != nil {
-		return err
-	}
-	st, closeStore, err := c.openStore(*db)
-	if err != nil {
+	id, st, closeStore, err := c.openForID(fs, "checkpoints", args, db)
+	if err != nil || st == nil {
 		return err
 	}
 	defer closeStore()
