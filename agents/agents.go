@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -54,6 +55,80 @@ type Request struct {
 	// OnHeartbeat is set by the engine when the state has HeartbeatSeconds;
 	// call Heartbeat rather than this field.
 	OnHeartbeat func()
+	// Tools is the call's effective tool set (the state's Tools block);
+	// an agent asks it before using a tool. Nil means every tool.
+	Tools *Tools
+	// OnUsage is set by the engine; call ReportUsage rather than this field.
+	OnUsage func(Usage)
+}
+
+// Usage is what an agent call consumed, reported with ReportUsage and
+// counted against the state's and the workflow's Budget.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+	// Tokens is the total; when zero it is InputTokens + OutputTokens.
+	Tokens int64
+	// Cost is in the workflow Budget's currency.
+	Cost float64
+}
+
+// Total returns the tokens used: Tokens, or InputTokens + OutputTokens.
+func (u Usage) Total() int64 {
+	if u.Tokens != 0 {
+		return u.Tokens
+	}
+	return u.InputTokens + u.OutputTokens
+}
+
+// Valid reports whether every amount is finite and not negative.
+func (u Usage) Valid() bool {
+	return u.InputTokens >= 0 && u.OutputTokens >= 0 && u.Tokens >= 0 && u.Cost >= 0 && !math.IsInf(u.Cost, 0)
+}
+
+// ReportUsage tells the engine what the call consumed (tokens, cost). It
+// may be called several times; the amounts add up. It is safe for
+// concurrent use. A report with a negative or non-finite amount fails the
+// call with States.TaskFailed.
+func (r *Request) ReportUsage(u Usage) {
+	if r.OnUsage != nil {
+		r.OnUsage(u)
+	}
+}
+
+// Tools is the effective tool set of one agent call: the tools the state's
+// Tools block (and the workflow's ToolCategories and DefaultTools) allow.
+// It is safe for concurrent use.
+type Tools struct {
+	// All is set when every tool is allowed except those Allows refuses.
+	All bool
+	// Names lists the allowed tools when All is not set.
+	Names []string
+	// Permits reports whether a tool is allowed; set by the engine.
+	Permits func(name string) bool
+	// OnUse is set by the engine: it applies rate limits and records a
+	// refused tool; call Use rather than this field.
+	OnUse func(ctx context.Context, name string) (release func(), err error)
+}
+
+// Allows reports whether the agent may use the named tool.
+func (t *Tools) Allows(name string) bool {
+	if t == nil || t.Permits == nil {
+		return true
+	}
+	return t.Permits(name)
+}
+
+// Use asks to use the named tool now. It fails with States.Permissions
+// when the tool is outside the call's tool set (the engine records it, and
+// the call fails even if the agent ignores the error), and applies the
+// state's rate limits (waiting, or failing with States.RateLimitExceeded).
+// Call release when the tool call is done.
+func (t *Tools) Use(ctx context.Context, name string) (release func(), err error) {
+	if t == nil || t.OnUse == nil {
+		return func() {}, nil
+	}
+	return t.OnUse(ctx, name)
 }
 
 // IdempotencyKey identifies this call: "execution/step/attempt". A resumed

@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -101,6 +102,13 @@ func TestParseMocksErrors(t *testing.T) {
 		{"negative delay", `{"A":{"0":{"Return":1,"DelaySeconds":-1}}}`, "DelaySeconds must be"},
 		{"zero heartbeat", `{"A":{"0":{"Return":1,"HeartbeatSeconds":0}}}`, "HeartbeatSeconds must be greater than 0"},
 		{"duplicate key", `{"A":{"0":{"Return":1}},"A":{}}`, "duplicate"},
+		{"usage not object", `{"A":{"0":{"Return":1,"Usage":5}}}`, "/A/0/Usage: Usage must be an object"},
+		{"usage unknown field", `{"A":{"0":{"Return":1,"Usage":{"Money":1}}}}`, `/A/0/Usage/Money: unknown field "Money"`},
+		{"usage fractional tokens", `{"A":{"0":{"Return":1,"Usage":{"Tokens":1.5}}}}`, "Tokens must be an integer ≥ 0"},
+		{"usage negative cost", `{"A":{"0":{"Return":1,"Usage":{"Cost":-1}}}}`, "Cost must be a number ≥ 0"},
+		{"usage string", `{"A":{"0":{"Return":1,"Usage":{"InputTokens":"3"}}}}`, "InputTokens must be a number, not string"},
+		{"tools not array", `{"A":{"0":{"Return":1,"Tools":"search"}}}`, "Tools must be an array"},
+		{"tool name empty", `{"A":{"0":{"Return":1,"Tools":["a",""]}}}`, "/A/0/Tools/1: a tool name must be a non-empty string"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,4 +188,44 @@ func TestMockDelayAndHeartbeat(t *testing.T) {
 			t.Errorf("cancelled Invoke = %v, want DeadlineExceeded", err)
 		}
 	})
+}
+
+func TestMockUsageAndTools(t *testing.T) {
+	ms, err := ParseMocks([]byte(`{"R":{"0":{"Return":"ok","Usage":{"InputTokens":3,"OutputTokens":4,"Cost":0.5},"Tools":["search","fetch"]},
+		"1":{"Throw":{"Error":"E"},"Usage":{"Tokens":9},"Tools":["shell","search"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := ms.Agent("R")
+	for _, tc := range []struct {
+		n     int
+		usage Usage
+		used  []string
+		err   bool
+	}{
+		{0, Usage{InputTokens: 3, OutputTokens: 4, Cost: 0.5}, []string{"search", "fetch"}, false},
+		// The refused tool stops the mock before it reports usage.
+		{1, Usage{}, []string{"shell"}, true},
+	} {
+		var got Usage
+		var used []string
+		req := &Request{Invocation: tc.n, OnUsage: func(u Usage) { got = u },
+			Tools: &Tools{OnUse: func(_ context.Context, name string) (func(), error) {
+				used = append(used, name)
+				if name == "shell" {
+					return nil, asl.Errorf(asl.ErrPermissions, "no shell")
+				}
+				return func() {}, nil
+			}}}
+		_, err := m.Invoke(context.Background(), req)
+		if (err != nil) != tc.err || got != tc.usage || !slices.Equal(used, tc.used) {
+			t.Errorf("invocation %d: err %v, usage %+v, tools %v; want error %v, usage %+v, tools %v", tc.n, err, got, used, tc.err, tc.usage, tc.used)
+		}
+	}
+	if total := (Usage{InputTokens: 3, OutputTokens: 4}).Total(); total != 7 {
+		t.Errorf("Total = %d, want 7", total)
+	}
+	if total := (Usage{InputTokens: 3, OutputTokens: 4, Tokens: 10}).Total(); total != 10 {
+		t.Errorf("Total with Tokens = %d, want 10", total)
+	}
 }

@@ -37,6 +37,48 @@ type mockResponse struct {
 	// delay is how long the agent takes to answer; heartbeat how often it
 	// sends a heartbeat meanwhile (0: never).
 	delay, heartbeat time.Duration
+	// usage is reported before answering; tools are used, in order, first.
+	usage *Usage
+	tools []string
+}
+
+// parseMockUsage reads {"InputTokens", "OutputTokens", "Tokens", "Cost"}.
+func parseMockUsage(ptr string, v any) (*Usage, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, mockErrorf(ptr, "Usage must be an object with InputTokens, OutputTokens, Tokens and Cost, not %s", jsonpath.TypeName(v))
+	}
+	u := &Usage{}
+	for k, fv := range obj {
+		n, isNum := fv.(json.Number)
+		if !isNum {
+			return nil, mockErrorf(ptr+"/"+k, "%s must be a number, not %s", k, jsonpath.TypeName(fv))
+		}
+		f, valid := jsonpath.Float64(n)
+		i, isInt := jsonpath.Int64(n)
+		switch k {
+		case "Cost":
+			if !valid || f < 0 {
+				return nil, mockErrorf(ptr+"/"+k, "Cost must be a number ≥ 0")
+			}
+			u.Cost = f
+		case "InputTokens", "OutputTokens", "Tokens":
+			if !isInt || i < 0 {
+				return nil, mockErrorf(ptr+"/"+k, "%s must be an integer ≥ 0", k)
+			}
+			switch k {
+			case "InputTokens":
+				u.InputTokens = i
+			case "OutputTokens":
+				u.OutputTokens = i
+			default:
+				u.Tokens = i
+			}
+		default:
+			return nil, mockErrorf(ptr+"/"+k, "unknown field %q (Usage has InputTokens, OutputTokens, Tokens and Cost)", k)
+		}
+	}
+	return u, nil
 }
 
 // ParseMocks strictly decodes and validates a mock file.
@@ -106,9 +148,9 @@ func parseMockResponse(ptr, key string, v any) (mockResponse, error) {
 	}
 	for k := range obj {
 		switch k {
-		case "Return", "Throw", "DelaySeconds", "HeartbeatSeconds":
+		case "Return", "Throw", "DelaySeconds", "HeartbeatSeconds", "Usage", "Tools":
 		default:
-			return r, mockErrorf(ptr+"/"+k, "unknown field %q (a response has Return or Throw, and optionally DelaySeconds and HeartbeatSeconds)", k)
+			return r, mockErrorf(ptr+"/"+k, "unknown field %q (a response has Return or Throw, and optionally DelaySeconds, HeartbeatSeconds, Usage and Tools)", k)
 		}
 	}
 	ret, hasReturn := obj["Return"]
@@ -124,6 +166,24 @@ func parseMockResponse(ptr, key string, v any) (mockResponse, error) {
 	}
 	if _, ok := obj["HeartbeatSeconds"]; ok && r.heartbeat == 0 {
 		return r, mockErrorf(ptr+"/HeartbeatSeconds", "HeartbeatSeconds must be greater than 0")
+	}
+	if u, ok := obj["Usage"]; ok {
+		if r.usage, err = parseMockUsage(ptr+"/Usage", u); err != nil {
+			return r, err
+		}
+	}
+	if tv, ok := obj["Tools"]; ok {
+		list, isArr := tv.([]any)
+		if !isArr {
+			return r, mockErrorf(ptr+"/Tools", "Tools must be an array of tool names, not %s", jsonpath.TypeName(tv))
+		}
+		for i, n := range list {
+			name, isStr := n.(string)
+			if !isStr || name == "" {
+				return r, mockErrorf(fmt.Sprintf("%s/Tools/%d", ptr, i), "a tool name must be a non-empty string")
+			}
+			r.tools = append(r.tools, name)
+		}
 	}
 	if hasReturn {
 		r.result = ret
@@ -228,8 +288,18 @@ func (m *Mock) Invoke(ctx context.Context, req *Request) (any, error) {
 		return nil, asl.Errorf(asl.ErrTaskFailed, "mocked agent %q has no response for invocation %d", m.name, req.Invocation)
 	}
 	r := m.responses[i]
+	for _, tool := range r.tools {
+		release, err := req.Tools.Use(ctx, tool)
+		if err != nil {
+			return nil, err
+		}
+		release()
+	}
 	if err := r.wait(ctx, req); err != nil {
 		return nil, err
+	}
+	if r.usage != nil {
+		req.ReportUsage(*r.usage)
 	}
 	if r.err != nil {
 		return nil, &asl.Error{Name: r.err.Name, Cause: r.err.Cause}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -70,6 +71,7 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 	if c.Checkpoint != nil {
 		c.Checkpoint.LastEvent, c.Checkpoint.LastOwnEvent = r.lastEvent, r.lastOwn
 		c.Checkpoint.Invocations = maps.Clone(r.invocations)
+		c.Checkpoint.Budget = checkpointBudget(r.usage, slices.Sorted(maps.Keys(r.notices)))
 	}
 	q.pending = mergeCommit(q.pending, c)
 	q.queued++
@@ -129,6 +131,7 @@ func mergeCommit(pending, c *Commit) *Commit {
 		// making sure later merges cannot write into what it shares.
 		c.DropScopes = c.DropScopes[:len(c.DropScopes):len(c.DropScopes)]
 		c.AddInvocations = maps.Clone(c.AddInvocations)
+		c.Notices = c.Notices[:len(c.Notices):len(c.Notices)]
 		return c
 	}
 	for _, prefix := range c.DropScopes {
@@ -154,6 +157,15 @@ func mergeCommit(pending, c *Commit) *Commit {
 	if c.Invocations != nil {
 		pending.Invocations = c.Invocations
 	}
+	if c.Usage != nil {
+		pending.Usage = c.Usage
+	}
+	if c.AddUsage != nil {
+		sum := *c.AddUsage
+		sum.Add(pending.AddUsage)
+		pending.AddUsage = &sum
+	}
+	pending.Notices = append(pending.Notices, c.Notices...)
 	if c.Status != "" {
 		pending.Status, pending.Output, pending.Error, pending.Cause, pending.StoppedAt = c.Status, c.Output, c.Error, c.Cause, c.StoppedAt
 		pending.WakeAt, pending.WaitingFor = c.WakeAt, c.WaitingFor

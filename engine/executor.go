@@ -90,6 +90,9 @@ type Executor struct {
 
 	mu     sync.Mutex
 	active map[string]bool // executions running in this process
+	// limiters count tool uses under the RateLimits of each workflow's
+	// states, across the executions of this process.
+	limiters map[string]*limiter
 }
 
 // New returns an Executor configured by cfg.

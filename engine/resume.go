@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -103,6 +104,10 @@ func (x *Executor) resumed(m *states.Machine, e *Execution, reg *agents.Registry
 	r.lastEvent, r.lastOwn, r.seq = p.LastEvent, p.LastOwnEvent, e.Seq
 	if p.Invocations != nil {
 		r.invocations = maps.Clone(p.Invocations)
+	}
+	r.usage = p.Usage
+	for _, n := range p.Notices {
+		r.notice(n)
 	}
 	r.loaded = p.Scopes
 	return r
@@ -254,6 +259,10 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 	if err != nil {
 		return nil, err
 	}
+	spent, notices, err := budgetFromCheckpoint(cp.Budget)
+	if err != nil {
+		return nil, fmt.Errorf("execution %s checkpoint %q: %w", parent.ID, cp.Name, err)
+	}
 	e := &Execution{
 		ID: opts.ForkID, MachineName: parent.MachineName, Definition: parent.Definition,
 		DefinitionHash: parent.DefinitionHash, Input: parent.Input, Status: StatusRunning,
@@ -281,8 +290,17 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 	}
 	defer x.release(e.ID)
 	r := x.newRun(m, e, reg)
-	if cp.Invocations != nil && opts.Restore != RestoreMemory {
-		r.invocations = maps.Clone(cp.Invocations)
+	var usage *Usage
+	if opts.Restore != RestoreMemory {
+		if cp.Invocations != nil {
+			r.invocations = maps.Clone(cp.Invocations)
+		}
+		// The fork continues the parent from the checkpoint: it has spent
+		// what the parent had spent there.
+		r.usage, usage = spent, &spent
+		for _, n := range notices {
+			r.notice(n)
+		}
 	}
 	r.event(Event{Type: EventExecutionStarted, Input: e.Input, Document: cp.Document})
 	r.ownEvent(Event{Type: EventExecutionForked, State: cp.State, Document: cp.Document, Detail: map[string]any{
@@ -294,7 +312,11 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 		// the beginning.
 		top = &Scope{Next: m.StartAt, Doc: e.Input}
 	}
-	if err := r.commit(ctx, &Commit{Status: StatusRunning, Scopes: map[string]*Scope{"": top}, Invocations: maps.Clone(r.invocations)}); err != nil {
+	c := &Commit{Status: StatusRunning, Scopes: map[string]*Scope{"": top}, Invocations: maps.Clone(r.invocations), Usage: usage}
+	if usage != nil {
+		c.Notices = slices.Sorted(maps.Keys(r.notices))
+	}
+	if err := r.commit(ctx, c); err != nil {
 		return nil, err
 	}
 	return r.execute(ctx, top)

@@ -36,6 +36,10 @@ type run struct {
 	seq         int64
 	queue       commitQueue
 	parked      *parking
+	// usage totals the execution's usage so far (committed or not) and
+	// notices the one-time budget notices given.
+	usage   Usage
+	notices map[string]bool
 }
 
 // parking is why the top-level machine stopped without ending: it waits
@@ -73,15 +77,20 @@ type scope struct {
 	// call to the execution's counters, so that a call repeated after a
 	// crash keeps its invocation number.
 	calls map[string]int
+	// usage and notices are the uncommitted usage of those calls and the
+	// budget notices they gave, committed with them.
+	usage   *Usage
+	notices []string
 	// sizes remembers the sizes of large parts of this scope's documents.
 	sizes jsonpath.SizeCache
 }
 
-// takeCalls returns the scope's uncommitted calls for a commit it makes,
-// and forgets them.
-func (s *scope) takeCalls() map[string]int {
-	c := s.calls
-	s.calls = nil
+// settle hands the scope's uncommitted calls, usage and budget notices to
+// a commit it makes (the commit that makes the calls' outcomes durable),
+// and forgets them. It returns c.
+func (s *scope) settle(c *Commit) *Commit {
+	c.AddInvocations, c.AddUsage, c.Notices = s.calls, s.usage, s.notices
+	s.calls, s.usage, s.notices = nil, nil, nil
 	return c
 }
 
@@ -148,12 +157,17 @@ func (e *env) Context() any {
 		return e.ctxObject
 	}
 	x := e.r.exec
+	e.r.mu.Lock()
+	usage := e.r.usage
+	e.r.mu.Unlock()
 	obj := map[string]any{
 		"Execution": map[string]any{
-			"Id":        x.ID,
-			"Name":      x.ID,
-			"Input":     x.Input,
-			"StartTime": formatTime(x.StartedAt),
+			"Id":         x.ID,
+			"Name":       x.ID,
+			"Input":      x.Input,
+			"StartTime":  formatTime(x.StartedAt),
+			"Cost":       jsonpath.FloatNumber(usage.Cost),
+			"TokensUsed": jsonpath.IntNumber(usage.Tokens),
 		},
 		"StateMachine": map[string]any{
 			"Id":   x.MachineName,
@@ -230,13 +244,12 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		r.event(Event{Type: EventExecutionFailed, Error: res.Error, Cause: res.Cause, Document: top.Doc})
 	}
 	c := &Commit{
-		AddInvocations: sc.takeCalls(),
-		Status:         res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause, StoppedAt: time.Now().UTC(),
+		Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause, StoppedAt: time.Now().UTC(),
 		Scopes:     map[string]*Scope{"": {Done: true, Failed: res.Status != StatusSucceeded, Output: res.Output, Error: res.Error, Cause: res.Cause}},
 		DropScopes: []string{""},
 		Transition: &Transition{Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause},
 	}
-	if err := r.commit(context.WithoutCancel(ctx), c); err != nil {
+	if err := r.commit(context.WithoutCancel(ctx), sc.settle(c)); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -254,8 +267,6 @@ func workflowFeatures(m *states.Machine) error {
 	switch {
 	case e.Governance != nil:
 		feature = "Governance"
-	case e.Budget != nil:
-		feature = "Budget"
 	case e.Memory != nil:
 		feature = "Memory"
 	default:
@@ -298,11 +309,11 @@ func (r *run) machine(ctx context.Context, m *states.Machine, sc *scope, next st
 			continue
 		}
 		c := &Commit{
-			Scopes:         map[string]*Scope{sc.key: sc.position(s.next, s.output, nil)},
-			DropScopes:     s.drop,
-			Checkpoint:     s.checkpoint,
-			AddInvocations: sc.takeCalls(),
+			Scopes:     map[string]*Scope{sc.key: sc.position(s.next, s.output, nil)},
+			DropScopes: s.drop,
+			Checkpoint: s.checkpoint,
 		}
+		sc.settle(c)
 		if sc.top {
 			c.Status = StatusRunning
 			c.Transition = &Transition{Status: StatusRunning, State: next, Next: s.next, Previous: doc, Proposed: s.proposed, Output: s.output, Variables: sc.vars}
@@ -400,11 +411,10 @@ func (h *stateRun) park(ctx context.Context, what string, wake time.Time, progre
 		wake = d
 	}
 	c := &Commit{
-		AddInvocations: h.sc.takeCalls(),
-		Status:         StatusWaiting, WakeAt: wake, WaitingFor: what,
+		Status: StatusWaiting, WakeAt: wake, WaitingFor: what,
 		Scopes: map[string]*Scope{"": h.sc.positionBefore(h.name(), h.raw, progress)},
 	}
-	if err := r.commit(ctx, c); err != nil {
+	if err := r.commit(ctx, h.sc.settle(c)); err != nil {
 		return err
 	}
 	r.parked = &parking{state: h.name(), what: what, wake: wake}

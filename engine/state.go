@@ -52,10 +52,9 @@ func (h *stateRun) step() string { return h.sc.key + h.name() + "#" + itoa(h.vis
 // way) so that a resumed execution picks it up.
 func (h *stateRun) saveProgress(ctx context.Context, p *StepProgress) error {
 	c := &Commit{
-		Scopes:         map[string]*Scope{h.sc.key: h.sc.positionBefore(h.name(), h.raw, p)},
-		AddInvocations: h.sc.takeCalls(),
+		Scopes: map[string]*Scope{h.sc.key: h.sc.positionBefore(h.name(), h.raw, p)},
 	}
-	return h.r.commit(ctx, c)
+	return h.r.commit(ctx, h.sc.settle(c))
 }
 
 func (h *stateRun) name() string { return h.st.Base().Name }

@@ -82,11 +82,26 @@ type Progress struct {
 	// Invocations counts the calls of each agent so far (mocked agents
 	// answer by it).
 	Invocations map[string]int
+	// Usage totals what the execution's agents reported consuming (in
+	// calls whose results are committed); Notices are the one-time budget
+	// notices already given (alerts), so that none is repeated.
+	Usage   Usage
+	Notices []string
 	// LastEvent and LastOwnEvent are the ids of the last history events
 	// recorded: AWS-numbered events, and the engine's own events (numbered
 	// apart so that they never shift AWS's ids).
 	LastEvent    int64
 	LastOwnEvent int64
+}
+
+// Usage is what an execution's agents reported consuming, summed: tokens
+// in, out and in all (the total a call reported, or in + out), and cost in
+// the workflow Budget's currency.
+type Usage struct {
+	InputTokens  int64   `json:"inputTokens,omitempty"`
+	OutputTokens int64   `json:"outputTokens,omitempty"`
+	Tokens       int64   `json:"tokens,omitempty"`
+	Cost         float64 `json:"cost,omitempty"`
 }
 
 // Scope is the progress of one machine: where it is, or how it ended.
@@ -155,8 +170,13 @@ type Commit struct {
 	// the event counters (which never go backwards).
 	Invocations    map[string]int
 	AddInvocations map[string]int
-	LastEvent      int64
-	LastOwnEvent   int64
+	// Usage replaces the execution's usage totals when not nil (a fork);
+	// AddUsage is then added to them, and Notices to its notices.
+	Usage        *Usage
+	AddUsage     *Usage
+	Notices      []string
+	LastEvent    int64
+	LastOwnEvent int64
 	// Events are the history events recorded since the previous commit, in
 	// order. A commit may carry events only (a long state hands its history
 	// over in batches).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/aslrun/aslrun"
@@ -43,7 +44,7 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 	if err != nil {
 		return stepResult{}, err
 	}
-	result, size, err := h.callAgent(ctx, s.Agent, params, timeout, heartbeat)
+	result, size, err := h.callAgent(ctx, s, params, timeout, heartbeat)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -62,10 +63,6 @@ func agentFeature(s *states.Task) string {
 		return "Memory"
 	case s.Context != nil:
 		return "Context"
-	case s.Tools != nil:
-		return "Tools"
-	case s.Budget != nil:
-		return "Budget"
 	case s.Guardrails != nil:
 		return "Guardrails"
 	case s.Reasoning != nil:
@@ -93,8 +90,13 @@ func (h *stateRun) seconds(field string, fixed int64, path *jsonpath.Path, input
 // callAgent invokes the named agent once, recording the Task events, and
 // returns its normalized result with its size, or the ASL error it failed
 // with.
-func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeout, heartbeat time.Duration) (any, int, error) {
+func (h *stateRun) callAgent(ctx context.Context, s *states.Task, input any, timeout, heartbeat time.Duration) (any, int, error) {
 	r := h.r
+	name := s.Agent
+	if err := h.workflowBudgetSpent(); err != nil {
+		// The agent is not called: nothing is scheduled.
+		return nil, 0, err
+	}
 	a, ok := r.agents.Lookup(name)
 	r.mu.Lock()
 	n := r.invocations[name]
@@ -116,15 +118,50 @@ func (h *stateRun) callAgent(ctx context.Context, name string, input any, timeou
 		Invocation: n,
 		Input:      input,
 	}
+	var (
+		denied  string // the first tool refused
+		usageMu sync.Mutex
+		used    Usage
+		badUse  *agents.Usage // a report that is negative or not finite
+	)
+	req.Tools = h.toolSet(s.Tools, &denied)
+	req.OnUsage = func(u agents.Usage) {
+		usageMu.Lock()
+		defer usageMu.Unlock()
+		if !u.Valid() {
+			if badUse == nil {
+				badUse = &u
+			}
+			return
+		}
+		used.add(u)
+	}
 	r.event(Event{Type: EventTaskStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	result, err := invoke(ctx, a, req, timeout, heartbeat)
 	if ctx.Err() == nil || err == nil {
 		// The call completed (not cut short by the run stopping): the
-		// commit that makes its outcome durable counts it.
+		// commit that makes its outcome durable counts it, and its usage.
 		if h.sc.calls == nil {
 			h.sc.calls = make(map[string]int)
 		}
 		h.sc.calls[name]++
+		usageMu.Lock()
+		u, bad := used, badUse
+		usageMu.Unlock()
+		// Budget errors come before the agent's own: the money is spent
+		// whatever the agent made of it.
+		if bad != nil {
+			result, err = nil, asl.Errorf(asl.ErrTaskFailed, "agent %q reported usage that is negative or not finite: %+v", name, *bad)
+		}
+		if berr := h.spend(u); berr != nil {
+			result, err = nil, berr
+		} else if berr := h.checkStateBudget(s.Budget, u); berr != nil {
+			result, err = nil, berr
+		} else if denied != "" && err == nil {
+			// The agent went on after a tool was refused: the call
+			// still fails.
+			result, err = nil, h.permissionError(denied)
+		}
 	}
 	size := 0
 	if err == nil {

@@ -157,6 +157,33 @@ func (t *ToolsConfig) Permits(tool string) bool {
 	return false
 }
 
+// Effective returns the allowed tool set: all (every tool but the denied
+// ones, which Permits refuses) or the names allowed, categories expanded
+// and denied tools removed, sorted. A nil ToolsConfig allows all.
+func (t *ToolsConfig) Effective() (all bool, names []string) {
+	if t == nil || !t.HasAllowed && len(t.AllowedCategories) == 0 || slices.Contains(t.Allowed, "*") {
+		return true, nil
+	}
+	var cands []string
+	for _, n := range t.Allowed {
+		if tools, isCategory := t.categories[n]; isCategory {
+			cands = append(cands, tools...)
+		} else {
+			cands = append(cands, n)
+		}
+	}
+	for _, c := range t.AllowedCategories {
+		cands = append(cands, t.categories[c]...)
+	}
+	slices.Sort(cands)
+	for _, n := range slices.Compact(cands) {
+		if t.Permits(n) {
+			names = append(names, n)
+		}
+	}
+	return false, names
+}
+
 // lists reports whether names holds tool, "*", or a category holding tool.
 func (t *ToolsConfig) lists(names []string, tool string) bool {
 	for _, n := range names {

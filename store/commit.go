@@ -28,6 +28,9 @@ type prepared struct {
 	waitingFor   string
 	invocations  map[string]int
 	addInv       map[string]int
+	usage        *engine.Usage
+	addUsage     *engine.Usage
+	notices      []string
 	lastEvent    int64
 	lastOwnEvent int64
 	drop         []string
@@ -57,7 +60,15 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, er
 		id: c.Execution, seq: c.Seq, status: c.Status, errMsg: c.Error, cause: c.Cause,
 		stoppedAt: utc(c.StoppedAt), wakeAt: utc(c.WakeAt), waitingFor: c.WaitingFor,
 		invocations: maps.Clone(c.Invocations), addInv: maps.Clone(c.AddInvocations), lastEvent: c.LastEvent, lastOwnEvent: c.LastOwnEvent,
-		drop: slices.Clone(c.DropScopes),
+		drop: slices.Clone(c.DropScopes), notices: slices.Clone(c.Notices),
+	}
+	if c.Usage != nil {
+		u := *c.Usage
+		p.usage = &u
+	}
+	if c.AddUsage != nil {
+		u := *c.AddUsage
+		p.addUsage = &u
 	}
 	var err error
 	if c.Output != nil {
@@ -137,8 +148,9 @@ func prepareCheckpoint(id string, cp *engine.Checkpoint, memo *docMemo, codecs *
 // applyHead sets what the commit changes in the execution's head (its
 // history is appended apart). A commit without a Status leaves the status
 // and what goes with it (output, error, cause, stop and wake times) as
-// they are; one with a Status replaces them all. Invocations are replaced
-// only when the commit carries them, then AddInvocations are added; the
+// they are; one with a Status replaces them all. Invocations and Usage are
+// replaced only when the commit carries them, then AddInvocations,
+// AddUsage and Notices are added; the
 // event counters and Seq never go backwards.
 func (p *prepared) applyHead(h *headRecord) {
 	if p.status != "" {
@@ -158,6 +170,19 @@ func (p *prepared) applyHead(h *headRecord) {
 			inv[agent] += n
 		}
 		h.Invocations = inv
+	}
+	if p.usage != nil {
+		h.Usage = *p.usage
+	}
+	if a := p.addUsage; a != nil {
+		u := h.Usage
+		u.Add(a)
+		h.Usage = u
+	}
+	for _, n := range p.notices {
+		if !slices.Contains(h.Notices, n) {
+			h.Notices = append(slices.Clip(h.Notices), n)
+		}
 	}
 	h.LastEvent, h.LastOwnEvent, h.Seq = max(h.LastEvent, p.lastEvent), max(h.LastOwnEvent, p.lastOwnEvent), max(h.Seq, p.seq)
 }

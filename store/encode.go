@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
 )
 
@@ -100,6 +101,31 @@ func (w *recordWriter) counts(k string, m map[string]int) {
 	w.b = append(w.b, '}')
 }
 
+// float writes a finite number, omitted when zero.
+func (w *recordWriter) float(k string, v float64) {
+	if v == 0 {
+		return
+	}
+	w.key(k)
+	w.b = strconv.AppendFloat(w.b, v, 'g', -1, 64)
+}
+
+// strs writes a list of strings, omitted when empty.
+func (w *recordWriter) strs(k string, v []string) {
+	if len(v) == 0 {
+		return
+	}
+	w.key(k)
+	w.b = append(w.b, '[')
+	for i, s := range v {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.b = appendString(w.b, s)
+	}
+	w.b = append(w.b, ']')
+}
+
 // ints writes a list of integers.
 func (w *recordWriter) ints(k string, v []int64) {
 	if len(v) == 0 {
@@ -146,6 +172,15 @@ func encodeHead(h *headRecord) []byte {
 	w.time("wakeAt", h.WakeAt)
 	w.str("waitingFor", h.WaitingFor, true)
 	w.counts("invocations", h.Invocations)
+	if u := h.Usage; u != (engine.Usage{}) {
+		w.object("usage", func(w *recordWriter) {
+			w.int("inputTokens", u.InputTokens)
+			w.int("outputTokens", u.OutputTokens)
+			w.int("tokens", u.Tokens)
+			w.float("cost", u.Cost)
+		})
+	}
+	w.strs("notices", h.Notices)
 	w.int("lastEvent", h.LastEvent)
 	w.int("lastOwnEvent", h.LastOwnEvent)
 	w.int("seq", h.Seq)

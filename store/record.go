@@ -44,6 +44,8 @@ type headRecord struct {
 	WakeAt       time.Time       `json:"wakeAt,omitzero"`
 	WaitingFor   string          `json:"waitingFor,omitempty"`
 	Invocations  map[string]int  `json:"invocations,omitempty"`
+	Usage        engine.Usage    `json:"usage,omitzero"`
+	Notices      []string        `json:"notices,omitempty"`
 	LastEvent    int64           `json:"lastEvent,omitempty"`
 	LastOwnEvent int64           `json:"lastOwnEvent,omitempty"`
 	Seq          int64           `json:"seq,omitempty"`
@@ -251,6 +253,7 @@ func newExecution(e *engine.Execution) (*created, error) {
 	c.head = headRecord{
 		Status: e.Status, Error: e.Error, Cause: e.Cause, StoppedAt: utc(e.StoppedAt),
 		WakeAt: utc(e.WakeAt), WaitingFor: e.WaitingFor, Invocations: maps.Clone(e.Progress.Invocations),
+		Usage: e.Progress.Usage, Notices: slices.Clone(e.Progress.Notices),
 		LastEvent: e.Progress.LastEvent, LastOwnEvent: e.Progress.LastOwnEvent, Seq: e.Seq,
 	}
 	if c.head.Status == "" {
@@ -311,7 +314,8 @@ func execution(id string, x *execRecord, h *headRecord, definition []byte, scope
 		Status: h.Status, Error: h.Error, Cause: h.Cause, StoppedAt: h.StoppedAt,
 		WakeAt: h.WakeAt, WaitingFor: h.WaitingFor, Seq: h.Seq,
 		Progress: engine.Progress{
-			Scopes: scopes, Invocations: h.Invocations, LastEvent: h.LastEvent, LastOwnEvent: h.LastOwnEvent,
+			Scopes: scopes, Invocations: h.Invocations, Usage: h.Usage, Notices: h.Notices,
+			LastEvent: h.LastEvent, LastOwnEvent: h.LastOwnEvent,
 		},
 	}
 	var err error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -114,7 +115,7 @@ func nullable(s string) any {
 
 func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON: id, status, output, error, cause, state, startedAt, stoppedAt")
+	asJSON := fs.Bool("json", false, "print JSON: id, status, output, error, cause, state, startedAt, stoppedAt, usage")
 	db := dbFlag(fs)
 	id, st, closeStore, err := c.openForID(fs, "status", args, db)
 	if err != nil || st == nil {
@@ -137,6 +138,10 @@ func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 		out := map[string]any{
 			"id": e.ID, "status": string(e.Status), "output": output, "error": nullable(e.Error), "cause": nullable(e.Cause),
 			"state": nullable(state), "startedAt": timeJSON(e.StartedAt), "stoppedAt": timeJSON(e.StoppedAt),
+			"usage": map[string]any{
+				"inputTokens": e.Progress.Usage.InputTokens, "outputTokens": e.Progress.Usage.OutputTokens,
+				"tokens": e.Progress.Usage.Tokens, "cost": e.Progress.Usage.Cost,
+			},
 		}
 		return writeJSON(c.stdout, out)
 	}
@@ -149,6 +154,9 @@ func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	if e.Status == engine.StatusWaiting {
 		fmt.Fprintf(w, "waiting for\t%s until %s\n", e.WaitingFor, timeText(e.WakeAt))
+	}
+	if u := e.Progress.Usage; u != (engine.Usage{}) {
+		fmt.Fprintf(w, "usage\t%d tokens (%d in, %d out), cost %s\n", u.Tokens, u.InputTokens, u.OutputTokens, strconv.FormatFloat(u.Cost, 'f', -1, 64))
 	}
 	fmt.Fprintf(w, "started\t%s\n", timeText(e.StartedAt))
 	fmt.Fprintf(w, "stopped\t%s\n", timeText(e.StoppedAt))

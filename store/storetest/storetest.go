@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CreateAndDuplicate", testCreate},
 		{"CommitAndLoad", testCommitAndLoad},
 		{"PartialCommits", testPartialCommits},
+		{"Usage", testUsage},
 		{"NoAliasing", testNoAliasing},
 		{"DropScopes", testDropScopes},
 		{"DeleteScope", testDeleteScope},
@@ -992,5 +993,31 @@ func testPartialCommits(t *testing.T, s store.Store) {
 	}
 	if due, err := s.Due(t.Context(), at(2*time.Hour)); err != nil || len(due) != 0 {
 		t.Errorf("Due after the wait was cleared = %v, %v; want none", due, err)
+	}
+}
+
+// testUsage checks the usage totals and budget notices: AddUsage adds up
+// (costs to 1e-9), Usage replaces the totals (a fork), Notices are kept
+// once each, and a commit without them leaves them as they are.
+func testUsage(t *testing.T, s store.Store) {
+	e := newExecution(t, "usage")
+	e.Progress.Usage = engine.Usage{Tokens: 5}
+	create(t, s, e)
+	if got := load(t, s, "usage").Progress.Usage; got != (engine.Usage{Tokens: 5}) {
+		t.Errorf("usage after Create = %+v, want 5 tokens", got)
+	}
+	commit(t, s, &engine.Commit{Execution: "usage", Seq: 1, AddUsage: &engine.Usage{InputTokens: 7, OutputTokens: 3, Tokens: 10, Cost: 0.1}, Notices: []string{"alert:0"}})
+	commit(t, s, &engine.Commit{Execution: "usage", Seq: 2, AddUsage: &engine.Usage{Tokens: 1, Cost: 0.2}, Notices: []string{"alert:0", "alert:1"}})
+	commit(t, s, &engine.Commit{Execution: "usage", Seq: 3, Status: engine.StatusRunning})
+	got := load(t, s, "usage").Progress
+	if want := (engine.Usage{InputTokens: 7, OutputTokens: 3, Tokens: 16, Cost: 0.3}); got.Usage != want {
+		t.Errorf("usage = %+v, want %+v", got.Usage, want)
+	}
+	if want := []string{"alert:0", "alert:1"}; !slices.Equal(got.Notices, want) {
+		t.Errorf("notices = %q, want %q", got.Notices, want)
+	}
+	commit(t, s, &engine.Commit{Execution: "usage", Seq: 4, Usage: &engine.Usage{Cost: 2}, AddUsage: &engine.Usage{Cost: 0.5}})
+	if got := load(t, s, "usage").Progress.Usage; got != (engine.Usage{Cost: 2.5}) {
+		t.Errorf("usage after a replacement = %+v, want cost 2.5", got)
 	}
 }

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/states"
+)
+
+func (u *Usage) add(v agents.Usage) {
+	u.Add(&Usage{InputTokens: v.InputTokens, OutputTokens: v.OutputTokens, Tokens: v.Total(), Cost: v.Cost})
+}
+
+// Add adds v (nil: nothing) to u. Costs are summed to 1e-9 of the
+// currency unit, so that totals read as written (0.1 + 0.2 is 0.3, not
+// 0.30000000000000004).
+func (u *Usage) Add(v *Usage) {
+	if v == nil {
+		return
+	}
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.Tokens += v.Tokens
+	u.Cost = math.Round((u.Cost+v.Cost)*1e9) / 1e9
+}
+
+// json returns u as a JSON value, for history and checkpoints.
+func (u Usage) json() map[string]any {
+	return map[string]any{
+		"inputTokens": jsonpath.IntNumber(u.InputTokens), "outputTokens": jsonpath.IntNumber(u.OutputTokens),
+		"tokens": jsonpath.IntNumber(u.Tokens), "cost": jsonpath.FloatNumber(u.Cost),
+	}
+}
+
+// checkpointBudget is what a checkpoint keeps of the budget: the totals
+// and the notices given.
+func checkpointBudget(u Usage, notices []string) map[string]any {
+	b := map[string]any{"usage": u.json()}
+	if len(notices) > 0 {
+		list := make([]any, len(notices))
+		for i, n := range notices {
+			list[i] = n
+		}
+		b["notices"] = list
+	}
+	return b
+}
+
+// budgetFromCheckpoint reads what checkpointBudget wrote; a checkpoint
+// written before budgets existed has none.
+func budgetFromCheckpoint(v any) (Usage, []string, error) {
+	var u Usage
+	obj, ok := v.(map[string]any)
+	if !ok {
+		if v == nil {
+			return u, nil, nil
+		}
+		return u, nil, fmt.Errorf("checkpoint budget is %s, not an object", jsonpath.TypeName(v))
+	}
+	usage, _ := obj["usage"].(map[string]any)
+	for k, dst := range map[string]*int64{"inputTokens": &u.InputTokens, "outputTokens": &u.OutputTokens, "tokens": &u.Tokens} {
+		if n, isNum := usage[k].(json.Number); isNum {
+			i, isInt := jsonpath.Int64(n)
+			if !isInt {
+				return u, nil, fmt.Errorf("checkpoint budget: %s is %s, not an integer", k, n)
+			}
+			*dst = i
+		}
+	}
+	if n, isNum := usage["cost"].(json.Number); isNum {
+		f, valid := jsonpath.Float64(n)
+		if !valid {
+			return u, nil, fmt.Errorf("checkpoint budget: cost is %s, not a number", n)
+		}
+		u.Cost = f
+	}
+	var notices []string
+	list, _ := obj["notices"].([]any)
+	for _, n := range list {
+		if s, isStr := n.(string); isStr {
+			notices = append(notices, s)
+		}
+	}
+	return u, notices, nil
+}
+
+// checkStateBudget reports a call's usage over its state's Budget.
+func (h *stateRun) checkStateBudget(b *states.BudgetConfig, u Usage) error {
+	if b == nil {
+		return nil
+	}
+	var over string
+	switch {
+	case b.MaxTokens > 0 && u.Tokens > b.MaxTokens:
+		over = fmt.Sprintf("used %d tokens, over its Budget.MaxTokens of %d", u.Tokens, b.MaxTokens)
+	case b.MaxInputTokens > 0 && u.InputTokens > b.MaxInputTokens:
+		over = fmt.Sprintf("used %d input tokens, over its Budget.MaxInputTokens of %d", u.InputTokens, b.MaxInputTokens)
+	case b.MaxOutputTokens > 0 && u.OutputTokens > b.MaxOutputTokens:
+		over = fmt.Sprintf("used %d output tokens, over its Budget.MaxOutputTokens of %d", u.OutputTokens, b.MaxOutputTokens)
+	case b.MaxCost > 0 && u.Cost > b.MaxCost:
+		cur := h.r.currency()
+		over = fmt.Sprintf("spent %s %s, over its Budget.MaxCost of %s %s", money(u.Cost), cur, money(b.MaxCost), cur)
+	default:
+		return nil
+	}
+	return asl.Errorf(asl.ErrBudgetExceeded, "state '%s' %s", h.name(), over)
+}
+
+// currency is the workflow Budget's currency, USD without one.
+func (r *run) currency() string {
+	if e := r.m.Extensions; e != nil && e.Budget != nil {
+		return e.Budget.Currency
+	}
+	return "USD"
+}
+
+func money(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// spend adds a call's usage to the execution's totals (and to the scope's
+// uncommitted usage, committed with the call's outcome), records budget
+// alerts, and reports the workflow Budget exceeded when its OnExceed is
+// Fail.
+func (h *stateRun) spend(u Usage) error {
+	r := h.r
+	if u == (Usage{}) {
+		return nil
+	}
+	if h.sc.usage == nil {
+		h.sc.usage = &Usage{}
+	}
+	h.sc.usage.Add(&u)
+	r.mu.Lock()
+	r.usage.Add(&u)
+	total := r.usage
+	r.mu.Unlock()
+	var b *states.WorkflowBudget
+	if e := r.m.Extensions; e != nil {
+		b = e.Budget
+	}
+	if b == nil {
+		return nil
+	}
+	// Alerts measure against MaxCost, or MaxTokens without one.
+	share := 0.0
+	switch {
+	case b.MaxCost > 0:
+		share = total.Cost / b.MaxCost
+	case b.MaxTokens > 0:
+		share = float64(total.Tokens) / float64(b.MaxTokens)
+	}
+	for i, a := range b.Alerts {
+		key := "alert:" + strconv.Itoa(i)
+		if share >= a.At && r.notice(key) {
+			r.ownEvent(Event{Type: EventBudgetAlert, State: h.name(), Scope: h.sc.prefix, Document: h.raw, Detail: map[string]any{
+				"at": jsonpath.FloatNumber(a.At), "message": a.Message, "usage": total.json(),
+			}})
+			h.sc.notices = append(h.sc.notices, key)
+		}
+	}
+	over := overBudget(b, total, false)
+	if over == "" {
+		return nil
+	}
+	cause := "the execution " + over
+	if b.OnExceed == "Continue" {
+		if r.notice("exceeded") {
+			r.ownEvent(Event{Type: EventBudgetOverridden, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
+				Detail: map[string]any{"reason": cause, "usage": total.json()}})
+			h.sc.notices = append(h.sc.notices, "exceeded")
+		}
+		return nil
+	}
+	r.ownEvent(Event{Type: EventBudgetExceeded, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
+		Detail: map[string]any{"reason": cause, "usage": total.json()}})
+	return asl.Errorf(asl.ErrBudgetExceeded, "%s", cause)
+}
+
+// overBudget says how total passes b's limits ("" when it does not): over
+// a limit, or with reached, at it.
+func overBudget(b *states.WorkflowBudget, total Usage, reached bool) string {
+	past := func(used, limit float64) bool { return used > limit || reached && used == limit }
+	switch {
+	case b.MaxTokens > 0 && past(float64(total.Tokens), float64(b.MaxTokens)):
+		return fmt.Sprintf("has used %d tokens, the workflow Budget.MaxTokens is %d", total.Tokens, b.MaxTokens)
+	case b.MaxCost > 0 && past(total.Cost, b.MaxCost):
+		return fmt.Sprintf("has spent %s %s, the workflow Budget.MaxCost is %s %s", money(total.Cost), b.Currency, money(b.MaxCost), b.Currency)
+	}
+	return ""
+}
+
+// workflowBudgetSpent reports, before a call, a workflow Budget already
+// spent when its OnExceed is Fail.
+func (h *stateRun) workflowBudgetSpent() error {
+	var b *states.WorkflowBudget
+	if e := h.r.m.Extensions; e != nil {
+		b = e.Budget
+	}
+	if b == nil || b.OnExceed == "Continue" {
+		return nil
+	}
+	h.r.mu.Lock()
+	total := h.r.usage
+	h.r.mu.Unlock()
+	if over := overBudget(b, total, true); over != "" {
+		return asl.Errorf(asl.ErrBudgetExceeded, "state '%s' may not call its agent: the execution %s", h.name(), over)
+	}
+	return nil
+}
+
+// notice marks a one-time notice (a budget alert) as given and reports
+// whether it was new.
+func (r *run) notice(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.notices[key] {
+		return false
+	}
+	if r.notices == nil {
+		r.notices = make(map[string]bool)
+	}
+	r.notices[key] = true
+	return true
+}
