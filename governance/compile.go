@@ -178,8 +178,27 @@ func (c *compiler) err() error {
 	if len(c.problems) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(c.problems, func(a, b *Problem) int { return strings.Compare(a.Pointer, b.Pointer) })
+	slices.SortStableFunc(c.problems, func(a, b *Problem) int { return comparePointers(a.Pointer, b.Pointer) })
 	return c.problems
+}
+
+// comparePointers orders JSON Pointers token by token, array indexes by
+// value, so that /a/2 comes before /a/10 and /a before /a/0.
+func comparePointers(a, b string) int {
+	at, bt := strings.Split(a, "/"), strings.Split(b, "/")
+	for i := 0; i < len(at) && i < len(bt); i++ {
+		x, errX := strconv.Atoi(at[i])
+		y, errY := strconv.Atoi(bt[i])
+		switch {
+		case errX == nil && errY == nil && x != y:
+			return x - y
+		case errX != nil || errY != nil:
+			if c := strings.Compare(at[i], bt[i]); c != 0 {
+				return c
+			}
+		}
+	}
+	return len(at) - len(bt)
 }
 
 // pointerEscape escapes one JSON Pointer reference token (RFC 6901).

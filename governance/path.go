@@ -112,6 +112,20 @@ type pathParser struct {
 
 const onlyNames = "names and indexes only"
 
+func (p *pathParser) only() string {
+	if p.wildcards {
+		return "names, indexes, * and [*] only"
+	}
+	return onlyNames
+}
+
+func (p *pathParser) inBrackets() string {
+	if p.wildcards {
+		return "only a quoted name, an index or * may stand in brackets (" + p.only() + ")"
+	}
+	return "only a quoted name or an index may stand in brackets (" + p.only() + ")"
+}
+
 func (p *pathParser) parse() ([]segment, string) {
 	var segs []segment
 	for p.pos < len(p.src) {
@@ -144,7 +158,7 @@ func (p *pathParser) wildcard(s segment) (segment, string) {
 
 func (p *pathParser) dotted() (segment, string) {
 	if p.pos < len(p.src) && p.src[p.pos] == '.' {
-		return segment{}, "deep scan (..) is not allowed (" + onlyNames + ")"
+		return segment{}, "deep scan (..) is not allowed (" + p.only() + ")"
 	}
 	if p.pos < len(p.src) && p.src[p.pos] == '*' {
 		p.pos++
@@ -191,6 +205,8 @@ func (p *pathParser) bracket() (segment, string) {
 		var k string
 		k, msg = p.quoted()
 		s = keySeg(k)
+	case c == '-':
+		return segment{}, "negative indexes are not allowed (" + p.only() + ")"
 	case '0' <= c && c <= '9':
 		start := p.pos
 		for p.pos < len(p.src) && '0' <= p.src[p.pos] && p.src[p.pos] <= '9' {
@@ -202,14 +218,14 @@ func (p *pathParser) bracket() (segment, string) {
 		}
 		s = indexSeg(n)
 	default:
-		return segment{}, "only a quoted name, an index or [*] may stand in brackets (" + onlyNames + ")"
+		return segment{}, p.inBrackets()
 	}
 	if msg != "" {
 		return segment{}, msg
 	}
 	p.skipSpaces()
 	if p.pos >= len(p.src) || p.src[p.pos] != ']' {
-		return segment{}, "only a quoted name, an index or [*] may stand in brackets (" + onlyNames + ")"
+		return segment{}, p.inBrackets()
 	}
 	p.pos++
 	return s, ""
