@@ -1,0 +1,191 @@
+package governance
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/aslrun/aslrun/jsonpath"
+)
+
+// benchBlock is a realistic Governance block: a schema with objects, enums,
+// required fields and an array of objects; transition rules of every kind;
+// a write policy with Allow, Deny and two rules.
+const benchBlock = `{
+  "Guard": {
+    "Schema": {
+      "type": "object",
+      "required": ["agent_id", "status", "step_count", "ticket", "tasks"],
+      "properties": {
+        "agent_id": {"type": "string", "minLength": 1},
+        "status": {"enum": ["pending", "running", "review", "completed"]},
+        "step_count": {"type": "integer", "minimum": 0},
+        "ticket": {
+          "type": "object",
+          "required": ["id", "category"],
+          "properties": {
+            "id": {"type": "string"},
+            "category": {"enum": ["billing", "technical", "account", "other"]},
+            "priority": {"enum": ["low", "normal", "high"]},
+            "customer": {"type": "object", "properties": {"name": {"type": "string"}, "email": {"type": "string"}}}
+          }
+        },
+        "draft": {
+          "type": "object",
+          "properties": {
+            "text": {"type": "string", "maxLength": 4000},
+            "tone": {"enum": ["neutral", "friendly", "formal"]},
+            "revision": {"type": "integer"}
+          }
+        },
+        "payment": {
+          "type": "object",
+          "required": ["amount", "currency"],
+          "properties": {
+            "amount": {"type": "number", "minimum": 0},
+            "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "confirmed": {"type": "boolean"}
+          }
+        },
+        "tasks": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "required": ["id", "label", "done"],
+            "additionalProperties": false,
+            "properties": {
+              "id": {"type": "string"},
+              "label": {"type": "string"},
+              "done": {"type": "boolean"},
+              "owner": {"type": "string"}
+            }
+          }
+        },
+        "notes": {"type": "array", "items": {"type": "string"}}
+      }
+    },
+    "Transitions": {
+      "ImmutablePaths": ["$.agent_id", "$.ticket.id"],
+      "MonotonicIntegerPaths": ["$.step_count", "$.draft.revision"],
+      "OrderedEnumPaths": {"$.status": ["pending", "running", "review", "completed"]},
+      "KeyedObjectArrayPaths": {"$.tasks": {"Key": "id", "MonotonicBooleanFields": ["done"]}}
+    }
+  },
+  "WritePolicy": {
+    "Allow": ["$.draft", "$.status", "$.step_count", "$.tasks", "$.notes", "$.ticket.category", "$.ticket.priority", "$.payment.amount"],
+    "Deny": ["$.payment.confirmed", "$.ticket.customer.*"],
+    "Rules": [
+      {"Deny": "path == '$.payment.amount' && value > 1000", "Reason": "payment.amount above 1000 requires approval"},
+      {"Deny": "op == 'remove' && path startsWith '$.notes'", "Reason": "notes are append-only"}
+    ]
+  },
+  "OnViolation": "FAIL_FAST"
+}`
+
+// benchDocs builds a previous document with the given numbers of tasks and
+// notes, and a proposed one the way the engine builds it: status and
+// step_count set, the draft replaced by a freshly decoded object, the task
+// list copied with one item done and one item appended; everything else
+// is shared with the previous document.
+func benchDocs(tb testing.TB, tasks, notes int) (prev, proposed any) {
+	tb.Helper()
+	taskList := make([]any, tasks)
+	for i := range taskList {
+		taskList[i] = map[string]any{
+			"id":    fmt.Sprintf("task-%d", i+1),
+			"label": fmt.Sprintf("Check the customer's order history, step %d", i+1),
+			"done":  i == 0,
+			"owner": "triage",
+		}
+	}
+	noteList := make([]any, notes)
+	for i := range noteList {
+		noteList[i] = fmt.Sprintf("note %d: the customer called about the invoice", i+1)
+	}
+	p := map[string]any{
+		"agent_id":   "agent-7f3a",
+		"status":     "pending",
+		"step_count": jsonpath.IntNumber(4),
+		"ticket": map[string]any{
+			"id": "T-1042", "category": "billing", "priority": "high",
+			"customer": map[string]any{"name": "Ada Lovelace", "email": "ada@example.com"},
+		},
+		"draft":   map[string]any{"text": "Dear Ada, thank you for", "tone": "friendly", "revision": jsonpath.IntNumber(1)},
+		"payment": map[string]any{"amount": jsonpath.IntNumber(250), "currency": "EUR", "confirmed": false},
+		"tasks":   taskList,
+		"notes":   noteList,
+	}
+	prev = mustNormalize(tb, p)
+
+	newTasks := append([]any(nil), prev.(map[string]any)["tasks"].([]any)...)
+	newTasks[1] = decode(tb, fmt.Sprintf(`{"id": "task-2", "label": %q, "done": true, "owner": "triage"}`,
+		"Check the customer's order history, step 2"))
+	newTasks = append(newTasks, decode(tb, `{"id": "task-new", "label": "Send the reply", "done": false}`))
+	steps := []struct {
+		path  string
+		value any
+	}{
+		{"$.status", "running"},
+		{"$.step_count", jsonpath.IntNumber(5)},
+		{"$.draft", decode(tb, `{"text": "Dear Ada, thank you for your patience. The refund is on its way.", "tone": "friendly", "revision": 2}`)},
+		{"$.tasks", newTasks},
+	}
+	proposed = prev
+	for _, s := range steps {
+		path, err := jsonpath.CompileReference(s.path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if proposed, err = path.Set(proposed, s.value); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return prev, proposed
+}
+
+func mustNormalize(tb testing.TB, v any) any {
+	tb.Helper()
+	n, err := jsonpath.Normalize(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+func decode(tb testing.TB, s string) any {
+	tb.Helper()
+	v, err := jsonpath.Decode([]byte(s))
+	if err != nil {
+		tb.Fatalf("Decode(%s): %v", s, err)
+	}
+	return v
+}
+
+func mustCompile(tb testing.TB, block string) *Rules {
+	tb.Helper()
+	r, err := Compile(decode(tb, block))
+	if err != nil {
+		tb.Fatalf("Compile: %v", err)
+	}
+	return r
+}
+
+func benchCheck(b *testing.B, tasks, notes int) {
+	r := mustCompile(b, benchBlock)
+	prev, proposed := benchDocs(b, tasks, notes)
+	if v := r.Check(prev, proposed, "Draft"); v != nil {
+		b.Fatalf("Check = %v, want nil", v)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := r.Check(prev, proposed, "Draft"); v != nil {
+			b.Fatal(v)
+		}
+	}
+	b.ReportMetric(float64(jsonpath.Size(proposed)), "doc-bytes")
+}
+
+// BenchmarkCheck1KiB checks a transition of a document of about 1 KiB.
+func BenchmarkCheck1KiB(b *testing.B) { benchCheck(b, 4, 2) }
+
+// BenchmarkCheck50KiB checks a transition of a document of about 50 KiB.
+func BenchmarkCheck50KiB(b *testing.B) { benchCheck(b, 330, 150) }

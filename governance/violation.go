@@ -1,0 +1,134 @@
+package governance
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonpath"
+)
+
+// The error names of governance violations. They are ordinary ASL errors:
+// Retry and Catch match them by name and by States.ALL.
+const (
+	// ErrSchemaViolation is raised when a document does not match
+	// Governance.Guard.Schema.
+	ErrSchemaViolation asl.ErrorName = "Governance.SchemaViolation"
+	// ErrTransitionViolation is raised when a proposed document breaks a
+	// rule of Governance.Guard.Transitions.
+	ErrTransitionViolation asl.ErrorName = "Governance.TransitionViolation"
+	// ErrWriteDenied is raised when a write policy denies one of a state's
+	// writes.
+	ErrWriteDenied asl.ErrorName = "Governance.WriteDenied"
+	// ErrInvalidJSON is raised when a document holds a value outside the
+	// JSON model (a NaN or infinite float, a Go type, nesting deeper than
+	// jsonpath.MaxDepth).
+	ErrInvalidJSON asl.ErrorName = "Governance.InvalidJSON"
+)
+
+// Violation is a document or a transition that governance refuses. Name and
+// Cause make the ASL error the engine raises; Detail is the same refusal in
+// structured form, for the history event and for an agent that is run again
+// and may correct itself.
+type Violation struct {
+	// Name is one of ErrSchemaViolation, ErrTransitionViolation,
+	// ErrWriteDenied and ErrInvalidJSON.
+	Name asl.ErrorName
+	// Cause is one line saying what was refused and why. A schema
+	// violation lists every problem found, separated by "; ".
+	Cause string
+	// Detail describes the first problem.
+	Detail Detail
+}
+
+// Error returns "Name: Cause".
+func (v *Violation) Error() string { return string(v.Name) + ": " + v.Cause }
+
+// Detail is one refused value in structured form.
+type Detail struct {
+	// Rule names the rule that refused it, like "Guard.Schema",
+	// "Guard.Transitions.ImmutablePaths", "WritePolicy.Deny[0]",
+	// "WritePolicy.Allow", "WritePolicy.Rules[1]" or "JSON" (a value outside
+	// the JSON model).
+	Rule string
+	// Path is where, in the syntax of written paths ($.a.b[2]); an item of a
+	// keyed array is named by its key, like $.tasks[id="task-1"].label.
+	Path string
+	// Old is the previous value at Path, nil when there is none or the rule
+	// does not compare documents.
+	Old any
+	// New is the proposed value at Path, nil when there is none.
+	New any
+	// Reason is the problem in one line, the way it reads in the Cause.
+	Reason string
+}
+
+// JSON returns the detail as a JSON object with the keys rule, path, old,
+// new and reason (old and new are null when there is no value), for history
+// events and for an agent that is given the refusal. Old and New are shared
+// with the documents, not copied: callers must not modify them.
+func (d Detail) JSON() map[string]any {
+	return map[string]any{
+		"rule":   d.Rule,
+		"path":   d.Path,
+		"old":    d.Old,
+		"new":    d.New,
+		"reason": d.Reason,
+	}
+}
+
+func violation(name asl.ErrorName, d Detail) *Violation {
+	return &Violation{Name: name, Cause: d.Reason, Detail: d}
+}
+
+// Problem is one thing wrong with a Governance block or a WritePolicy.
+type Problem struct {
+	// Pointer is the RFC 6901 JSON Pointer of the offending value inside the
+	// block that was compiled, like /Guard/Transitions/ImmutablePaths/0; ""
+	// is the block itself.
+	Pointer string
+	// Msg says what is wrong.
+	Msg string
+}
+
+// Error returns "/pointer: message" ("/" for the block itself).
+func (p *Problem) Error() string {
+	ptr := p.Pointer
+	if ptr == "" {
+		ptr = "/"
+	}
+	return ptr + ": " + p.Msg
+}
+
+// Problems is every problem found in a block, sorted by pointer (problems
+// at one pointer keep the order they were found in).
+type Problems []*Problem
+
+// Error joins the problems, one per line.
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// maxShown is the longest JSON text a message quotes before cutting it.
+const maxShown = 80
+
+// show writes a value for a message: compact JSON, cut after maxShown
+// bytes; a value outside the model is described by its Go type.
+func show(v any) string {
+	b, err := jsonpath.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("a Go %T", v)
+	}
+	if len(b) > maxShown {
+		cut := maxShown
+		for cut > 0 && b[cut]&0xC0 == 0x80 { // do not cut a UTF-8 sequence
+			cut--
+		}
+		return string(b[:cut]) + "…"
+	}
+	return string(b)
+}
