@@ -55,6 +55,11 @@ type Request struct {
 	// OnHeartbeat is set by the engine when the state has HeartbeatSeconds;
 	// call Heartbeat rather than this field.
 	OnHeartbeat func()
+	// Violation is set when the state runs again after governance refused
+	// what its previous attempt wrote: the refusal, as the history records
+	// it (rule, path, old, new, reason), so that the agent can correct
+	// itself. It is shared: never modify it.
+	Violation map[string]any
 	// Tools is the call's effective tool set (the state's Tools block);
 	// an agent asks it before using a tool. Nil means every tool.
 	Tools *Tools

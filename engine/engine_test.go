@@ -422,7 +422,6 @@ func TestNotImplementedFeatures(t *testing.T) {
 		"debate":      `{"StartAt":"D","States":{"D":{"Type":"Debate","Agents":["E","F"],"Topic":"t","End":true}}}`,
 		"memory":      `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"E","Memory":{"Read":["k"]},"End":true}}}`,
 		"pass memory": `{"StartAt":"P","States":{"P":{"Type":"Pass","Memory":{"Write":{"Key":"k","Value":1}},"End":true}}}`,
-		"governance":  `{"StartAt":"P","Governance":{},"States":{"P":{"Type":"Pass","End":true}}}`,
 	}
 	for name, def := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -219,7 +219,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	}
 	defer x.release(e.ID)
 	r := x.newRun(m, e, opts.Agents)
-	r.inputSize = size
+	r.inputSize, r.checkStart = size, true
 	r.event(Event{Type: EventExecutionStarted, Input: input, Document: input})
 	return r.execute(ctx, &Scope{Next: m.StartAt, Doc: input})
 }

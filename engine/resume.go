@@ -141,6 +141,7 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (*
 		// Created, but the first commit never happened: start afresh.
 		r.event(Event{Type: EventExecutionStarted, Input: e.Input, Document: e.Input})
 		top = &Scope{Next: m.StartAt, Doc: e.Input}
+		r.checkStart = true
 	}
 	r.ownEvent(Event{Type: EventExecutionResumed, State: top.Next, Document: top.Doc, Detail: map[string]any{"from": string(e.Status)}})
 	if err := r.commit(ctx, &Commit{Status: StatusRunning}); err != nil {
@@ -205,6 +206,11 @@ func (x *Executor) fromCheckpoint(ctx context.Context, id, name string, opts Res
 	reg, err := x.agentsOf(e, opts)
 	if err != nil {
 		return nil, nil, nil, nil, err
+	}
+	if opts.Restore != RestoreMemory && m.Extensions != nil {
+		if err := checkTarget(m.Extensions.Governance, id, name, cp.Document); err != nil {
+			return nil, nil, nil, nil, err
+		}
 	}
 	return e, m, cp, reg, nil
 }
@@ -311,6 +317,7 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 		// Only the memory comes from the checkpoint: the fork starts from
 		// the beginning.
 		top = &Scope{Next: m.StartAt, Doc: e.Input}
+		r.checkStart = true
 	}
 	c := &Commit{Status: StatusRunning, Scopes: map[string]*Scope{"": top}, Invocations: maps.Clone(r.invocations), Usage: usage}
 	if usage != nil {

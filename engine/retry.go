@@ -85,6 +85,11 @@ func (h *stateRun) caught(c *states.Catcher, raw any, ae *asl.Error) (stepResult
 	if err != nil {
 		return stepResult{}, err
 	}
+	// A refused Catch write fails the state (or skips it under SKIP_NODE):
+	// no second Catch on the same state.
+	if err := h.govern(raw, out); err != nil {
+		return stepResult{}, err
+	}
 	size, err := h.settle(out, placedSize(c.ResultPath, h.inSize, jsonpath.Size(errOut)))
 	if err != nil {
 		return stepResult{}, err

@@ -40,6 +40,9 @@ type run struct {
 	// notices the one-time budget notices given.
 	usage   Usage
 	notices map[string]bool
+	// checkStart is set when the execution starts from its input, which
+	// the workflow's schema checks first.
+	checkStart bool
 }
 
 // parking is why the top-level machine stopped without ending: it waits
@@ -210,6 +213,9 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 	sc := &scope{top: true, vars: top.Vars, visits: top.Visits, resume: top.Step}
 	var out any
 	err := workflowFeatures(r.m)
+	if err == nil && r.checkStart {
+		err = r.checkInput(top.Doc)
+	}
 	switch {
 	case err != nil:
 	case top.Next == "":
@@ -265,8 +271,6 @@ func workflowFeatures(m *states.Machine) error {
 	}
 	var feature string
 	switch {
-	case e.Governance != nil:
-		feature = "Governance"
 	case e.Memory != nil:
 		feature = "Memory"
 	default:
@@ -368,9 +372,9 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	)
 	switch s := st.(type) {
 	case *states.Pass:
-		res, err = h.pass(s, input)
+		res, err = h.retryOnce(func(context.Context) (stepResult, error) { return h.pass(s, input) })(ctx)
 	case *states.Task:
-		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, func(ctx context.Context) (stepResult, error) { return h.task(ctx, s, input) })
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.task(ctx, s, input) }))
 	case *states.Choice:
 		res, err = h.choice(s, input)
 	case *states.Wait:
@@ -380,13 +384,18 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	case *states.Fail:
 		err = h.fail(s, input)
 	case *states.Map:
-		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, func(ctx context.Context) (stepResult, error) { return h.mapState(ctx, s, input) })
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.mapState(ctx, s, input) }))
 	case *states.Parallel:
-		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, func(ctx context.Context) (stepResult, error) { return h.parallel(ctx, s, input) })
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.parallel(ctx, s, input) }))
 	case *states.Checkpoint:
 		res, err = h.checkpoint(s, input)
 	default:
 		err = asl.Errorf(asl.ErrNotImplemented, "state %q: %s states are not implemented yet", c.Name, c.Type)
+	}
+	if skip := (*skipNode)(nil); errors.As(err, &skip) {
+		// SKIP_NODE: none of the state's writes, its variables included;
+		// its input goes on to its Next unchanged.
+		res, err, h.assign = stepResult{output: input, proposed: input, next: c.Next, size: size}, nil, nil
 	}
 	if err != nil {
 		return stepResult{}, err

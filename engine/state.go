@@ -32,6 +32,12 @@ type stateRun struct {
 	// drop lists scope prefixes to remove when the state's completion is
 	// committed (the nested machines it ran).
 	drop []string
+	// denied is the governance error of the state's last refused attempt
+	// and violation its detail (handed to the agent run again);
+	// retriedOnce is set when RETRY_ONCE has run the state again.
+	denied      *asl.Error
+	violation   map[string]any
+	retriedOnce bool
 }
 
 // nestedKey is the scope-key prefix of the nested machines this state runs
@@ -164,6 +170,10 @@ func (h *stateRun) finish(raw, result any, resultSize int, rp states.ResultPath)
 	c := h.st.Base()
 	proposed, err := h.resultPath(rp, raw, result)
 	if err != nil {
+		return stepResult{}, err
+	}
+	// The commit point: nothing governance refuses goes further.
+	if err := h.govern(raw, proposed); err != nil {
 		return stepResult{}, err
 	}
 	out, err := h.outputPath(proposed)

@@ -117,6 +117,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, input any, tim
 		Attempt:    h.env.retry,
 		Invocation: n,
 		Input:      input,
+		Violation:  h.violation,
 	}
 	var (
 		denied  string // the first tool refused
@@ -165,11 +166,20 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, input any, tim
 	}
 	size := 0
 	if err == nil {
-		if result, err = jsonpath.Normalize(result); err != nil {
-			err = asl.Errorf(asl.ErrTaskFailed, "agent %q returned a value that is not JSON: %v", name, err)
+		if normal, nerr := jsonpath.Normalize(result); nerr != nil {
+			if err = h.invalidResult(result); err == nil {
+				err = asl.Errorf(asl.ErrTaskFailed, "agent %q returned a value that is not JSON: %v", name, nerr)
+			}
+			result = nil
 		} else {
+			result = normal
 			size, err = h.fits(result, unknownSize)
 		}
+	}
+	if skip := (*skipNode)(nil); errors.As(err, &skip) {
+		// SKIP_NODE dropped the result governance refused.
+		r.event(Event{Type: EventTaskFailed, State: h.name(), Scope: h.sc.prefix, Error: string(skip.v.Name), Cause: skip.v.Cause, Document: h.raw, Detail: key})
+		return nil, 0, err
 	}
 	if err != nil {
 		var ae *asl.Error

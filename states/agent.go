@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aslrun/aslrun/governance"
 	"github.com/aslrun/aslrun/jsonpath"
 )
 
@@ -31,9 +32,9 @@ type Extensions struct {
 	// ToolCategories maps a category name to its tool names; nil when
 	// absent.
 	ToolCategories map[string][]string
-	// Governance is the raw Governance object (a map[string]any), checked
-	// only to be an object here; nil when absent.
-	Governance any
+	// Governance is the compiled Governance block (DESIGN.md §4): the
+	// guard, the workflow's write policy and OnViolation; nil when absent.
+	Governance *governance.Rules
 }
 
 // WorkflowBudget is the top-level Budget block: limits on the whole
@@ -260,7 +261,9 @@ func (p *parser) extensions(o *object) *Extensions {
 	}
 	if v, ok := o.get("Governance"); ok {
 		if _, isObj := v.(map[string]any); isObj {
-			e.Governance, set = v, true
+			rules, err := governance.Compile(v)
+			p.governanceProblems(o.at("Governance"), o.state, err)
+			e.Governance, set = rules, rules != nil
 		} else {
 			o.errorf("Governance", "Governance must be an object, not %s", jsonpath.TypeName(v))
 		}

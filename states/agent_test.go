@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/aslrun/aslrun/governance"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -459,8 +461,8 @@ func TestExtensionsCompiled(t *testing.T) {
 	if mem := *e.Memory; mem.Backend != "memory" || mem.DefaultTTL != (TTL{Duration: 7 * 24 * time.Hour}) || !mem.Namespace.IsZero() {
 		t.Errorf("Memory = %+v", mem)
 	}
-	if g, ok := e.Governance.(map[string]any); !ok || g["OnViolation"] != "FAIL_FAST" {
-		t.Errorf("Governance = %v, want the raw object", e.Governance)
+	if g := e.Governance; g == nil || g.OnViolation() != governance.FailFast {
+		t.Errorf("Governance = %v, want the compiled block with OnViolation FAIL_FAST", e.Governance)
 	}
 	research := state[*Task](t, m, "Research")
 	write := state[*Task](t, m, "Write")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aslrun/aslrun/governance"
 	"github.com/aslrun/aslrun/jsonpath"
 )
 
@@ -247,16 +248,16 @@ func (p *parser) checkGraph(m *Machine, raw map[string]any, statesPtr string) {
 // stateFields lists the fields each state type accepts besides Type and
 // Comment and QueryLanguage.
 var stateFields = map[string][]string{
-	"Pass":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Result", "ResultPath", "Parameters", "Memory"},
-	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning"},
+	"Pass":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Result", "ResultPath", "Parameters", "Memory", "WritePolicy"},
+	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "WritePolicy"},
 	"Choice":     {"InputPath", "OutputPath", "Assign", "Choices", "Default"},
 	"Wait":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
 	"Succeed":    {"InputPath", "OutputPath"},
 	"Fail":       {"Error", "Cause", "ErrorPath", "CausePath", "Error.$", "Cause.$"},
-	"Map":        {"InputPath", "OutputPath", "Next", "End", "Assign", "ItemsPath", "ItemsPath.$", "ItemSelector", "Parameters", "ItemProcessor", "Iterator", "MaxConcurrency", "MaxConcurrencyPath", "ToleratedFailureCount", "ToleratedFailureCountPath", "ToleratedFailurePercentage", "ToleratedFailurePercentagePath", "Label", "ResultSelector", "ResultPath", "Retry", "Catch"},
-	"Parallel":   {"InputPath", "OutputPath", "Next", "End", "Assign", "Branches", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch"},
-	"Approval":   {"InputPath", "OutputPath", "Next", "End", "Assign", "Prompt", "Prompt.$", "Options", "Timeout", "Escalation", "ResultPath", "Choices", "Default", "Editable", "Catch", "Policy", "Notifications", "BatchMode", "ItemsPath", "OnTimeout", "RequiredApprovers"},
-	"Debate":     {"InputPath", "OutputPath", "Next", "End", "Assign", "Agents", "Topic", "TopicPath", "Topic.$", "Rounds", "Communication", "Consensus", "Parameters", "ResultPath", "Retry", "Catch"},
+	"Map":        {"InputPath", "OutputPath", "Next", "End", "Assign", "ItemsPath", "ItemsPath.$", "ItemSelector", "Parameters", "ItemProcessor", "Iterator", "MaxConcurrency", "MaxConcurrencyPath", "ToleratedFailureCount", "ToleratedFailureCountPath", "ToleratedFailurePercentage", "ToleratedFailurePercentagePath", "Label", "ResultSelector", "ResultPath", "Retry", "Catch", "WritePolicy"},
+	"Parallel":   {"InputPath", "OutputPath", "Next", "End", "Assign", "Branches", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch", "WritePolicy"},
+	"Approval":   {"InputPath", "OutputPath", "Next", "End", "Assign", "Prompt", "Prompt.$", "Options", "Timeout", "Escalation", "ResultPath", "Choices", "Default", "Editable", "Catch", "Policy", "Notifications", "BatchMode", "ItemsPath", "OnTimeout", "RequiredApprovers", "WritePolicy"},
+	"Debate":     {"InputPath", "OutputPath", "Next", "End", "Assign", "Agents", "Topic", "TopicPath", "Topic.$", "Rounds", "Communication", "Consensus", "Parameters", "ResultPath", "Retry", "Catch", "WritePolicy"},
 	"Checkpoint": {"InputPath", "OutputPath", "Next", "End", "Assign", "Name", "Storage", "TTL"},
 }
 
@@ -308,6 +309,11 @@ func (p *parser) state(v any, ptr, name string) State {
 	}
 	if allow["Assign"] {
 		c.Assign = p.assign(o, "Assign")
+	}
+	if v, ok := o.get("WritePolicy"); ok {
+		policy, err := governance.CompilePolicy(v)
+		p.governanceProblems(o.at("WritePolicy"), name, err)
+		c.WritePolicy = policy
 	}
 	var st State
 	switch typ {

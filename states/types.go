@@ -3,6 +3,7 @@ package states
 import (
 	"time"
 
+	"github.com/aslrun/aslrun/governance"
 	"github.com/aslrun/aslrun/jsonpath"
 )
 
@@ -58,6 +59,10 @@ type Common struct {
 	End bool
 	// Assign sets variables after the state ran; nil when absent.
 	Assign *jsonpath.Template
+	// WritePolicy is the state's own write policy (Task, Pass, Map,
+	// Parallel, Approval, Debate), which narrows the workflow's; nil when
+	// absent.
+	WritePolicy *governance.Policy
 }
 
 // Base returns c.

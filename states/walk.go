@@ -2,11 +2,13 @@ package states
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strings"
 
+	"github.com/aslrun/aslrun/governance"
 	"github.com/aslrun/aslrun/jsonpath"
 )
 
@@ -253,4 +255,20 @@ func quoteList(values []string) string {
 		fmt.Fprintf(&b, "%q", v)
 	}
 	return b.String()
+}
+
+// governanceProblems reports the problems of a Governance block or a
+// WritePolicy compiled at ptr.
+func (p *parser) governanceProblems(ptr, state string, err error) {
+	if err == nil {
+		return
+	}
+	var problems governance.Problems
+	if !errors.As(err, &problems) {
+		p.errorf(ptr, state, "%v", err)
+		return
+	}
+	for _, pr := range problems {
+		p.errorf(ptr+pr.Pointer, state, "%s", pr.Msg)
+	}
 }
