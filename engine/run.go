@@ -43,6 +43,9 @@ type run struct {
 	// checkStart is set when the execution starts from its input, which
 	// the workflow's schema checks first.
 	checkStart bool
+	// lastCheckpoint is the checkpoint of a Checkpoint state that ended
+	// the execution, written with its end.
+	lastCheckpoint *Checkpoint
 }
 
 // parking is why the top-level machine stopped without ending: it waits
@@ -255,6 +258,9 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		DropScopes: []string{""},
 		Transition: &Transition{Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause},
 	}
+	if res.Status == StatusSucceeded {
+		c.Checkpoint = r.lastCheckpoint
+	}
 	if err := r.commit(context.WithoutCancel(ctx), sc.settle(c)); err != nil {
 		return nil, err
 	}
@@ -305,7 +311,11 @@ func (r *run) machine(ctx context.Context, m *states.Machine, sc *scope, next st
 			return nil, err
 		}
 		if s.next == "" {
-			// The caller commits how the machine ended.
+			// The caller commits how the machine ended (with the
+			// checkpoint of a Checkpoint state that ends it).
+			if sc.top {
+				r.lastCheckpoint = s.checkpoint
+			}
 			return s.output, nil
 		}
 		if !r.x.durable {

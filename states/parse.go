@@ -3,7 +3,9 @@ package states
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -243,6 +245,11 @@ func (p *parser) checkGraph(m *Machine, raw map[string]any, statesPtr string) {
 			p.errorf(statesPtr+"/"+pointerEscape(n), n, "state %q is not reachable from StartAt", n)
 		}
 	}
+}
+
+// StateTypes returns the state types the parser accepts, sorted.
+func StateTypes() []string {
+	return slices.Sorted(maps.Keys(stateFields))
 }
 
 // stateFields lists the fields each state type accepts besides Type and
