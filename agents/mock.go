@@ -149,8 +149,12 @@ func parseMockResponse(ptr, key string, v any) (mockResponse, error) {
 	for k := range obj {
 		switch k {
 		case "Return", "Throw", "DelaySeconds", "HeartbeatSeconds", "Usage", "Tools":
+		case "Comment":
+			if _, isStr := obj[k].(string); !isStr {
+				return r, mockErrorf(ptr+"/Comment", "Comment must be a string, not %s", jsonpath.TypeName(obj[k]))
+			}
 		default:
-			return r, mockErrorf(ptr+"/"+k, "unknown field %q (a response has Return or Throw, and optionally DelaySeconds, HeartbeatSeconds, Usage and Tools)", k)
+			return r, mockErrorf(ptr+"/"+k, "unknown field %q (a response has Return or Throw, and optionally DelaySeconds, HeartbeatSeconds, Usage, Tools and Comment)", k)
 		}
 	}
 	ret, hasReturn := obj["Return"]
