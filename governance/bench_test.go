@@ -169,8 +169,9 @@ func mustCompile(tb testing.TB, block string) *Rules {
 	return r
 }
 
-func benchCheck(b *testing.B, tasks, notes int) {
-	r := mustCompile(b, benchBlock)
+func benchCheck(b *testing.B, tasks, notes int) { benchRules(b, mustCompile(b, benchBlock), tasks, notes) }
+
+func benchRules(b *testing.B, r *Rules, tasks, notes int) {
 	prev, proposed := benchDocs(b, tasks, notes)
 	if v := r.Check(prev, proposed, "Draft"); v != nil {
 		b.Fatalf("Check = %v, want nil", v)
@@ -185,10 +186,27 @@ func benchCheck(b *testing.B, tasks, notes int) {
 }
 
 // BenchmarkCheck1KiB checks a transition of a document of about 1 KiB.
-func BenchmarkCheck1KiB(b *testing.B) { benchCheck(b, 4, 2) }
+func BenchmarkCheck1KiB(b *testing.B) { benchCheck(b, 4, 3) }
 
 // BenchmarkCheck50KiB checks a transition of a document of about 50 KiB.
-func BenchmarkCheck50KiB(b *testing.B) { benchCheck(b, 330, 150) }
+func BenchmarkCheck50KiB(b *testing.B) { benchCheck(b, 400, 180) }
+
+// BenchmarkCheck1KiBNoSchema and BenchmarkCheck50KiBNoSchema are the same
+// without the schema, to show the validator's share.
+func BenchmarkCheck1KiBNoSchema(b *testing.B) { benchRules(b, noSchema(b), 4, 3) }
+
+// BenchmarkCheck50KiBNoSchema: see BenchmarkCheck1KiBNoSchema.
+func BenchmarkCheck50KiBNoSchema(b *testing.B) { benchRules(b, noSchema(b), 400, 180) }
+
+func noSchema(b *testing.B) *Rules {
+	block := decode(b, benchBlock).(map[string]any)
+	delete(block["Guard"].(map[string]any), "Schema")
+	r, err := Compile(block)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
 
 // BenchmarkCheckNoGovernance is the cost of Check for a definition without
 // governance (nil rules) and with an empty block.
