@@ -169,7 +169,9 @@ func mustCompile(tb testing.TB, block string) *Rules {
 	return r
 }
 
-func benchCheck(b *testing.B, tasks, notes int) { benchRules(b, mustCompile(b, benchBlock), tasks, notes) }
+func benchCheck(b *testing.B, tasks, notes int) {
+	benchRules(b, mustCompile(b, benchBlock), tasks, notes)
+}
 
 func benchRules(b *testing.B, r *Rules, tasks, notes int) {
 	prev, proposed := benchDocs(b, tasks, notes)
