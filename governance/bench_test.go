@@ -170,7 +170,10 @@ func mustCompile(tb testing.TB, block string) *Rules {
 }
 
 func benchCheck(b *testing.B, tasks, notes int) {
-	r := mustCompile(b, benchBlock)
+	benchRules(b, mustCompile(b, benchBlock), tasks, notes)
+}
+
+func benchRules(b *testing.B, r *Rules, tasks, notes int) {
 	prev, proposed := benchDocs(b, tasks, notes)
 	if v := r.Check(prev, proposed, "Draft"); v != nil {
 		b.Fatalf("Check = %v, want nil", v)
@@ -185,7 +188,77 @@ func benchCheck(b *testing.B, tasks, notes int) {
 }
 
 // BenchmarkCheck1KiB checks a transition of a document of about 1 KiB.
-func BenchmarkCheck1KiB(b *testing.B) { benchCheck(b, 4, 2) }
+func BenchmarkCheck1KiB(b *testing.B) { benchCheck(b, 4, 3) }
 
 // BenchmarkCheck50KiB checks a transition of a document of about 50 KiB.
-func BenchmarkCheck50KiB(b *testing.B) { benchCheck(b, 330, 150) }
+func BenchmarkCheck50KiB(b *testing.B) { benchCheck(b, 400, 180) }
+
+// BenchmarkCheck1KiBNoSchema and BenchmarkCheck50KiBNoSchema are the same
+// without the schema, to show the validator's share.
+func BenchmarkCheck1KiBNoSchema(b *testing.B) { benchRules(b, noSchema(b), 4, 3) }
+
+// BenchmarkCheck50KiBNoSchema: see BenchmarkCheck1KiBNoSchema.
+func BenchmarkCheck50KiBNoSchema(b *testing.B) { benchRules(b, noSchema(b), 400, 180) }
+
+func noSchema(b *testing.B) *Rules {
+	block := decode(b, benchBlock).(map[string]any)
+	delete(block["Guard"].(map[string]any), "Schema")
+	r, err := Compile(block)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// BenchmarkCheckNoGovernance is the cost of Check for a definition without
+// governance (nil rules) and with an empty block.
+func BenchmarkCheckNoGovernance(b *testing.B) {
+	prev, proposed := benchDocs(b, 4, 2)
+	var none *Rules
+	empty := mustCompile(b, `{}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if none.Check(prev, proposed, "S") != nil || empty.Check(prev, proposed, "S") != nil {
+			b.Fatal("denied")
+		}
+	}
+}
+
+// TestConcurrentCheck runs Check from several goroutines on shared rules
+// (run it with -race).
+func TestConcurrentCheck(t *testing.T) {
+	r := mustCompile(t, benchBlock)
+	prev, proposed := benchDocs(t, 20, 5)
+	bad := decode(t, `{"agent_id": "x"}`)
+	confirm, err := jsonpath.CompileReference("$.payment.confirmed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	confirmed, err := confirm.Set(proposed, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			var err error
+			for range 50 {
+				if v := r.Check(prev, proposed, "S"); v != nil {
+					err = v
+				}
+				if v := r.Check(prev, bad, "S"); v == nil {
+					err = fmt.Errorf("goroutine %d: Check of a bad document passed", g)
+				}
+				if v := r.Policy().Check(prev, confirmed, "S"); v == nil {
+					err = fmt.Errorf("goroutine %d: the policy allowed confirming the payment", g)
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -72,6 +72,8 @@ func TestCheckInvalidJSON(t *testing.T) {
 		{"NaN from a Go agent", map[string]any{"id": "a", "score": math.NaN()}, "$.score is NaN, which is not a JSON value"},
 		{"inside an added object", map[string]any{"id": "a", "score": json.Number("1"), "r": map[string]any{"x": math.Inf(1)}}, "$.r.x is +Inf, which is not a JSON value"},
 		{"a Go number equal to the old one", map[string]any{"id": "a", "score": 1}, "$.score is a Go int, which is not a JSON value"},
+		{"an added key that is not UTF-8", map[string]any{"id": "a", "score": json.Number("1"), "r": map[string]any{"k\xff": "v"}}, "$.r has a key that is not valid UTF-8"},
+		{"a new key that is not UTF-8", map[string]any{"id": "a", "score": json.Number("1"), "\xff": "v"}, "$ has a key that is not valid UTF-8"},
 		{"before the transition rules", map[string]any{"id": "b", "score": json.Number("1"), "x": 1.5}, "$.x is a Go float64, which is not a JSON value (numbers are json.Number)"},
 	}
 	for _, tt := range tests {

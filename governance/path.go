@@ -29,7 +29,6 @@ type segment struct {
 
 func keySeg(k string) segment { return segment{kind: segKey, key: k} }
 func indexSeg(i int) segment  { return segment{kind: segIndex, index: i} }
-func (s segment) isKey() bool { return s.kind == segKey || s.kind == segAnyKey }
 func (s segment) equal(o segment) bool {
 	return s.kind == o.kind && s.key == o.key && s.index == o.index
 }

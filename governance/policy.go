@@ -134,9 +134,22 @@ func oneLine(s string) string {
 // array also writes every value inside it: Deny and Allow apply to each of
 // them, and each Rule is evaluated on the write and then on every value
 // inside, so a rule about $.payment.amount also sees $.payment = {"amount":
-// 5000} being added. Rules run in order and the first one that returns true
+// 5000} being added.
+//
+// Writes are taken in path order; for each, Deny, then Allow, then the
+// Rules in order; the first denial is returned. A rule that returns true
 // denies the write; a rule that fails at run time or does not return a
-// boolean denies it too, with a reason that says so.
+// boolean denies it too (fail closed), with a reason that says so.
+//
+// A rule is an expr-lang expression over path (the written path, like
+// $.payment.amount), op ("add", "replace" or "remove"), value (the proposed
+// value, nil when removed), old (the previous value, nil when added), state
+// (the state's name), doc (the proposed document) and prev (the previous
+// document). Numbers are plain Go numbers: int64 when the value is an
+// integer that fits, else float64 (±Inf beyond its range); objects and
+// arrays are map[string]any and []any. The built-ins that reach outside the
+// documents (now, date, timezone) are not available. A rule that reads doc
+// or prev has them converted once per Check, which costs a walk of each.
 func (p *Policy) Check(prev, proposed any, state string) *Violation {
 	if p.empty() {
 		return nil
@@ -191,53 +204,60 @@ func (r *policyRun) write(w *write) *Violation {
 	if len(p.rules) == 0 {
 		return nil
 	}
-	if v := r.rules(w.path, w.op, w.old, w.new); v != nil {
+	// Old and new converted for expr once, only when a rule reads them;
+	// the values inside are taken from these conversions.
+	var oldX, newX any
+	if p.uses.old {
+		oldX = toExpr(w.old, len(w.path))
+	}
+	if p.uses.value {
+		newX = toExpr(w.new, len(w.path))
+	}
+	if v := r.rules(w.path, w.op, w.old, w.new, oldX, newX); v != nil {
 		return v
 	}
 	// Every value inside a container that is written as a whole.
 	path := slices.Clip(w.path)
-	if v := r.inner(path, OpRemove, w.old); v != nil {
+	if v := r.inner(path, OpRemove, w.old, oldX); v != nil {
 		return v
 	}
-	return r.inner(path, OpAdd, w.new)
+	return r.inner(path, OpAdd, w.new, newX)
 }
 
-// inner evaluates the rules on every value strictly inside v, in document
-// order (keys sorted).
-func (r *policyRun) inner(path []segment, op string, v any) *Violation {
+// inner evaluates the rules on every value strictly inside v (x is v
+// converted for expr, or nil), in document order (keys sorted).
+func (r *policyRun) inner(path []segment, op string, v, x any) *Violation {
 	if len(path) > jsonpath.MaxDepth {
 		return nil
 	}
-	switch x := v.(type) {
+	visit := func(sub []segment, item, itemX any) *Violation {
+		var viol *Violation
+		if op == OpAdd {
+			viol = r.rules(sub, op, nil, item, nil, itemX)
+		} else {
+			viol = r.rules(sub, op, item, nil, itemX, nil)
+		}
+		if viol == nil {
+			viol = r.inner(sub[:len(sub):len(sub)], op, item, itemX)
+		}
+		return viol
+	}
+	switch c := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(x) {
-			sub := append(path, keySeg(k))
-			var viol *Violation
-			if op == OpAdd {
-				viol = r.rules(sub, op, nil, x[k])
-			} else {
-				viol = r.rules(sub, op, x[k], nil)
-			}
-			if viol == nil {
-				viol = r.inner(sub[:len(sub):len(sub)], op, x[k])
-			}
-			if viol != nil {
+		cx, _ := x.(map[string]any)
+		for _, k := range sortedKeys(c) {
+			if viol := visit(append(path, keySeg(k)), c[k], cx[k]); viol != nil {
 				return viol
 			}
 		}
 	case []any:
-		for i, item := range x {
-			sub := append(path, indexSeg(i))
-			var viol *Violation
-			if op == OpAdd {
-				viol = r.rules(sub, op, nil, item)
-			} else {
-				viol = r.rules(sub, op, item, nil)
+		cx, _ := x.([]any)
+		for i, item := range c {
+			var itemX any
+			if i < len(cx) {
+				itemX = cx[i]
 			}
-			if viol == nil {
-				viol = r.inner(sub[:len(sub):len(sub)], op, item)
-			}
-			if viol != nil {
+			if viol := visit(append(path, indexSeg(i)), item, itemX); viol != nil {
 				return viol
 			}
 		}
@@ -361,19 +381,14 @@ func (r *policyRun) leaf(path []segment, op string, old, new any) *Violation {
 	return violation(ErrWriteDenied, Detail{Rule: "WritePolicy.Allow", Path: where, Old: old, New: new, Reason: reason})
 }
 
-// rules runs every rule on one write.
-func (r *policyRun) rules(path []segment, op string, old, new any) *Violation {
+// rules runs every rule on one write: old and new are the values, oldX
+// and newX the same converted for expr (nil when no rule reads them).
+func (r *policyRun) rules(path []segment, op string, old, new, oldX, newX any) *Violation {
 	p := r.p
 	r.pathBuf = appendPath(r.pathBuf[:0], path)
 	r.env.Path = string(r.pathBuf)
 	r.env.Op = op
-	r.env.Value, r.env.Old = nil, nil
-	if p.uses.value {
-		r.env.Value = toExpr(new, 0)
-	}
-	if p.uses.old {
-		r.env.Old = toExpr(old, 0)
-	}
+	r.env.Value, r.env.Old = newX, oldX
 	if p.uses.doc && !r.haveDoc {
 		r.env.Doc, r.haveDoc = toExpr(r.proposed, 0), true
 	}

@@ -123,6 +123,10 @@ func (d *differ) diff(p, q any) {
 		}
 		for k, qval := range qv {
 			if _, ok := pv[k]; !ok {
+				if d.check && !utf8.ValidString(k) {
+					c := checker{path: d.path, bad: &d.bad}
+					c.report("has a key that is not valid UTF-8", false)
+				}
 				d.path = append(d.path, keySeg(k))
 				d.emit(OpAdd, nil, qval)
 				d.path = d.path[:len(d.path)-1]
