@@ -71,6 +71,19 @@ const (
 	// ErrAgentNoConsensus is raised by a Debate that requires consensus and
 	// reaches none without an arbiter.
 	ErrAgentNoConsensus ErrorName = "Agent.NoConsensus"
+
+	// ErrGovernanceSchemaViolation is raised when a document does not match
+	// the workflow's Governance.Guard.Schema.
+	ErrGovernanceSchemaViolation ErrorName = "Governance.SchemaViolation"
+	// ErrGovernanceTransitionViolation is raised when a state's write breaks
+	// a rule of Governance.Guard.Transitions.
+	ErrGovernanceTransitionViolation ErrorName = "Governance.TransitionViolation"
+	// ErrGovernanceWriteDenied is raised when a write policy (the
+	// workflow's or the state's) denies one of a state's writes.
+	ErrGovernanceWriteDenied ErrorName = "Governance.WriteDenied"
+	// ErrGovernanceInvalidJSON is raised when a governed state writes a
+	// value outside the JSON model (a NaN or infinite float from a Go agent).
+	ErrGovernanceInvalidJSON ErrorName = "Governance.InvalidJSON"
 )
 
 // Error is an ASL error: a name that Retry and Catch match, a human-readable

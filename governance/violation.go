@@ -8,22 +8,23 @@ import (
 	"github.com/aslrun/aslrun/jsonpath"
 )
 
-// The error names of governance violations. They are ordinary ASL errors:
-// Retry and Catch match them by name and by States.ALL.
+// The error names of governance violations (the asl package's, named here
+// for convenience). They are ordinary ASL errors: Retry and Catch match
+// them by name and by States.ALL.
 const (
 	// ErrSchemaViolation is raised when a document does not match
 	// Governance.Guard.Schema.
-	ErrSchemaViolation asl.ErrorName = "Governance.SchemaViolation"
+	ErrSchemaViolation = asl.ErrGovernanceSchemaViolation
 	// ErrTransitionViolation is raised when a proposed document breaks a
 	// rule of Governance.Guard.Transitions.
-	ErrTransitionViolation asl.ErrorName = "Governance.TransitionViolation"
+	ErrTransitionViolation = asl.ErrGovernanceTransitionViolation
 	// ErrWriteDenied is raised when a write policy denies one of a state's
 	// writes.
-	ErrWriteDenied asl.ErrorName = "Governance.WriteDenied"
+	ErrWriteDenied = asl.ErrGovernanceWriteDenied
 	// ErrInvalidJSON is raised when a document holds a value outside the
 	// JSON model (a NaN or infinite float, a Go type, nesting deeper than
 	// jsonpath.MaxDepth).
-	ErrInvalidJSON asl.ErrorName = "Governance.InvalidJSON"
+	ErrInvalidJSON = asl.ErrGovernanceInvalidJSON
 )
 
 // Violation is a document or a transition that governance refuses. Name and
