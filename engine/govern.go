@@ -28,6 +28,11 @@ type skipNode struct{ v *governance.Violation }
 
 func (s *skipNode) Error() string { return "skipped: " + s.v.Error() }
 
+func isSkip(err error) bool {
+	var skip *skipNode
+	return errors.As(err, &skip)
+}
+
 // rules returns the workflow's compiled Governance block, nil without one.
 func (r *run) rules() *governance.Rules {
 	if e := r.m.Extensions; e != nil {
@@ -126,6 +131,9 @@ func violationDetail(v *governance.Violation) map[string]any {
 // gets a new idempotency key and the refusal in Request.Violation); a
 // refusal that stands is then an ordinary error for Retry and Catch.
 func (h *stateRun) retryOnce(attempt func(context.Context) (stepResult, error)) func(context.Context) (stepResult, error) {
+	if !h.governed() {
+		return attempt
+	}
 	return func(ctx context.Context) (stepResult, error) {
 		res, err := attempt(ctx)
 		var ae *asl.Error

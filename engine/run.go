@@ -382,7 +382,11 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	)
 	switch s := st.(type) {
 	case *states.Pass:
-		res, err = h.retryOnce(func(context.Context) (stepResult, error) { return h.pass(s, input) })(ctx)
+		if h.governed() {
+			res, err = h.retryOnce(func(context.Context) (stepResult, error) { return h.pass(s, input) })(ctx)
+		} else {
+			res, err = h.pass(s, input)
+		}
 	case *states.Task:
 		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.task(ctx, s, input) }))
 	case *states.Choice:
@@ -402,7 +406,7 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	default:
 		err = asl.Errorf(asl.ErrNotImplemented, "state %q: %s states are not implemented yet", c.Name, c.Type)
 	}
-	if skip := (*skipNode)(nil); errors.As(err, &skip) {
+	if err != nil && isSkip(err) {
 		// SKIP_NODE: none of the state's writes, its variables included;
 		// its input goes on to its Next unchanged.
 		res, err, h.assign = stepResult{output: input, proposed: input, next: c.Next, size: size}, nil, nil
