@@ -42,8 +42,11 @@ func passChain(n int) string {
 
 // BenchmarkPassChain100 runs a 100-state Pass chain on a 1 KiB document on
 // the in-memory path and reports the time per state.
-func BenchmarkPassChain100(b *testing.B) {
-	m, err := states.Parse([]byte(passChain(100)))
+func BenchmarkPassChain100(b *testing.B) { benchPassChain(b, passChain(100)) }
+
+// benchPassChain runs def, a 100-state chain, on the 1 KiB payload.
+func benchPassChain(b *testing.B, def string) {
+	m, err := states.Parse([]byte(def))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -77,26 +80,7 @@ func BenchmarkPassChain100Governed(b *testing.B) {
 			"next":{"type":"object","required":["payload","summary"]}}},
 			"Transitions":{"ImmutablePaths":["$.payload.id"]}},
 		"WritePolicy":{"Allow":["$.next"],"Deny":["$.payload"],"Rules":[{"Deny":"path startsWith '$.next.summary' && op == 'remove'","Reason":"summaries stay"}]}},`, 1)
-	m, err := states.Parse([]byte(def))
-	if err != nil {
-		b.Fatal(err)
-	}
-	payload, err := jsonpath.Decode([]byte(payload1KiB))
-	if err != nil {
-		b.Fatal(err)
-	}
-	input := map[string]any{"payload": payload}
-	x := engine.New(engine.Config{})
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		res, err := x.Run(ctx, m, input, engine.StartOptions{ID: "bench"})
-		if err != nil || res.Status != engine.StatusSucceeded {
-			b.Fatalf("run: %v %+v", err, res)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/state")
+	benchPassChain(b, def)
 }
 
 // BenchmarkMap100k runs a Map over 100,000 items with MaxConcurrency 64 and
