@@ -148,16 +148,11 @@ func evalCoalesce(_ *call, args []any, _ Env) (any, error) {
 }
 
 func evalTokenCount(_ *call, args []any, _ Env) (any, error) {
-	text, ok := args[0].(string)
-	if !ok {
-		b, err := Marshal(args[0])
-		if err != nil {
-			return nil, invalidArgs("States.TokenCount", "%v", err)
-		}
-		text = string(b)
+	n, err := EstimateTokens(args[0])
+	if err != nil {
+		return nil, invalidArgs("States.TokenCount", "%v", err)
 	}
-	n := utf8.RuneCountInString(text)
-	return IntNumber(int64((n + 3) / 4)), nil
+	return IntNumber(n), nil
 }
 
 func evalTruncate(_ *call, args []any, _ Env) (any, error) {
@@ -205,4 +200,21 @@ func executionTotal(env Env, field string) json.Number {
 		}
 	}
 	return "0"
+}
+
+// EstimateTokens is the engine's token estimate of a value, the one
+// States.TokenCount, Context.MaxTokens and budgets without reported usage
+// use: a quarter of the characters (runes) of a string, or of the compact
+// JSON text of any other value, rounded up. It fails only for a value
+// outside the JSON model.
+func EstimateTokens(v any) (int64, error) {
+	text, ok := v.(string)
+	if !ok {
+		b, err := Marshal(v)
+		if err != nil {
+			return 0, err
+		}
+		text = string(b)
+	}
+	return int64((utf8.RuneCountInString(text) + 3) / 4), nil
 }
