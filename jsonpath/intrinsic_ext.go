@@ -203,8 +203,7 @@ func executionTotal(env Env, field string) json.Number {
 }
 
 // EstimateTokens is the engine's token estimate of a value, the one
-// States.TokenCount, Context.MaxTokens and budgets without reported usage
-// use: a quarter of the characters (runes) of a string, or of the compact
+// States.TokenCount and Context.MaxTokens use: a quarter of the characters (runes) of a string, or of the compact
 // JSON text of any other value, rounded up. It fails only for a value
 // outside the JSON model.
 func EstimateTokens(v any) (int64, error) {
