@@ -497,7 +497,28 @@ func (p *parser) text(o *object, key string) (Text, bool) {
 	if !ok {
 		return Text{}, false
 	}
-	t, good := Text{Source: s}, true
+	t, problems := parseText(s)
+	for _, msg := range problems {
+		o.errorf(key, "%s %s", key, msg)
+	}
+	return t, len(problems) == 0
+}
+
+// ParseText parses s as a Text: literal text with {{$.path}}
+// placeholders. The error lists every bad placeholder.
+func ParseText(s string) (Text, error) {
+	t, problems := parseText(s)
+	if len(problems) > 0 {
+		return Text{}, errors.New("text " + strings.Join(problems, "; "))
+	}
+	return t, nil
+}
+
+// parseText parses s, returning what is wrong with it (each problem
+// reads after the field's name: "has a {{ placeholder that …").
+func parseText(s string) (Text, []string) {
+	t := Text{Source: s}
+	var problems []string
 	rest := s
 	for {
 		open := strings.Index(rest, "{{")
@@ -506,28 +527,25 @@ func (p *parser) text(o *object, key string) (Text, bool) {
 		}
 		end := strings.Index(rest[open:], "}}")
 		if end < 0 {
-			o.errorf(key, "%s has a {{ placeholder that is not closed with }}", key)
-			return Text{}, false
+			return Text{}, []string{"has a {{ placeholder that is not closed with }}"}
 		}
 		inner := strings.TrimSpace(rest[open+2 : open+end])
 		t.Literals = append(t.Literals, rest[:open])
 		rest = rest[open+end+2:]
 		if !strings.HasPrefix(inner, "$") {
-			o.errorf(key, "%s placeholder {{%s}} must be a JSONPath starting with $", key, inner)
-			good = false
+			problems = append(problems, fmt.Sprintf("placeholder {{%s}} must be a JSONPath starting with $", inner))
 			continue
 		}
 		path, err := jsonpath.Compile(inner)
 		if err != nil {
-			o.errorf(key, "%s placeholder {{%s}} is not a valid JSONPath: %s", key, inner, errText(err))
-			good = false
+			problems = append(problems, fmt.Sprintf("placeholder {{%s}} is not a valid JSONPath: %s", inner, errText(err)))
 			continue
 		}
 		t.Paths = append(t.Paths, path)
 	}
 	t.Literals = append(t.Literals, rest)
-	if !good {
-		return Text{}, false
+	if len(problems) > 0 {
+		return Text{}, problems
 	}
-	return t, true
+	return t, nil
 }
