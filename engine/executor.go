@@ -75,6 +75,10 @@ type Config struct {
 	// of sleeping; 0 means DefaultParkAfter. Without a store executions
 	// always sleep.
 	ParkAfter time.Duration
+	// OnEscalation is called when a pending approval escalates
+	// (Escalation.After, Repeat); nil logs it as a warning. Its error is
+	// logged, never raised.
+	OnEscalation func(ctx context.Context, n EscalationNotice) error
 }
 
 // Executor runs executions of state machines. It is safe for concurrent
@@ -87,6 +91,8 @@ type Executor struct {
 	log        *slog.Logger
 	maxPayload int // < 0: no limit
 	parkAfter  time.Duration
+	// onEscalation is Config.OnEscalation.
+	onEscalation func(ctx context.Context, n EscalationNotice) error
 
 	mu     sync.Mutex
 	active map[string]bool // executions running in this process
@@ -99,7 +105,7 @@ type Executor struct {
 func New(cfg Config) *Executor {
 	x := &Executor{
 		agents: cfg.Agents, agentsFor: cfg.AgentsFor, store: cfg.Store, log: cfg.Logger,
-		maxPayload: cfg.MaxPayloadSize, parkAfter: cfg.ParkAfter, active: make(map[string]bool),
+		maxPayload: cfg.MaxPayloadSize, parkAfter: cfg.ParkAfter, active: make(map[string]bool), onEscalation: cfg.OnEscalation,
 	}
 	if x.maxPayload == 0 {
 		x.maxPayload = DefaultMaxPayloadSize
@@ -150,11 +156,14 @@ type Result struct {
 	// Error and Cause describe the failure ("" when absent).
 	Error string
 	Cause string
-	// State, WaitingFor and WakeAt say where a WAITING execution waits,
-	// for what ("Wait", "Retry") and until when.
+	// State, WaitingFor and WakeAt say where a WAITING execution waits
+	// (the first state that stopped), for what ("Wait", "Retry",
+	// "Approval", or several joined by ", ") and until when (zero: until a
+	// decision). Approvals are the approvals waiting for a decision.
 	State      string
 	WaitingFor string
 	WakeAt     time.Time
+	Approvals  []PendingApproval
 }
 
 // Errors returned by the executor.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -176,6 +177,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 	var (
 		mu     sync.Mutex
 		failed int64
+		parked atomic.Bool
 	)
 	parent := h.sc
 	if s.Mode == "DISTRIBUTED" {
@@ -210,6 +212,11 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 			r.event(Event{Type: EventMapIterationStart, State: h.name(), Scope: h.sc.prefix, Input: itemInput, Document: itemInput, Detail: r.indexDetail(i)})
 			child := &scope{parent: parent, key: key + itoa(i) + "/", prefix: prefix + itoa(i) + "/", item: mi}
 			out, err := h.nested(gctx, s.Processor, child, itemInput, size)
+			if errors.Is(err, errParked) {
+				// The item waits (an Approval): the others go on.
+				parked.Store(true)
+				return nil
+			}
 			if err != nil {
 				var ae *asl.Error
 				if !errors.As(err, &ae) {
@@ -238,6 +245,9 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(ctx)
+	}
+	if parked.Load() {
+		return nil, errParked
 	}
 	if cfg.tolerant && failed > 0 {
 		exceeded := cfg.maxFailed >= 0 && failed > cfg.maxFailed

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -25,6 +27,7 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 	r := h.r
 	r.event(Event{Type: EventParallelStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	results := make([]any, len(s.Branches))
+	var parked atomic.Bool
 	g, gctx := errgroup.WithContext(ctx)
 	prefix := h.qualified() + "/"
 	key := h.nestedKey()
@@ -33,6 +36,11 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 		g.Go(func() error {
 			child := &scope{parent: h.sc, key: key + itoa(i) + "/", prefix: prefix + itoa(i) + "/", item: h.sc.item}
 			out, err := h.nested(gctx, b, child, input, size)
+			if errors.Is(err, errParked) {
+				// The branch waits (an Approval): the others go on.
+				parked.Store(true)
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -41,5 +49,8 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 		})
 	}
 	err = g.Wait()
+	if err == nil && parked.Load() {
+		err = errParked
+	}
 	return h.collected(raw, results, err, EventParallelSucceeded, EventParallelFailed, s.ResultSelector, s.ResultPath)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +37,10 @@ type run struct {
 	invocations map[string]int
 	seq         int64
 	queue       commitQueue
-	parked      *parking
+	// parked lists why machines stopped without ending (a long Wait or
+	// Retry delay at the top level, a pending Approval anywhere); the
+	// execution is then WAITING.
+	parked []parking
 	// usage totals the execution's usage so far (committed or not) and
 	// notices the one-time budget notices given.
 	usage   Usage
@@ -54,6 +59,8 @@ type parking struct {
 	state string
 	what  string
 	wake  time.Time
+	// approval is the pending Approval, if that is what it waits for.
+	approval *PendingApproval
 }
 
 // errParked unwinds the run when the execution stops to wait.
@@ -230,9 +237,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 	res := &Result{ID: r.exec.ID}
 	switch {
 	case errors.Is(err, errParked):
-		p := r.parked
-		res.Status, res.State, res.WaitingFor, res.WakeAt = StatusWaiting, p.state, p.what, p.wake
-		return res, nil
+		return r.parkExecution(ctx, res)
 	case err == nil:
 		res.Status, res.Output = StatusSucceeded, out
 		r.event(Event{Type: EventExecutionSucceeded, Output: out, Document: out})
@@ -403,6 +408,8 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.parallel(ctx, s, input) }))
 	case *states.Checkpoint:
 		res, err = h.checkpoint(s, input)
+	case *states.Approval:
+		res, err = h.withRetry(ctx, input, nil, s.Catch, func(ctx context.Context) (stepResult, error) { return h.approvalState(ctx, s, input) })
 	default:
 		err = asl.Errorf(asl.ErrNotImplemented, "state %q: %s states are not implemented yet", c.Name, c.Type)
 	}
@@ -425,23 +432,52 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	return res, nil
 }
 
-// park commits the top-level machine's position with the state's progress
-// (a delay until wake) and the execution as WAITING, and unwinds the run.
+// park commits the machine's position with the state's progress (a delay
+// until wake, a pending Approval) and unwinds the machine: a Map or a
+// Parallel lets its other items and branches go on, then unwinds too, and
+// the execution stops as WAITING (parkExecution). wake is when to be
+// woken, zero for never (an Approval without Timeout).
 func (h *stateRun) park(ctx context.Context, what string, wake time.Time, progress *StepProgress) error {
 	r := h.r
-	if d, ok := ctx.Deadline(); ok && d.Before(wake) {
+	if d, ok := ctx.Deadline(); ok && (wake.IsZero() || d.Before(wake)) {
 		// The execution times out before the wait ends: be woken then.
 		wake = d
 	}
-	c := &Commit{
-		Status: StatusWaiting, WakeAt: wake, WaitingFor: what,
-		Scopes: map[string]*Scope{"": h.sc.positionBefore(h.name(), h.raw, progress)},
-	}
+	c := &Commit{Scopes: map[string]*Scope{h.sc.key: h.sc.positionBefore(h.name(), h.raw, progress)}}
 	if err := r.commit(ctx, h.sc.settle(c)); err != nil {
 		return err
 	}
-	r.parked = &parking{state: h.name(), what: what, wake: wake}
+	r.mu.Lock()
+	r.parked = append(r.parked, parking{state: h.qualified(), what: what, wake: wake, approval: progress.Approval})
+	r.mu.Unlock()
 	return errParked
+}
+
+// parkExecution commits the execution as WAITING for what its machines
+// parked on, to be woken at the earliest of their wake-up times.
+func (r *run) parkExecution(ctx context.Context, res *Result) (*Result, error) {
+	res.Status = StatusWaiting
+	var whats []string
+	for _, p := range r.parked {
+		if res.State == "" {
+			res.State = p.state
+		}
+		if !slices.Contains(whats, p.what) {
+			whats = append(whats, p.what)
+		}
+		if !p.wake.IsZero() && (res.WakeAt.IsZero() || p.wake.Before(res.WakeAt)) {
+			res.WakeAt = p.wake
+		}
+		if p.approval != nil {
+			res.Approvals = append(res.Approvals, *p.approval)
+		}
+	}
+	res.WaitingFor = strings.Join(whats, ", ")
+	c := &Commit{Status: StatusWaiting, WakeAt: res.WakeAt, WaitingFor: res.WaitingFor}
+	if err := r.commit(context.WithoutCancel(ctx), c); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // positionBefore is the durable record of the scope while state name runs

@@ -140,6 +140,9 @@ type StepProgress struct {
 	Retries []int64
 	// WakeAt ends a delay (a Wait, or a Retry interval) under way.
 	WakeAt time.Time
+	// Approval is the pending approval of an Approval state (with the
+	// decision once Decide has recorded it); nil for other states.
+	Approval *PendingApproval
 }
 
 // Commit is one step of an execution, applied atomically by the store.

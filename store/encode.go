@@ -203,6 +203,7 @@ func encodeScopeRecord(r *scopeRecord) []byte {
 			w.int("attempt", int64(st.Attempt))
 			w.ints("retries", st.Retries)
 			w.time("wakeAt", st.WakeAt)
+			w.raw("approval", st.Approval)
 		})
 	}
 	w.bool("done", r.Done)

@@ -74,6 +74,8 @@ type stepRecord struct {
 	Attempt int       `json:"attempt,omitempty"`
 	Retries []int64   `json:"retries,omitempty"`
 	WakeAt  time.Time `json:"wakeAt,omitzero"`
+	// Approval is a pending approval's Value.
+	Approval json.RawMessage `json:"approval,omitempty"`
 }
 
 // checkpointRecord is one engine.Checkpoint without its document, which is
@@ -185,6 +187,11 @@ func encodeScope(s *engine.Scope, memo *docMemo) ([]byte, error) {
 	}
 	if st := s.Step; st != nil {
 		r.Step = &stepRecord{Visit: st.Visit, Attempt: st.Attempt, Retries: st.Retries, WakeAt: utc(st.WakeAt)}
+		if st.Approval != nil {
+			if r.Step.Approval, err = memo.raw(st.Approval.Value()); err != nil {
+				return nil, fmt.Errorf("pending approval: %w", err)
+			}
+		}
 	}
 	return encodeScopeRecord(&r), nil
 }
@@ -217,6 +224,15 @@ func decodeScopeRecord(data []byte) (*engine.Scope, error) {
 	}
 	if st := r.Step; st != nil {
 		s.Step = &engine.StepProgress{Visit: st.Visit, Attempt: st.Attempt, Retries: st.Retries, WakeAt: st.WakeAt}
+		if len(st.Approval) > 0 {
+			v, err := decodeDoc(st.Approval)
+			if err != nil {
+				return nil, fmt.Errorf("pending approval: %w", err)
+			}
+			if s.Step.Approval, err = engine.PendingApprovalFromValue(v); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return s, nil
 }

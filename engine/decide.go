@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/states"
+)
+
+// Pending returns the approvals an execution waits on, by ID.
+func (x *Executor) Pending(ctx context.Context, id string) ([]PendingApproval, error) {
+	if !x.durable {
+		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
+	}
+	e, err := x.store.Load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []PendingApproval
+	for _, key := range pendingKeys(e) {
+		out = append(out, *e.Progress.Scopes[key].Step.Approval)
+	}
+	return out, nil
+}
+
+// pendingKeys lists the scopes of e waiting for a decision, sorted.
+func pendingKeys(e *Execution) []string {
+	if e.Status != StatusWaiting {
+		return nil
+	}
+	var keys []string
+	for key, s := range e.Progress.Scopes {
+		if s != nil && !s.Done && s.Step != nil && s.Step.Approval != nil && s.Step.Approval.Decision == nil {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Decide records a decision for a pending approval of execution id and
+// continues the execution in this process, as Resume does: the result says
+// how it ended or where it waits next. A refused decision (ErrDecisionRefused)
+// leaves the execution waiting. A decision is applied exactly once: a
+// second one for the same approval, sent at the same time or later, is
+// refused (ErrBusy while the first is being applied).
+func (x *Executor) Decide(ctx context.Context, id string, d Decision, opts ResumeOptions) (*Result, error) {
+	if !x.durable {
+		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
+	}
+	// Hold the execution before reading it, so that two decisions are
+	// applied one after the other, the second seeing the first.
+	if !x.acquire(id) {
+		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
+	}
+	defer x.release(id)
+	e, m, err := x.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	key, pa, err := choosePending(e, d)
+	if err != nil {
+		return nil, err
+	}
+	st, err := approvalOf(m, pa)
+	if err != nil {
+		return nil, err
+	}
+	decision, err := decisionObject(st, pa, d)
+	if err != nil {
+		return nil, fmt.Errorf("execution %s approval %s: %w", id, pa.ID, err)
+	}
+	reg, err := x.agentsOf(e, opts)
+	if err != nil {
+		return nil, err
+	}
+	decided := *pa
+	decided.Decision = decision
+	scope := *e.Progress.Scopes[key]
+	step := *scope.Step
+	step.Approval = &decided
+	scope.Step = &step
+	e.Progress.Scopes[key] = &scope
+
+	r := x.resumed(m, e, reg)
+	detail := map[string]any{"approval": pa.ID}
+	maps.Copy(detail, decision)
+	r.ownEvent(Event{Type: EventApprovalDecided, State: pa.State, Document: scope.Doc, Detail: detail})
+	if err := r.commit(ctx, &Commit{Status: StatusRunning, Scopes: map[string]*Scope{key: &scope}}); err != nil {
+		return nil, err
+	}
+	return r.execute(ctx, e.Progress.Scopes[""])
+}
+
+// choosePending finds the pending approval a decision is for.
+func choosePending(e *Execution, d Decision) (string, *PendingApproval, error) {
+	keys := pendingKeys(e)
+	if len(keys) == 0 {
+		return "", nil, fmt.Errorf("execution %s is %s, not waiting for a decision: %w", e.ID, e.Status, ErrDecisionRefused)
+	}
+	var ids []string
+	var match []string
+	for _, k := range keys {
+		pa := e.Progress.Scopes[k].Step.Approval
+		ids = append(ids, pa.ID)
+		if d.ApprovalID == "" || d.ApprovalID == pa.ID || d.ApprovalID == pa.State || d.ApprovalID == stateOfID(pa.ID) {
+			match = append(match, k)
+		}
+	}
+	switch {
+	case len(match) == 1:
+		return match[0], e.Progress.Scopes[match[0]].Step.Approval, nil
+	case len(match) == 0:
+		return "", nil, fmt.Errorf("execution %s has no pending approval %q; pending: %s: %w", e.ID, d.ApprovalID, strings.Join(ids, ", "), ErrDecisionRefused)
+	}
+	return "", nil, fmt.Errorf("execution %s waits on %d approvals (%s): say which: %w", e.ID, len(match), strings.Join(ids, ", "), ErrDecisionRefused)
+}
+
+// stateOfID is the state name in a pending approval's ID ("Review" in
+// "Batch#1.0/3/Review#1").
+func stateOfID(id string) string {
+	if i := strings.LastIndex(id, "/"); i >= 0 {
+		id = id[i+1:]
+	}
+	if i := strings.LastIndex(id, "#"); i >= 0 {
+		id = id[:i]
+	}
+	return id
+}
+
+// approvalOf finds the Approval state of a pending approval.
+func approvalOf(m *states.Machine, pa *PendingApproval) (*states.Approval, error) {
+	name := stateOfID(pa.ID)
+	var found *states.Approval
+	var walk func(m *states.Machine)
+	walk = func(m *states.Machine) {
+		for n, st := range m.States {
+			switch s := st.(type) {
+			case *states.Approval:
+				if n == name {
+					found = s
+				}
+			case *states.Map:
+				walk(s.Processor)
+			case *states.Parallel:
+				for _, b := range s.Branches {
+					walk(b)
+				}
+			}
+		}
+	}
+	walk(m)
+	if found == nil {
+		return nil, fmt.Errorf("approval %s: the definition has no Approval state %q", pa.ID, name)
+	}
+	return found, nil
+}
+
+// decisionObject checks a decision against its pending approval and
+// builds the decision object the state records.
+func decisionObject(s *states.Approval, pa *PendingApproval, d Decision) (map[string]any, error) {
+	if !slices.Contains(pa.Options, d.Approval) {
+		return nil, fmt.Errorf("%q is not one of the options %s: %w", d.Approval, strings.Join(pa.Options, ", "), ErrDecisionRefused)
+	}
+	if d.Digest != "" && d.Digest != pa.Digest {
+		return nil, fmt.Errorf("the digest %s does not match what is pending (%s): the approval changed since it was shown: %w", d.Digest, pa.Digest, ErrDecisionRefused)
+	}
+	out := map[string]any{"approval": d.Approval, "timestamp": formatTime(time.Now())}
+	if d.Approver != "" {
+		out["approver"] = d.Approver
+	}
+	if d.Comment != "" {
+		out["comment"] = d.Comment
+	}
+	if d.Edit != nil {
+		if s.Editable == nil {
+			return nil, fmt.Errorf("the approval has no Editable fields, so an edit cannot be applied: %w", ErrDecisionRefused)
+		}
+		edit, err := jsonpath.Normalize(d.Edit)
+		if err != nil {
+			return nil, fmt.Errorf("the edit is not JSON: %v: %w", err, ErrDecisionRefused)
+		}
+		if _, isObj := edit.(map[string]any); !isObj {
+			return nil, fmt.Errorf("the edit must be an object shaped like the document, not %s: %w", jsonpath.TypeName(edit), ErrDecisionRefused)
+		}
+		// Every value written must lie inside an Editable field.
+		if outside := editOutside(edit, "$", s.Editable.Fields); outside != "" {
+			return nil, fmt.Errorf("the edit writes %s, which is not inside the Editable fields (%s): %w", outside, fieldList(s.Editable.Fields), ErrDecisionRefused)
+		}
+		out["edited"] = edit
+	}
+	return out, nil
+}
+
+// insideEditable reports whether a written path lies at or under one of
+// the fields ("$.draft.text" under "$.draft").
+func insideEditable(fields []*jsonpath.Path, path string) bool {
+	for _, f := range fields {
+		src := f.String()
+		if path == src || strings.HasPrefix(path, src+".") || strings.HasPrefix(path, src+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+func fieldList(fields []*jsonpath.Path) string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+// editOutside returns the first path of v (keys in order) that lies
+// outside every Editable field, or "" when all of v is inside them: a
+// value inside a field is fine as a whole; otherwise its members are
+// checked, and a scalar or an empty container outside is the answer.
+func editOutside(v any, path string, fields []*jsonpath.Path) string {
+	if path != "$" && insideEditable(fields, path) {
+		return ""
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			return path
+		}
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if p := editOutside(x[k], path+"."+k, fields); p != "" {
+				return p
+			}
+		}
+		return ""
+	case []any:
+		if len(x) == 0 {
+			return path
+		}
+		for i, e := range x {
+			if p := editOutside(e, fmt.Sprintf("%s[%d]", path, i), fields); p != "" {
+				return p
+			}
+		}
+		return ""
+	}
+	return path
+}
