@@ -32,6 +32,15 @@ func (h *stateRun) withRetry(ctx context.Context, raw any, retry []states.Retrie
 		if err == nil {
 			return res, nil
 		}
+		if errors.Is(err, errParked) && !h.parkedSelf && h.r.x.durable {
+			// Something inside (a Map item, a Parallel branch) waits: the
+			// state's own position and attempt are committed, so that the
+			// resumed attempt finds its nested machines under the same keys.
+			if err := h.saveProgress(ctx, h.retryProgress(counts)); err != nil {
+				return stepResult{}, err
+			}
+			return stepResult{}, errParked
+		}
 		var ae *asl.Error
 		if !errors.As(err, &ae) {
 			return stepResult{}, err

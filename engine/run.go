@@ -450,6 +450,7 @@ func (h *stateRun) park(ctx context.Context, what string, wake time.Time, progre
 	r.mu.Lock()
 	r.parked = append(r.parked, parking{state: h.qualified(), what: what, wake: wake, approval: progress.Approval})
 	r.mu.Unlock()
+	h.parkedSelf = true
 	return errParked
 }
 

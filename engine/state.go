@@ -38,6 +38,9 @@ type stateRun struct {
 	denied      *asl.Error
 	violation   map[string]any
 	retriedOnce bool
+	// parkedSelf is set when the state itself parked (its progress is
+	// committed), not a machine nested in it.
+	parkedSelf bool
 }
 
 // nestedKey is the scope-key prefix of the nested machines this state runs
