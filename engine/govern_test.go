@@ -81,6 +81,8 @@ type bypassCase struct {
 	// wantOutput, when set, its output.
 	wantError  asl.ErrorName
 	wantOutput string
+	// decide, when set, answers the Approval the run waits at.
+	decide *engine.Decision
 }
 
 // bypassCases holds, for every state type the parser accepts, a workflow
@@ -102,11 +104,12 @@ var bypassCases = map[string]bypassCase{
 	"Succeed":    {states: `"S":{"Type":"Succeed"}`, wantOutput: `{"order":"o-1","items":[1]}`},
 	"Fail":       {states: `"S":{"Type":"Fail","Error":"Stop","Cause":"forbidden"}`, wantError: "Stop"},
 	"Checkpoint": {states: `"S":{"Type":"Checkpoint","Name":"cp","Next":"Tail"}`, wantOutput: `{"order":"o-1","items":[1]}`},
-	// Not run yet (issue 5): they fail before writing anything. When they
-	// run, these cases must become an Approval edit and a Debate result
-	// writing $.secret.
-	"Approval": {states: `"S":{"Type":"Approval","Prompt":"ok?","Editable":{"Fields":["$.secret"],"ResultPath":"$.secret"},"Next":"Tail"}`, wantError: asl.ErrNotImplemented},
-	"Debate":   {states: `"S":{"Type":"Debate","Agents":["Forger","Forger2"],"Topic":"t","ResultPath":"$.secret","Next":"Tail"}`, wantError: asl.ErrNotImplemented},
+	// An approver's edit is a write like any other.
+	"Approval": {states: `"S":{"Type":"Approval","Prompt":"ok?","Editable":{"Fields":["$.items"],"ResultPath":"$.secret"},"ResultPath":"$.review","Next":"Tail"}`,
+		decide: &engine.Decision{Approval: "approve", Edit: map[string]any{"items": []any{"forbidden"}}}, wantError: governance.ErrWriteDenied},
+	// Not run yet (issue 5): it fails before writing anything. When it
+	// runs, this case must become a Debate result writing $.secret.
+	"Debate": {states: `"S":{"Type":"Debate","Agents":["Forger","Forger2"],"Topic":"t","ResultPath":"$.secret","Next":"Tail"}`, wantError: asl.ErrNotImplemented},
 }
 
 // moreBypassCases are the other ways a write reaches the document.
@@ -156,6 +159,14 @@ func runBypassCase(t *testing.T, tc bypassCase) *auditStore {
 	res, err := x.Run(context.Background(), m, mustJSON(t, `{"order":"o-1","items":[1]}`), engine.StartOptions{ID: "e"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tc.decide != nil {
+		if res.Status != engine.StatusWaiting {
+			t.Fatalf("run = %+v, want WAITING for a decision", res)
+		}
+		if res, err = x.Decide(context.Background(), "e", *tc.decide, engine.ResumeOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if tc.wantError != "" {
 		wantError(t, res, tc.wantError, "")
