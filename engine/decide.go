@@ -22,11 +22,16 @@ func (x *Executor) Pending(ctx context.Context, id string) ([]PendingApproval, e
 	if err != nil {
 		return nil, err
 	}
+	return PendingOf(e), nil
+}
+
+// PendingOf returns the approvals a loaded execution waits on, by ID.
+func PendingOf(e *Execution) []PendingApproval {
 	var out []PendingApproval
 	for _, key := range pendingKeys(e) {
 		out = append(out, *e.Progress.Scopes[key].Step.Approval)
 	}
-	return out, nil
+	return out
 }
 
 // pendingKeys lists the scopes of e waiting for a decision, sorted.

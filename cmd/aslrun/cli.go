@@ -75,6 +75,7 @@ func commands() []*command {
 		{name: "validate", usage: "validate FILE...", summary: "check workflow definitions and report every problem", run: cmdValidate},
 		{name: "run", usage: "run FILE [--input JSON|@FILE|-] [--mock FILE] [--name ID] [--db PATH]", summary: "run a workflow durably and print its output", run: cmdRun},
 		{name: "resume", usage: "resume ID [--from-checkpoint NAME [--fork] [--restore document|memory|both]] [--mock FILE]", summary: "continue an execution, or roll it back or fork it from a checkpoint", run: cmdResume},
+		{name: "approve", usage: "approve ID --decision OPTION [--by WHO] [--comment TEXT] [--edit JSON|@FILE] [--approval ID] [--digest D]", summary: "decide a pending approval and continue the execution", run: cmdApprove},
 		{name: "list", usage: "list [--status S] [--limit N] [--json]", summary: "list executions, newest first", run: cmdList},
 		{name: "status", usage: "status ID [--json]", summary: "show where an execution stands", run: cmdStatus},
 		{name: "history", usage: "history ID [--json] [--verify]", summary: "show an execution's history, or verify it is untampered", run: cmdHistory},
@@ -84,12 +85,6 @@ func commands() []*command {
 		{name: "graph", usage: "graph FILE --format dot|mermaid", summary: "draw a workflow as a Graphviz or Mermaid graph", run: cmdGraph},
 		{name: "conformance", usage: "conformance PATH...", summary: "run conformance case files and folders", run: cmdConformance},
 	}
-}
-
-// later lists the commands of the contract that arrive with the
-// agent-native states.
-var later = map[string]string{
-	"approve": "the Approval state",
 }
 
 // run is the whole program: it dispatches args to a command. base, when
@@ -119,9 +114,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			}
 			return err
 		}
-	}
-	if what, ok := later[name]; ok {
-		return usageErrorf("command %q is not available yet: it arrives with %s", name, what)
 	}
 	return usageErrorf("unknown command %q (run \"aslrun help\")", name)
 }

@@ -120,6 +120,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	input := fs.String("input", "", "execution input: JSON text, @FILE, or - for standard input (default {})")
 	mock := fs.String("mock", "", "mock `FILE` scripting the agents (DESIGN.md §7)")
 	name := fs.String("name", "", "execution `ID` (default a new UUIDv7)")
+	noPrompt := fs.Bool("no-prompt", false, "at an Approval, exit 3 instead of asking on the terminal")
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "run", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -163,9 +164,15 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 		opts.ID = u.String()
 	}
 	fmt.Fprintf(c.stderr, "execution: %s\n", opts.ID)
-	res, err := c.executor(st).Run(ctx, m, in, opts)
+	x := c.executor(st)
+	res, err := x.Run(ctx, m, in, opts)
 	if err != nil {
 		return engineError(err)
+	}
+	if len(res.Approvals) > 0 && !*noPrompt && !c.remote && isTerminal(c.stdin) {
+		if res, err = decideInteractively(ctx, c, x, res); err != nil {
+			return engineError(err)
+		}
 	}
 	return printResult(c, res)
 }

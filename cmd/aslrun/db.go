@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aslrun/aslrun/agents"
@@ -109,10 +110,23 @@ func printResult(c *cmdContext, res *engine.Result) error {
 		if !res.WakeAt.IsZero() {
 			w["wakeAt"] = res.WakeAt.UTC().Format(time.RFC3339)
 		}
+		if len(res.Approvals) > 0 {
+			w["approvals"] = approvalsJSON(res.Approvals)
+		}
 		if err := writeJSON(c.stdout, w); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stderr, "execution %s is waiting (%s at %s); `aslrun worker` wakes it, or `aslrun resume %s`\n", res.ID, res.WaitingFor, res.State, res.ID)
+		if len(res.Approvals) > 0 {
+			pa := res.Approvals[0]
+			which := ""
+			if len(res.Approvals) > 1 {
+				which = " --approval " + pa.ID
+			}
+			fmt.Fprintf(c.stderr, "execution %s waits for a decision at %s; decide with `aslrun approve %s%s --decision %s`\n",
+				res.ID, pa.State, res.ID, which, strings.Join(pa.Options, "|"))
+		} else {
+			fmt.Fprintf(c.stderr, "execution %s is waiting (%s at %s); `aslrun worker` wakes it, or `aslrun resume %s`\n", res.ID, res.WaitingFor, res.State, res.ID)
+		}
 		return &exitError{code: exitWaiting}
 	default:
 		failure := map[string]any{}
@@ -133,7 +147,8 @@ func printResult(c *cmdContext, res *engine.Result) error {
 func engineError(err error) error {
 	switch {
 	case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, engine.ErrExists),
-		errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrEnded), errors.Is(err, engine.ErrBusy):
+		errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrEnded), errors.Is(err, engine.ErrBusy),
+		errors.Is(err, engine.ErrDecisionRefused):
 		return &exitError{code: exitUsage, msg: err.Error()}
 	}
 	return err

@@ -138,6 +138,7 @@ func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 		out := map[string]any{
 			"id": e.ID, "status": string(e.Status), "output": output, "error": nullable(e.Error), "cause": nullable(e.Cause),
 			"state": nullable(state), "startedAt": timeJSON(e.StartedAt), "stoppedAt": timeJSON(e.StoppedAt),
+			"approvals": approvalsJSON(engine.PendingOf(e)),
 			"usage": map[string]any{
 				"inputTokens": e.Progress.Usage.InputTokens, "outputTokens": e.Progress.Usage.OutputTokens,
 				"tokens": e.Progress.Usage.Tokens, "cost": e.Progress.Usage.Cost,
@@ -154,6 +155,10 @@ func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	if e.Status == engine.StatusWaiting {
 		fmt.Fprintf(w, "waiting for\t%s until %s\n", e.WaitingFor, timeText(e.WakeAt))
+	}
+	for _, pa := range engine.PendingOf(e) {
+		prompt, _ := jsonpath.Marshal(pa.Prompt)
+		fmt.Fprintf(w, "approval\t%s: %s; options %s; digest %.12s\n", pa.ID, prompt, strings.Join(pa.Options, ", "), pa.Digest)
 	}
 	if u := e.Progress.Usage; u != (engine.Usage{}) {
 		fmt.Fprintf(w, "usage\t%d tokens (%d in, %d out), cost %s\n", u.Tokens, u.InputTokens, u.OutputTokens, strconv.FormatFloat(u.Cost, 'f', -1, 64))
@@ -309,4 +314,13 @@ func cmdGC(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	fmt.Fprintf(c.stdout, "removed %d expired checkpoints and %d unreferenced snapshots\n", rep.Checkpoints, rep.Blobs)
 	return nil
+}
+
+// approvalsJSON lists pending approvals as status --json prints them.
+func approvalsJSON(list []engine.PendingApproval) []any {
+	out := make([]any, len(list))
+	for i, pa := range list {
+		out[i] = pendingJSON(pa)
+	}
+	return out
 }

@@ -65,7 +65,7 @@ func TestHelp(t *testing.T) {
 	if code, _, errOut := invoke(t, ""); code != exitUsage || !strings.Contains(errOut, "Usage:") {
 		t.Errorf("no arguments: code %d, stderr %q", code, errOut)
 	}
-	for _, cmd := range []string{"validate", "run", "resume", "list", "status", "history", "checkpoints", "worker", "gc", "graph", "conformance"} {
+	for _, cmd := range []string{"validate", "run", "resume", "approve", "list", "status", "history", "checkpoints", "worker", "gc", "graph", "conformance"} {
 		code, out, _ := invoke(t, "", cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Usage: aslrun "+cmd) {
 			t.Errorf("%s --help: code %d, output %q", cmd, code, out)
@@ -76,8 +76,8 @@ func TestHelp(t *testing.T) {
 		t.Errorf("unknown command: code %d, stderr %q", code, errOut)
 	}
 	code, _, errOut = invoke(t, "", "approve", "x")
-	if code != exitUsage || !strings.Contains(errOut, "not available yet") {
-		t.Errorf("approve: code %d, stderr %q", code, errOut)
+	if code != exitUsage || !strings.Contains(errOut, "--decision is required") {
+		t.Errorf("approve without a decision: code %d, stderr %q", code, errOut)
 	}
 }
 
