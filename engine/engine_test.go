@@ -418,7 +418,6 @@ func TestRequestIdentity(t *testing.T) {
 func TestNotImplementedFeatures(t *testing.T) {
 	echo := agents.Func(func(_ context.Context, req *agents.Request) (any, error) { return req.Input, nil })
 	cases := map[string]string{
-		"debate":      `{"StartAt":"D","States":{"D":{"Type":"Debate","Agents":["E","F"],"Topic":"t","End":true}}}`,
 		"memory":      `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"E","Memory":{"Read":["k"]},"End":true}}}`,
 		"pass memory": `{"StartAt":"P","States":{"P":{"Type":"Pass","Memory":{"Write":{"Key":"k","Value":1}},"End":true}}}`,
 	}

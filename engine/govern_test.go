@@ -107,9 +107,7 @@ var bypassCases = map[string]bypassCase{
 	// An approver's edit is a write like any other.
 	"Approval": {states: `"S":{"Type":"Approval","Prompt":"ok?","Editable":{"Fields":["$.items"],"ResultPath":"$.secret"},"ResultPath":"$.review","Next":"Tail"}`,
 		decide: &engine.Decision{Approval: "approve", Edit: map[string]any{"items": []any{"forbidden"}}}, wantError: governance.ErrWriteDenied},
-	// Not run yet (issue 5): it fails before writing anything. When it
-	// runs, this case must become a Debate result writing $.secret.
-	"Debate": {states: `"S":{"Type":"Debate","Agents":["Forger","Forger2"],"Topic":"t","ResultPath":"$.secret","Next":"Tail"}`, wantError: asl.ErrNotImplemented},
+	"Debate": {states: `"S":{"Type":"Debate","Agents":["Forger","Forger2"],"Topic":"t","ResultPath":"$.secret","Next":"Tail"}`, wantError: governance.ErrWriteDenied},
 }
 
 // moreBypassCases are the other ways a write reaches the document.

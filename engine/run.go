@@ -408,6 +408,8 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.parallel(ctx, s, input) }))
 	case *states.Checkpoint:
 		res, err = h.checkpoint(s, input)
+	case *states.Debate:
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.debate(ctx, s, input) }))
 	case *states.Approval:
 		res, err = h.withRetry(ctx, input, nil, s.Catch, func(ctx context.Context) (stepResult, error) { return h.approvalState(ctx, s, input) })
 	default:

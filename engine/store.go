@@ -143,6 +143,9 @@ type StepProgress struct {
 	// Approval is the pending approval of an Approval state (with the
 	// decision once Decide has recorded it); nil for other states.
 	Approval *PendingApproval
+	// Debate holds the turns of a Debate's finished rounds (a JSON list of
+	// {round, agent, response}); nil for other states.
+	Debate any
 }
 
 // Commit is one step of an execution, applied atomically by the store.

@@ -44,7 +44,7 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 	if err != nil {
 		return stepResult{}, err
 	}
-	result, size, err := h.callAgent(ctx, s, params, timeout, heartbeat)
+	result, size, err := h.callAgent(ctx, s, "", params, timeout, heartbeat)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -90,8 +90,16 @@ func (h *stateRun) seconds(field string, fixed int64, path *jsonpath.Path, input
 // callAgent invokes the named agent once, recording the Task events, and
 // returns its normalized result with its size, or the ASL error it failed
 // with.
-func (h *stateRun) callAgent(ctx context.Context, s *states.Task, input any, timeout, heartbeat time.Duration) (any, int, error) {
+//
+// sub names the call within the state when the state makes several (a
+// Debate's "round-2/Critic"): it extends the step of the call's
+// idempotency key.
+func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, input any, timeout, heartbeat time.Duration) (any, int, error) {
 	r := h.r
+	step := h.step()
+	if sub != "" {
+		step += "/" + sub
+	}
 	name := s.Agent
 	if err := h.workflowBudgetSpent(); err != nil {
 		// The agent is not called: nothing is scheduled.
@@ -102,7 +110,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, input any, tim
 	n := r.invocations[name]
 	r.invocations[name] = n + 1
 	r.mu.Unlock()
-	key := map[string]any{"step": h.step(), "attempt": jsonpath.IntNumber(int64(h.env.retry)), "invocation": jsonpath.IntNumber(int64(n))}
+	key := map[string]any{"step": step, "attempt": jsonpath.IntNumber(int64(h.env.retry)), "invocation": jsonpath.IntNumber(int64(n))}
 	r.event(Event{Type: EventTaskScheduled, State: h.name(), Scope: h.sc.prefix, Input: input, Document: h.raw, Detail: key})
 	if !ok {
 		err := asl.Errorf(asl.ErrTaskFailed, "agent %q is not registered", name)
@@ -112,7 +120,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, input any, tim
 	req := &agents.Request{
 		Agent:      name,
 		Execution:  r.exec.ID,
-		Step:       h.step(),
+		Step:       step,
 		State:      h.qualified(),
 		Attempt:    h.env.retry,
 		Invocation: n,

@@ -204,6 +204,7 @@ func encodeScopeRecord(r *scopeRecord) []byte {
 			w.ints("retries", st.Retries)
 			w.time("wakeAt", st.WakeAt)
 			w.raw("approval", st.Approval)
+			w.raw("debate", st.Debate)
 		})
 	}
 	w.bool("done", r.Done)

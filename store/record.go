@@ -74,8 +74,10 @@ type stepRecord struct {
 	Attempt int       `json:"attempt,omitempty"`
 	Retries []int64   `json:"retries,omitempty"`
 	WakeAt  time.Time `json:"wakeAt,omitzero"`
-	// Approval is a pending approval's Value.
+	// Approval is a pending approval's Value; Debate the turns of a
+	// Debate's finished rounds.
 	Approval json.RawMessage `json:"approval,omitempty"`
+	Debate   json.RawMessage `json:"debate,omitempty"`
 }
 
 // checkpointRecord is one engine.Checkpoint without its document, which is
@@ -192,6 +194,11 @@ func encodeScope(s *engine.Scope, memo *docMemo) ([]byte, error) {
 				return nil, fmt.Errorf("pending approval: %w", err)
 			}
 		}
+		if st.Debate != nil {
+			if r.Step.Debate, err = memo.raw(st.Debate); err != nil {
+				return nil, fmt.Errorf("debate progress: %w", err)
+			}
+		}
 	}
 	return encodeScopeRecord(&r), nil
 }
@@ -232,6 +239,9 @@ func decodeScopeRecord(data []byte) (*engine.Scope, error) {
 			if s.Step.Approval, err = engine.PendingApprovalFromValue(v); err != nil {
 				return nil, err
 			}
+		}
+		if s.Step.Debate, err = decodeDoc(st.Debate); err != nil {
+			return nil, fmt.Errorf("debate progress: %w", err)
 		}
 	}
 	return s, nil
