@@ -130,10 +130,12 @@ func (h *stateRun) spend(u Usage) error {
 	if u == (Usage{}) {
 		return nil
 	}
+	h.sc.callsMu.Lock()
 	if h.sc.usage == nil {
 		h.sc.usage = &Usage{}
 	}
 	h.sc.usage.Add(&u)
+	h.sc.callsMu.Unlock()
 	r.mu.Lock()
 	r.usage.Add(&u)
 	total := r.usage
@@ -159,7 +161,7 @@ func (h *stateRun) spend(u Usage) error {
 			r.ownEvent(Event{Type: EventBudgetAlert, State: h.name(), Scope: h.sc.prefix, Document: h.raw, Detail: map[string]any{
 				"at": jsonpath.FloatNumber(a.At), "message": a.Message, "usage": total.json(),
 			}})
-			h.sc.notices = append(h.sc.notices, key)
+			h.sc.addNotice(key)
 		}
 	}
 	over := overBudget(b, total, false)
@@ -171,7 +173,7 @@ func (h *stateRun) spend(u Usage) error {
 		if r.notice("exceeded") {
 			r.ownEvent(Event{Type: EventBudgetOverridden, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
 				Detail: map[string]any{"reason": cause, "usage": total.json()}})
-			h.sc.notices = append(h.sc.notices, "exceeded")
+			h.sc.addNotice("exceeded")
 		}
 		return nil
 	}
@@ -225,4 +227,11 @@ func (r *run) notice(key string) bool {
 	}
 	r.notices[key] = true
 	return true
+}
+
+// addNotice keeps a budget notice to commit with the scope's next commit.
+func (sc *scope) addNotice(key string) {
+	sc.callsMu.Lock()
+	sc.notices = append(sc.notices, key)
+	sc.callsMu.Unlock()
 }

@@ -85,6 +85,9 @@ type scope struct {
 	// resume is the step progress loaded for the first state to run, if
 	// the scope was resumed in the middle of a state.
 	resume *StepProgress
+	// callsMu guards calls, usage and notices while a simultaneous Debate round's
+	// calls end together.
+	callsMu sync.Mutex
 	// calls counts, per agent, the calls this scope made whose results are
 	// not committed yet: the commit that makes a result durable adds its
 	// call to the execution's counters, so that a call repeated after a

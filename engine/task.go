@@ -150,10 +150,12 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 	if ctx.Err() == nil || err == nil {
 		// The call completed (not cut short by the run stopping): the
 		// commit that makes its outcome durable counts it, and its usage.
+		h.sc.callsMu.Lock()
 		if h.sc.calls == nil {
 			h.sc.calls = make(map[string]int)
 		}
 		h.sc.calls[name]++
+		h.sc.callsMu.Unlock()
 		usageMu.Lock()
 		u, bad := used, badUse
 		usageMu.Unlock()
