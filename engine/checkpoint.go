@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"fmt"
 	"maps"
 	"time"
 
@@ -21,7 +23,7 @@ const (
 // state after it as the position (written with the state's commit). Without
 // a store there is nothing to save the snapshot in: the state only passes
 // its input on.
-func (h *stateRun) checkpoint(s *states.Checkpoint, raw any) (stepResult, error) {
+func (h *stateRun) checkpoint(ctx context.Context, s *states.Checkpoint, raw any) (stepResult, error) {
 	input, err := h.inputPath(raw)
 	if err != nil {
 		return stepResult{}, err
@@ -49,6 +51,9 @@ func (h *stateRun) checkpoint(s *states.Checkpoint, raw any) (stepResult, error)
 	}
 	if !s.TTL.Never {
 		cp.ExpiresAt = now.Add(s.TTL.Duration)
+	}
+	if cp.Memory, err = h.r.memorySnapshot(ctx); err != nil {
+		return stepResult{}, fmt.Errorf("state %s: %w", h.name(), err)
 	}
 	// The variables and visits are those after the state: they are set in
 	// step, before the commit, by checkpointDone.

@@ -132,6 +132,7 @@ func mergeCommit(pending, c *Commit) *Commit {
 		c.DropScopes = c.DropScopes[:len(c.DropScopes):len(c.DropScopes)]
 		c.AddInvocations = maps.Clone(c.AddInvocations)
 		c.Notices = c.Notices[:len(c.Notices):len(c.Notices)]
+		c.Memory = c.Memory[:len(c.Memory):len(c.Memory)]
 		return c
 	}
 	for _, prefix := range c.DropScopes {
@@ -166,6 +167,7 @@ func mergeCommit(pending, c *Commit) *Commit {
 		pending.AddUsage = &sum
 	}
 	pending.Notices = append(pending.Notices, c.Notices...)
+	pending.Memory = append(pending.Memory, c.Memory...)
 	if c.Status != "" {
 		pending.Status, pending.Output, pending.Error, pending.Cause, pending.StoppedAt = c.Status, c.Output, c.Error, c.Cause, c.StoppedAt
 		pending.WakeAt, pending.WaitingFor = c.WakeAt, c.WaitingFor

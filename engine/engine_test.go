@@ -418,8 +418,8 @@ func TestRequestIdentity(t *testing.T) {
 func TestNotImplementedFeatures(t *testing.T) {
 	echo := agents.Func(func(_ context.Context, req *agents.Request) (any, error) { return req.Input, nil })
 	cases := map[string]string{
-		"memory":      `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"E","Memory":{"Read":["k"]},"End":true}}}`,
-		"pass memory": `{"StartAt":"P","States":{"P":{"Type":"Pass","Memory":{"Write":{"Key":"k","Value":1}},"End":true}}}`,
+		"context":    `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"E","Context":{"MaxTokens":10},"End":true}}}`,
+		"guardrails": `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"E","Guardrails":{"Input":{"Rules":[{"Type":"length","Max":10}]}},"End":true}}}`,
 	}
 	for name, def := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -99,6 +99,8 @@ type Executor struct {
 	// limiters count tool uses under the RateLimits of each workflow's
 	// states, across the executions of this process.
 	limiters map[string]*limiter
+	// local is the agent memory of an executor without a store.
+	local localMemory
 }
 
 // New returns an Executor configured by cfg.

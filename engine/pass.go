@@ -1,19 +1,27 @@
 package engine
 
-import "github.com/aslrun/aslrun/states"
+import (
+	"context"
+
+	"github.com/aslrun/aslrun/states"
+)
 
 // pass runs a Pass state: the result is Result (taken literally, even when
 // falsy), else Parameters evaluated on the effective input, else the
 // effective input itself.
-func (h *stateRun) pass(s *states.Pass, raw any) (stepResult, error) {
-	if s.Memory != nil {
-		return stepResult{}, notImplemented(h.name(), "Memory")
-	}
+func (h *stateRun) pass(ctx context.Context, s *states.Pass, raw any) (stepResult, error) {
 	input, err := h.inputPath(raw)
 	if err != nil {
 		return stepResult{}, err
 	}
-	result, size := input, h.inSize
+	inSize := h.inSize
+	if s.Memory != nil && s.Memory.Read != nil {
+		if input, err = h.memoryRead(ctx, s.Memory, input); err != nil {
+			return stepResult{}, err
+		}
+		inSize = unknownSize
+	}
+	result, size := input, inSize
 	switch {
 	case s.HasResult:
 		if h.r.x.maxPayload >= 0 && s.ResultSize > h.r.x.maxPayload {
@@ -21,7 +29,7 @@ func (h *stateRun) pass(s *states.Pass, raw any) (stepResult, error) {
 		}
 		result, size = s.Result, s.ResultSize
 	case s.Parameters != nil:
-		if result, size, err = h.template(s.Parameters, input, h.inSize); err != nil {
+		if result, size, err = h.template(s.Parameters, input, inSize); err != nil {
 			return stepResult{}, err
 		}
 	}

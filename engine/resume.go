@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -248,8 +249,13 @@ func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts Res
 		c.Invocations = maps.Clone(r.invocations)
 		c.Rollback = &Rollback{ToEvent: cp.LastEvent, ToOwnEvent: cp.LastOwnEvent}
 	}
+	if opts.Restore != RestoreDocument {
+		if c.Memory, err = x.restoreMemory(ctx, cp.Memory, id); err != nil {
+			return nil, fmt.Errorf("execution %s checkpoint %q: %w", id, cp.Name, err)
+		}
+	}
 	r.ownEvent(Event{Type: EventExecutionRolledBack, State: cp.State, Document: top.Doc, Detail: map[string]any{
-		"checkpoint": cp.Name, "restore": opts.Restore.String(), "from": string(e.Status),
+		"checkpoint": cp.Name, "restore": opts.Restore.String(), "from": string(e.Status), "memoryWrites": jsonpath.IntNumber(int64(len(c.Memory))),
 	}})
 	if err := r.commit(ctx, c); err != nil {
 		return nil, err
@@ -268,6 +274,12 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 	spent, notices, err := budgetFromCheckpoint(cp.Budget)
 	if err != nil {
 		return nil, fmt.Errorf("execution %s checkpoint %q: %w", parent.ID, cp.Name, err)
+	}
+	var memory []MemoryWrite
+	if opts.Restore != RestoreDocument {
+		if memory, err = x.restoreMemory(ctx, cp.Memory, parent.ID); err != nil {
+			return nil, fmt.Errorf("execution %s checkpoint %q: %w", parent.ID, cp.Name, err)
+		}
 	}
 	e := &Execution{
 		ID: opts.ForkID, MachineName: parent.MachineName, Definition: parent.Definition,
@@ -319,7 +331,7 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 		top = &Scope{Next: m.StartAt, Doc: e.Input}
 		r.checkStart = true
 	}
-	c := &Commit{Status: StatusRunning, Scopes: map[string]*Scope{"": top}, Invocations: maps.Clone(r.invocations), Usage: usage}
+	c := &Commit{Status: StatusRunning, Scopes: map[string]*Scope{"": top}, Invocations: maps.Clone(r.invocations), Usage: usage, Memory: memory}
 	if usage != nil {
 		c.Notices = slices.Sorted(maps.Keys(r.notices))
 	}

@@ -97,16 +97,20 @@ type scope struct {
 	// budget notices they gave, committed with them.
 	usage   *Usage
 	notices []string
+	// memory are the memory writes of the states completed since the
+	// scope's last commit, committed with their completion.
+	memory []MemoryWrite
 	// sizes remembers the sizes of large parts of this scope's documents.
 	sizes jsonpath.SizeCache
 }
 
-// settle hands the scope's uncommitted calls, usage and budget notices to
+// settle hands the scope's uncommitted calls, usage, budget notices and
+// memory writes to
 // a commit it makes (the commit that makes the calls' outcomes durable),
 // and forgets them. It returns c.
 func (s *scope) settle(c *Commit) *Commit {
-	c.AddInvocations, c.AddUsage, c.Notices = s.calls, s.usage, s.notices
-	s.calls, s.usage, s.notices = nil, nil, nil
+	c.AddInvocations, c.AddUsage, c.Notices, c.Memory = s.calls, s.usage, s.notices, s.memory
+	s.calls, s.usage, s.notices, s.memory = nil, nil, nil, nil
 	return c
 }
 
@@ -224,9 +228,11 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		defer cancel()
 	}
 	sc := &scope{top: true, vars: top.Vars, visits: top.Visits, resume: top.Step}
-	var out any
-	err := workflowFeatures(r.m)
-	if err == nil && r.checkStart {
+	var (
+		out any
+		err error
+	)
+	if r.checkStart {
 		err = r.checkInput(top.Doc)
 	}
 	switch {
@@ -273,24 +279,6 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
-}
-
-// workflowFeatures fails a workflow whose top-level agent-native blocks do
-// not run yet: they validate, but running without them would silently drop
-// their guarantees.
-func workflowFeatures(m *states.Machine) error {
-	e := m.Extensions
-	if e == nil {
-		return nil
-	}
-	var feature string
-	switch {
-	case e.Memory != nil:
-		feature = "Memory"
-	default:
-		return nil
-	}
-	return asl.Errorf(asl.ErrNotImplemented, "the workflow's top-level %s block is not implemented yet", feature)
 }
 
 // machine runs a (possibly nested) machine in scope sc from state next on
@@ -391,9 +379,9 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	switch s := st.(type) {
 	case *states.Pass:
 		if h.governed() {
-			res, err = h.retryOnce(func(context.Context) (stepResult, error) { return h.pass(s, input) })(ctx)
+			res, err = h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.pass(ctx, s, input) })(ctx)
 		} else {
-			res, err = h.pass(s, input)
+			res, err = h.pass(ctx, s, input)
 		}
 	case *states.Task:
 		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.task(ctx, s, input) }))
@@ -410,7 +398,7 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	case *states.Parallel:
 		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.parallel(ctx, s, input) }))
 	case *states.Checkpoint:
-		res, err = h.checkpoint(s, input)
+		res, err = h.checkpoint(ctx, s, input)
 	case *states.Debate:
 		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.debate(ctx, s, input) }))
 	case *states.Approval:
@@ -421,7 +409,7 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	if err != nil && isSkip(err) {
 		// SKIP_NODE: none of the state's writes, its variables included;
 		// its input goes on to its Next unchanged.
-		res, err, h.assign = stepResult{output: input, proposed: input, next: c.Next, size: size}, nil, nil
+		res, err, h.assign, h.memWrites = stepResult{output: input, proposed: input, next: c.Next, size: size}, nil, nil, nil
 	}
 	if err != nil {
 		return stepResult{}, err
@@ -429,6 +417,7 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	if h.assign != nil {
 		sc.assign(h.assign)
 	}
+	h.commitMemory()
 	r.event(Event{Type: eventType(c.Type, false), State: c.Name, Scope: sc.prefix, Output: res.output, Document: res.output})
 	res.drop = append(res.drop, h.drop...)
 	if res.checkpoint != nil {

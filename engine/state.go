@@ -21,6 +21,9 @@ type stateRun struct {
 	st      states.State
 	// assign holds the variables the state sets, applied when it exits.
 	assign map[string]any
+	// memWrites are the memory writes of the attempt that completed,
+	// committed with the state's completion.
+	memWrites []MemoryWrite
 	// inSize bounds the size of the state's raw input.
 	inSize int
 	// raw is the state's raw input.
@@ -189,6 +192,15 @@ func (h *stateRun) finish(raw, result any, resultSize int, rp states.ResultPath)
 	}
 	if err := h.evalAssign(c.Assign, result); err != nil {
 		return stepResult{}, err
+	}
+	if m := memoryOf(h.st); m != nil && len(m.Write) > 0 {
+		input, err := h.inputPath(raw)
+		if err != nil {
+			return stepResult{}, err
+		}
+		if err := h.memoryWrites(m, input, result, proposed); err != nil {
+			return stepResult{}, err
+		}
 	}
 	return stepResult{output: out, proposed: proposed, next: c.Next, size: size}, nil
 }

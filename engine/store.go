@@ -187,6 +187,9 @@ type Commit struct {
 	// order. A commit may carry events only (a long state hands its history
 	// over in batches).
 	Events []Event
+	// Memory are agent memory writes, applied in order (a store that keeps
+	// memory implements MemoryStore; see ApplyMemoryWrite).
+	Memory []MemoryWrite
 	// Checkpoint is a named snapshot written by this commit, if any.
 	Checkpoint *Checkpoint
 	// Rollback marks history superseded (a rollback to a checkpoint).

@@ -29,10 +29,17 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 	if err != nil {
 		return stepResult{}, err
 	}
+	inSize := h.inSize
+	if s.Memory != nil && s.Memory.Read != nil {
+		if input, err = h.memoryRead(ctx, s.Memory, input); err != nil {
+			return stepResult{}, err
+		}
+		inSize = unknownSize
+	}
 	// The agent's input is held to the payload limit after Parameters.
 	params := input
 	if s.Parameters != nil {
-		if params, _, err = h.template(s.Parameters, input, h.inSize); err != nil {
+		if params, _, err = h.template(s.Parameters, input, inSize); err != nil {
 			return stepResult{}, err
 		}
 	}
@@ -59,8 +66,6 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 // agentFeature names the first agent-native block of s, which do not run yet.
 func agentFeature(s *states.Task) string {
 	switch {
-	case s.Memory != nil:
-		return "Memory"
 	case s.Context != nil:
 		return "Context"
 	case s.Guardrails != nil:

@@ -22,11 +22,12 @@ import (
 
 // The format of the database: the meta bucket holds formatKey =
 // formatMarker and versionKey = formatVersion (decimal), written when the
-// database is created. Format 1 kept each history event under its own key
-// in bucket history; OpenBolt converts it (migrateV1).
+// database is created. Format 2 had no agent memory buckets; format 1 also
+// kept each history event under its own key in bucket history. OpenBolt
+// converts both (migrateV1 and the memory buckets).
 const (
 	formatMarker  = "aslrun"
-	formatVersion = 2
+	formatVersion = 3
 )
 
 var (
@@ -50,6 +51,8 @@ var (
 	bucketBlobs       = []byte("blobs")
 	bucketBlobRefs    = []byte("blobrefs")
 	bucketOrphans     = []byte("orphans")
+	bucketMemory      = []byte("memory")
+	bucketMemExpiry   = []byte("memexpiry")
 
 	bucketHistoryV1 = []byte("history") // format 1's history, see migrateV1
 )
@@ -110,7 +113,7 @@ var _ Store = (*Bolt)(nil)
 // untouched. An existing file is read through first (every page its
 // buckets reach, as bbolt itself does when it opens a file for writing),
 // and one with damaged pages fails with ErrDatabaseCorrupt. A database of
-// format 1 is converted to the current format.
+// format 1 or 2 is converted to the current format.
 func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = time.Second
@@ -220,9 +223,23 @@ func checkFormat(db *bbolt.DB, path string) error {
 		return fmt.Errorf("database %s: format version %q is not valid: %w", path, version, ErrNotOurs)
 	case v > formatVersion:
 		return fmt.Errorf("database %s: format version %d is newer than this program's (%d): %w", path, v, formatVersion, ErrNotOurs)
-	case v == 1:
-		if err := db.Update(migrateV1); err != nil {
-			return fmt.Errorf("database %s: convert format 1 to %d: %w", path, formatVersion, err)
+	case v < formatVersion:
+		err := db.Update(func(t *bbolt.Tx) error {
+			if v == 1 {
+				if err := migrateV1(t); err != nil {
+					return err
+				}
+			}
+			// Format 3 added agent memory.
+			for _, name := range [][]byte{bucketMemory, bucketMemExpiry} {
+				if _, err := t.CreateBucketIfNotExists(name); err != nil {
+					return err
+				}
+			}
+			return t.Bucket(bucketMeta).Put(versionKey, []byte(strconv.Itoa(formatVersion)))
+		})
+		if err != nil {
+			return fmt.Errorf("database %s: convert format %d to %d: %w", path, v, formatVersion, err)
 		}
 	}
 	return nil
@@ -233,6 +250,7 @@ func createBuckets(tx *bbolt.Tx) error {
 	for _, name := range [][]byte{
 		bucketMeta, bucketExecutions, bucketHeads, bucketStatus, bucketStarted, bucketScopes, bucketEvents,
 		bucketTimers, bucketCheckpoints, bucketExpiry, bucketDefinitions, bucketBlobs, bucketBlobRefs, bucketOrphans,
+		bucketMemory, bucketMemExpiry,
 	} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
@@ -293,10 +311,7 @@ func migrateV1(t *bbolt.Tx) error {
 			return err
 		}
 	}
-	if err := t.DeleteBucket(bucketHistoryV1); err != nil {
-		return err
-	}
-	return t.Bucket(bucketMeta).Put(versionKey, []byte(strconv.Itoa(formatVersion)))
+	return t.DeleteBucket(bucketHistoryV1)
 }
 
 // Close waits for the commits under way, then closes the database. Calls
@@ -322,6 +337,7 @@ func (b *Bolt) Close() error {
 type tx struct {
 	executions, heads, status, started, scopes, events, timers *bbolt.Bucket
 	checkpoints, expiry, definitions, blobs, blobRefs, orphans *bbolt.Bucket
+	memory, memExpiry                                          *bbolt.Bucket
 	cache                                                      *headCache
 }
 
@@ -337,7 +353,7 @@ func bucketsOf(t *bbolt.Tx) (*tx, error) {
 		{&x.started, bucketStarted}, {&x.scopes, bucketScopes}, {&x.events, bucketEvents},
 		{&x.timers, bucketTimers}, {&x.checkpoints, bucketCheckpoints}, {&x.expiry, bucketExpiry},
 		{&x.definitions, bucketDefinitions}, {&x.blobs, bucketBlobs}, {&x.blobRefs, bucketBlobRefs},
-		{&x.orphans, bucketOrphans},
+		{&x.orphans, bucketOrphans}, {&x.memory, bucketMemory}, {&x.memExpiry, bucketMemExpiry},
 	} {
 		if *b.dst = t.Bucket(b.name); *b.dst == nil {
 			return nil, fmt.Errorf("bucket %s is missing", b.name)

@@ -333,6 +333,12 @@ func (x *tx) apply(p *prepared) error {
 			return reject(err)
 		}
 	}
+	var memory []memRecord
+	if len(p.memory) > 0 {
+		if memory, err = applyMemoryWrites(p.memory, x.memory.Get); err != nil {
+			return reject(err)
+		}
+	}
 
 	if h.Status != oldStatus {
 		if err := x.status.Delete(statusKey(oldStatus, p.id)); err != nil {
@@ -389,6 +395,9 @@ func (x *tx) apply(p *prepared) error {
 		if err := x.writeCheckpoint(p.id, cp, oldCheckpoint); err != nil {
 			return fmt.Errorf("checkpoint %q: %w", cp.name, err)
 		}
+	}
+	if err := x.writeMemory(memory); err != nil {
+		return fmt.Errorf("agent memory: %w", err)
 	}
 	return x.putHead(p.id, h)
 }
@@ -598,7 +607,7 @@ func (x *tx) gc(now time.Time, rep *GCReport) error {
 		}
 		rep.Blobs++
 	}
-	return nil
+	return x.gcMemory(now, rep)
 }
 
 // newestLive returns the name of the newest checkpoint of an execution

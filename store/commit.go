@@ -38,6 +38,7 @@ type prepared struct {
 	history      preparedHistory
 	rollback     *engine.Rollback
 	checkpoint   *preparedCheckpoint
+	memory       []memWrite
 }
 
 // preparedCheckpoint is a checkpoint encoded for writing: its record, and
@@ -88,6 +89,11 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, er
 	p.history = newPreparedHistory(c.Execution, events)
 	if rb := c.Rollback; rb != nil {
 		p.rollback = &engine.Rollback{ToEvent: rb.ToEvent, ToOwnEvent: rb.ToOwnEvent}
+	}
+	if len(c.Memory) > 0 {
+		if p.memory, err = prepareMemory(c.Memory, memo); err != nil {
+			return nil, err
+		}
 	}
 	if c.Checkpoint != nil {
 		if p.checkpoint, err = prepareCheckpoint(c.Execution, c.Checkpoint, memo, codecs, codec); err != nil {

@@ -31,6 +31,7 @@ type Memory struct {
 	blobs       map[string][]byte
 	refs        map[string]int // checkpoints referencing each blob
 	orphans     map[string]bool
+	memory      map[string][]byte // agent memory records by "namespace \x00 key"
 	codecs      Codecs
 	migrations  Migrations
 }
@@ -54,6 +55,7 @@ func NewMemory() *Memory {
 		blobs:       make(map[string][]byte),
 		refs:        make(map[string]int),
 		orphans:     make(map[string]bool),
+		memory:      make(map[string][]byte),
 	}
 }
 
@@ -147,6 +149,13 @@ func (m *Memory) apply(p *prepared) error {
 			oldBlob = r.Blob
 		}
 	}
+	var memory []memRecord
+	if len(p.memory) > 0 {
+		get := func(k []byte) []byte { return m.memory[string(k)] }
+		if memory, err = applyMemoryWrites(p.memory, get); err != nil {
+			return err
+		}
+	}
 	head := encodeHead(h)
 
 	x.head = head
@@ -172,6 +181,13 @@ func (m *Memory) apply(p *prepared) error {
 			m.unref(oldBlob)
 		}
 		x.checkpoints[cp.name] = cp.record
+	}
+	for _, r := range memory {
+		if r.data == nil {
+			delete(m.memory, r.key)
+		} else {
+			m.memory[r.key] = r.data
+		}
 	}
 	return nil
 }
@@ -447,7 +463,7 @@ func (m *Memory) GC(ctx context.Context, now time.Time) (GCReport, error) {
 		delete(m.orphans, key)
 		rep.Blobs++
 	}
-	return rep, nil
+	return rep, m.gcMemory(now, &rep)
 }
 
 // Close empties the store; later calls fail with ErrClosed.
@@ -455,6 +471,6 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	m.execs, m.definitions, m.blobs, m.refs, m.orphans = nil, nil, nil, nil, nil
+	m.execs, m.definitions, m.blobs, m.refs, m.orphans, m.memory = nil, nil, nil, nil, nil, nil
 	return nil
 }

@@ -20,6 +20,7 @@ type Store interface {
 	engine.Store
 	engine.Checkpoints
 	engine.Scheduler
+	engine.MemoryStore
 
 	// List returns summaries of the executions, newest (by StartedAt)
 	// first, filtered and limited by opts.
@@ -39,7 +40,7 @@ type Store interface {
 	// GC removes the checkpoints expired at now, except the newest
 	// checkpoint of an execution still RUNNING or WAITING (it may be
 	// rolled back to), and the snapshot blobs no checkpoint references any
-	// more.
+	// more, and the agent memory entries expired at now.
 	GC(ctx context.Context, now time.Time) (GCReport, error)
 	// Close releases the store; calls after Close fail with ErrClosed.
 	Close() error
@@ -72,6 +73,8 @@ type GCReport struct {
 	// the number of snapshot blobs no checkpoint referenced any more.
 	Checkpoints int
 	Blobs       int
+	// Memory is the number of expired agent memory entries removed.
+	Memory int
 }
 
 // Errors of the stores, besides engine.ErrNotFound and engine.ErrExists.

@@ -81,7 +81,8 @@ func commands() []*command {
 		{name: "history", usage: "history ID [--json] [--verify]", summary: "show an execution's history, or verify it is untampered", run: cmdHistory},
 		{name: "checkpoints", usage: "checkpoints ID [--json]", summary: "list an execution's checkpoints", run: cmdCheckpoints},
 		{name: "worker", usage: "worker [--db PATH] [--poll DURATION]", summary: "wake waiting executions, recover crashed ones, serve other commands", run: cmdWorker},
-		{name: "gc", usage: "gc [--db PATH]", summary: "remove expired checkpoints and unreferenced snapshots", run: cmdGC},
+		{name: "memory", usage: "memory [NAMESPACE [KEY]] [--json]", summary: "list agent memory", run: cmdMemory},
+		{name: "gc", usage: "gc [--db PATH]", summary: "remove expired checkpoints, unreferenced snapshots and expired memory", run: cmdGC},
 		{name: "graph", usage: "graph FILE --format dot|mermaid", summary: "draw a workflow as a Graphviz or Mermaid graph", run: cmdGraph},
 		{name: "conformance", usage: "conformance PATH...", summary: "run conformance case files and folders", run: cmdConformance},
 	}

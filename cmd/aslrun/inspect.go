@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -312,8 +313,69 @@ func cmdGC(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "removed %d expired checkpoints and %d unreferenced snapshots\n", rep.Checkpoints, rep.Blobs)
+	fmt.Fprintf(c.stdout, "removed %d expired checkpoints, %d unreferenced snapshots and %d expired memory entries\n", rep.Checkpoints, rep.Blobs, rep.Memory)
 	return nil
+}
+
+// cmdMemory lists agent memory: every namespace, or one, or one key.
+func cmdMemory(ctx context.Context, c *cmdContext, args []string) error {
+	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	db := dbFlag(fs)
+	pos, err := parseFlags(fs, "memory", args, c.stdout)
+	if done, err := handleHelp(err); done || err != nil {
+		return err
+	}
+	if len(pos) > 2 {
+		return usageErrorf("memory: unexpected argument %q", pos[2])
+	}
+	ns, key := "", ""
+	if len(pos) > 0 {
+		ns = pos[0]
+	}
+	if len(pos) > 1 {
+		key = pos[1]
+	}
+	st, closeStore, err := c.openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	list, err := st.ListMemory(ctx, ns, time.Now())
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		list = slices.DeleteFunc(list, func(e *engine.MemoryEntry) bool { return e.Key != key })
+		if len(list) == 0 {
+			return fmt.Errorf("memory: no key %q in namespace %q", key, ns)
+		}
+	}
+	if *asJSON {
+		out := make([]any, len(list))
+		for i, e := range list {
+			out[i] = map[string]any{"namespace": e.Namespace, "key": e.Key, "value": e.Value,
+				"updatedAt": timeJSON(e.UpdatedAt), "expiresAt": timeJSON(e.ExpiresAt), "execution": nullable(e.Execution)}
+		}
+		return writeJSON(c.stdout, out)
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAMESPACE\tKEY\tUPDATED\tEXPIRES\tVALUE")
+	for _, e := range list {
+		exp := "never"
+		if !e.ExpiresAt.IsZero() {
+			exp = timeText(e.ExpiresAt)
+		}
+		v, err := jsonpath.Marshal(e.Value)
+		if err != nil {
+			return err
+		}
+		if len(v) > 80 {
+			v = append(v[:77:77], "..."...)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Namespace, e.Key, timeText(e.UpdatedAt), exp, v)
+	}
+	return w.Flush()
 }
 
 // approvalsJSON lists pending approvals as status --json prints them.
