@@ -219,21 +219,25 @@ func (a *execAgent) display() string {
 
 // capped is a buffer that keeps the first max bytes written to it and
 // notes whether more came; it never fails a write, so the command is not
-// killed by a broken pipe.
+// killed by a broken pipe. It has no ReadFrom (the buffer is not
+// embedded), so that io.Copy goes through Write and the cap.
 type capped struct {
-	bytes.Buffer
+	buf  bytes.Buffer
 	max  int
 	over bool
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.Len(); len(p) > room {
+	if room := c.max - c.buf.Len(); len(p) > room {
 		c.over = true
-		c.Buffer.Write(p[:max(room, 0)])
+		c.buf.Write(p[:max(room, 0)])
 		return len(p), nil
 	}
-	return c.Buffer.Write(p)
+	return c.buf.Write(p)
 }
+
+// Bytes returns what was kept.
+func (c *capped) Bytes() []byte { return c.buf.Bytes() }
 
 // lineWriter splits what is written to it into lines (without their line
 // ending), calls onLine for each, and keeps the last few for a failure's
