@@ -79,8 +79,8 @@ func fileErrorf(ptr, format string, args ...any) *FileError {
 // ParseAgentsFile strictly decodes and validates an agents file (see
 // AgentsFile). Unknown fields, fields of the wrong type and missing
 // required fields are errors; the error is a *FileError naming the JSON
-// Pointer of the first problem (agents in name order, fields in name
-// order), or a *jsonpath.JSONError when the text is not strict JSON.
+// Pointer of the first problem found (agents are checked in name order),
+// or wraps a *jsonpath.JSONError when the text is not strict JSON.
 func ParseAgentsFile(data []byte) (*AgentsFile, error) {
 	v, err := jsonpath.Decode(data)
 	if err != nil {
@@ -268,9 +268,11 @@ type fieldParser struct {
 	err *FileError
 }
 
-func (p *fieldParser) fail(key, format string, args ...any) {
+// fail records a problem at the pointer p.ptr + "/" + rel; rel is
+// already escaped ("Command/0", "Env/A~1B").
+func (p *fieldParser) fail(rel, format string, args ...any) {
 	if p.err == nil {
-		p.err = fileErrorf(p.ptr+"/"+escapePointer(key), format, args...)
+		p.err = fileErrorf(p.ptr+"/"+rel, format, args...)
 	}
 }
 
@@ -279,7 +281,7 @@ func (p *fieldParser) unknown(kind, known string) {
 	allowed := strings.Split(known, ", ")
 	for _, k := range slices.Sorted(maps.Keys(p.obj)) {
 		if !slices.Contains(allowed, k) {
-			p.fail(k, "unknown field %q (an %s agent has %s)", k, kind, known)
+			p.fail(escapePointer(k), "unknown field %q (an %s agent has %s)", k, kind, known)
 			return
 		}
 	}
@@ -425,7 +427,7 @@ func (p *fieldParser) integer(key string, lo, hi int64) int {
 	return int(i)
 }
 
-// seconds reads a number of seconds greater than 0.
+// seconds reads a number of seconds from a millisecond to a day.
 func (p *fieldParser) seconds(key string) time.Duration {
 	v, ok := p.obj[key]
 	if !ok {
@@ -433,8 +435,8 @@ func (p *fieldParser) seconds(key string) time.Duration {
 	}
 	n, _ := v.(json.Number)
 	f, valid := jsonpath.Float64(n)
-	if !valid || f <= 0 || f > maxFileSeconds {
-		p.fail(key, "%s must be a number of seconds greater than 0 and at most %d, not %s", key, maxFileSeconds, describe(v))
+	if !valid || f < 0.001 || f > maxFileSeconds {
+		p.fail(key, "%s must be a number of seconds from 0.001 to %d, not %s", key, maxFileSeconds, describe(v))
 		return 0
 	}
 	return time.Duration(f * float64(time.Second))
