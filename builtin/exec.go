@@ -83,6 +83,8 @@ func Exec(cfg ExecConfig) (agents.Agent, error) {
 	if err := checkExec(cfg); err != nil {
 		return nil, fmt.Errorf("exec agent: %w", err)
 	}
+	// Copy what the caller could change later.
+	cfg.Command, cfg.Env = slices.Clone(cfg.Command), maps.Clone(cfg.Env)
 	a := &execAgent{cfg: cfg, log: cfg.Logger}
 	if a.log == nil {
 		a.log = slog.Default()

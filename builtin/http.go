@@ -81,6 +81,7 @@ func HTTP(cfg HTTPConfig) (agents.Agent, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("http agent: Timeout %s is negative", cfg.Timeout)
 	}
+	cfg.Headers = maps.Clone(cfg.Headers) // the caller may change its map later
 	a := &httpAgent{cfg: cfg, target: target, client: cfg.HTTPClient}
 	if a.client == nil {
 		a.client = &http.Client{}

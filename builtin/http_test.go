@@ -290,3 +290,23 @@ func TestDecodeResult(t *testing.T) {
 		t.Errorf("JSONError.Offset = %d, want 6", je.Offset)
 	}
 }
+
+// TestHTTPConfigCopied checks that changing the configuration's map after
+// HTTP returned does not change the agent.
+func TestHTTPConfigCopied(t *testing.T) {
+	ep := newEndpoint(t, reply{body: `{}`})
+	headers := map[string]string{"X-Team": "ops"}
+	a, err := HTTP(HTTPConfig{URL: ep.url, Headers: headers})
+	if err != nil {
+		t.Fatalf("HTTP: %v", err)
+	}
+	headers["X-Team"] = "changed"
+	headers["Idempotency-Key"] = "forged"
+	if _, err := a.Invoke(context.Background(), httpRequest(t, `{}`)); err != nil {
+		t.Fatalf("Invoke: %v", err)
+	}
+	h := ep.received()[0].header
+	if h.Get("X-Team") != "ops" || h.Get("Idempotency-Key") != "exec-9/Notify#2/1" {
+		t.Errorf("headers X-Team, Idempotency-Key = %q, %q, want ops, exec-9/Notify#2/1", h.Get("X-Team"), h.Get("Idempotency-Key"))
+	}
+}

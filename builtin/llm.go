@@ -134,6 +134,10 @@ func LLM(cfg LLMConfig) (agents.Agent, error) {
 	if err := checkLLM(&cfg); err != nil {
 		return nil, fmt.Errorf("llm agent: %w", err)
 	}
+	if cfg.Temperature != nil {
+		t := *cfg.Temperature // the caller may change its variable later
+		cfg.Temperature = &t
+	}
 	a := &llmAgent{
 		cfg:        cfg,
 		endpoint:   strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
