@@ -2,7 +2,7 @@
 // agent for any OpenAI-compatible chat-completions endpoint (LLM), one that
 // runs a command speaking JSON on stdin and stdout (Exec), one that POSTs
 // JSON to a URL (HTTP), and the agents file that configures them for the
-// command line (ParseAgentsFile, AgentsFile.Register).
+// command line (ParseAgentsFile, AgentsFile.Register, AgentsFile.Resolved).
 //
 // Every agent is safe for concurrent use and honours its context: a
 // cancelled call returns the context's error. Failures are *asl.Error values

@@ -31,6 +31,8 @@ const (
 
 // ExecConfig configures an agent that runs a command. Command is required;
 // the zero value of every other field works.
+// The agent keeps its own copy: changing the configuration afterwards
+// does not change the agent.
 type ExecConfig struct {
 	// Command is the program and its arguments, run directly (not through
 	// a shell). A program name without a slash is looked up in PATH; a

@@ -29,16 +29,17 @@ const maxFileSeconds = 86400
 //	  "Notify":     {"Type": "http", "URL": "https://hooks.example.com/x", "Headers": {"Authorization": "Bearer ${HOOK_TOKEN}"}}
 //	}
 //
-// The fields are those of LLMConfig, ExecConfig and HTTPConfig, with
-// TimeoutSeconds (a number of seconds) for Timeout, and an optional
-// "Comment" string. In an llm agent "MaxRetries": 0 means no retries (the
-// field left out means 2).
+// The fields are those of LLMConfig, ExecConfig and HTTPConfig (but
+// HTTPClient and Logger), with TimeoutSeconds (from 0.001 to 86400) for
+// Timeout, and an optional "Comment" string. In an llm agent
+// "MaxRetries": 0 means no retries (the field left out means 2).
 //
-// The command line stores the file's text with each execution, so that a
-// resumed execution calls the same agents. Keep secrets out of it: name
-// the variable that holds an API key with APIKeyEnv and write tokens as
-// `${VAR}` in Env and Headers, all read when an agent is called. APIKey is
-// accepted but discouraged, since the key is then stored with every
+// The command line stores the file with each execution (the text of
+// Resolved, whose paths no longer depend on the working directory), so
+// that a resumed execution calls the same agents. Keep secrets out of it:
+// name the variable that holds an API key with APIKeyEnv and write tokens
+// as `${VAR}` in Env and Headers, all read when an agent is called. APIKey
+// is accepted but discouraged, since the key is then stored with every
 // execution.
 //
 // An AgentsFile is immutable and safe for concurrent use.

@@ -30,6 +30,8 @@ const excerptLen = 200
 
 // HTTPConfig configures an agent that POSTs its input to a URL. URL is
 // required; the zero value of every other field works.
+// The agent keeps its own copy: changing the configuration afterwards
+// does not change the agent.
 type HTTPConfig struct {
 	// URL is the absolute http or https URL the input is POSTed to.
 	URL string

@@ -38,6 +38,8 @@ const (
 
 // LLMConfig configures an agent for an OpenAI-compatible chat-completions
 // endpoint. Model is required; the zero value of every other field works.
+// The agent keeps its own copy: changing the configuration afterwards
+// does not change the agent.
 type LLMConfig struct {
 	// BaseURL is where the endpoint lives: the agent POSTs to
 	// BaseURL + "/chat/completions". Default DefaultBaseURL; any
