@@ -1,0 +1,20 @@
+// Package builtin holds the agents people can use without writing Go: an
+// agent for any OpenAI-compatible chat-completions endpoint (LLM), one that
+// runs a command speaking JSON on stdin and stdout (Exec), one that POSTs
+// JSON to a URL (HTTP), and the agents file that configures them for the
+// command line (ParseAgentsFile, AgentsFile.Register, AgentsFile.Resolved).
+//
+// Every agent is safe for concurrent use and honours its context: a
+// cancelled call returns the context's error. Failures are *asl.Error values
+// with the names the ASL specification gives them (States.RateLimitExceeded,
+// Agent.ModelError, Agent.InvalidOutput, States.Timeout, or a name the
+// command or the endpoint chose), so Retry and Catch can match them; a
+// configuration problem found at call time (an unset environment variable,
+// a command that cannot start) is a plain error, which the engine raises as
+// States.TaskFailed.
+//
+// Secrets stay out of configurations: an API key is read from the
+// environment at call time (LLMConfig.APIKeyEnv), and `${VAR}` in an exec
+// agent's Env and an http agent's Headers is expanded from the environment
+// at call time too.
+package builtin

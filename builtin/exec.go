@@ -1,0 +1,300 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/jsonpath"
+)
+
+const (
+	// stderrLines is how many of the last stderr lines a failure's cause quotes.
+	stderrLines = 5
+	// maxLine is the longest stderr line logged whole; longer ones are split.
+	maxLine = 8 << 10
+	// waitDelay is how long Wait waits for the command's pipes to close
+	// after it exited or was killed (a background child may hold them).
+	waitDelay = time.Second
+)
+
+// ExecConfig configures an agent that runs a command. Command is required;
+// the zero value of every other field works.
+// The agent keeps its own copy: changing the configuration afterwards
+// does not change the agent.
+type ExecConfig struct {
+	// Command is the program and its arguments, run directly (not through
+	// a shell). A program name without a slash is looked up in PATH; a
+	// relative path with a slash is relative to Dir.
+	Command []string
+	// Dir is the command's working directory; empty means the current one.
+	Dir string
+	// Env is added to the process environment (and wins over it).
+	// `${VAR}` in a value is replaced by the environment variable VAR at
+	// call time (an unset variable fails the call).
+	Env map[string]string
+	// Timeout limits each run; the command and every process it started
+	// (its process group, on Unix) are killed when it passes, and the call
+	// fails with States.Timeout. Zero means no limit of its own (the
+	// state's TimeoutSeconds still applies, and kills them too).
+	Timeout time.Duration
+	// Logger receives the command's stderr, one record per line; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// execAgent is the agent Exec returns. It is immutable after Exec.
+type execAgent struct {
+	cfg ExecConfig
+	log *slog.Logger
+}
+
+// Exec returns an agent that runs cfg.Command once per call, so that
+// agents can be written in any language:
+//   - stdin is the request's input as compact JSON;
+//   - the environment is the process's, plus cfg.Env, plus ASLRUN_AGENT,
+//     ASLRUN_EXECUTION, ASLRUN_STATE, ASLRUN_ATTEMPT and
+//     ASLRUN_IDEMPOTENCY_KEY (agents.Request.IdempotencyKey, the same when
+//     a resumed execution repeats a call its stopped process had started);
+//   - stdout, decoded strictly, is the result (empty stdout is null;
+//     anything else that is not one JSON value is Agent.InvalidOutput);
+//   - each stderr line is logged at Info level with the agent, the
+//     execution and the state, and counts as a heartbeat
+//     (agents.Request.Heartbeat), so a long-running command can keep a
+//     state with HeartbeatSeconds alive by writing progress to stderr;
+//   - a non-zero exit fails the call: with the error stdout names when it
+//     is {"Error": "...", "Cause": "..."} (so a command can raise
+//     Agent.ModelError or a name of its own), otherwise with
+//     States.TaskFailed quoting the exit status and the last stderr lines.
+//
+// A command that cannot start is a plain error (States.TaskFailed). When
+// the call's context is cancelled or cfg.Timeout passes, the command's
+// whole process group is killed. The agent is safe for concurrent use.
+func Exec(cfg ExecConfig) (agents.Agent, error) {
+	if err := checkExec(cfg); err != nil {
+		return nil, fmt.Errorf("exec agent: %w", err)
+	}
+	// Copy what the caller could change later.
+	cfg.Command, cfg.Env = slices.Clone(cfg.Command), maps.Clone(cfg.Env)
+	a := &execAgent{cfg: cfg, log: cfg.Logger}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	return a, nil
+}
+
+// checkExec validates cfg.
+func checkExec(cfg ExecConfig) error {
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return errors.New("Command is required: the program and its arguments")
+	}
+	for i, w := range cfg.Command {
+		if err := checkWord(w); err != nil {
+			return fmt.Errorf("Command[%d]: %w", i, err)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfg.Env)) {
+		if err := checkEnv(k, cfg.Env[k]); err != nil {
+			return fmt.Errorf("Env %q: %w", k, err)
+		}
+	}
+	if cfg.Timeout < 0 {
+		return fmt.Errorf("Timeout %s is negative", cfg.Timeout)
+	}
+	return nil
+}
+
+// checkWord checks one word of a command.
+func checkWord(w string) error {
+	if strings.IndexByte(w, 0) >= 0 {
+		return errors.New("holds a NUL byte")
+	}
+	return nil
+}
+
+// checkEnv checks one Env entry: the name, and the ${VAR} syntax of the value.
+func checkEnv(name, value string) error {
+	if name == "" || strings.ContainsAny(name, "=\x00") {
+		return fmt.Errorf("%q is not a variable name", name)
+	}
+	return checkTemplate(value)
+}
+
+var _ agents.Agent = (*execAgent)(nil)
+
+// Invoke runs the command once.
+func (a *execAgent) Invoke(ctx context.Context, req *agents.Request) (any, error) {
+	input, err := jsonpath.Marshal(req.Input)
+	if err != nil {
+		return nil, fmt.Errorf("exec agent %s: encode input: %w", req.Agent, err)
+	}
+	env, err := a.environ(req)
+	if err != nil {
+		return nil, fmt.Errorf("exec agent %s: %w", req.Agent, err)
+	}
+	runCtx := ctx
+	if a.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, a.cfg.Timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(runCtx, a.cfg.Command[0], a.cfg.Command[1:]...)
+	cmd.Dir = a.cfg.Dir
+	cmd.Env = env
+	cmd.Stdin = bytes.NewReader(input)
+	stdout := &capped{max: maxBody}
+	stderr := &lineWriter{onLine: func(line string) {
+		a.log.Info("agent stderr", "agent", req.Agent, "execution", req.Execution, "state", req.State, "line", line)
+		req.Heartbeat()
+	}}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = waitDelay
+	killProcessGroup(cmd)
+
+	err = cmd.Run()
+	stderr.flush()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	name := a.display()
+	if runCtx.Err() != nil {
+		return nil, asl.Errorf(asl.ErrTimeout, "command %s did not finish within %s (the agent's Timeout)%s", name, a.cfg.Timeout, stderr.tail())
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		if e := errorObject(stdout.Bytes()); e != nil {
+			return nil, e
+		}
+		return nil, asl.Errorf(asl.ErrTaskFailed, "command %s failed: %s%s", name, exitErr.ProcessState, stderr.tail())
+	case errors.Is(err, exec.ErrWaitDelay):
+		// The command succeeded; a process it left behind held its
+		// output open until waitDelay passed.
+	case err != nil:
+		return nil, fmt.Errorf("exec agent %s: run %s: %w", req.Agent, name, err)
+	}
+	if stdout.over {
+		return nil, asl.Errorf(asl.ErrTaskFailed, "command %s wrote more than %d bytes to stdout", name, maxBody)
+	}
+	return decodeResult(stdout.Bytes(), "the stdout of command "+name)
+}
+
+// environ returns the command's environment.
+func (a *execAgent) environ(req *agents.Request) ([]string, error) {
+	env := os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(a.cfg.Env)) {
+		v, err := expand(a.cfg.Env[k], os.LookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("Env %s: %w", k, err)
+		}
+		env = append(env, k+"="+v)
+	}
+	return append(env,
+		"ASLRUN_AGENT="+req.Agent,
+		"ASLRUN_EXECUTION="+req.Execution,
+		"ASLRUN_STATE="+req.State,
+		"ASLRUN_ATTEMPT="+strconv.Itoa(req.Attempt),
+		"ASLRUN_IDEMPOTENCY_KEY="+req.IdempotencyKey(),
+	), nil
+}
+
+// display returns the command for messages: its words, quoted when needed.
+func (a *execAgent) display() string {
+	words := make([]string, len(a.cfg.Command))
+	for i, w := range a.cfg.Command {
+		if w == "" || strings.ContainsAny(w, " \t\n\"'\\") {
+			w = strconv.Quote(w)
+		}
+		words[i] = w
+	}
+	return excerpt([]byte(strings.Join(words, " ")))
+}
+
+// capped is a buffer that keeps the first max bytes written to it and
+// notes whether more came; it never fails a write, so the command is not
+// killed by a broken pipe. It has no ReadFrom (the buffer is not
+// embedded), so that io.Copy goes through Write and the cap.
+type capped struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); len(p) > room {
+		c.over = true
+		c.buf.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
+
+// Bytes returns what was kept.
+func (c *capped) Bytes() []byte { return c.buf.Bytes() }
+
+// lineWriter splits what is written to it into lines (without their line
+// ending), calls onLine for each, and keeps the last few for a failure's
+// cause. A line longer than maxLine is passed on in pieces. os/exec writes
+// to it from one goroutine; flush and tail are called after the command
+// ended.
+type lineWriter struct {
+	onLine  func(string)
+	partial []byte
+	last    []string
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			w.partial = append(w.partial, p...)
+			for len(w.partial) >= maxLine {
+				w.line(w.partial[:maxLine])
+				w.partial = append(w.partial[:0], w.partial[maxLine:]...)
+			}
+			break
+		}
+		w.partial = append(w.partial, p[:i]...)
+		w.line(w.partial)
+		w.partial = w.partial[:0]
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// flush passes on a last line that had no line ending.
+func (w *lineWriter) flush() {
+	if len(w.partial) > 0 {
+		w.line(w.partial)
+		w.partial = nil
+	}
+}
+
+func (w *lineWriter) line(b []byte) {
+	s := strings.ToValidUTF8(strings.TrimSuffix(string(b), "\r"), "\uFFFD")
+	w.onLine(s)
+	if len(w.last) == stderrLines {
+		w.last = append(w.last[:0], w.last[1:]...)
+	}
+	w.last = append(w.last, excerpt([]byte(s)))
+}
+
+// tail returns "; stderr: " and the last lines, or "" when there were none.
+func (w *lineWriter) tail() string {
+	if len(w.last) == 0 {
+		return ""
+	}
+	return "; stderr: " + strings.Join(w.last, "\n")
+}

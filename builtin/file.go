@@ -1,0 +1,510 @@
+package builtin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/jsonpath"
+)
+
+// maxFileSeconds is the largest TimeoutSeconds an agents file accepts.
+const maxFileSeconds = 86400
+
+// AgentsFile is a parsed agents file: the built-in agents the command line
+// runs a workflow with, by name. The file is a JSON object mapping each
+// agent name to its configuration, whose "Type" is "llm", "exec" or
+// "http":
+//
+//	{
+//	  "Classifier": {"Type": "llm", "Model": "gpt-4o-mini", "APIKeyEnv": "OPENAI_API_KEY", "JSON": true},
+//	  "Linter":     {"Type": "exec", "Command": ["python3", "lint.py"], "TimeoutSeconds": 30},
+//	  "Notify":     {"Type": "http", "URL": "https://hooks.example.com/x", "Headers": {"Authorization": "Bearer ${HOOK_TOKEN}"}}
+//	}
+//
+// The fields are those of LLMConfig, ExecConfig and HTTPConfig (but
+// HTTPClient and Logger), with TimeoutSeconds (from 0.001 to 86400) for
+// Timeout, and an optional "Comment" string. In an llm agent
+// "MaxRetries": 0 means no retries (the field left out means 2).
+//
+// The command line stores the file with each execution (the text of
+// Resolved, whose paths no longer depend on the working directory), so
+// that a resumed execution calls the same agents. Keep secrets out of it:
+// name the variable that holds an API key with APIKeyEnv and write tokens
+// as `${VAR}` in Env and Headers, all read when an agent is called. APIKey
+// is accepted but discouraged, since the key is then stored with every
+// execution.
+//
+// An AgentsFile is immutable and safe for concurrent use.
+type AgentsFile struct {
+	names  []string
+	agents map[string]fileAgent
+	// raw is the decoded file, for Resolved.
+	raw map[string]any
+}
+
+// fileAgent is one agent of the file; exactly one configuration is set.
+type fileAgent struct {
+	llm  *LLMConfig
+	exec *ExecConfig
+	http *HTTPConfig
+}
+
+// FileError reports a problem in an agents file at a JSON Pointer, like
+// "/Classifier/Model".
+type FileError struct {
+	Pointer string
+	Msg     string
+}
+
+// Error returns "agents file POINTER: MSG" ("agents file: MSG" for the
+// whole file).
+func (e *FileError) Error() string {
+	if e.Pointer == "" {
+		return "agents file: " + e.Msg
+	}
+	return fmt.Sprintf("agents file %s: %s", e.Pointer, e.Msg)
+}
+
+func fileErrorf(ptr, format string, args ...any) *FileError {
+	return &FileError{Pointer: ptr, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ParseAgentsFile strictly decodes and validates an agents file (see
+// AgentsFile). Unknown fields, fields of the wrong type and missing
+// required fields are errors; the error is a *FileError naming the JSON
+// Pointer of the first problem found (agents are checked in name order),
+// or wraps a *jsonpath.JSONError when the text is not strict JSON.
+func ParseAgentsFile(data []byte) (*AgentsFile, error) {
+	v, err := jsonpath.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("agents file: %w", err)
+	}
+	top, ok := v.(map[string]any)
+	if !ok {
+		return nil, fileErrorf("", "an agents file must be an object mapping agent names to their configuration, not %s", jsonpath.TypeName(v))
+	}
+	f := &AgentsFile{agents: make(map[string]fileAgent, len(top)), raw: top}
+	for _, name := range slices.Sorted(maps.Keys(top)) {
+		ptr := "/" + escapePointer(name)
+		if name == "" {
+			return nil, fileErrorf(ptr, "an agent name must not be empty")
+		}
+		fa, err := parseAgent(ptr, top[name])
+		if err != nil {
+			return nil, err
+		}
+		f.names = append(f.names, name)
+		f.agents[name] = fa
+	}
+	return f, nil
+}
+
+// Names returns the file's agent names in sorted order.
+func (f *AgentsFile) Names() []string { return append([]string(nil), f.names...) }
+
+// Register builds every agent of the file and adds it to reg under its
+// name. Relative paths of exec agents are resolved against baseDir
+// (normally the directory holding the file; empty means the current
+// directory): Dir against baseDir, and Dir defaults to baseDir; a Command
+// program given as a relative path with a slash ("./lint.sh",
+// "tools/lint") is relative to that Dir, as in a shell; program names
+// without a slash are looked up in PATH. logger receives the stderr of exec
+// agents; nil means slog.Default(). When a name is already taken, nothing
+// is registered.
+func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog.Logger) error {
+	if reg == nil {
+		return errors.New("agents file: register: nil registry")
+	}
+	base, err := filepath.Abs(baseDir)
+	if err != nil {
+		return fmt.Errorf("agents file: base directory %q: %w", baseDir, err)
+	}
+	built := make([]agents.Agent, len(f.names))
+	for i, name := range f.names {
+		a, err := f.agents[name].build(base, logger)
+		if err != nil {
+			return fmt.Errorf("agents file: agent %q: %w", name, err)
+		}
+		built[i] = a
+	}
+	for _, name := range f.names {
+		if _, taken := reg.Lookup(name); taken {
+			return fmt.Errorf("agents file: register agent %q: %w", name, agents.ErrDuplicate)
+		}
+	}
+	for i, name := range f.names {
+		if err := reg.Register(name, built[i]); err != nil {
+			return fmt.Errorf("agents file: %w", err)
+		}
+	}
+	return nil
+}
+
+// Resolved returns the file's text with the paths of its exec agents made
+// absolute against baseDir, as Register resolves them: each exec agent's
+// Dir is set, and a Command program given as a relative path with a slash
+// is joined to it. Registering the result with any base directory builds
+// the same agents as registering f with baseDir, so it is the text to
+// store with an execution that a resume, a worker or another working
+// directory must rebuild. Everything else is kept as written (APIKey
+// included: prefer APIKeyEnv).
+func (f *AgentsFile) Resolved(baseDir string) ([]byte, error) {
+	base, err := filepath.Abs(baseDir)
+	if err != nil {
+		return nil, fmt.Errorf("agents file: base directory %q: %w", baseDir, err)
+	}
+	out := make(map[string]any, len(f.raw))
+	for name, v := range f.raw {
+		fa := f.agents[name]
+		if fa.exec == nil {
+			out[name] = v
+			continue
+		}
+		dir, command := fa.exec.resolve(base)
+		obj := maps.Clone(v.(map[string]any))
+		obj["Dir"] = dir
+		words := make([]any, len(command))
+		for i, w := range command {
+			words[i] = w
+		}
+		obj["Command"] = words
+		out[name] = obj
+	}
+	data, err := jsonpath.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("agents file: encode: %w", err)
+	}
+	return data, nil
+}
+
+// build makes the agent, resolving exec paths against base.
+func (fa fileAgent) build(base string, logger *slog.Logger) (agents.Agent, error) {
+	switch {
+	case fa.llm != nil:
+		return LLM(*fa.llm)
+	case fa.http != nil:
+		return HTTP(*fa.http)
+	}
+	cfg := *fa.exec
+	cfg.Logger = logger
+	cfg.Dir, cfg.Command = fa.exec.resolve(base)
+	return Exec(cfg)
+}
+
+// resolve returns the working directory and the command of an exec agent
+// of the file: Dir joined to the absolute base (base when Dir is empty),
+// and a program given as a relative path with a slash joined to that
+// directory. Program names without a slash are left for PATH.
+func (c *ExecConfig) resolve(base string) (dir string, command []string) {
+	dir = base
+	if c.Dir != "" {
+		dir = filepath.Join(base, c.Dir)
+		if filepath.IsAbs(c.Dir) {
+			dir = filepath.Clean(c.Dir)
+		}
+	}
+	command = append([]string(nil), c.Command...)
+	if prog := command[0]; strings.ContainsRune(prog, '/') && !filepath.IsAbs(prog) {
+		command[0] = filepath.Join(dir, prog)
+	}
+	return dir, command
+}
+
+// The fields each type accepts, for the unknown-field message.
+const (
+	llmFields  = "Type, Comment, BaseURL, Model, APIKey, APIKeyEnv, System, Temperature, MaxTokens, JSON, TimeoutSeconds, MaxRetries, InputCostPerMTok, OutputCostPerMTok"
+	execFields = "Type, Comment, Command, Dir, Env, TimeoutSeconds"
+	httpFields = "Type, Comment, URL, Headers, TimeoutSeconds"
+)
+
+// parseAgent reads one agent's configuration.
+func parseAgent(ptr string, v any) (fileAgent, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return fileAgent{}, fileErrorf(ptr, "an agent's configuration must be an object with a Type, not %s", jsonpath.TypeName(v))
+	}
+	typ, ok := obj["Type"]
+	if !ok {
+		return fileAgent{}, fileErrorf(ptr+"/Type", "Type is required: llm, exec or http")
+	}
+	if c, ok := obj["Comment"]; ok {
+		if _, isStr := c.(string); !isStr {
+			return fileAgent{}, fileErrorf(ptr+"/Comment", "Comment must be a string, not %s", jsonpath.TypeName(c))
+		}
+	}
+	p := &fieldParser{ptr: ptr, obj: obj}
+	var fa fileAgent
+	switch typ {
+	case "llm":
+		fa.llm = p.llm()
+	case "exec":
+		fa.exec = p.exec()
+	case "http":
+		fa.http = p.http()
+	default:
+		if s, isStr := typ.(string); isStr {
+			return fileAgent{}, fileErrorf(ptr+"/Type", "unknown agent type %q: llm, exec or http", s)
+		}
+		return fileAgent{}, fileErrorf(ptr+"/Type", "Type must be a string (llm, exec or http), not %s", jsonpath.TypeName(typ))
+	}
+	if p.err != nil {
+		return fileAgent{}, p.err
+	}
+	return fa, nil
+}
+
+// fieldParser reads the fields of one agent's object; the first problem
+// is kept in err and later reads do nothing.
+type fieldParser struct {
+	ptr string
+	obj map[string]any
+	err *FileError
+}
+
+// fail records a problem at the pointer p.ptr + "/" + rel; rel is
+// already escaped ("Command/0", "Env/A~1B").
+func (p *fieldParser) fail(rel, format string, args ...any) {
+	if p.err == nil {
+		p.err = fileErrorf(p.ptr+"/"+rel, format, args...)
+	}
+}
+
+// unknown reports the first field of the object that is not in known.
+func (p *fieldParser) unknown(kind, known string) {
+	allowed := strings.Split(known, ", ")
+	for _, k := range slices.Sorted(maps.Keys(p.obj)) {
+		if !slices.Contains(allowed, k) {
+			p.fail(escapePointer(k), "unknown field %q (an %s agent has %s)", k, kind, known)
+			return
+		}
+	}
+}
+
+func (p *fieldParser) llm() *LLMConfig {
+	p.unknown("llm", llmFields)
+	c := &LLMConfig{
+		BaseURL:           p.str("BaseURL", false),
+		Model:             p.str("Model", true),
+		APIKey:            p.str("APIKey", false),
+		APIKeyEnv:         p.str("APIKeyEnv", false),
+		System:            p.str("System", false),
+		JSON:              p.boolean("JSON"),
+		Timeout:           p.seconds("TimeoutSeconds"),
+		InputCostPerMTok:  p.number("InputCostPerMTok"),
+		OutputCostPerMTok: p.number("OutputCostPerMTok"),
+	}
+	if _, ok := p.obj["Temperature"]; ok {
+		t := p.number("Temperature")
+		c.Temperature = &t
+	}
+	c.MaxTokens = p.integer("MaxTokens", 1, 1<<31-1)
+	if _, ok := p.obj["MaxRetries"]; ok {
+		c.MaxRetries = p.integer("MaxRetries", 0, 10)
+		if c.MaxRetries == 0 {
+			c.MaxRetries = -1 // LLMConfig's zero means the default
+		}
+	}
+	switch {
+	case p.err != nil:
+	case c.APIKey != "" && c.APIKeyEnv != "":
+		p.fail("APIKey", "give APIKey or APIKeyEnv, not both (APIKeyEnv keeps the key out of the file)")
+	case c.APIKeyEnv != "" && !validEnvName(c.APIKeyEnv):
+		p.fail("APIKeyEnv", "%q is not an environment variable name", c.APIKeyEnv)
+	case c.BaseURL != "":
+		if _, err := checkURL(c.BaseURL); err != nil {
+			p.fail("BaseURL", "%v", err)
+		}
+	}
+	return c
+}
+
+func (p *fieldParser) exec() *ExecConfig {
+	p.unknown("exec", execFields)
+	c := &ExecConfig{
+		Command: p.words("Command"),
+		Dir:     p.str("Dir", false),
+		Env:     p.strMap("Env"),
+		Timeout: p.seconds("TimeoutSeconds"),
+	}
+	for i, w := range c.Command {
+		if err := checkWord(w); err != nil {
+			p.fail(fmt.Sprintf("Command/%d", i), "%v", err)
+		}
+	}
+	if len(c.Command) > 0 && c.Command[0] == "" {
+		p.fail("Command/0", "the program must not be empty")
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		if err := checkEnv(k, c.Env[k]); err != nil {
+			p.fail("Env/"+escapePointer(k), "%v", err)
+		}
+	}
+	return c
+}
+
+func (p *fieldParser) http() *HTTPConfig {
+	p.unknown("http", httpFields)
+	c := &HTTPConfig{
+		URL:     p.str("URL", true),
+		Headers: p.strMap("Headers"),
+		Timeout: p.seconds("TimeoutSeconds"),
+	}
+	if c.URL != "" {
+		if _, err := checkURL(c.URL); err != nil {
+			p.fail("URL", "%v", err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
+		if err := checkHeader(name, c.Headers[name]); err != nil {
+			p.fail("Headers/"+escapePointer(name), "%v", err)
+		}
+	}
+	return c
+}
+
+// str reads a string field; a present one must not be empty.
+func (p *fieldParser) str(key string, required bool) string {
+	v, ok := p.obj[key]
+	if !ok {
+		if required {
+			p.fail(key, "%s is required", key)
+		}
+		return ""
+	}
+	s, isStr := v.(string)
+	if !isStr || s == "" {
+		p.fail(key, "%s must be a non-empty string, not %s", key, describe(v))
+	}
+	return s
+}
+
+func (p *fieldParser) boolean(key string) bool {
+	v, ok := p.obj[key]
+	if !ok {
+		return false
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		p.fail(key, "%s must be true or false, not %s", key, jsonpath.TypeName(v))
+	}
+	return b
+}
+
+// number reads a finite number ≥ 0.
+func (p *fieldParser) number(key string) float64 {
+	v, ok := p.obj[key]
+	if !ok {
+		return 0
+	}
+	n, _ := v.(json.Number)
+	f, valid := jsonpath.Float64(n)
+	if !valid || f < 0 {
+		p.fail(key, "%s must be a number ≥ 0, not %s", key, describe(v))
+		return 0
+	}
+	return f
+}
+
+// integer reads an integer between lo and hi.
+func (p *fieldParser) integer(key string, lo, hi int64) int {
+	v, ok := p.obj[key]
+	if !ok {
+		return 0
+	}
+	n, _ := v.(json.Number)
+	i, valid := jsonpath.Int64(n)
+	if !valid || i < lo || i > hi {
+		p.fail(key, "%s must be an integer from %d to %d, not %s", key, lo, hi, describe(v))
+		return 0
+	}
+	return int(i)
+}
+
+// seconds reads a number of seconds from a millisecond to a day.
+func (p *fieldParser) seconds(key string) time.Duration {
+	v, ok := p.obj[key]
+	if !ok {
+		return 0
+	}
+	n, _ := v.(json.Number)
+	f, valid := jsonpath.Float64(n)
+	if !valid || f < 0.001 || f > maxFileSeconds {
+		p.fail(key, "%s must be a number of seconds from 0.001 to %d, not %s", key, maxFileSeconds, describe(v))
+		return 0
+	}
+	return time.Duration(f * float64(time.Second))
+}
+
+// words reads a non-empty array of strings.
+func (p *fieldParser) words(key string) []string {
+	v, ok := p.obj[key]
+	if !ok {
+		p.fail(key, "%s is required: an array with the program and its arguments, like [\"python3\", \"lint.py\"]", key)
+		return nil
+	}
+	list, isArr := v.([]any)
+	if !isArr || len(list) == 0 {
+		p.fail(key, "%s must be a non-empty array of strings, not %s", key, describe(v))
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, e := range list {
+		s, isStr := e.(string)
+		if !isStr {
+			p.fail(fmt.Sprintf("%s/%d", key, i), "each word of %s must be a string, not %s", key, jsonpath.TypeName(e))
+			return nil
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// strMap reads an object of strings.
+func (p *fieldParser) strMap(key string) map[string]string {
+	v, ok := p.obj[key]
+	if !ok {
+		return nil
+	}
+	obj, isObj := v.(map[string]any)
+	if !isObj {
+		p.fail(key, "%s must be an object of strings, not %s", key, jsonpath.TypeName(v))
+		return nil
+	}
+	out := make(map[string]string, len(obj))
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		s, isStr := obj[k].(string)
+		if !isStr {
+			p.fail(key+"/"+escapePointer(k), "%s values must be strings, not %s", key, jsonpath.TypeName(obj[k]))
+			return nil
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// describe names a wrong value in a message: its type, or an empty string.
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return "an empty string"
+		}
+		return fmt.Sprintf("the string %q", x)
+	case json.Number:
+		return string(x)
+	}
+	return jsonpath.TypeName(v)
+}
+
+// escapePointer escapes a JSON Pointer segment (RFC 6901).
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
