@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
 )
@@ -26,7 +25,7 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 	edit := fs.String("edit", "", "edited content for an Editable approval: JSON text, @FILE or -")
 	which := fs.String("approval", "", "which pending approval (`ID` or state name) when several wait")
 	digest := fs.String("digest", "", "refuse the decision unless the approval's digest is still `D`")
-	mock := fs.String("mock", "", "mock `FILE` scripting the agents, instead of the one the execution was started with")
+	af := newAgentFlags(fs, true)
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "approve", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -44,15 +43,9 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 			return usageErrorf("approve: --edit: %v", err)
 		}
 	}
-	var reg *agents.Registry
-	if *mock != "" {
-		data, err := c.readFile(*mock)
-		if err != nil {
-			return usageErrorf("%v", err)
-		}
-		if reg, err = mockAgents(data, *mock); err != nil {
-			return usageErrorf("%v", err)
-		}
+	reg, _, _, err := af.load(c)
+	if err != nil {
+		return err
 	}
 	st, closeStore, err := c.openStore(*db)
 	if err != nil {

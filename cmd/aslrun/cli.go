@@ -73,8 +73,8 @@ func (c *cmdContext) readFile(name string) ([]byte, error) { return os.ReadFile(
 func commands() []*command {
 	return []*command{
 		{name: "validate", usage: "validate FILE...", summary: "check workflow definitions and report every problem", run: cmdValidate},
-		{name: "run", usage: "run FILE [--input JSON|@FILE|-] [--mock FILE] [--name ID] [--db PATH]", summary: "run a workflow durably and print its output", run: cmdRun},
-		{name: "resume", usage: "resume ID [--from-checkpoint NAME [--fork] [--restore document|memory|both]] [--mock FILE]", summary: "continue an execution, or roll it back or fork it from a checkpoint", run: cmdResume},
+		{name: "run", usage: "run FILE [--input JSON|@FILE|-] [--mock FILE | --agents FILE] [--name ID] [--db PATH]", summary: "run a workflow durably and print its output", run: cmdRun},
+		{name: "resume", usage: "resume ID [--from-checkpoint NAME [--fork] [--restore document|memory|both]] [--mock FILE | --agents FILE]", summary: "continue an execution, or roll it back or fork it from a checkpoint", run: cmdResume},
 		{name: "approve", usage: "approve ID --decision OPTION [--by WHO] [--comment TEXT] [--edit JSON|@FILE] [--approval ID] [--digest D]", summary: "decide a pending approval and continue the execution", run: cmdApprove},
 		{name: "list", usage: "list [--status S] [--limit N] [--json]", summary: "list executions, newest first", run: cmdList},
 		{name: "status", usage: "status ID [--json]", summary: "show where an execution stands", run: cmdStatus},

@@ -118,7 +118,7 @@ func (c *cmdContext) readInput(arg string) (any, error) {
 func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	input := fs.String("input", "", "execution input: JSON text, @FILE, or - for standard input (default {})")
-	mock := fs.String("mock", "", "mock `FILE` scripting the agents (DESIGN.md §7)")
+	af := newAgentFlags(fs, false)
 	name := fs.String("name", "", "execution `ID` (default a new UUIDv7)")
 	noPrompt := fs.Bool("no-prompt", false, "at an Approval, exit 3 instead of asking on the terminal")
 	db := dbFlag(fs)
@@ -139,16 +139,10 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	opts := engine.StartOptions{ID: *name}
 	opts.MachineName = strings.TrimSuffix(filepath.Base(pos[0]), filepath.Ext(pos[0]))
-	if *mock != "" {
-		data, err := c.readFile(*mock)
-		if err != nil {
-			return usageErrorf("%v", err)
-		}
-		if opts.Agents, err = mockAgents(data, *mock); err != nil {
-			return usageErrorf("%v", err)
-		}
-		opts.AgentsFile, opts.AgentsKind = data, "mock"
-	} else {
+	if opts.Agents, opts.AgentsFile, opts.AgentsKind, err = af.load(c); err != nil {
+		return err
+	}
+	if opts.Agents == nil {
 		opts.Agents = agents.NewRegistry()
 	}
 	st, closeStore, err := c.openStore(*db)
@@ -183,7 +177,7 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 	fork := fs.Bool("fork", false, "with --from-checkpoint: start a new execution from the checkpoint instead of rolling back")
 	restore := fs.String("restore", "both", "with --from-checkpoint: what to restore: document, memory or both")
 	name := fs.String("name", "", "with --fork: the new execution's `ID` (default a new UUIDv7)")
-	mock := fs.String("mock", "", "mock `FILE` scripting the agents, instead of the one the execution was started with")
+	af := newAgentFlags(fs, true)
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "resume", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -199,15 +193,9 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return usageErrorf("resume: %v", err)
 	}
-	var reg *agents.Registry
-	if *mock != "" {
-		data, err := c.readFile(*mock)
-		if err != nil {
-			return usageErrorf("%v", err)
-		}
-		if reg, err = mockAgents(data, *mock); err != nil {
-			return usageErrorf("%v", err)
-		}
+	reg, _, _, err := af.load(c)
+	if err != nil {
+		return err
 	}
 	st, closeStore, err := c.openStore(*db)
 	if err != nil {

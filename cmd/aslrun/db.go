@@ -4,11 +4,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/builtin"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/store"
 )
@@ -69,6 +72,71 @@ func mockAgents(data []byte, from string) (*agents.Registry, error) {
 	return reg, nil
 }
 
+// fileAgents builds the agents of an agents file's content; base is the
+// directory relative paths are resolved against.
+func fileAgents(data []byte, from, base string) (*agents.Registry, []byte, error) {
+	f, err := builtin.ParseAgentsFile(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", from, err)
+	}
+	reg := agents.NewRegistry()
+	if err := f.Register(reg, base, slog.Default()); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", from, err)
+	}
+	resolved, err := f.Resolved(base)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", from, err)
+	}
+	return reg, resolved, nil
+}
+
+// agentFlags are the flags that choose an execution's agents: a mock file
+// or an agents file.
+type agentFlags struct {
+	mock, agents *string
+}
+
+func newAgentFlags(fs *flag.FlagSet, overriding bool) agentFlags {
+	what := ""
+	if overriding {
+		what = ", instead of the ones the execution was started with"
+	}
+	return agentFlags{
+		mock:   fs.String("mock", "", "mock `FILE` scripting the agents (DESIGN.md §7)"+what),
+		agents: fs.String("agents", "", "agents `FILE` configuring built-in llm, exec and http agents"+what),
+	}
+}
+
+// load builds the agents the flags name: nil when neither is set. It
+// returns the content to store with the execution and its kind.
+func (f agentFlags) load(c *cmdContext) (*agents.Registry, []byte, string, error) {
+	switch {
+	case *f.mock != "" && *f.agents != "":
+		return nil, nil, "", usageErrorf("--mock and --agents cannot be used together")
+	case *f.mock != "":
+		data, err := c.readFile(*f.mock)
+		if err != nil {
+			return nil, nil, "", usageErrorf("%v", err)
+		}
+		reg, err := mockAgents(data, *f.mock)
+		if err != nil {
+			return nil, nil, "", usageErrorf("%v", err)
+		}
+		return reg, data, "mock", nil
+	case *f.agents != "":
+		data, err := c.readFile(*f.agents)
+		if err != nil {
+			return nil, nil, "", usageErrorf("%v", err)
+		}
+		reg, resolved, err := fileAgents(data, *f.agents, filepath.Dir(c.path(*f.agents)))
+		if err != nil {
+			return nil, nil, "", usageErrorf("%v", err)
+		}
+		return reg, resolved, "agents", nil
+	}
+	return nil, nil, "", nil
+}
+
 // agentsOf rebuilds the agents an execution was started with.
 func agentsOf(e *engine.Execution) (*agents.Registry, error) {
 	switch e.AgentsKind {
@@ -76,6 +144,10 @@ func agentsOf(e *engine.Execution) (*agents.Registry, error) {
 		return agents.NewRegistry(), nil
 	case "mock":
 		return mockAgents(e.Agents, "the execution's mock file")
+	case "agents":
+		// Stored resolved: every path in it is absolute.
+		reg, _, err := fileAgents(e.Agents, "the execution's agents file", "")
+		return reg, err
 	}
 	return nil, fmt.Errorf("execution %s was started with %s agents, which this version cannot rebuild", e.ID, e.AgentsKind)
 }

@@ -234,3 +234,39 @@ func TestConformanceCommand(t *testing.T) {
 		t.Errorf("one passing file: code %d, output %q", code, out)
 	}
 }
+
+// TestAgentsFile runs a workflow whose agent is a script configured in an
+// agents file (its relative path is resolved against the file's directory,
+// not the working directory), and continues it with aslrun approve, which
+// rebuilds the agents from the copy stored with the execution.
+func TestAgentsFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "upper.sh", "#!/bin/sh\ntr a-z A-Z\n")
+	if err := os.Chmod(filepath.Join(dir, "upper.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	agentsFile := writeFile(t, dir, "agents.json", `{"Upper":{"Type":"exec","Command":["./upper.sh"]}}`)
+	wf := writeFile(t, dir, "wf.json", `{"StartAt":"U","States":{
+		"U":{"Type":"Task","Agent":"Upper","ResultPath":"$.up","Next":"W"},
+		"W":{"Type":"Approval","Prompt":"go on?","ResultPath":null,"Next":"Again"},
+		"Again":{"Type":"Task","Agent":"Upper","InputPath":"$.up","ResultPath":"$.again","End":true}}}`)
+	db := filepath.Join(dir, "a.db")
+	code, out, errOut := invoke(t, "", "run", wf, "--agents", agentsFile, "--input", `{"word":"hello"}`, "--db", db, "--name", "e1")
+	if code != exitWaiting {
+		t.Fatalf("run: code %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	code, out, errOut = invoke(t, "", "approve", "e1", "--decision", "approve", "--db", db)
+	if code != 0 || !jsonEqual(t, out, `{"word":"hello","up":{"WORD":"HELLO"},"again":{"WORD":"HELLO"}}`) {
+		t.Fatalf("approve: code %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	bad := writeFile(t, dir, "bad.json", `{"Upper":{"Type":"exec"}}`)
+	code, _, errOut = invoke(t, "", "run", wf, "--agents", bad, "--db", db)
+	if code != exitUsage || !strings.Contains(errOut, "/Upper") {
+		t.Errorf("bad agents file: code %d, stderr %q", code, errOut)
+	}
+	mock := writeFile(t, dir, "mock.json", `{}`)
+	code, _, errOut = invoke(t, "", "run", wf, "--agents", agentsFile, "--mock", mock, "--db", db)
+	if code != exitUsage || !strings.Contains(errOut, "cannot be used together") {
+		t.Errorf("both files: code %d, stderr %q", code, errOut)
+	}
+}
