@@ -97,8 +97,10 @@
 //     for personal data ([REDACTED:email]); never a violation.
 //   - mask: every match keeps its last 4 characters (never more than half
 //     of them, so that a short match does not stay whole) and the rest
-//     become *; an email address keeps the first character and the
-//     domain (j***@example.com); never a violation.
+//     become *; a card, phone or IBAN keeps its last 4 letters or
+//     digits and what separates them (***************2 606), an email
+//     address its first character and its domain (j***@example.com);
+//     never a violation.
 //   - warn: findings only.
 //   - flag: findings only, marked Action "flag" for a human to review.
 //   - retry (Output only): a failure sets Result.Retry, asking the engine
@@ -122,7 +124,8 @@
 //	Guardrails.Output.Rules[1] (pii) at $.customer.contact: contains an email address; 2 more findings
 //
 // It never quotes the content: the definition's Block substrings and
-// Pattern may appear in it, the matched text never does.
+// Pattern and a validating agent's reason may appear in it, the matched
+// text never does.
 //
 // OnFail says what a failure does: "reject", "fail_state" and "fail"
 // (all the same here) make it the Result's Violation, and Check stops
@@ -135,8 +138,33 @@
 //
 // Every match of every rule, whatever its action, is a Finding, in rule
 // order and then in document order (object keys sorted), with a masked
-// Excerpt of what was found. A rule lists at most 50 findings per Check;
-// one more finding at $ counts the rest.
+// Excerpt of what was found (a match longer than 24 characters shows
+// ********, an ellipsis and its masked end, which hides its length). A
+// rule lists at most 50 findings per Check; one more finding at $ counts
+// the rest.
+//
+// # Use
+//
+// The engine calls Check twice per Task attempt, where DESIGN.md §2 puts
+// the guardrails:
+//
+//	res, err := guardrails.Check(ctx, g.Output, guardrails.Output, result, validate)
+//	if err != nil {
+//		// a validating agent could not answer: raise err
+//	}
+//	// record res.Findings (Finding.JSON) in a history event
+//	if res.Retry && retries < g.Output.MaxRetries {
+//		// call the agent again and Check its new result
+//	}
+//	if res.Violation != nil {
+//		// raise res.Violation: Retry and Catch see it by name
+//	}
+//	// go on with res.Content
+//
+// Input is the same with guardrails.Input on the effective input, and
+// without Retry. The validate function calls the named agent with the
+// content as its input and decodes its answer with ParseVerdict; an
+// *asl.Error it returns is wrapped, so errors.As still finds it.
 //
 // Everything here is safe for concurrent use: Check keeps no state
 // between calls, and the definition's types are immutable.

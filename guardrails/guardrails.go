@@ -196,11 +196,10 @@ type checker struct {
 // fail handles a failure of rule i, which found n things, first f; it
 // returns true when Check must stop.
 func (c *checker) fail(i int, typ, action string, f Finding, n int) bool {
-	retry := action == "retry" && c.stage == Output
-	if action != "block" && !retry {
+	if action != "block" && action != "retry" {
 		return false
 	}
-	if retry {
+	if action == "retry" && c.stage == Output {
 		c.res.Retry = true
 	}
 	if !c.raise {

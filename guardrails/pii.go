@@ -42,8 +42,10 @@ func redaction(kind string) string {
 
 // mask returns text with all but its last 4 characters replaced by *
 // (all but its last half when it is shorter than 8 characters, so that
-// a short match does not stay whole). An email address keeps the first
-// character of its local part and its domain, with *** between them.
+// a short match does not stay whole). For a card, phone or IBAN, the 4
+// kept are letters or digits, with any spaces or dashes between them
+// ("**** 606" keeps "2 606"). An email address keeps the first character
+// of its local part and its domain, with *** between them.
 func mask(kind, text string) string {
 	if kind == kindEmail {
 		if at := strings.LastIndexByte(text, '@'); at > 0 {
@@ -51,18 +53,27 @@ func mask(kind, text string) string {
 			return text[:size] + "***" + text[at:]
 		}
 	}
-	n := utf8.RuneCountInString(text)
-	keep := min(4, n/2)
-	var b strings.Builder
-	b.Grow(len(text))
-	i := 0
-	for k := 0; k < n-keep; k++ {
-		_, size := utf8.DecodeRuneInString(text[i:])
-		i += size
-		b.WriteByte('*')
+	counts := func(r rune) bool { return true }
+	if kind != "" {
+		counts = func(r rune) bool { return r < utf8.RuneSelf && isAlnum(byte(r)) }
 	}
-	b.WriteString(text[i:])
-	return b.String()
+	n := 0
+	for _, r := range text {
+		if counts(r) {
+			n++
+		}
+	}
+	keep := min(4, n/2)
+	tail := len(text)
+	for keep > 0 {
+		r, size := utf8.DecodeLastRuneInString(text[:tail])
+		tail -= size
+		if counts(r) {
+			keep--
+		}
+	}
+	stars := utf8.RuneCountInString(text[:tail])
+	return strings.Repeat("*", stars) + text[tail:]
 }
 
 // maxExcerpt is the longest match an excerpt shows masked in full; a
@@ -76,15 +87,11 @@ const (
 // excerpt shows a match in a Finding: masked as by mask, and shortened
 // when the match is long.
 func excerpt(kind, text string) string {
+	masked := mask(kind, text)
 	if kind == kindEmail || utf8.RuneCountInString(text) <= maxExcerpt {
-		return mask(kind, text)
+		return masked
 	}
-	tail := len(text)
-	for k := 0; k < 4; k++ {
-		_, size := utf8.DecodeLastRuneInString(text[:tail])
-		tail -= size
-	}
-	return excerptStars + "…" + text[tail:]
+	return excerptStars + "…" + strings.TrimLeft(masked, "*")
 }
 
 // piiSet says which kinds a pii rule detects.

@@ -105,7 +105,9 @@ func (s *scanner) message(sp span) string {
 func (s *scanner) walk(v any, depth int) (any, bool) {
 	switch x := v.(type) {
 	case string:
-		return s.visit(x)
+		if out, changed := s.visit(x); changed {
+			return out, true
+		}
 	case []any:
 		if depth >= jsonpath.MaxDepth {
 			return v, false
