@@ -36,13 +36,12 @@
 //     then the longer one.
 //   - regex fails on every match of Pattern (Go RE2 syntax, unanchored)
 //     in a string; a match of no characters is ignored. Pattern describes
-//     text that must not appear. The spec never says so in words, but both
-//     of its examples only read that way: {"Pattern": "API_KEY|password",
-//     "Action": "redact"} (spec chapter 3) and {"Pattern":
-//     "competitor_names", "Action": "flag"} (the content-pipeline example)
-//     name text to remove or flag, and redact and mask replace the match
-//     itself, which means nothing if the match is the text that is wanted.
-//     A format the content must follow is a custom rule's job.
+//     text that must not appear, like a Block entry. The spec never says
+//     so in words, but it only reads that way: it gives regex rules the
+//     actions redact ("delete the match") and mask, which replace the
+//     match itself and would mean nothing if the match were the wanted
+//     text, and its content-pipeline example flags regex matches for
+//     review. A format the content must follow is a custom rule's job.
 //   - pii fails on every piece of personal data of the kinds in Detect
 //     (see below).
 //   - custom asks the rule's Validator agent (see Validator); it fails

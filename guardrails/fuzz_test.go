@@ -75,29 +75,29 @@ func FuzzFindPII(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		spans := findPII(s, allKinds, nil)
+		spans := newPIISet(allKinds).find(s, nil)
 		last := 0
 		for _, sp := range spans {
 			if sp.start < last || sp.end <= sp.start || sp.end > len(s) {
-				t.Fatalf("findPII(%q): span [%d, %d) out of order or bounds (previous end %d)", s, sp.start, sp.end, last)
+				t.Fatalf("piiSet.find(%q): span [%d, %d) out of order or bounds (previous end %d)", s, sp.start, sp.end, last)
 			}
 			last = sp.end
 			text := s[sp.start:sp.end]
 			if !utf8.ValidString(text) {
-				t.Errorf("findPII(%q): match %q is not valid UTF-8", s, text)
+				t.Errorf("piiSet.find(%q): match %q is not valid UTF-8", s, text)
 			}
 			switch sp.kind {
 			case kindCard:
 				if !referenceLuhn(text) {
-					t.Errorf("findPII(%q): card %q fails the Luhn check", s, text)
+					t.Errorf("piiSet.find(%q): card %q fails the Luhn check", s, text)
 				}
 			case kindIBAN:
 				if !referenceMod97(text) {
-					t.Errorf("findPII(%q): IBAN %q fails the mod-97 check", s, text)
+					t.Errorf("piiSet.find(%q): IBAN %q fails the mod-97 check", s, text)
 				}
 			case kindEmail, kindPhone:
 			default:
-				t.Errorf("findPII(%q): unknown kind %q", s, sp.kind)
+				t.Errorf("piiSet.find(%q): unknown kind %q", s, sp.kind)
 			}
 			if sp.kind != kindEmail {
 				kept := 0
@@ -112,9 +112,9 @@ func FuzzFindPII(f *testing.F) {
 			}
 		}
 		for _, kind := range allKinds {
-			for _, sp := range findPII(s, []string{kind}, nil) {
+			for _, sp := range newPIISet([]string{kind}).find(s, nil) {
 				if sp.kind != kind {
-					t.Errorf("findPII(%q, [%s]) found a %s", s, kind, sp.kind)
+					t.Errorf("piiSet.find(%q, [%s]) found a %s", s, kind, sp.kind)
 				}
 			}
 		}
@@ -144,7 +144,7 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Check modified its input")
 		}
 		out := res.Content.(map[string]any)["s"].(string)
-		if spans := findPII(out, allKinds, nil); len(spans) > 0 {
+		if spans := newPIISet(allKinds).find(out, nil); len(spans) > 0 {
 			t.Errorf("Check(%q) redacted content %q still holds %s %q", s, out, spans[0].kind, out[spans[0].start:spans[0].end])
 		}
 	})

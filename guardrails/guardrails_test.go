@@ -772,3 +772,20 @@ func TestCheckRetryOnInput(t *testing.T) {
 		})
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	long := strings.Repeat("é", maxReason+10)
+	tests := []struct {
+		in, want string
+	}{
+		{"", ""},
+		{" a\n b\t\tc ", "a b c"},
+		{strings.Repeat("x", maxReason), strings.Repeat("x", maxReason)},
+		{long, strings.Repeat("é", maxReason) + "…"},
+	}
+	for _, tt := range tests {
+		if got := oneLine(tt.in); got != tt.want {
+			t.Errorf("oneLine(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -109,18 +109,17 @@ func newPIISet(detect []string) piiSet {
 	}
 }
 
-// findPII appends the personal data of the kinds in detect found in str
-// to dst, in order and without overlaps.
+// find appends the personal data of the kinds in p found in str to dst,
+// in order and without overlaps.
 //
 // Every kind that claims text before a detected kind is looked for too,
 // even when it is not detected, so that the digits of an IBAN are never
 // reported as a card number, nor a number in an email address as a phone
 // number; what was found only to be excluded is then dropped.
-func findPII(str string, detect []string, dst []span) []span {
-	set := newPIISet(detect)
-	numbers := set.card || set.phone
-	ibans := set.iban || numbers
-	if !set.email && !ibans {
+func (p piiSet) find(str string, dst []span) []span {
+	numbers := p.card || p.phone
+	ibans := p.iban || numbers
+	if !p.email && !ibans {
 		return dst
 	}
 	base := len(dst)
@@ -129,13 +128,13 @@ func findPII(str string, detect []string, dst []span) []span {
 		dst = findIBANs(str, dst, base)
 	}
 	if numbers {
-		dst = findNumbers(str, set, dst, base)
+		dst = findNumbers(str, p, dst, base)
 	}
 	found := dst[base:]
 	slices.SortFunc(found, func(a, b span) int { return a.start - b.start })
 	kept := found[:0]
 	for _, sp := range found {
-		if set.has(sp.kind) {
+		if p.has(sp.kind) {
 			kept = append(kept, sp)
 		}
 	}

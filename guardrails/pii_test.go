@@ -2,6 +2,7 @@ package guardrails
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -10,7 +11,7 @@ var allKinds = []string{"email", "phone", "card", "iban"}
 // found lists the matches of findPII as "kind:text".
 func found(str string, detect []string) []string {
 	var got []string
-	for _, sp := range findPII(str, detect, nil) {
+	for _, sp := range newPIISet(detect).find(str, nil) {
 		got = append(got, sp.kind+":"+str[sp.start:sp.end])
 	}
 	return got
@@ -132,8 +133,98 @@ func TestFindPII(t *testing.T) {
 			}
 			got := found(tt.in, detect)
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
-				t.Errorf("findPII(%q, %q) = %q, want %q", tt.in, detect, got, tt.want)
+				t.Errorf("piiSet.find(%q, %q) = %q, want %q", tt.in, detect, got, tt.want)
 			}
 		})
 	}
+}
+
+// TestIBANRegistryExamples finds the example IBANs of the SWIFT IBAN
+// registry, as printed there, for a sample of countries.
+func TestIBANRegistryExamples(t *testing.T) {
+	examples := []string{
+		"AD12 0001 2030 2003 5910 0100",
+		"AE07 0331 2345 6789 0123 456",
+		"AL47 2121 1009 0000 0002 3569 8741",
+		"AT61 1904 3002 3457 3201",
+		"AZ21 NABZ 0000 0000 1370 1000 1944",
+		"BA39 1290 0794 0102 8494",
+		"BE68 5390 0754 7034",
+		"BG80 BNBG 9661 1020 3456 78",
+		"BH67 BMAG 0000 1299 1234 56",
+		"BR18 0036 0305 0000 1000 9795 493C 1",
+		"CH93 0076 2011 6238 5295 7",
+		"CR05 0152 0200 1026 2840 66",
+		"CY17 0020 0128 0000 0012 0052 7600",
+		"CZ65 0800 0000 1920 0014 5399",
+		"DK50 0040 0440 1162 43",
+		"DO28 BAGR 0000 0001 2124 5361 1324",
+		"EE38 2200 2210 2014 5685",
+		"ES91 2100 0418 4502 0005 1332",
+		"FI21 1234 5600 0007 85",
+		"FO62 6460 0001 6316 34",
+		"GE29 NB00 0000 0101 9049 17",
+		"GI75 NWBK 0000 0000 7099 453",
+		"GL89 6471 0001 0002 06",
+		"GR16 0110 1250 0000 0001 2300 695",
+		"GT82 TRAJ 0102 0000 0012 1002 9690",
+		"HR12 1001 0051 8630 0016 0",
+		"HU42 1177 3016 1111 1018 0000 0000",
+		"IE29 AIBK 9311 5212 3456 78",
+		"IL62 0108 0000 0009 9999 999",
+		"IS14 0159 2600 7654 5510 7303 39",
+	}
+	for _, iban := range examples {
+		t.Run(iban, func(t *testing.T) {
+			for _, text := range []string{iban, strings.ReplaceAll(iban, " ", "")} {
+				in := "pay to " + text + "."
+				got := found(in, []string{"iban"})
+				if len(got) != 1 || got[0] != "iban:"+text {
+					t.Errorf("piiSet.find(%q) = %q, want [iban:%s]", in, got, text)
+				}
+			}
+		})
+	}
+}
+
+// TestIBANLengths builds a valid IBAN for every country ibanLength
+// knows, and checks that it is found at that length only.
+func TestIBANLengths(t *testing.T) {
+	countries := 0
+	for a := 'A'; a <= 'Z'; a++ {
+		for b := 'A'; b <= 'Z'; b++ {
+			cc := string([]rune{a, b})
+			n := ibanLength(cc)
+			if n == 0 {
+				continue
+			}
+			countries++
+			if n < 15 || n > 34 {
+				t.Errorf("ibanLength(%s) = %d, want 15 to 34", cc, n)
+				continue
+			}
+			for _, length := range []int{n - 1, n, n + 1} {
+				iban := withCheckDigits(cc, strings.Repeat("7", length-4))
+				got := found(iban, []string{"iban"})
+				if want := length == n; (len(got) == 1) != want {
+					t.Errorf("piiSet.find(%q) = %q, want found %v (length %d for %s)", iban, got, want, n, cc)
+				}
+			}
+		}
+	}
+	if countries != 89 {
+		t.Errorf("ibanLength knows %d countries, want 89", countries)
+	}
+}
+
+// withCheckDigits returns the IBAN of country cc with BBAN bban and the
+// check digits that make it valid.
+func withCheckDigits(cc, bban string) string {
+	for check := 2; check <= 98; check++ {
+		iban := fmt.Sprintf("%s%02d%s", cc, check, bban)
+		if referenceMod97(iban) {
+			return iban
+		}
+	}
+	return cc + "00" + bban
 }

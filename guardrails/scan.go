@@ -45,7 +45,9 @@ type match struct {
 type scanner struct {
 	rule *states.GuardrailRule
 	// change is true when the rule redacts or masks its matches.
-	change  bool
+	change bool
+	// pii is what a pii rule detects.
+	pii     piiSet
 	path    []seg
 	spans   []span
 	matches []match
@@ -55,7 +57,7 @@ type scanner struct {
 // replacing the content when the rule redacts or masks, and returns the
 // number of matches.
 func (c *checker) scan(i int, r *states.GuardrailRule) int {
-	s := scanner{rule: r, change: r.Action == "redact" || r.Action == "mask"}
+	s := scanner{rule: r, change: r.Action == "redact" || r.Action == "mask", pii: newPIISet(r.Detect)}
 	c.res.Content, _ = s.walk(c.res.Content, 0)
 	if len(s.matches) == 0 {
 		return 0
@@ -195,7 +197,7 @@ func (s *scanner) find(str string, dst []span) []span {
 		}
 		return dst
 	case "pii":
-		return findPII(str, s.rule.Detect, dst)
+		return s.pii.find(str, dst)
 	}
 	return dst
 }
