@@ -419,7 +419,6 @@ func TestNotImplementedFeatures(t *testing.T) {
 	echo := agents.Func(func(_ context.Context, req *agents.Request) (any, error) { return req.Input, nil })
 	cases := map[string]string{
 		"context":    `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"E","Context":{"MaxTokens":10},"End":true}}}`,
-		"guardrails": `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"E","Guardrails":{"Input":{"Rules":[{"Type":"length","Max":10}]}},"End":true}}}`,
 	}
 	for name, def := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -126,6 +126,10 @@ var moreBypassCases = map[string]bypassCase{
 	"map item own policy": {states: `"S":{"Type":"Map","ItemsPath":"$.items","ItemSelector":{"v.$":"$$.Map.Item.Value"},"ResultPath":"$.results","Next":"Tail",
 		"ItemProcessor":{"StartAt":"I","States":{"I":{"Type":"Pass","Result":"forbidden","ResultPath":"$.x","WritePolicy":{"Deny":["$.x"]},"End":true}}}}`,
 		wantError: governance.ErrWriteDenied},
+	"reasoning trace": {states: `"S":{"Type":"Task","Agent":"Reasoner","ResultPath":"$.note","Reasoning":{"Store":"$.secret"},"Next":"Tail"}`,
+		wantError: governance.ErrWriteDenied},
+	"memory read": {states: `"S":{"Type":"Pass","Memory":{"Read":{"Keys":["k"],"InjectAt":"$.secret","Default":"forbidden"}},"Next":"Tail"}`,
+		wantError: governance.ErrWriteDenied},
 	// OutputPath only selects what the next state gets (the guard sees the
 	// document before it), so it cannot write; what it drops, the next
 	// write cannot bring back past the transition rules.
@@ -150,6 +154,9 @@ func runBypassCase(t *testing.T, tc bypassCase) *auditStore {
 	forger := agents.Func(func(context.Context, *agents.Request) (any, error) { return "forbidden", nil })
 	_ = reg.Register("Forger", forger)
 	_ = reg.Register("Forger2", forger)
+	_ = reg.Register("Reasoner", agents.Func(func(context.Context, *agents.Request) (any, error) {
+		return map[string]any{"result": "ok", "reasoning": map[string]any{"steps": []any{"forbidden"}}}, nil
+	}))
 	_ = reg.Register("Failing", agents.Func(func(context.Context, *agents.Request) (any, error) {
 		return nil, asl.Errorf("Broken", "forbidden")
 	}))

@@ -24,6 +24,9 @@ type stateRun struct {
 	// memWrites are the memory writes of the attempt that completed,
 	// committed with the state's completion.
 	memWrites []MemoryWrite
+	// trace is the reasoning trace of the attempt, written at
+	// Reasoning.Store after ResultPath; nil when there is none.
+	trace *storedTrace
 	// inSize bounds the size of the state's raw input.
 	inSize int
 	// raw is the state's raw input.
@@ -177,6 +180,13 @@ func (h *stateRun) finish(raw, result any, resultSize int, rp states.ResultPath)
 	proposed, err := h.resultPath(rp, raw, result)
 	if err != nil {
 		return stepResult{}, err
+	}
+	if t := h.trace; t != nil {
+		h.trace = nil
+		if proposed, err = t.path.Set(proposed, t.value); err != nil {
+			return stepResult{}, h.runtimeError("Reasoning.Store: " + err.Error())
+		}
+		resultSize = unknownSize
 	}
 	// The commit point: nothing governance refuses goes further.
 	if err := h.govern(raw, proposed); err != nil {

@@ -36,6 +36,12 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 		}
 		inSize = unknownSize
 	}
+	if s.Guardrails != nil && s.Guardrails.Input != nil {
+		if input, err = h.guardInput(ctx, s, input); err != nil {
+			return stepResult{}, err
+		}
+		inSize = unknownSize
+	}
 	// The agent's input is held to the payload limit after Parameters.
 	params := input
 	if s.Parameters != nil {
@@ -55,6 +61,20 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 	if err != nil {
 		return stepResult{}, err
 	}
+	result, size, err = h.guardOutput(ctx, s, result, size, func(ctx context.Context, sub string) (any, int, error) {
+		return h.callAgent(ctx, s, sub, params, timeout, heartbeat)
+	})
+	if err != nil {
+		return stepResult{}, err
+	}
+	if s.Reasoning != nil {
+		var trace any
+		if result, trace, err = reasoning(s.Reasoning, result); err != nil {
+			return stepResult{}, err
+		}
+		h.recordReasoning(s.Reasoning, trace)
+		size = unknownSize
+	}
 	if s.ResultSelector != nil {
 		if result, size, err = h.template(s.ResultSelector, result, size); err != nil {
 			return stepResult{}, err
@@ -68,10 +88,6 @@ func agentFeature(s *states.Task) string {
 	switch {
 	case s.Context != nil:
 		return "Context"
-	case s.Guardrails != nil:
-		return "Guardrails"
-	case s.Reasoning != nil:
-		return "Reasoning"
 	}
 	return ""
 }
