@@ -418,7 +418,7 @@ func TestRequestIdentity(t *testing.T) {
 func TestNotImplementedFeatures(t *testing.T) {
 	echo := agents.Func(func(_ context.Context, req *agents.Request) (any, error) { return req.Input, nil })
 	cases := map[string]string{
-		"context":    `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"E","Context":{"MaxTokens":10},"End":true}}}`,
+		"context": `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"E","Context":{"MaxTokens":10},"End":true}}}`,
 	}
 	for name, def := range cases {
 		t.Run(name, func(t *testing.T) {
