@@ -40,8 +40,24 @@ type Case struct {
 	Input any
 	// Mocks are the scripted agents; nil when the case has none.
 	Mocks *agents.Mocks
+	// Decisions answer the execution's approvals, in order (README:
+	// "decisions").
+	Decisions []Decision
+	// Memory is agent memory present before the execution starts, by
+	// namespace and key.
+	Memory map[string]map[string]any
 	// Expect is the expected outcome.
 	Expect Expect
+}
+
+// Decision is a scripted approver: after AfterSeconds of waiting (0: at
+// once), it decides the pending approval named Approval ("" for the only
+// one), unless a timer of the execution (an escalation, a timeout) falls
+// due first: then the execution is woken and the decision waits for the
+// next pause.
+type Decision struct {
+	engine.Decision
+	AfterSeconds float64
 }
 
 // Expect is a case's expected outcome. Error and Cause are nil when the
@@ -67,6 +83,12 @@ type Expect struct {
 	// the execution must take at least that long.
 	ElapsedSeconds    float64
 	HasElapsedSeconds bool
+	// Memory is the agent memory expected after the execution, by
+	// namespace and key (only the keys listed are compared; null means
+	// absent).
+	Memory map[string]map[string]any
+	// Events counts history events by type, for the types listed.
+	Events map[string]int
 	// RequireErrorContains is set for our own cases; for AWS-recorded ones
 	// (which carry aws_message) matching error_contains is only a bonus.
 	RequireErrorContains bool
@@ -112,6 +134,9 @@ func fromValue(v any) (*Case, error) {
 		}
 		c.Mocks = mocks
 	}
+	if err := c.decode(m); err != nil {
+		return nil, err
+	}
 	ex, ok := m["expect"].(map[string]any)
 	if !ok {
 		return nil, errors.New("missing expect object")
@@ -151,6 +176,26 @@ func fromValue(v any) (*Case, error) {
 		}
 		e.ElapsedSeconds, e.HasElapsedSeconds = f, true
 	}
+	if mem, ok := ex["memory"]; ok {
+		if e.Memory, err = memoryOf("expect.memory", mem); err != nil {
+			return nil, err
+		}
+	}
+	if evs, ok := ex["events"]; ok {
+		obj, isObj := evs.(map[string]any)
+		if !isObj {
+			return nil, errors.New("expect.events must be an object of event type to count")
+		}
+		e.Events = make(map[string]int, len(obj))
+		for typ, v := range obj {
+			n, isNum := v.(json.Number)
+			k, isInt := jsonpath.Int64(n)
+			if !isNum || !isInt || k < 0 {
+				return nil, fmt.Errorf("expect.events.%s must be a count", typ)
+			}
+			e.Events[typ] = int(k)
+		}
+	}
 	if p, ok := ex["path"].([]any); ok {
 		for _, s := range p {
 			name, _ := s.(string)
@@ -158,6 +203,84 @@ func fromValue(v any) (*Case, error) {
 		}
 	}
 	return c, nil
+}
+
+// decode reads the case's decisions and memory.
+func (c *Case) decode(m map[string]any) error {
+	if v, ok := m["memory"]; ok {
+		mem, err := memoryOf("memory", v)
+		if err != nil {
+			return err
+		}
+		c.Memory = mem
+	}
+	v, ok := m["decisions"]
+	if !ok {
+		return nil
+	}
+	list, isList := v.([]any)
+	if !isList {
+		return errors.New("decisions must be an array")
+	}
+	for i, item := range list {
+		d, isObj := item.(map[string]any)
+		if !isObj {
+			return fmt.Errorf("decisions[%d] must be an object", i)
+		}
+		var dec Decision
+		for k, v := range d {
+			s, isStr := v.(string)
+			switch k {
+			case "approval", "approver", "comment", "approval_id":
+				if !isStr {
+					return fmt.Errorf("decisions[%d].%s must be a string", i, k)
+				}
+			}
+			switch k {
+			case "approval":
+				dec.Approval = s
+			case "approver":
+				dec.Approver = s
+			case "comment":
+				dec.Comment = s
+			case "approval_id":
+				dec.ApprovalID = s
+			case "edit":
+				dec.Edit = v
+			case "after_seconds":
+				n, isNum := v.(json.Number)
+				f, valid := jsonpath.Float64(n)
+				if !isNum || !valid || f < 0 {
+					return fmt.Errorf("decisions[%d].after_seconds must be a non-negative number", i)
+				}
+				dec.AfterSeconds = f
+			default:
+				return fmt.Errorf("decisions[%d]: unknown field %q", i, k)
+			}
+		}
+		if dec.Approval == "" {
+			return fmt.Errorf("decisions[%d]: missing approval (the option chosen)", i)
+		}
+		c.Decisions = append(c.Decisions, dec)
+	}
+	return nil
+}
+
+// memoryOf reads {namespace: {key: value}}.
+func memoryOf(field string, v any) (map[string]map[string]any, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s must be an object of namespaces", field)
+	}
+	out := make(map[string]map[string]any, len(obj))
+	for ns, keys := range obj {
+		k, ok := keys.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s.%s must be an object of keys", field, ns)
+		}
+		out[ns] = k
+	}
+	return out, nil
 }
 
 func optString(m map[string]any, key string) (*string, error) {
@@ -201,18 +324,46 @@ func run(ctx context.Context, c *Case, exactTime bool) error {
 	// Every case runs durably, on the memory store: an execution that
 	// stops to wait is resumed when it is due, as a worker would.
 	st := store.NewMemory()
-	x := engine.New(engine.Config{Agents: reg, Store: st})
+	// Escalations are checked in the history (expect.events), not logged.
+	quiet := func(context.Context, engine.EscalationNotice) error { return nil }
+	x := engine.New(engine.Config{Agents: reg, Store: st, OnEscalation: quiet})
 	ctx, cancel := context.WithTimeout(ctx, caseTimeout)
 	defer cancel()
+	if err := seedMemory(ctx, st, c.Memory); err != nil {
+		return err
+	}
 	start := time.Now()
 	res, err := x.Run(ctx, m, c.Input, engine.StartOptions{MachineName: c.Name})
+	decisions := c.Decisions
+	var at time.Time // when the next decision is made, once its wait began
 	for err == nil && res.Status == engine.StatusWaiting {
+		if len(res.Approvals) > 0 && len(decisions) > 0 {
+			d := decisions[0]
+			if at.IsZero() {
+				at = time.Now().Add(time.Duration(d.AfterSeconds * float64(time.Second)))
+			}
+			if res.WakeAt.IsZero() || at.Before(res.WakeAt) {
+				time.Sleep(time.Until(at))
+				decisions, at = decisions[1:], time.Time{}
+				res, err = x.Decide(ctx, res.ID, d.Decision, engine.ResumeOptions{})
+				continue
+			}
+		}
+		if res.WakeAt.IsZero() {
+			return fmt.Errorf("the execution waits at %s for a decision, and the case has none left", res.State)
+		}
 		time.Sleep(time.Until(res.WakeAt))
 		res, err = x.Resume(ctx, res.ID, engine.ResumeOptions{})
 	}
 	elapsed := time.Since(start)
 	if err != nil {
 		return fmt.Errorf("engine error: %v", err)
+	}
+	if len(decisions) > 0 {
+		return fmt.Errorf("%d scripted decisions were not used", len(decisions))
+	}
+	if err := checkMemory(ctx, st, c.Expect.Memory); err != nil {
+		return err
 	}
 	history, err := st.History(ctx, res.ID)
 	if err != nil {
@@ -253,6 +404,17 @@ func check(c *Case, res *engine.Result, history []engine.Event) error {
 		}
 		if err := checkCause(e, res.Cause); err != nil {
 			return err
+		}
+	}
+	for typ, want := range e.Events {
+		n := 0
+		for _, ev := range history {
+			if ev.Type == typ {
+				n++
+			}
+		}
+		if n != want {
+			return fmt.Errorf("%d %s events, want %d", n, typ, want)
 		}
 	}
 	if e.Path != nil {
@@ -430,4 +592,51 @@ func DefaultSkips() Skips {
 		return Skips{}
 	}
 	return s
+}
+
+// seedMemory writes a case's memory before it runs, through a commit of an
+// execution of its own.
+func seedMemory(ctx context.Context, st *store.Memory, mem map[string]map[string]any) error {
+	if len(mem) == 0 {
+		return nil
+	}
+	const seed = "memory-seed"
+	now := time.Now()
+	if err := st.Create(ctx, &engine.Execution{ID: seed, Status: engine.StatusSucceeded, StartedAt: now}); err != nil {
+		return err
+	}
+	c := &engine.Commit{Execution: seed, Seq: 1}
+	for ns, keys := range mem {
+		for k, v := range keys {
+			c.Memory = append(c.Memory, engine.MemoryWrite{Namespace: ns, Key: k, Value: v, At: now, Execution: seed})
+		}
+	}
+	if err := st.Commit(ctx, c); err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
+	return nil
+}
+
+// checkMemory compares the memory after a case with what it expects.
+func checkMemory(ctx context.Context, st *store.Memory, want map[string]map[string]any) error {
+	for ns, keys := range want {
+		names := make([]string, 0, len(keys))
+		for k := range keys {
+			names = append(names, k)
+		}
+		got, err := st.ReadMemory(ctx, ns, names, time.Now())
+		if err != nil {
+			return err
+		}
+		for k, w := range keys {
+			var g any
+			if e, ok := got[k]; ok {
+				g = e.Value
+			}
+			if !jsonpath.Equal(g, w) {
+				return fmt.Errorf("memory %s/%s is %s, want %s", ns, k, show(g), show(w))
+			}
+		}
+	}
+	return nil
 }

@@ -365,7 +365,13 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		}
 	}
 	now := time.Now().UTC()
-	entered := r.eventAt(Event{Type: eventType(c.Type, true), Timestamp: now, State: c.Name, Scope: sc.prefix, Input: input, Document: input})
+	var entered int64
+	if progress != nil && progress.Entered > 0 {
+		// Resumed in the middle of the state: it was entered before.
+		entered = progress.Entered
+	} else {
+		entered = r.eventAt(Event{Type: eventType(c.Type, true), Timestamp: now, State: c.Name, Scope: sc.prefix, Input: input, Document: input})
+	}
 	h := &stateRun{r: r, sc: sc, entered: entered, st: st, inSize: size, visit: visit, progress: progress, raw: input}
 	h.envData = env{r: r, sc: sc, state: c.Name, entered: now, item: sc.item}
 	h.env = &h.envData
@@ -437,6 +443,7 @@ func (h *stateRun) park(ctx context.Context, what string, wake time.Time, progre
 		// The execution times out before the wait ends: be woken then.
 		wake = d
 	}
+	progress.Entered = h.entered
 	c := &Commit{Scopes: map[string]*Scope{h.sc.key: h.sc.positionBefore(h.name(), h.raw, progress)}}
 	if err := r.commit(ctx, h.sc.settle(c)); err != nil {
 		return err

@@ -66,6 +66,7 @@ func (h *stateRun) step() string { return h.sc.key + h.name() + "#" + itoa(h.vis
 // saveProgress commits the state's progress (retries made, a delay under
 // way) so that a resumed execution picks it up.
 func (h *stateRun) saveProgress(ctx context.Context, p *StepProgress) error {
+	p.Entered = h.entered
 	c := &Commit{
 		Scopes: map[string]*Scope{h.sc.key: h.sc.positionBefore(h.name(), h.raw, p)},
 	}

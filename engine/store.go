@@ -134,6 +134,9 @@ type Scope struct {
 type StepProgress struct {
 	// Visit is the state's visit number (its entry count in its scope).
 	Visit int
+	// Entered is the id of the state's entered event: a resumed state is
+	// not entered again, and its runtime causes quote this id.
+	Entered int64
 	// Attempt is the attempt under way (0 first, then one per retry) and
 	// Retries the retries made per retrier.
 	Attempt int

@@ -200,6 +200,7 @@ func encodeScopeRecord(r *scopeRecord) []byte {
 	if st := r.Step; st != nil {
 		w.object("step", func(w *recordWriter) {
 			w.int("visit", int64(st.Visit))
+			w.int("entered", st.Entered)
 			w.int("attempt", int64(st.Attempt))
 			w.ints("retries", st.Retries)
 			w.time("wakeAt", st.WakeAt)

@@ -71,6 +71,7 @@ type scopeRecord struct {
 // stepRecord is one engine.StepProgress.
 type stepRecord struct {
 	Visit   int       `json:"visit,omitempty"`
+	Entered int64     `json:"entered,omitempty"`
 	Attempt int       `json:"attempt,omitempty"`
 	Retries []int64   `json:"retries,omitempty"`
 	WakeAt  time.Time `json:"wakeAt,omitzero"`
@@ -188,7 +189,7 @@ func encodeScope(s *engine.Scope, memo *docMemo) ([]byte, error) {
 		}
 	}
 	if st := s.Step; st != nil {
-		r.Step = &stepRecord{Visit: st.Visit, Attempt: st.Attempt, Retries: st.Retries, WakeAt: utc(st.WakeAt)}
+		r.Step = &stepRecord{Visit: st.Visit, Entered: st.Entered, Attempt: st.Attempt, Retries: st.Retries, WakeAt: utc(st.WakeAt)}
 		if st.Approval != nil {
 			if r.Step.Approval, err = memo.raw(st.Approval.Value()); err != nil {
 				return nil, fmt.Errorf("pending approval: %w", err)
@@ -230,7 +231,7 @@ func decodeScopeRecord(data []byte) (*engine.Scope, error) {
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	if st := r.Step; st != nil {
-		s.Step = &engine.StepProgress{Visit: st.Visit, Attempt: st.Attempt, Retries: st.Retries, WakeAt: st.WakeAt}
+		s.Step = &engine.StepProgress{Visit: st.Visit, Entered: st.Entered, Attempt: st.Attempt, Retries: st.Retries, WakeAt: st.WakeAt}
 		if len(st.Approval) > 0 {
 			v, err := decodeDoc(st.Approval)
 			if err != nil {
