@@ -218,14 +218,22 @@ func (c *Case) decode(m map[string]any) error {
 	if !ok {
 		return nil
 	}
+	var err error
+	c.Decisions, err = ParseDecisions(v)
+	return err
+}
+
+// ParseDecisions reads a list of scripted decisions (README: "decisions").
+func ParseDecisions(v any) ([]Decision, error) {
 	list, isList := v.([]any)
 	if !isList {
-		return errors.New("decisions must be an array")
+		return nil, errors.New("decisions must be an array")
 	}
+	var out []Decision
 	for i, item := range list {
 		d, isObj := item.(map[string]any)
 		if !isObj {
-			return fmt.Errorf("decisions[%d] must be an object", i)
+			return nil, fmt.Errorf("decisions[%d] must be an object", i)
 		}
 		var dec Decision
 		for k, v := range d {
@@ -233,7 +241,7 @@ func (c *Case) decode(m map[string]any) error {
 			switch k {
 			case "approval", "approver", "comment", "approval_id":
 				if !isStr {
-					return fmt.Errorf("decisions[%d].%s must be a string", i, k)
+					return nil, fmt.Errorf("decisions[%d].%s must be a string", i, k)
 				}
 			}
 			switch k {
@@ -251,19 +259,19 @@ func (c *Case) decode(m map[string]any) error {
 				n, isNum := v.(json.Number)
 				f, valid := jsonpath.Float64(n)
 				if !isNum || !valid || f < 0 {
-					return fmt.Errorf("decisions[%d].after_seconds must be a non-negative number", i)
+					return nil, fmt.Errorf("decisions[%d].after_seconds must be a non-negative number", i)
 				}
 				dec.AfterSeconds = f
 			default:
-				return fmt.Errorf("decisions[%d]: unknown field %q", i, k)
+				return nil, fmt.Errorf("decisions[%d]: unknown field %q", i, k)
 			}
 		}
 		if dec.Approval == "" {
-			return fmt.Errorf("decisions[%d]: missing approval (the option chosen)", i)
+			return nil, fmt.Errorf("decisions[%d]: missing approval (the option chosen)", i)
 		}
-		c.Decisions = append(c.Decisions, dec)
+		out = append(out, dec)
 	}
-	return nil
+	return out, nil
 }
 
 // memoryOf reads {namespace: {key: value}}.
@@ -334,33 +342,12 @@ func run(ctx context.Context, c *Case, exactTime bool) error {
 	}
 	start := time.Now()
 	res, err := x.Run(ctx, m, c.Input, engine.StartOptions{MachineName: c.Name})
-	decisions := c.Decisions
-	var at time.Time // when the next decision is made, once its wait began
-	for err == nil && res.Status == engine.StatusWaiting {
-		if len(res.Approvals) > 0 && len(decisions) > 0 {
-			d := decisions[0]
-			if at.IsZero() {
-				at = time.Now().Add(time.Duration(d.AfterSeconds * float64(time.Second)))
-			}
-			if res.WakeAt.IsZero() || at.Before(res.WakeAt) {
-				time.Sleep(time.Until(at))
-				decisions, at = decisions[1:], time.Time{}
-				res, err = x.Decide(ctx, res.ID, d.Decision, engine.ResumeOptions{})
-				continue
-			}
-		}
-		if res.WakeAt.IsZero() {
-			return fmt.Errorf("the execution waits at %s for a decision, and the case has none left", res.State)
-		}
-		time.Sleep(time.Until(res.WakeAt))
-		res, err = x.Resume(ctx, res.ID, engine.ResumeOptions{})
+	if err == nil {
+		res, err = Drive(ctx, x, res, c.Decisions)
 	}
 	elapsed := time.Since(start)
 	if err != nil {
 		return fmt.Errorf("engine error: %v", err)
-	}
-	if len(decisions) > 0 {
-		return fmt.Errorf("%d scripted decisions were not used", len(decisions))
 	}
 	if err := checkMemory(ctx, st, c.Expect.Memory); err != nil {
 		return err
@@ -592,6 +579,45 @@ func DefaultSkips() Skips {
 		return Skips{}
 	}
 	return s
+}
+
+// Drive takes a WAITING execution to its end as a worker and the scripted
+// approvers would: it answers its approvals with decisions, in order, and
+// resumes it when a timer of its falls due (sleeping meanwhile). It fails
+// when the execution waits for a decision and none is left, or when a
+// decision is left unused.
+func Drive(ctx context.Context, x *engine.Executor, res *engine.Result, decisions []Decision) (*engine.Result, error) {
+	var (
+		at  time.Time // when the next decision is made, once its wait began
+		err error
+	)
+	for res.Status == engine.StatusWaiting {
+		if len(res.Approvals) > 0 && len(decisions) > 0 {
+			d := decisions[0]
+			if at.IsZero() {
+				at = time.Now().Add(time.Duration(d.AfterSeconds * float64(time.Second)))
+			}
+			if res.WakeAt.IsZero() || at.Before(res.WakeAt) {
+				time.Sleep(time.Until(at))
+				decisions, at = decisions[1:], time.Time{}
+				if res, err = x.Decide(ctx, res.ID, d.Decision, engine.ResumeOptions{}); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		if res.WakeAt.IsZero() {
+			return nil, fmt.Errorf("the execution waits at %s for a decision, and none is left", res.State)
+		}
+		time.Sleep(time.Until(res.WakeAt))
+		if res, err = x.Resume(ctx, res.ID, engine.ResumeOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	if len(decisions) > 0 {
+		return nil, fmt.Errorf("%d scripted decisions were not used", len(decisions))
+	}
+	return res, nil
 }
 
 // seedMemory writes a case's memory before it runs, through a commit of an

@@ -2,15 +2,21 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/conformance"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/store"
 )
 
 func readJSON(t *testing.T, file string) any {
@@ -26,8 +32,107 @@ func readJSON(t *testing.T, file string) any {
 	return v
 }
 
-// TestExamples parses and runs every example with its mock file and checks
-// the output. Retry delays run on the synctest clock.
+// script is an example's optional script.json: what the test does beyond
+// one run with the mock file.
+type script struct {
+	// Decisions answer the run's approvals (conformance's format).
+	Decisions []conformance.Decision
+	// First is the status (and error) the first run ends with, when it is
+	// not SUCCEEDED; the run is then rolled back to ResumeFromCheckpoint,
+	// with the agents of ResumeMock, and must end with output.json.
+	First                *struct{ Status, Error string }
+	ResumeFromCheckpoint string
+	ResumeMock           string
+	// Again runs a second execution on the same store (Input and Output
+	// name files of the example).
+	Again *struct{ Input, Output string }
+	// Memory is the agent memory expected at the end.
+	Memory map[string]map[string]any
+	// Events counts history events of the (last) execution by type.
+	Events map[string]int
+}
+
+func readScript(t *testing.T, dir string) *script {
+	t.Helper()
+	sc := &script{}
+	data, err := os.ReadFile(filepath.Join(dir, "script.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return sc
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonpath.Decode(data)
+	if err != nil {
+		t.Fatalf("script.json: %v", err)
+	}
+	obj := v.(map[string]any)
+	for k, val := range obj {
+		switch k {
+		case "decisions":
+			if sc.Decisions, err = conformance.ParseDecisions(val); err != nil {
+				t.Fatalf("script.json: %v", err)
+			}
+		case "first":
+			f := val.(map[string]any)
+			sc.First = &struct{ Status, Error string }{f["status"].(string), f["error"].(string)}
+		case "resumeFromCheckpoint":
+			sc.ResumeFromCheckpoint = val.(string)
+		case "resumeMock":
+			sc.ResumeMock = val.(string)
+		case "again":
+			a := val.(map[string]any)
+			sc.Again = &struct{ Input, Output string }{a["input"].(string), a["output"].(string)}
+		case "memory":
+			sc.Memory = map[string]map[string]any{}
+			for ns, keys := range val.(map[string]any) {
+				sc.Memory[ns] = keys.(map[string]any)
+			}
+		case "events":
+			sc.Events = map[string]int{}
+			for typ, n := range val.(map[string]any) {
+				c, _ := jsonpath.Int64(n.(json.Number))
+				sc.Events[typ] = int(c)
+			}
+		default:
+			t.Fatalf("script.json: unknown field %q", k)
+		}
+	}
+	return sc
+}
+
+func mockRegistry(t *testing.T, file string) *agents.Registry {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mocks, err := agents.ParseMocks(data)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	reg := agents.NewRegistry()
+	if err := mocks.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func wantResult(t *testing.T, res *engine.Result, want any) {
+	t.Helper()
+	if res.Status != engine.StatusSucceeded {
+		t.Fatalf("status %s (%s: %s), want SUCCEEDED", res.Status, res.Error, res.Cause)
+	}
+	if !jsonpath.Equal(res.Output, want) {
+		got, _ := jsonpath.Marshal(res.Output)
+		w, _ := jsonpath.Marshal(want)
+		t.Errorf("output = %s, want %s", got, w)
+	}
+}
+
+// TestExamples parses and runs every example durably, with its mock file
+// and script.json, and checks the output. Delays run on the synctest
+// clock.
 func TestExamples(t *testing.T) {
 	dirs, err := filepath.Glob("*/workflow.json")
 	if err != nil {
@@ -47,33 +152,61 @@ func TestExamples(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parse %s: %v", def, err)
 			}
-			mockData, err := os.ReadFile(filepath.Join(dir, "mock.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			mocks, err := agents.ParseMocks(mockData)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reg := agents.NewRegistry()
-			if err := mocks.Register(reg); err != nil {
-				t.Fatal(err)
-			}
+			reg := mockRegistry(t, filepath.Join(dir, "mock.json"))
+			sc := readScript(t, dir)
 			input := readJSON(t, filepath.Join(dir, "input.json"))
 			want := readJSON(t, filepath.Join(dir, "output.json"))
 			synctest.Test(t, func(t *testing.T) {
-				x := engine.New(engine.Config{Agents: reg})
-				res, err := x.Run(context.Background(), m, input, engine.StartOptions{MachineName: dir})
+				ctx := context.Background()
+				st := store.NewMemory()
+				quiet := func(context.Context, engine.EscalationNotice) error { return nil }
+				x := engine.New(engine.Config{Agents: reg, Store: st, OnEscalation: quiet})
+				res, err := x.Run(ctx, m, input, engine.StartOptions{MachineName: dir})
+				if err == nil {
+					res, err = conformance.Drive(ctx, x, res, sc.Decisions)
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Status != engine.StatusSucceeded {
-					t.Fatalf("status %s (%s: %s), want SUCCEEDED", res.Status, res.Error, res.Cause)
+				if sc.First != nil {
+					if string(res.Status) != sc.First.Status || res.Error != sc.First.Error {
+						t.Fatalf("first run: %s %s (%s), want %s %s", res.Status, res.Error, res.Cause, sc.First.Status, sc.First.Error)
+					}
+					opts := engine.ResumeOptions{Agents: mockRegistry(t, filepath.Join(dir, sc.ResumeMock))}
+					if res, err = x.Rollback(ctx, res.ID, sc.ResumeFromCheckpoint, opts); err != nil {
+						t.Fatal(err)
+					}
 				}
-				if !jsonpath.Equal(res.Output, want) {
-					got, _ := jsonpath.Marshal(res.Output)
-					w, _ := jsonpath.Marshal(want)
-					t.Errorf("output = %s, want %s", got, w)
+				wantResult(t, res, want)
+				if sc.Again != nil {
+					in2 := readJSON(t, filepath.Join(dir, sc.Again.Input))
+					if res, err = x.Run(ctx, m, in2, engine.StartOptions{MachineName: dir}); err != nil {
+						t.Fatal(err)
+					}
+					wantResult(t, res, readJSON(t, filepath.Join(dir, sc.Again.Output)))
+				}
+				for ns, keys := range sc.Memory {
+					for k, w := range keys {
+						got, err := st.ReadMemory(ctx, ns, []string{k}, time.Now())
+						if err != nil || got[k] == nil || !jsonpath.Equal(got[k].Value, w) {
+							t.Errorf("memory %s/%s = %v, %v; want %v", ns, k, got[k], err, w)
+						}
+					}
+				}
+				hist, err := st.History(ctx, res.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for typ, n := range sc.Events {
+					got := 0
+					for _, e := range hist {
+						if e.Type == typ {
+							got++
+						}
+					}
+					if got != n {
+						t.Errorf("%d %s events, want %d", got, typ, n)
+					}
 				}
 			})
 		})

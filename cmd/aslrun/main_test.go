@@ -113,7 +113,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestRunExamples(t *testing.T) {
-	for _, ex := range []string{"code-review", "support-triage", "document-digest"} {
+	for _, ex := range []string{"support-triage", "document-digest", "technical-debate", "governed-payment"} {
 		t.Run(ex, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "workflows", ex)
 			want, err := os.ReadFile(filepath.Join(dir, "output.json"))
@@ -269,4 +269,56 @@ func TestAgentsFile(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "cannot be used together") {
 		t.Errorf("both files: code %d, stderr %q", code, errOut)
 	}
+}
+
+// TestWalkthroughs follows the README's walkthroughs: a code review that
+// waits for a senior engineer, approved by a second command, and a research
+// flow whose synthesis fails and is resumed from its checkpoint.
+func TestWalkthroughs(t *testing.T) {
+	ex := func(name, file string) string { return filepath.Join("..", "..", "workflows", name, file) }
+	wantFile := func(t *testing.T, out, file string) {
+		t.Helper()
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !jsonEqual(t, out, string(want)) {
+			t.Errorf("output %s, want %s", out, want)
+		}
+	}
+	t.Run("approve from another terminal", func(t *testing.T) {
+		db := filepath.Join(t.TempDir(), "w.db")
+		code, out, errOut := invoke(t, "", "run", ex("code-review", "workflow.json"), "--input", "@"+ex("code-review", "input.json"),
+			"--mock", ex("code-review", "mock.json"), "--db", db, "--name", "pr-482")
+		if code != exitWaiting || !strings.Contains(errOut, "aslrun approve pr-482 --decision request_changes|approve_anyway") {
+			t.Fatalf("run: code %d, stdout %s, stderr %q", code, out, errOut)
+		}
+		code, out, _ = invoke(t, "", "status", "pr-482", "--db", db)
+		if code != 0 || !strings.Contains(out, "SeniorReview#1") || !strings.Contains(out, "Serious findings in PR #482") {
+			t.Errorf("status: code %d, %s", code, out)
+		}
+		code, out, errOut = invoke(t, "", "approve", "pr-482", "--decision", "request_changes", "--by", "lena@example.com",
+			"--comment", "use a parameterized query", "--db", db)
+		if code != 0 {
+			t.Fatalf("approve: code %d, stderr %q", code, errOut)
+		}
+		wantFile(t, out, ex("code-review", "output.json"))
+	})
+	t.Run("resume from a checkpoint", func(t *testing.T) {
+		db := filepath.Join(t.TempDir(), "w.db")
+		code, out, errOut := invoke(t, "", "run", ex("research-flow", "workflow.json"), "--input", "@"+ex("research-flow", "input.json"),
+			"--mock", ex("research-flow", "mock.json"), "--db", db, "--name", "r-1")
+		if code != exitFailed || !strings.Contains(out, "Agent.ModelError") {
+			t.Fatalf("run: code %d, stdout %s, stderr %q", code, out, errOut)
+		}
+		code, out, _ = invoke(t, "", "checkpoints", "r-1", "--db", db)
+		if code != 0 || !strings.Contains(out, "sources-gathered") {
+			t.Errorf("checkpoints: code %d, %s", code, out)
+		}
+		code, out, errOut = invoke(t, "", "resume", "r-1", "--from-checkpoint", "sources-gathered", "--mock", ex("research-flow", "mock-resume.json"), "--db", db)
+		if code != 0 {
+			t.Fatalf("resume: code %d, stdout %s, stderr %q", code, out, errOut)
+		}
+		wantFile(t, out, ex("research-flow", "output.json"))
+	})
 }
