@@ -708,3 +708,18 @@ func same(a, b any) bool {
 	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
 	return ta == tb && ta.Comparable() && a == b
 }
+
+// at returns the subtree of t at l, whatever t holds on the way; nil when
+// there is none.
+func (t *trie) at(l loc) *trie {
+	n := t
+	for _, s := range l {
+		n = n.kid(s)
+	}
+	return n
+}
+
+// hasKids reports whether t holds a location below its own.
+func (t *trie) hasKids() bool {
+	return t != nil && len(t.kids) > 0
+}
