@@ -54,13 +54,56 @@ func newWork(input any, runes int) *work {
 	return &work{root: &node{val: input, orig: runes}}
 }
 
-// runesOf returns the length in runes of v's compact JSON text.
+// runesOf returns the length in runes of v's compact JSON text,
+// utf8.RuneCount(jsonpath.Marshal(v)), without writing the text: Size gives
+// its bytes, and the characters Marshal writes as several bytes can only
+// come from strings and keys (escapes are ASCII; an invalid byte becomes
+// U+FFFD, three bytes).
 func runesOf(v any) (int, error) {
-	b, err := jsonpath.Marshal(v)
-	if err != nil {
-		return 0, err
+	n := jsonpath.Size(v)
+	if n < 0 {
+		if _, err := jsonpath.Marshal(v); err != nil {
+			return 0, err
+		}
+		return 0, fmt.Errorf("cannot measure a %s", jsonpath.TypeName(v))
 	}
-	return utf8.RuneCount(b), nil
+	return n - extraBytes(v), nil
+}
+
+// extraBytes returns how many more bytes than runes the strings and keys
+// in v take in Marshal's text.
+func extraBytes(v any) int {
+	switch c := v.(type) {
+	case string:
+		return extraInString(c)
+	case []any:
+		n := 0
+		for _, x := range c {
+			n += extraBytes(x)
+		}
+		return n
+	case map[string]any:
+		n := 0
+		for k, x := range c {
+			n += extraInString(k) + extraBytes(x)
+		}
+		return n
+	}
+	return 0
+}
+
+func extraInString(s string) int {
+	i := 0
+	for i < len(s) && s[i] < utf8.RuneSelf {
+		i++
+	}
+	n := 0
+	for _, r := range s[i:] {
+		if r >= utf8.RuneSelf {
+			n += utf8.RuneLen(r) - 1
+		}
+	}
+	return n
 }
 
 // size returns the runes of the JSON text of n's current value.
