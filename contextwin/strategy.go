@@ -256,7 +256,11 @@ func (b *builder) summarize(ctx context.Context, summarize Summarizer) error {
 		if err != nil {
 			return fmt.Errorf("context window: summarizer %q for %s: %w", s.Using, p.String(), err)
 		}
-		if err := b.place(p, summary); err != nil {
+		summary, err = jsonpath.Normalize(summary)
+		if err == nil {
+			err = b.place(p, summary)
+		}
+		if err != nil {
 			return fmt.Errorf("context window: summary by %q for %s: %w", s.Using, p.String(), err)
 		}
 	}

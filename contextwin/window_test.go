@@ -95,6 +95,9 @@ func checkWindow(t *testing.T, maxTokens int64, w *Window) {
 	if maxTokens > 0 && w.Tokens > maxTokens {
 		t.Errorf("Tokens = %d, more than MaxTokens %d", w.Tokens, maxTokens)
 	}
+	if again := mustDecode(t, compact(t, w.Content)); !reflect.DeepEqual(again, w.Content) {
+		t.Errorf("Content %#v is not in the JSON model (it reads back as %#v)", w.Content, again)
+	}
 }
 
 func TestSlidingWindow(t *testing.T) {
@@ -493,6 +496,24 @@ func TestSummarize(t *testing.T) {
 			summarized: true,
 			calls:      []call{{Agent: "sum", Content: `[` + strs("e", 10, 40) + `]`, Target: 6}},
 			reply:      func(any, int64) (any, error) { return text("s", 100), nil },
+		},
+		{
+			name:    "an excluded root is not summarized",
+			block:   `{"Exclude": ["$"], "Summarize": {"When": "Always", "Using": "sum"}}`,
+			input:   hq,
+			want:    `null`,
+			dropped: []string{"$"},
+		},
+		{
+			name:       "a summary of Go values is normalized",
+			block:      `{"MaxTokens": 50, "Summarize": {"Using": "sum", "Target": "$.h"}}`,
+			input:      hq,
+			want:       `{"h":{"n":3,"x":0.5},"q":` + str("q", 40) + `}`,
+			summarized: true,
+			calls:      []call{{Agent: "sum", Content: `[` + strs("e", 10, 40) + `]`, Target: 37}},
+			reply: func(any, int64) (any, error) {
+				return map[string]any{"n": 3, "x": 0.5}, nil
+			},
 		},
 		{
 			name:       "a summary may be any JSON value",

@@ -344,6 +344,7 @@ func (w *work) exclude(path *jsonpath.Path) error {
 			if err := w.replace(n, nil); err != nil {
 				return err
 			}
+			n.gone = true // nothing is left to drop or summarize
 			w.dropped = append(w.dropped, l)
 		default:
 			w.remove(n, l, true)
