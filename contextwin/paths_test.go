@@ -70,6 +70,7 @@ func checkLocate(t *testing.T, path *jsonpath.Path, doc any) []loc {
 func TestLocate(t *testing.T) {
 	doc := mustDecode(t, `{
 		"a": {"b": [1, 2, {"c": 3}], "d e": "x", "it's": true},
+		"é": 1, "😀": 2, "q's": 3, "t\"/\\\b\f\n\r\t": 4,
 		"msgs": [
 			{"role": "system", "text": "s"},
 			{"role": "user", "text": "u1"},
@@ -107,6 +108,15 @@ func TestLocate(t *testing.T) {
 		{"$.obj[?(@.k > 1)]", []string{"$.obj"}},
 		{"$..[?(@.role == 'assistant')]", []string{"$.msgs[2]"}},
 		{"$.n[*][?(@ > 2)]", []string{"$.n[1][0]", "$.n[1][1]"}},
+		{"$.msgs[?(@.t[0] == 1)]", nil},
+		{`$['\u00e9', "\ud83d\ude00", 'q\'s', "t\"\/\\\b\f\n\r\t"]`, []string{"$['é']", "$['😀']", `$['q\'s']`, `$['t"/\\\u0008\u000c\n\r\t']`}},
+		{"$[ 'a' , 'obj' ][ * ]", []string{"$.a.b", "$.a['d e']", `$.a['it\'s']`, "$.obj.k"}},
+		{"$.a.b[ -1 , 0 ]", []string{"$.a.b[2]", "$.a.b[0]"}},
+		{"$.msgs[ 1 : : 2 ]", []string{"$.msgs[1]", "$.msgs[3]"}},
+		{"$.msgs[:-3:-1]", []string{"$.msgs[3]", "$.msgs[2]"}},
+		{"$.msgs[10:]", nil},
+		{"$.a.b.c", nil},
+		{"$.a[0]", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

@@ -18,7 +18,8 @@ import (
 //
 // The engine implements it by calling that agent with the input
 // {"content": content, "targetTokens": targetTokens} and taking the agent's
-// result, any JSON value (usually a string), as the summary. content is a
+// result, any JSON value (usually a string), as the summary; Build passes
+// it through jsonpath.Normalize, so Go values are accepted. content is a
 // JSON value that must not be modified. targetTokens is at least 1, or 0
 // when nothing sets a size (When "Always" without MaxTokens or Ratio): the
 // agent then decides. A summary larger than targetTokens is not refused,
@@ -31,7 +32,9 @@ import (
 // use when Build is called concurrently.
 type Summarizer func(ctx context.Context, agent string, content any, targetTokens int64) (any, error)
 
-// Window is the context window an agent receives.
+// Window is the context window an agent receives. Build returns a new one
+// each time and never touches it afterwards: it is safe for concurrent
+// reads.
 type Window struct {
 	// Content is what the agent receives as its input. It shares what did
 	// not change with the input of Build, and must not be modified.
