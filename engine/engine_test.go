@@ -415,18 +415,6 @@ func TestRequestIdentity(t *testing.T) {
 	}
 }
 
-func TestNotImplementedFeatures(t *testing.T) {
-	echo := agents.Func(func(_ context.Context, req *agents.Request) (any, error) { return req.Input, nil })
-	cases := map[string]string{
-		"context": `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"E","Context":{"MaxTokens":10},"End":true}}}`,
-	}
-	for name, def := range cases {
-		t.Run(name, func(t *testing.T) {
-			wantError(t, execute(t, def, `{}`, map[string]agents.Agent{"E": echo, "F": echo}), asl.ErrNotImplemented, "not implemented yet")
-		})
-	}
-}
-
 func TestWaitTimestampPathInTheFuture(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()

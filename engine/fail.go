@@ -54,8 +54,3 @@ func compactJSON(v any) string {
 	}
 	return string(b)
 }
-
-// notImplemented is the error of a validated feature that does not run yet.
-func notImplemented(state, feature string) *asl.Error {
-	return asl.Errorf(asl.ErrNotImplemented, "state %q uses %s, which is not implemented yet", state, feature)
-}

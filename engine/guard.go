@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/contextwin"
 	"github.com/aslrun/aslrun/guardrails"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/states"
@@ -224,4 +226,31 @@ func (h *stateRun) recordReasoning(cfg *states.ReasoningConfig, trace any) {
 type storedTrace struct {
 	path  *jsonpath.Path
 	value any
+}
+
+// EventContext records how a Task's context window was built (its
+// estimate, what was dropped and summarized; not its content).
+const EventContext = "ContextBuilt"
+
+// contextWindow cuts the effective input down to the Task's Context block
+// (package contextwin): Exclude, Summarize through the named agent, the
+// strategy, or Agent.ContextOverflow.
+func (h *stateRun) contextWindow(ctx context.Context, s *states.Task, input any) (any, error) {
+	calls := 0
+	summarize := func(ctx context.Context, agent string, content any, target int64) (any, error) {
+		calls++
+		in := map[string]any{"content": content, "targetTokens": jsonpath.IntNumber(target)}
+		out, _, err := h.callAgent(ctx, &states.Task{Agent: agent}, "context-summary-"+strconv.Itoa(calls)+"/"+agent, in, 0, 0)
+		return out, err
+	}
+	w, err := contextwin.Build(ctx, s.Context, input, summarize)
+	if err != nil {
+		var ae *asl.Error
+		if errors.As(err, &ae) {
+			return nil, ae
+		}
+		return nil, h.runtimeError("Context: " + err.Error())
+	}
+	h.r.ownEvent(Event{Type: EventContext, State: h.name(), Scope: h.sc.prefix, Document: h.raw, Detail: w.JSON()})
+	return w.Content, nil
 }

@@ -191,3 +191,58 @@ func TestReasoning(t *testing.T) {
 		})
 	}
 }
+
+func TestContextWindow(t *testing.T) {
+	msgs := `{"messages":[{"role":"user","text":"first question, long ago, with many words"},{"role":"assistant","text":"an old answer with many words too"},{"role":"user","text":"the question now"}],"system":"be brief"}`
+	def := func(ctx string) string {
+		return `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"A","Context":` + ctx + `,"ResultPath":"$.r","End":true}}}`
+	}
+	t.Run("sliding window drops the oldest", func(t *testing.T) {
+		a := &scripted{outputs: []string{`"ok"`}}
+		res, hist := runScripted(t, def(`{"MaxTokens":30,"Include":["$.system"]}`), msgs, map[string]agents.Agent{"A": a.agent(t)})
+		// The document keeps everything; the agent got the window.
+		wantOutput(t, res, strings.Replace(msgs, `"system":"be brief"}`, `"system":"be brief","r":"ok"}`, 1))
+		got, _ := jsonpath.Marshal(a.reqs[0].Input)
+		if want := `{"messages":[{"role":"user","text":"the question now"}],"system":"be brief"}`; string(got) != want {
+			t.Errorf("agent input %s, want %s", got, want)
+		}
+		if tokens, _ := jsonpath.EstimateTokens(a.reqs[0].Input); tokens > 30 {
+			t.Errorf("window of %d tokens, over MaxTokens", tokens)
+		}
+		ev := eventsOfType(hist, engine.EventContext)
+		if len(ev) != 1 {
+			t.Fatalf("%d %s events", len(ev), engine.EventContext)
+		}
+		if d, _ := jsonpath.Marshal(ev[0].Detail); !strings.Contains(string(d), `"dropped":["$.messages[0:2]"]`) {
+			t.Errorf("event detail %s", d)
+		}
+	})
+	t.Run("overflow", func(t *testing.T) {
+		a := &scripted{outputs: []string{`"ok"`}}
+		res, _ := runScripted(t, def(`{"MaxTokens":5,"Include":["$.messages"]}`), msgs, map[string]agents.Agent{"A": a.agent(t)})
+		wantError(t, res, asl.ErrAgentContextOverflow, "more than MaxTokens 5")
+		if len(a.reqs) != 0 {
+			t.Errorf("the agent was called")
+		}
+	})
+	t.Run("summarized by an agent", func(t *testing.T) {
+		a := &scripted{outputs: []string{`"ok"`}}
+		sum := &scripted{outputs: []string{`"user asked twice"`}}
+		res, _ := runScripted(t, def(`{"MaxTokens":30,"Summarize":{"Using":"Sum","Target":"$.messages"}}`), msgs,
+			map[string]agents.Agent{"A": a.agent(t), "Sum": sum.agent(t)})
+		if res.Status != engine.StatusSucceeded {
+			t.Fatalf("%+v", res)
+		}
+		if len(sum.reqs) != 1 || sum.reqs[0].Step != "T#1/context-summary-1/Sum" {
+			t.Fatalf("summarizer calls %+v", sum.reqs)
+		}
+		in := sum.reqs[0].Input.(map[string]any)
+		if _, ok := in["content"].([]any); !ok || in["targetTokens"] == nil {
+			t.Errorf("summarizer input %v", in)
+		}
+		got, _ := jsonpath.Marshal(a.reqs[0].Input)
+		if want := `{"messages":"user asked twice","system":"be brief"}`; string(got) != want {
+			t.Errorf("agent input %s, want %s", got, want)
+		}
+	})
+}

@@ -18,13 +18,12 @@ var (
 	errHeartbeatTimeout = errors.New("task heartbeat timed out")
 )
 
-// task runs one attempt of a Task state: InputPath, Parameters, the agent
-// call (with TimeoutSeconds and HeartbeatSeconds), ResultSelector,
-// ResultPath, OutputPath.
+// task runs one attempt of a Task state (DESIGN.md §2): InputPath,
+// Memory.Read, Guardrails.Input, the Context window, Parameters, the agent
+// call (with TimeoutSeconds and HeartbeatSeconds, usage and budgets),
+// Guardrails.Output, Reasoning, ResultSelector, ResultPath (through the
+// guard), Memory.Write, OutputPath.
 func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResult, error) {
-	if f := agentFeature(s); f != "" {
-		return stepResult{}, notImplemented(h.name(), f)
-	}
 	input, err := h.inputPath(raw)
 	if err != nil {
 		return stepResult{}, err
@@ -38,6 +37,12 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 	}
 	if s.Guardrails != nil && s.Guardrails.Input != nil {
 		if input, err = h.guardInput(ctx, s, input); err != nil {
+			return stepResult{}, err
+		}
+		inSize = unknownSize
+	}
+	if s.Context != nil {
+		if input, err = h.contextWindow(ctx, s, input); err != nil {
 			return stepResult{}, err
 		}
 		inSize = unknownSize
@@ -81,15 +86,6 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 		}
 	}
 	return h.finish(raw, result, size, s.ResultPath)
-}
-
-// agentFeature names the first agent-native block of s, which do not run yet.
-func agentFeature(s *states.Task) string {
-	switch {
-	case s.Context != nil:
-		return "Context"
-	}
-	return ""
 }
 
 // seconds resolves TimeoutSeconds/HeartbeatSeconds or their Path forms.

@@ -436,6 +436,10 @@ func (p *parser) paths(o *object, key string) []*jsonpath.Path {
 			p.errorf(ptr, o.state, "%s[%d] is not a valid JSONPath: %s", key, i, errText(err))
 			continue
 		}
+		if path.IsContext() || path.Variable() != "" {
+			p.errorf(ptr, o.state, "%s[%d] must select from the state's input (start with $.), not %s", key, i, s)
+			continue
+		}
 		out = append(out, path)
 	}
 	return out
