@@ -141,3 +141,100 @@ func BenchmarkPassChain100MemoryStore(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/state")
 }
+
+// benchStores are the stores the agentic benchmarks run on: none
+// (volatile), the memory store, and bbolt on a temporary file.
+func benchStores(b *testing.B) []struct {
+	name string
+	open func(b *testing.B) engine.Store
+} {
+	return []struct {
+		name string
+		open func(b *testing.B) engine.Store
+	}{
+		{"volatile", func(*testing.B) engine.Store { return nil }},
+		{"memory-store", func(*testing.B) engine.Store { return store.NewMemory() }},
+		{"bolt", func(b *testing.B) engine.Store {
+			st, err := store.OpenBolt(b.TempDir()+"/bench.db", store.BoltOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		}},
+	}
+}
+
+// BenchmarkDebate5Rounds3Agents runs a 5-round debate of 3 turn-based
+// agents that see the whole history, with consensus by an arbiter: 16
+// agent calls; durable runs commit each round.
+func BenchmarkDebate5Rounds3Agents(b *testing.B) {
+	def := `{"StartAt":"D","States":{"D":{"Type":"Debate","Agents":["A","B","C"],"Topic":"REST or gRPC?","Rounds":5,
+		"Communication":{"Style":"turn_based","VisibleHistory":"all"},"Consensus":{"Threshold":1,"Arbiter":"Judge"},
+		"Parameters":{"constraints.$":"$.constraints"},"ResultPath":"$.debate","End":true}}}`
+	m, err := states.Parse([]byte(def))
+	if err != nil {
+		b.Fatal(err)
+	}
+	debater := agents.Func(func(_ context.Context, req *agents.Request) (any, error) {
+		pos := "grpc"
+		if req.Agent == "B" {
+			pos = "rest"
+		}
+		return map[string]any{"position": pos, "argument": req.Agent + " argues for " + pos + " with a paragraph of reasons, as a model would"}, nil
+	})
+	reg := agents.NewRegistry()
+	for _, n := range []string{"A", "B", "C", "Judge"} {
+		_ = reg.Register(n, debater)
+	}
+	input := map[string]any{"constraints": []any{"public API stays REST", "no downtime"}}
+	for _, sc := range benchStores(b) {
+		b.Run(sc.name, func(b *testing.B) {
+			x := engine.New(engine.Config{Agents: reg, Store: sc.open(b)})
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := x.Run(ctx, m, input, engine.StartOptions{})
+				if err != nil || res.Status != engine.StatusSucceeded {
+					b.Fatalf("run: %v %+v", err, res)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkApprovalRoundTrip runs an execution to an Approval (committed
+// as WAITING with its pending approval), then decides it and runs it to
+// its end: the round trip a human approval costs the engine.
+func BenchmarkApprovalRoundTrip(b *testing.B) {
+	def := `{"StartAt":"Review","States":{"Review":{"Type":"Approval","Prompt":{"Title":"Refund {{$.payload.id}}?","Description.$":"$.payload.ticket.subject"},
+		"Options":["approve","reject"],"Timeout":"24h","Escalation":{"After":"4h","Notify":["lead"]},"ResultPath":"$.review",
+		"Choices":[{"Variable":"$.review.approval","StringEquals":"approve","Next":"Done"}],"Default":"Done"},
+		"Done":{"Type":"Succeed"}}}`
+	m, err := states.Parse([]byte(def))
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload, err := jsonpath.Decode([]byte(payload1KiB))
+	if err != nil {
+		b.Fatal(err)
+	}
+	input := map[string]any{"payload": payload}
+	for _, sc := range benchStores(b)[1:] {
+		b.Run(sc.name, func(b *testing.B) {
+			x := engine.New(engine.Config{Store: sc.open(b)})
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := x.Run(ctx, m, input, engine.StartOptions{})
+				if err != nil || res.Status != engine.StatusWaiting {
+					b.Fatalf("run: %v %+v", err, res)
+				}
+				res, err = x.Decide(ctx, res.ID, engine.Decision{Approval: "approve", Approver: "bench"}, engine.ResumeOptions{})
+				if err != nil || res.Status != engine.StatusSucceeded {
+					b.Fatalf("decide: %v %+v", err, res)
+				}
+			}
+		})
+	}
+}
