@@ -41,61 +41,19 @@ func (l loc) child(s step) loc {
 	return out
 }
 
-// String writes l in JSONPath syntax: $.name for names made of letters,
-// digits and "_" (not starting with a digit), $['other name'] for the rest,
-// $[3] for indexes.
+// String writes l in JSONPath syntax, as jsonpath.AppendMember and
+// AppendIndex write steps: $.name, $['other name'], $[3].
 func (l loc) String() string {
-	var b strings.Builder
-	b.WriteByte('$')
+	b := make([]byte, 1, 32)
+	b[0] = '$'
 	for _, s := range l {
-		writeStep(&b, s)
-	}
-	return b.String()
-}
-
-func writeStep(b *strings.Builder, s step) {
-	switch {
-	case s.isIndex:
-		b.WriteByte('[')
-		b.WriteString(strconv.Itoa(s.index))
-		b.WriteByte(']')
-	case plainName(s.key):
-		b.WriteByte('.')
-		b.WriteString(s.key)
-	default:
-		b.WriteString("['")
-		for _, r := range s.key {
-			switch {
-			case r == '\'' || r == '\\':
-				b.WriteByte('\\')
-				b.WriteRune(r)
-			case r == '\n':
-				b.WriteString(`\n`)
-			case r == '\r':
-				b.WriteString(`\r`)
-			case r == '\t':
-				b.WriteString(`\t`)
-			case r < 0x20:
-				fmt.Fprintf(b, `\u%04x`, r)
-			default:
-				b.WriteRune(r)
-			}
-		}
-		b.WriteString("']")
-	}
-}
-
-func plainName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-			return false
+		if s.isIndex {
+			b = jsonpath.AppendIndex(b, s.index)
+		} else {
+			b = jsonpath.AppendMember(b, s.key)
 		}
 	}
-	return true
+	return string(b)
 }
 
 // compareLoc orders locations in document order: object members by key

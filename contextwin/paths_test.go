@@ -109,7 +109,7 @@ func TestLocate(t *testing.T) {
 		{"$..[?(@.role == 'assistant')]", []string{"$.msgs[2]"}},
 		{"$.n[*][?(@ > 2)]", []string{"$.n[1][0]", "$.n[1][1]"}},
 		{"$.msgs[?(@.t[0] == 1)]", nil},
-		{`$['\u00e9', "\ud83d\ude00", 'q\'s', "t\"\/\\\b\f\n\r\t"]`, []string{"$['é']", "$['😀']", `$['q\'s']`, `$['t"/\\\u0008\u000c\n\r\t']`}},
+		{`$['\u00e9', "\ud83d\ude00", 'q\'s', "t\"\/\\\b\f\n\r\t"]`, []string{"$['é']", "$['😀']", `$['q\'s']`, `$['t"/\\\u0008\u000c\u000a\u000d\u0009']`}},
 		{"$[ 'a' , 'obj' ][ * ]", []string{"$.a.b", "$.a['d e']", `$.a['it\'s']`, "$.obj.k"}},
 		{"$.a.b[ -1 , 0 ]", []string{"$.a.b[2]", "$.a.b[0]"}},
 		{"$.msgs[ 1 : : 2 ]", []string{"$.msgs[1]", "$.msgs[3]"}},
@@ -160,7 +160,7 @@ func TestLocString(t *testing.T) {
 		{loc{{key: "1a"}}, "$['1a']"},
 		{loc{{key: ""}}, "$['']"},
 		{loc{{key: "a-b"}}, "$['a-b']"},
-		{loc{{key: "it's\n\\\x01"}}, `$['it\'s\n\\\u0001']`},
+		{loc{{key: "it's\n\\\x01"}}, `$['it\'s\u000a\\\u0001']`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

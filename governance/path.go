@@ -3,7 +3,6 @@ package governance
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/aslrun/aslrun/jsonpath"
 )
@@ -336,50 +335,9 @@ func appendSeg(b []byte, s segment) []byte {
 	case segAnyIndex:
 		return append(b, "[*]"...)
 	}
-	if isIdentifier(s.key) {
-		b = append(b, '.')
-		return append(b, s.key...)
-	}
-	return appendQuotedKey(b, s.key)
+	return jsonpath.AppendMember(b, s.key)
 }
 
-const hexDigits = "0123456789abcdef"
-
-func appendQuotedKey(b []byte, k string) []byte {
-	b = append(b, '[', '\'')
-	for i := 0; i < len(k); {
-		r, size := utf8.DecodeRuneInString(k[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = utf8.AppendRune(b, utf8.RuneError)
-		case r == '\'' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r < 0x20 || r == 0x7f:
-			b = append(b, `\u00`...)
-			b = append(b, hexDigits[r>>4], hexDigits[r&0xf])
-		default:
-			b = append(b, k[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '\'', ']')
-}
-
-// isIdentifier reports whether k can follow a '.' in a written path: an
-// ASCII letter or '_', then letters, digits or '_'.
-func isIdentifier(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		letter := c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
-		if !letter && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
-}
 
 // lookup follows a rule path (keys and indexes) through doc.
 func lookup(doc any, segs []segment) (any, bool) {

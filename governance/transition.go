@@ -279,7 +279,7 @@ func (k *keyedRule) items(a []any, proposed bool) *Violation {
 }
 
 func (k *keyedRule) keyName() string {
-	if isIdentifier(k.key) {
+	if jsonpath.IsIdentifier(k.key) {
 		return k.key
 	}
 	return strconv.Quote(k.key)

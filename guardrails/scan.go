@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -331,57 +330,12 @@ func formatPath(path []seg) string {
 	b := make([]byte, 0, 32)
 	b = append(b, '$')
 	for _, s := range path {
-		switch {
-		case s.index >= 0:
-			b = append(b, '[')
-			b = strconv.AppendInt(b, int64(s.index), 10)
-			b = append(b, ']')
-		case isIdentifier(s.key):
-			b = append(b, '.')
-			b = append(b, s.key...)
-		default:
-			b = appendQuotedKey(b, s.key)
+		if s.index >= 0 {
+			b = jsonpath.AppendIndex(b, s.index)
+		} else {
+			b = jsonpath.AppendMember(b, s.key)
 		}
 	}
 	return string(b)
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendQuotedKey writes ['k'], escaping ' and \ with a backslash and
-// control characters as \u00xx; invalid UTF-8 is written as U+FFFD.
-func appendQuotedKey(b []byte, k string) []byte {
-	b = append(b, '[', '\'')
-	for i := 0; i < len(k); {
-		r, size := utf8.DecodeRuneInString(k[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = utf8.AppendRune(b, utf8.RuneError)
-		case r == '\'' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r < 0x20 || r == 0x7f:
-			b = append(b, `\u00`...)
-			b = append(b, hexDigits[r>>4], hexDigits[r&0xf])
-		default:
-			b = append(b, k[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '\'', ']')
-}
-
-// isIdentifier reports whether k can follow a '.' in a written path: an
-// ASCII letter or '_', then letters, digits or '_'.
-func isIdentifier(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		letter := c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
-		if !letter && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
-}

@@ -3,7 +3,6 @@ package jsonpath
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects Decode accepts:
@@ -78,43 +77,9 @@ func (p errPath) String() string {
 
 func appendPathSeg(b []byte, s pathSeg) []byte {
 	if s.index >= 0 {
-		b = append(b, '[')
-		b = strconv.AppendInt(b, int64(s.index), 10)
-		return append(b, ']')
+		return AppendIndex(b, s.index)
 	}
-	if isIdentifier(s.key) {
-		b = append(b, '.')
-		return append(b, s.key...)
-	}
-	b = append(b, '[', '\'')
-	for _, r := range s.key {
-		switch {
-		case r == '\'' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r < 0x20 || r == 0x7f:
-			b = append(b, `\u00`...)
-			b = append(b, hexDigits[r>>4], hexDigits[r&0xf])
-		default:
-			b = append(b, string(r)...)
-		}
-	}
-	return append(b, '\'', ']')
-}
-
-// isIdentifier reports whether k can follow a '.' in a path: an ASCII
-// letter or '_', then letters, digits or '_'.
-func isIdentifier(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		letter := c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
-		if !letter && (i == 0 || !isDigit(c)) {
-			return false
-		}
-	}
-	return true
+	return AppendMember(b, s.key)
 }
 
 const hexDigits = "0123456789abcdef"
