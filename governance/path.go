@@ -338,7 +338,6 @@ func appendSeg(b []byte, s segment) []byte {
 	return jsonpath.AppendMember(b, s.key)
 }
 
-
 // lookup follows a rule path (keys and indexes) through doc.
 func lookup(doc any, segs []segment) (any, bool) {
 	v := doc

@@ -338,4 +338,3 @@ func formatPath(path []seg) string {
 	}
 	return string(b)
 }
-
