@@ -11,29 +11,6 @@ import (
 	"github.com/aslrun/aslrun/states"
 )
 
-// FuzzLocate checks that locate finds, in order, the values Get selects.
-func FuzzLocate(f *testing.F) {
-	doc := `{"a":{"b":[1,2,{"c":3}],"d e":"x"},"msgs":[{"role":"u","t":"1"},{"role":"a","t":"2"},{"role":"u","t":"1"}],"n":[[1,2],[3,4]]}`
-	for _, p := range []string{
-		"$", "$.a.b[2].c", "$..c", "$.msgs[?(@.role == 'u')].t", "$.n[*][-1]", "$.msgs[::-1]",
-		"$..[?(@ > 1)]", "$['a','msgs'][0]", "$.a..*", "$.msgs[?(@.t == ']')]", "$.n..[0,0]",
-	} {
-		f.Add(doc, p)
-	}
-	f.Add(`[[[]],{"":[{}]}]`, "$..*")
-	f.Fuzz(func(t *testing.T, text, src string) {
-		doc, err := jsonpath.Decode([]byte(text))
-		if err != nil {
-			return
-		}
-		path, err := jsonpath.Compile(src)
-		if err != nil || path.IsContext() || path.Variable() != "" {
-			return
-		}
-		checkLocate(t, path, doc)
-	})
-}
-
 // FuzzBuild builds windows from arbitrary inputs and configurations and
 // checks what must always hold: no panic, the input untouched, the result
 // within MaxTokens and its Tokens exact, included values kept, the same

@@ -184,9 +184,11 @@ func walkDefinite(segs []segment, cur any) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		if cur, ok = at(a, s.index); !ok {
+		i, ok := index(a, s.index)
+		if !ok {
 			return nil, false
 		}
+		cur = a[i]
 	}
 	return cur, true
 }

@@ -213,6 +213,48 @@ func (p *Path) Get(input any, env Env) (any, error) {
 	return out, nil
 }
 
+// Step is one step of a Location: into the member Key of an object, or,
+// when IsIndex, into the element Index of an array.
+type Step struct {
+	Key     string
+	Index   int
+	IsIndex bool
+}
+
+// Location is where a value sits in a document: the steps from the root.
+type Location []Step
+
+// String writes l as a path: $, then .key, ['key'] or [i] per step.
+func (l Location) String() string {
+	b := make([]byte, 1, 32)
+	b[0] = '$'
+	for _, s := range l {
+		if s.IsIndex {
+			b = AppendIndex(b, s.Index)
+		} else {
+			b = AppendMember(b, s.Key)
+		}
+	}
+	return string(b)
+}
+
+// Locate returns where each value p selects in input sits, in the order
+// Get returns the values (a location repeats when the path selects it
+// twice, as $.a[0,0] does). Negative indexes are resolved against their
+// arrays. A path that selects nothing gives no location, without error,
+// definite or not. Only paths on the input ($) have locations: a context
+// ($$) or variable path is an error.
+func (p *Path) Locate(input any) ([]Location, error) {
+	if p.root != rootInput {
+		return nil, &PathError{Path: p.src, Msg: "only a path on the input ($) has locations in it"}
+	}
+	locs := []Location{}
+	ev := evaluator{root: input, locs: &locs}
+	var out []any
+	ev.collect(p.segs, input, &out)
+	return locs, nil
+}
+
 // rootValue returns what the path's root refers to.
 func (p *Path) rootValue(input any, env Env) (any, error) {
 	switch p.root {

@@ -8,9 +8,12 @@ import (
 )
 
 // evaluator evaluates indefinite paths. root is what "$" means inside
-// filters: the value the path started from.
+// filters: the value the path started from. When locs is set, it also
+// records where each value it selects sits (at is the current location).
 type evaluator struct {
 	root any
+	locs *[]Location
+	at   Location
 }
 
 // collect appends to out every value that segs select from cur. Nothing is
@@ -18,6 +21,9 @@ type evaluator struct {
 func (ev *evaluator) collect(segs []segment, cur any, out *[]any) {
 	if len(segs) == 0 {
 		*out = append(*out, cur)
+		if ev.locs != nil {
+			*ev.locs = append(*ev.locs, slices.Clone(ev.at))
+		}
 		return
 	}
 	s := &segs[0]
@@ -35,46 +41,46 @@ func (ev *evaluator) step(s *segment, rest []segment, cur any, out *[]any) {
 	case segName:
 		if m, ok := cur.(map[string]any); ok {
 			if v, ok := m[s.name]; ok {
-				ev.collect(rest, v, out)
+				ev.into(Step{Key: s.name}, rest, v, out)
 			}
 		}
 	case segNames:
 		if m, ok := cur.(map[string]any); ok {
 			for _, name := range s.names {
 				if v, ok := m[name]; ok {
-					ev.collect(rest, v, out)
+					ev.into(Step{Key: name}, rest, v, out)
 				}
 			}
 		}
 	case segIndex:
 		if a, ok := cur.([]any); ok {
-			if v, ok := at(a, s.index); ok {
-				ev.collect(rest, v, out)
+			if i, ok := index(a, s.index); ok {
+				ev.into(Step{Index: i, IsIndex: true}, rest, a[i], out)
 			}
 		}
 	case segIndexes:
 		if a, ok := cur.([]any); ok {
 			for _, i := range s.indexes {
-				if v, ok := at(a, i); ok {
-					ev.collect(rest, v, out)
+				if i, ok := index(a, i); ok {
+					ev.into(Step{Index: i, IsIndex: true}, rest, a[i], out)
 				}
 			}
 		}
 	case segWildcard:
-		forEachChild(cur, func(v any) { ev.collect(rest, v, out) })
+		forEachChild(cur, func(st Step, v any) { ev.into(st, rest, v, out) })
 	case segSlice:
 		if a, ok := cur.([]any); ok {
 			start, end, step := s.slice.bounds(len(a))
 			for i := start; step > 0 && i < end || step < 0 && i > end; i += step {
-				ev.collect(rest, a[i], out)
+				ev.into(Step{Index: i, IsIndex: true}, rest, a[i], out)
 			}
 		}
 	case segFilter:
 		switch c := cur.(type) {
 		case []any:
-			for _, v := range c {
+			for i, v := range c {
 				if ev.test(s.filter, v) {
-					ev.collect(rest, v, out)
+					ev.into(Step{Index: i, IsIndex: true}, rest, v, out)
 				}
 			}
 		case map[string]any:
@@ -86,46 +92,65 @@ func (ev *evaluator) step(s *segment, rest []segment, cur any, out *[]any) {
 	}
 }
 
+// into continues with rest on v, the child of the current value at st.
+func (ev *evaluator) into(st Step, rest []segment, v any, out *[]any) {
+	if ev.locs == nil {
+		ev.collect(rest, v, out)
+		return
+	}
+	ev.at = append(ev.at, st)
+	ev.collect(rest, v, out)
+	ev.at = ev.at[:len(ev.at)-1]
+}
+
 // scan applies a deep segment: the segment to cur and to every descendant of
 // cur, in pre-order. A deep filter selects every descendant that passes it.
 func (ev *evaluator) scan(s *segment, rest []segment, cur any, out *[]any) {
 	if s.kind == segFilter {
-		forEachChild(cur, func(v any) {
+		forEachChild(cur, func(st Step, v any) {
 			if ev.test(s.filter, v) {
-				ev.collect(rest, v, out)
+				ev.into(st, rest, v, out)
 			}
-			ev.scan(s, rest, v, out)
+			ev.descend(st, s, rest, v, out)
 		})
 		return
 	}
 	ev.step(s, rest, cur, out)
-	forEachChild(cur, func(v any) { ev.scan(s, rest, v, out) })
+	forEachChild(cur, func(st Step, v any) { ev.descend(st, s, rest, v, out) })
+}
+
+// descend scans v, the child of the current value at st.
+func (ev *evaluator) descend(st Step, s *segment, rest []segment, v any, out *[]any) {
+	if ev.locs == nil {
+		ev.scan(s, rest, v, out)
+		return
+	}
+	ev.at = append(ev.at, st)
+	ev.scan(s, rest, v, out)
+	ev.at = ev.at[:len(ev.at)-1]
 }
 
 // forEachChild calls f with each element of an array, or each member of an
-// object in key order; a scalar has no children.
-func forEachChild(cur any, f func(any)) {
+// object in key order, and where it is; a scalar has no children.
+func forEachChild(cur any, f func(Step, any)) {
 	switch c := cur.(type) {
 	case []any:
-		for _, v := range c {
-			f(v)
+		for i, v := range c {
+			f(Step{Index: i, IsIndex: true}, v)
 		}
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(c)) {
-			f(c[k])
+			f(Step{Key: k}, c[k])
 		}
 	}
 }
 
-// at returns a[i], counting a negative i from the end.
-func at(a []any, i int) (any, bool) {
+// index resolves i against a, counting a negative i from the end.
+func index(a []any, i int) (int, bool) {
 	if i < 0 {
 		i += len(a)
 	}
-	if i < 0 || i >= len(a) {
-		return nil, false
-	}
-	return a[i], true
+	return i, i >= 0 && i < len(a)
 }
 
 // bounds resolves the slice against an array of length n, as Python does:
