@@ -218,7 +218,8 @@ type Checkpoint struct {
 	Document  any
 	Variables map[string]any
 	// Context is the context object at that point; Memory and Budget are
-	// the agent memory and budget totals (empty until those exist).
+	// the agent memory of the namespaces the execution used
+	// ({namespaces, entries}, nil when it used none) and the budget totals.
 	Context any
 	Memory  any
 	Budget  any
