@@ -229,84 +229,15 @@ func (p *pathParser) bracket() (segment, string) {
 	return s, ""
 }
 
-// quoted reads a name in single or double quotes with JSON escapes (and \'),
-// as jsonpath does.
+// quoted reads a name in single or double quotes with JSON escapes (and
+// \'), as jsonpath does.
 func (p *pathParser) quoted() (string, string) {
-	quote := p.src[p.pos]
-	p.pos++
-	var b strings.Builder
-	for p.pos < len(p.src) {
-		c := p.src[p.pos]
-		switch {
-		case c == quote:
-			p.pos++
-			return b.String(), ""
-		case c == '\\':
-			if msg := p.escape(&b); msg != "" {
-				return "", msg
-			}
-		default:
-			b.WriteByte(c)
-			p.pos++
-		}
+	name, next, msg, _ := jsonpath.ReadQuoted(p.src, p.pos)
+	if msg != "" {
+		return "", msg
 	}
-	return "", "unterminated string"
-}
-
-func (p *pathParser) escape(b *strings.Builder) string {
-	p.pos++ // backslash
-	if p.pos >= len(p.src) {
-		return "unterminated escape"
-	}
-	c := p.src[p.pos]
-	p.pos++
-	switch c {
-	case '\'', '"', '\\', '/':
-		b.WriteByte(c)
-	case 'b':
-		b.WriteByte('\b')
-	case 'f':
-		b.WriteByte('\f')
-	case 'n':
-		b.WriteByte('\n')
-	case 'r':
-		b.WriteByte('\r')
-	case 't':
-		b.WriteByte('\t')
-	case 'u':
-		r, ok := p.hex4()
-		if !ok {
-			return `\u must be followed by 4 hex digits`
-		}
-		if 0xD800 <= r && r < 0xDC00 && strings.HasPrefix(p.src[p.pos:], `\u`) {
-			save := p.pos
-			p.pos += 2
-			if r2, ok := p.hex4(); ok && 0xDC00 <= r2 && r2 < 0xE000 {
-				b.WriteRune((r-0xD800)<<10 + (r2 - 0xDC00) + 0x10000)
-				return ""
-			}
-			p.pos = save
-		}
-		if 0xD800 <= r && r < 0xE000 {
-			return `unpaired surrogate in \u escape`
-		}
-		b.WriteRune(r)
-	default:
-		return `unknown escape \` + string(rune(c))
-	}
-	return ""
-}
-
-func (p *pathParser) hex4() (rune, bool) {
-	if p.pos+4 > len(p.src) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(p.src[p.pos:p.pos+4], 16, 32)
-	if err != nil {
-		return 0, false
-	}
-	p.pos += 4
-	return rune(n), true
+	p.pos = next
+	return name, ""
 }
 
 // formatPath writes a path as $, then .key (or ['key'] for a key that is

@@ -379,12 +379,13 @@ func (d *decoder) unicodeEscape(i int) (rune, int, *JSONError) {
 }
 
 // hex4 parses the four hex digits at data[i:].
-func hex4(data []byte, i int) (rune, bool) {
+func hex4[T string | []byte](data T, i int) (rune, bool) {
 	if i+4 > len(data) {
 		return 0, false
 	}
 	var r rune
-	for _, c := range data[i : i+4] {
+	for k := i; k < i+4; k++ {
+		c := data[k]
 		switch {
 		case isDigit(c):
 			r = r<<4 | rune(c-'0')

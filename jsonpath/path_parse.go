@@ -291,43 +291,55 @@ func (p *parser) parseNames() (segment, error) {
 // parseQuoted reads a string in single or double quotes, with JSON-style
 // escapes (and \' for a single quote).
 func (p *parser) parseQuoted() (string, error) {
-	quote := p.src[p.pos]
-	start := p.pos
-	p.pos++
+	name, next, msg, at := ReadQuoted(p.src, p.pos)
+	if msg != "" {
+		return "", p.failAt(at, msg)
+	}
+	p.pos = next
+	return name, nil
+}
+
+// ReadQuoted reads the quoted name that starts at src[pos] (a ' or a "),
+// with JSON-style escapes and \' as paths write them. It returns the name
+// and the position after its closing quote; or, when it does not read, a
+// message and the position the problem starts at.
+func ReadQuoted(src string, pos int) (name string, next int, msg string, at int) {
+	quote := src[pos]
+	start := pos
+	pos++
 	var b strings.Builder
-	for {
-		if p.eof() {
-			return "", p.failAt(start, "unterminated string")
-		}
-		c := p.src[p.pos]
+	for pos < len(src) {
+		c := src[pos]
 		switch {
 		case c == quote:
-			p.pos++
 			s := b.String()
 			if !utf8.ValidString(s) {
-				return "", p.failAt(start, "a string must be valid UTF-8")
+				return "", 0, "a string must be valid UTF-8", start
 			}
-			return s, nil
+			return s, pos + 1, "", 0
 		case c == '\\':
-			if err := p.parseEscape(&b); err != nil {
-				return "", err
+			var msg string
+			if pos, msg = readEscape(src, pos, &b); msg != "" {
+				return "", 0, msg, pos
 			}
 		default:
 			b.WriteByte(c)
-			p.pos++
+			pos++
 		}
 	}
+	return "", 0, "unterminated string", start
 }
 
-// parseEscape reads one backslash escape into b.
-func (p *parser) parseEscape(b *strings.Builder) error {
-	start := p.pos
-	p.pos++ // backslash
-	if p.eof() {
-		return p.failAt(start, "unterminated escape")
+// readEscape reads the backslash escape at src[pos] into b and returns the
+// position after it, or the escape's position and what is wrong with it.
+func readEscape(src string, pos int, b *strings.Builder) (int, string) {
+	start := pos
+	pos++ // backslash
+	if pos >= len(src) {
+		return start, "unterminated escape"
 	}
-	c := p.src[p.pos]
-	p.pos++
+	c := src[pos]
+	pos++
 	switch c {
 	case '\'', '"', '\\', '/':
 		b.WriteByte(c)
@@ -342,39 +354,25 @@ func (p *parser) parseEscape(b *strings.Builder) error {
 	case 't':
 		b.WriteByte('\t')
 	case 'u':
-		r, ok := p.readHex4()
+		r, ok := hex4(src, pos)
 		if !ok {
-			return p.failAt(start, `\u must be followed by 4 hex digits`)
+			return start, `\u must be followed by 4 hex digits`
 		}
-		if r >= 0xD800 && r < 0xDC00 && strings.HasPrefix(p.src[p.pos:], `\u`) {
-			save := p.pos
-			p.pos += 2
-			if r2, ok := p.readHex4(); ok && r2 >= 0xDC00 && r2 < 0xE000 {
+		pos += 4
+		if r >= 0xD800 && r < 0xDC00 && strings.HasPrefix(src[pos:], `\u`) {
+			if r2, ok := hex4(src, pos+2); ok && r2 >= 0xDC00 && r2 < 0xE000 {
 				b.WriteRune((r-0xD800)<<10 + (r2 - 0xDC00) + 0x10000)
-				return nil
+				return pos + 6, ""
 			}
-			p.pos = save
 		}
 		if r >= 0xD800 && r < 0xE000 {
-			return p.failAt(start, "unpaired surrogate in \\u escape")
+			return start, "unpaired surrogate in \\u escape"
 		}
 		b.WriteRune(r)
 	default:
-		return p.failAt(start, "unknown escape \\"+string(rune(c)))
+		return start, "unknown escape \\" + string(rune(c))
 	}
-	return nil
-}
-
-func (p *parser) readHex4() (rune, bool) {
-	if p.pos+4 > len(p.src) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(p.src[p.pos:p.pos+4], 16, 32)
-	if err != nil {
-		return 0, false
-	}
-	p.pos += 4
-	return rune(n), true
+	return pos, ""
 }
 
 // parseIndexes reads an index, a union of indexes or a slice.
