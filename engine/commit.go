@@ -133,6 +133,7 @@ func mergeCommit(pending, c *Commit) *Commit {
 		c.AddInvocations = maps.Clone(c.AddInvocations)
 		c.Notices = c.Notices[:len(c.Notices):len(c.Notices)]
 		c.Memory = c.Memory[:len(c.Memory):len(c.Memory)]
+		c.AddNamespaces = c.AddNamespaces[:len(c.AddNamespaces):len(c.AddNamespaces)]
 		return c
 	}
 	for _, prefix := range c.DropScopes {
@@ -168,6 +169,7 @@ func mergeCommit(pending, c *Commit) *Commit {
 	}
 	pending.Notices = append(pending.Notices, c.Notices...)
 	pending.Memory = append(pending.Memory, c.Memory...)
+	pending.AddNamespaces = append(pending.AddNamespaces, c.AddNamespaces...)
 	if c.Status != "" {
 		pending.Status, pending.Output, pending.Error, pending.Cause, pending.StoppedAt = c.Status, c.Output, c.Error, c.Cause, c.StoppedAt
 		pending.WakeAt, pending.WaitingFor = c.WakeAt, c.WaitingFor

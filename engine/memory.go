@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -235,10 +236,12 @@ func (h *stateRun) memoryNamespace(m *states.MemoryConfig, input any) (string, e
 	if err := CheckMemoryName("the namespace", ns); err != nil {
 		return "", h.runtimeError(fmt.Sprintf("%s: %v", field, err))
 	}
-	// The namespaces an execution uses are kept with its budget notices,
-	// so that its checkpoints can snapshot them.
-	if key := namespaceNotice + ns; h.r.notice(key) {
-		h.sc.addNotice(key)
+	// The namespaces an execution uses are committed, so that its
+	// checkpoints can snapshot them.
+	if h.r.useNamespace(ns) {
+		h.sc.callsMu.Lock()
+		h.sc.namespaces = append(h.sc.namespaces, ns)
+		h.sc.callsMu.Unlock()
 	}
 	return ns, nil
 }
@@ -373,22 +376,26 @@ func (h *stateRun) commitMemory() {
 	h.memWrites = nil
 }
 
-// namespaceNotice prefixes the notices that record a namespace the
-// execution used.
-const namespaceNotice = "memory:"
+// useNamespace records that the execution uses the memory namespace ns;
+// it reports whether that is new.
+func (r *run) useNamespace(ns string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.namespaces[ns] {
+		return false
+	}
+	if r.namespaces == nil {
+		r.namespaces = make(map[string]bool)
+	}
+	r.namespaces[ns] = true
+	return true
+}
 
 // memoryNamespaces returns the namespaces the execution has used, sorted.
 func (r *run) memoryNamespaces() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []string
-	for n := range r.notices {
-		if ns, ok := strings.CutPrefix(n, namespaceNotice); ok {
-			out = append(out, ns)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(r.namespaces))
 }
 
 // memorySnapshot is what a checkpoint keeps of agent memory: the
@@ -419,6 +426,20 @@ func (r *run) memorySnapshot(ctx context.Context) (any, error) {
 		}
 	}
 	return map[string]any{"namespaces": nsList, "entries": entries}, nil
+}
+
+// snapshotNamespaces returns the namespaces of a checkpoint's memory
+// snapshot.
+func snapshotNamespaces(snapshot any) []string {
+	obj, _ := snapshot.(map[string]any)
+	list, _ := obj["namespaces"].([]any)
+	out := make([]string, 0, len(list))
+	for _, v := range list {
+		if ns, ok := v.(string); ok {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 // restoreMemory returns the writes that put the namespaces of a

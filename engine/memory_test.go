@@ -273,3 +273,32 @@ func TestMemoryRestoredFromCheckpoint(t *testing.T) {
 		t.Errorf("checkpoint memory = %s", b)
 	}
 }
+
+// The namespaces an execution used are committed: a checkpoint taken after
+// a crash and a resume still snapshots the namespace used before it.
+func TestMemoryNamespacesSurviveACrash(t *testing.T) {
+	def := mustParse(t, `{"StartAt":"Use","States":{
+		"Use":{"Type":"Pass","Memory":{"Namespace":"n","Write":{"Key":"k","Value":1}},"Next":"Work"},
+		"Work":{"Type":"Task","Agent":"Worker","ResultPath":"$.w","Next":"Save"},
+		"Save":{"Type":"Checkpoint","Name":"cp","End":true}}}`)
+	st := store.NewMemory()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &calls{crashAt: 1, cancel: cancel}
+	if _, err := engine.New(engine.Config{Agents: registry(t, c.agent(), "Worker"), Store: st}).Run(ctx, def, mustJSON(t, `{}`), engine.StartOptions{ID: "e"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v", err)
+	}
+	e, err := st.Load(context.Background(), "e")
+	if err != nil || len(e.Progress.Namespaces) != 1 || e.Progress.Namespaces[0] != "n" {
+		t.Fatalf("namespaces after the crash: %v, %v", e.Progress.Namespaces, err)
+	}
+	if _, err := engine.New(engine.Config{Agents: registry(t, c.agent(), "Worker"), Store: st}).Resume(context.Background(), "e", engine.ResumeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := st.Checkpoint(context.Background(), "e", "cp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns := cp.Memory.(map[string]any)["namespaces"]; !jsonpath.Equal(ns, []any{"n"}) {
+		t.Errorf("checkpoint namespaces %v, want [n]", ns)
+	}
+}

@@ -110,6 +110,9 @@ func (x *Executor) resumed(m *states.Machine, e *Execution, reg *agents.Registry
 	for _, n := range p.Notices {
 		r.notice(n)
 	}
+	for _, ns := range p.Namespaces {
+		r.useNamespace(ns)
+	}
 	r.loaded = p.Scopes
 	return r
 }
@@ -332,6 +335,13 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 		r.checkStart = true
 	}
 	c := &Commit{Status: StatusRunning, Scopes: map[string]*Scope{"": top}, Invocations: maps.Clone(r.invocations), Usage: usage, Memory: memory}
+	// The fork has used the namespaces its parent had used by the
+	// checkpoint: its own checkpoints snapshot them too.
+	for _, ns := range snapshotNamespaces(cp.Memory) {
+		if r.useNamespace(ns) {
+			c.AddNamespaces = append(c.AddNamespaces, ns)
+		}
+	}
 	if usage != nil {
 		c.Notices = slices.Sorted(maps.Keys(r.notices))
 	}

@@ -45,6 +45,8 @@ type run struct {
 	// notices the one-time budget notices given.
 	usage   Usage
 	notices map[string]bool
+	// namespaces are the memory namespaces the execution has used.
+	namespaces map[string]bool
 	// checkStart is set when the execution starts from its input, which
 	// the workflow's schema checks first.
 	checkStart bool
@@ -98,8 +100,10 @@ type scope struct {
 	usage   *Usage
 	notices []string
 	// memory are the memory writes of the states completed since the
-	// scope's last commit, committed with their completion.
-	memory []MemoryWrite
+	// scope's last commit, committed with their completion; namespaces
+	// the memory namespaces first used since.
+	memory     []MemoryWrite
+	namespaces []string
 	// sizes remembers the sizes of large parts of this scope's documents.
 	sizes jsonpath.SizeCache
 }
@@ -109,8 +113,8 @@ type scope struct {
 // a commit it makes (the commit that makes the calls' outcomes durable),
 // and forgets them. It returns c.
 func (s *scope) settle(c *Commit) *Commit {
-	c.AddInvocations, c.AddUsage, c.Notices, c.Memory = s.calls, s.usage, s.notices, s.memory
-	s.calls, s.usage, s.notices, s.memory = nil, nil, nil, nil
+	c.AddInvocations, c.AddUsage, c.Notices, c.Memory, c.AddNamespaces = s.calls, s.usage, s.notices, s.memory, s.namespaces
+	s.calls, s.usage, s.notices, s.memory, s.namespaces = nil, nil, nil, nil, nil
 	return c
 }
 

@@ -87,6 +87,9 @@ type Progress struct {
 	// notices already given (alerts), so that none is repeated.
 	Usage   Usage
 	Notices []string
+	// Namespaces are the agent memory namespaces the execution has used,
+	// sorted (its checkpoints snapshot them).
+	Namespaces []string
 	// LastEvent and LastOwnEvent are the ids of the last history events
 	// recorded: AWS-numbered events, and the engine's own events (numbered
 	// apart so that they never shift AWS's ids).
@@ -190,6 +193,9 @@ type Commit struct {
 	// order. A commit may carry events only (a long state hands its history
 	// over in batches).
 	Events []Event
+	// AddNamespaces are memory namespaces the execution used, added to
+	// its set.
+	AddNamespaces []string
 	// Memory are agent memory writes, applied in order (a store that keeps
 	// memory implements MemoryStore; see ApplyMemoryWrite).
 	Memory []MemoryWrite

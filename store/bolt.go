@@ -22,12 +22,13 @@ import (
 
 // The format of the database: the meta bucket holds formatKey =
 // formatMarker and versionKey = formatVersion (decimal), written when the
-// database is created. Format 2 had no agent memory buckets; format 1 also
-// kept each history event under its own key in bucket history. OpenBolt
-// converts both (migrateV1 and the memory buckets).
+// database is created. Format 3 had no namespaces bucket, format 2 no agent
+// memory either; format 1 also kept each history event under its own key in
+// bucket history. OpenBolt converts them all (migrateV1 and the new
+// buckets).
 const (
 	formatMarker  = "aslrun"
-	formatVersion = 3
+	formatVersion = 4
 )
 
 var (
@@ -53,6 +54,7 @@ var (
 	bucketOrphans     = []byte("orphans")
 	bucketMemory      = []byte("memory")
 	bucketMemExpiry   = []byte("memexpiry")
+	bucketNamespaces  = []byte("namespaces")
 
 	bucketHistoryV1 = []byte("history") // format 1's history, see migrateV1
 )
@@ -113,7 +115,7 @@ var _ Store = (*Bolt)(nil)
 // untouched. An existing file is read through first (every page its
 // buckets reach, as bbolt itself does when it opens a file for writing),
 // and one with damaged pages fails with ErrDatabaseCorrupt. A database of
-// format 1 or 2 is converted to the current format.
+// an older format is converted to the current one.
 func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = time.Second
@@ -230,8 +232,9 @@ func checkFormat(db *bbolt.DB, path string) error {
 					return err
 				}
 			}
-			// Format 3 added agent memory.
-			for _, name := range [][]byte{bucketMemory, bucketMemExpiry} {
+			// Formats 3 and 4 added agent memory and the namespaces each
+			// execution used.
+			for _, name := range [][]byte{bucketMemory, bucketMemExpiry, bucketNamespaces} {
 				if _, err := t.CreateBucketIfNotExists(name); err != nil {
 					return err
 				}
@@ -250,7 +253,7 @@ func createBuckets(tx *bbolt.Tx) error {
 	for _, name := range [][]byte{
 		bucketMeta, bucketExecutions, bucketHeads, bucketStatus, bucketStarted, bucketScopes, bucketEvents,
 		bucketTimers, bucketCheckpoints, bucketExpiry, bucketDefinitions, bucketBlobs, bucketBlobRefs, bucketOrphans,
-		bucketMemory, bucketMemExpiry,
+		bucketMemory, bucketMemExpiry, bucketNamespaces,
 	} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
@@ -337,7 +340,7 @@ func (b *Bolt) Close() error {
 type tx struct {
 	executions, heads, status, started, scopes, events, timers *bbolt.Bucket
 	checkpoints, expiry, definitions, blobs, blobRefs, orphans *bbolt.Bucket
-	memory, memExpiry                                          *bbolt.Bucket
+	memory, memExpiry, namespaces                              *bbolt.Bucket
 	cache                                                      *headCache
 }
 
@@ -354,6 +357,7 @@ func bucketsOf(t *bbolt.Tx) (*tx, error) {
 		{&x.timers, bucketTimers}, {&x.checkpoints, bucketCheckpoints}, {&x.expiry, bucketExpiry},
 		{&x.definitions, bucketDefinitions}, {&x.blobs, bucketBlobs}, {&x.blobRefs, bucketBlobRefs},
 		{&x.orphans, bucketOrphans}, {&x.memory, bucketMemory}, {&x.memExpiry, bucketMemExpiry},
+		{&x.namespaces, bucketNamespaces},
 	} {
 		if *b.dst = t.Bucket(b.name); *b.dst == nil {
 			return nil, fmt.Errorf("bucket %s is missing", b.name)
@@ -452,8 +456,13 @@ func (b *Bolt) Load(ctx context.Context, id string) (*engine.Execution, error) {
 		if rec.DefinitionHash != "" {
 			def = bytes.Clone(x.definitions.Get([]byte(rec.DefinitionHash)))
 		}
-		e, err = execution(id, rec, h, def, scopes)
-		return err
+		if e, err = execution(id, rec, h, def, scopes); err != nil {
+			return err
+		}
+		return scanPrefix(x.namespaces, prefix, func(k, _ []byte) error {
+			e.Progress.Namespaces = append(e.Progress.Namespaces, string(k[len(prefix):]))
+			return nil
+		})
 	})
 	return e, err
 }

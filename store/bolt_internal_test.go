@@ -251,51 +251,65 @@ func TestCommitBatchRejects(t *testing.T) {
 	}
 }
 
-// TestBoltMigratesFormat2 opens a database of format 2, which had no agent
-// memory buckets: they are added, and memory can be written.
-func TestBoltMigratesFormat2(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "aslrun.db")
-	b, err := OpenBolt(path, BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	if err := b.Create(ctx, &engine.Execution{ID: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	db, err := bbolt.Open(path, 0o600, boltOptions(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(t *bbolt.Tx) error {
-		for _, name := range [][]byte{bucketMemory, bucketMemExpiry} {
-			if err := t.DeleteBucket(name); err != nil {
-				return err
+// TestBoltMigratesFormats2And3 opens databases of format 2, which had no
+// agent memory buckets, and 3, which had no namespaces bucket: the buckets
+// are added, and memory can be written.
+func TestBoltMigratesFormats2And3(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		missing [][]byte
+	}{
+		{"2", [][]byte{bucketMemory, bucketMemExpiry, bucketNamespaces}},
+		{"3", [][]byte{bucketNamespaces}},
+	} {
+		t.Run("format "+tc.version, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "aslrun.db")
+			b, err := OpenBolt(path, BoltOptions{})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		return t.Bucket(bucketMeta).Put(versionKey, []byte("2"))
-	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err = OpenBolt(path, BoltOptions{})
-	if err != nil {
-		t.Fatalf("OpenBolt(format 2) = %v", err)
-	}
-	defer b.Close()
-	err = b.Commit(ctx, &engine.Commit{Execution: "a", Seq: 1, Memory: []engine.MemoryWrite{
-		{Namespace: "n", Key: "k", Value: "v", At: time.Unix(1, 0), ExpiresAt: time.Unix(100, 0)},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := b.ReadMemory(ctx, "n", []string{"k"}, time.Unix(2, 0))
-	if err != nil || got["k"] == nil || got["k"].Value != "v" {
-		t.Errorf("ReadMemory after conversion = %v, %v", got, err)
-	}
-	if rep, err := b.GC(ctx, time.Unix(100, 0)); err != nil || rep.Memory != 1 {
-		t.Errorf("GC = %+v, %v, want the entry expired", rep, err)
+			ctx := t.Context()
+			if err := b.Create(ctx, &engine.Execution{ID: "a"}); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+			db, err := bbolt.Open(path, 0o600, boltOptions(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(t *bbolt.Tx) error {
+				for _, name := range tc.missing {
+					if err := t.DeleteBucket(name); err != nil {
+						return err
+					}
+				}
+				return t.Bucket(bucketMeta).Put(versionKey, []byte(tc.version))
+			})
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err = OpenBolt(path, BoltOptions{})
+			if err != nil {
+				t.Fatalf("OpenBolt(format %s) = %v", tc.version, err)
+			}
+			defer b.Close()
+			err = b.Commit(ctx, &engine.Commit{Execution: "a", Seq: 1, AddNamespaces: []string{"n"}, Memory: []engine.MemoryWrite{
+				{Namespace: "n", Key: "k", Value: "v", At: time.Unix(1, 0), ExpiresAt: time.Unix(100, 0)},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := b.ReadMemory(ctx, "n", []string{"k"}, time.Unix(2, 0))
+			if err != nil || got["k"] == nil || got["k"].Value != "v" {
+				t.Errorf("ReadMemory after conversion = %v, %v", got, err)
+			}
+			if e, err := b.Load(ctx, "a"); err != nil || len(e.Progress.Namespaces) != 1 {
+				t.Errorf("Load after conversion: %v, namespaces %v", err, e.Progress.Namespaces)
+			}
+			if rep, err := b.GC(ctx, time.Unix(100, 0)); err != nil || rep.Memory != 1 {
+				t.Errorf("GC = %+v, %v, want the entry expired", rep, err)
+			}
+		})
 	}
 }

@@ -399,6 +399,11 @@ func (x *tx) apply(p *prepared) error {
 	if err := x.writeMemory(memory); err != nil {
 		return fmt.Errorf("agent memory: %w", err)
 	}
+	for _, ns := range p.namespaces {
+		if err := x.namespaces.Put(idKey(p.id, ns), nil); err != nil {
+			return fmt.Errorf("memory namespace %q: %w", ns, err)
+		}
+	}
 	return x.putHead(p.id, h)
 }
 

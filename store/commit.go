@@ -39,6 +39,7 @@ type prepared struct {
 	rollback     *engine.Rollback
 	checkpoint   *preparedCheckpoint
 	memory       []memWrite
+	namespaces   []string
 }
 
 // preparedCheckpoint is a checkpoint encoded for writing: its record, and
@@ -95,6 +96,12 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, er
 			return nil, err
 		}
 	}
+	for _, ns := range c.AddNamespaces {
+		if err := engine.CheckMemoryName("memory namespace", ns); err != nil {
+			return nil, err
+		}
+	}
+	p.namespaces = slices.Clone(c.AddNamespaces)
 	if c.Checkpoint != nil {
 		if p.checkpoint, err = prepareCheckpoint(c.Execution, c.Checkpoint, memo, codecs, codec); err != nil {
 			return nil, err

@@ -37,7 +37,7 @@
 // 8-byte big-endian Unix nanoseconds; n is an 8-byte big-endian number.
 //
 //	bucket       key                             value
-//	meta         "format", "version"             "aslrun", "3"
+//	meta         "format", "version"             "aslrun", "4"
 //	executions   id                              what never changes: machine name, definition hash, input, start, parent, agents
 //	heads        id                              where it stands: status, output, error, wake-up, counters, history length, last hash and last record
 //	status       status \x00 id                  (empty) — Unfinished and List by status are prefix scans
@@ -53,6 +53,7 @@
 //	orphans      blob key                        (empty) blobs no checkpoint references, removed by GC
 //	memory       namespace \x00 key               agent memory record: value, when and by which execution it was written, expiry
 //	memexpiry    expiresAt \x00 namespace \x00 key (empty) — GC removes expired memory
+//	namespaces   id \x00 namespace               (empty) the memory namespaces an execution used — its checkpoints snapshot them
 //
 // History records are appended: their keys only grow, so the bucket's
 // pages are filled completely (FillPercent 1, as for the start-time index
@@ -98,7 +99,8 @@
 // for writing makes bbolt walk the pages in a goroutine of its own, where a
 // panic could not be recovered (bolt_fault.go).
 //
-// Format 3 is this layout. Format 2 had no agent memory (OpenBolt adds its
-// buckets); format 1 also kept each history event under "id \x00 n" in
-// bucket history, and OpenBolt converts it.
+// Format 4 is this layout. Format 3 had no namespaces bucket and format 2
+// no agent memory (OpenBolt adds their buckets); format 1 also kept each
+// history event under "id \x00 n" in bucket history, and OpenBolt converts
+// it.
 package store

@@ -43,6 +43,7 @@ type memExec struct {
 	scopes      map[string][]byte
 	history     [][]byte
 	checkpoints map[string][]byte
+	namespaces  map[string]bool
 }
 
 var _ Store = (*Memory)(nil)
@@ -82,7 +83,7 @@ func (m *Memory) Create(ctx context.Context, e *engine.Execution) error {
 			m.definitions[c.definitionHash] = c.definition
 		}
 	}
-	x := &memExec{exec: c.exec, head: head, scopes: make(map[string][]byte), checkpoints: make(map[string][]byte)}
+	x := &memExec{exec: c.exec, head: head, scopes: make(map[string][]byte), checkpoints: make(map[string][]byte), namespaces: make(map[string]bool)}
 	for _, w := range c.scopes {
 		if w.value != nil {
 			x.scopes[w.key] = w.value
@@ -182,6 +183,9 @@ func (m *Memory) apply(p *prepared) error {
 		}
 		x.checkpoints[cp.name] = cp.record
 	}
+	for _, ns := range p.namespaces {
+		x.namespaces[ns] = true
+	}
 	for _, r := range memory {
 		if r.data == nil {
 			delete(m.memory, r.key)
@@ -245,7 +249,14 @@ func (m *Memory) Load(ctx context.Context, id string) (*engine.Execution, error)
 			return nil, fmt.Errorf("execution %s: scope %q: %w", id, k, err)
 		}
 	}
-	return execution(id, rec, h, bytes.Clone(m.definitions[rec.DefinitionHash]), scopes)
+	e, err := execution(id, rec, h, bytes.Clone(m.definitions[rec.DefinitionHash]), scopes)
+	if err != nil {
+		return nil, err
+	}
+	if len(x.namespaces) > 0 {
+		e.Progress.Namespaces = slices.Sorted(maps.Keys(x.namespaces))
+	}
+	return e, nil
 }
 
 // Checkpoint returns the named checkpoint of an execution, its document

@@ -164,3 +164,20 @@ func testMemoryDelete(t *testing.T, s store.Store) {
 	// The deleted key's expiry went with it.
 	gc(t, s, at(2*time.Hour), store.GCReport{})
 }
+
+func testNamespaces(t *testing.T, s store.Store) {
+	create(t, s, newExecution(t, "e1"), newExecution(t, "e2"))
+	commit(t, s, &engine.Commit{Execution: "e1", Seq: 1, AddNamespaces: []string{"users/7", "team"}})
+	commit(t, s, &engine.Commit{Execution: "e1", Seq: 2, AddNamespaces: []string{"team", "a"}})
+	commit(t, s, &engine.Commit{Execution: "e2", Seq: 1, AddNamespaces: []string{"other"}})
+	if got := load(t, s, "e1").Progress.Namespaces; !equalStrings(got, []string{"a", "team", "users/7"}) {
+		t.Errorf("e1's namespaces = %q, want a, team, users/7", got)
+	}
+	if got := load(t, s, "e2").Progress.Namespaces; !equalStrings(got, []string{"other"}) {
+		t.Errorf("e2's namespaces = %q, want other", got)
+	}
+	err := s.Commit(t.Context(), &engine.Commit{Execution: "e1", Seq: 3, AddNamespaces: []string{"bad\x00"}})
+	if err == nil {
+		t.Error("a namespace with NUL was accepted")
+	}
+}

@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"MemoryMergeAndExpiry", testMemoryMerge},
 		{"MemoryWithFailedCommit", testMemoryFailedCommit},
 		{"MemoryDelete", testMemoryDelete},
+		{"MemoryNamespaces", testNamespaces},
 		{"Definitions", testDefinitions},
 		{"UnknownIDs", testUnknown},
 		{"Concurrent", testConcurrent},
