@@ -246,3 +246,15 @@ func TestContextWindow(t *testing.T) {
 		}
 	})
 }
+
+// The timeouts' Path forms read the input before the context window drops
+// parts of it.
+func TestContextWindowKeepsTimeoutPaths(t *testing.T) {
+	a := &scripted{outputs: []string{`"ok"`}}
+	def := `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"A","TimeoutSecondsPath":"$.limit","Context":{"Exclude":["$.limit"]},"ResultPath":"$.r","End":true}}}`
+	res, _ := runScripted(t, def, `{"limit":30,"q":"x"}`, map[string]agents.Agent{"A": a.agent(t)})
+	wantOutput(t, res, `{"limit":30,"q":"x","r":"ok"}`)
+	if got, _ := jsonpath.Marshal(a.reqs[0].Input); string(got) != `{"q":"x"}` {
+		t.Errorf("agent input %s", got)
+	}
+}

@@ -35,6 +35,16 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 		}
 		inSize = unknownSize
 	}
+	// The Path forms of the timeouts read the input before guardrails
+	// and the context window change it.
+	timeout, err := h.seconds("TimeoutSecondsPath", s.TimeoutSeconds, s.TimeoutSecondsPath, input)
+	if err != nil {
+		return stepResult{}, err
+	}
+	heartbeat, err := h.seconds("HeartbeatSecondsPath", s.HeartbeatSeconds, s.HeartbeatSecondsPath, input)
+	if err != nil {
+		return stepResult{}, err
+	}
 	if s.Guardrails != nil && s.Guardrails.Input != nil {
 		if input, err = h.guardInput(ctx, s, input); err != nil {
 			return stepResult{}, err
@@ -53,14 +63,6 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 		if params, _, err = h.template(s.Parameters, input, inSize); err != nil {
 			return stepResult{}, err
 		}
-	}
-	timeout, err := h.seconds("TimeoutSecondsPath", s.TimeoutSeconds, s.TimeoutSecondsPath, input)
-	if err != nil {
-		return stepResult{}, err
-	}
-	heartbeat, err := h.seconds("HeartbeatSecondsPath", s.HeartbeatSeconds, s.HeartbeatSecondsPath, input)
-	if err != nil {
-		return stepResult{}, err
 	}
 	result, size, err := h.callAgent(ctx, s, "", params, timeout, heartbeat)
 	if err != nil {
