@@ -44,8 +44,10 @@ func passChain(n int) string {
 // the in-memory path and reports the time per state.
 func BenchmarkPassChain100(b *testing.B) { benchPassChain(b, passChain(100)) }
 
-// benchPassChain runs def, a 100-state chain, on the 1 KiB payload.
-func benchPassChain(b *testing.B, def string) {
+// benchMachine parses def and returns it with the input {"payload": the
+// 1 KiB document}.
+func benchMachine(b *testing.B, def string) (*states.Machine, map[string]any) {
+	b.Helper()
 	m, err := states.Parse([]byte(def))
 	if err != nil {
 		b.Fatal(err)
@@ -54,7 +56,12 @@ func benchPassChain(b *testing.B, def string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	input := map[string]any{"payload": payload}
+	return m, map[string]any{"payload": payload}
+}
+
+// benchPassChain runs def, a 100-state chain, on the 1 KiB payload.
+func benchPassChain(b *testing.B, def string) {
+	m, input := benchMachine(b, def)
 	x := engine.New(engine.Config{})
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -120,15 +127,7 @@ func BenchmarkMap100k(b *testing.B) {
 // BenchmarkPassChain100MemoryStore runs the same chain durably on the
 // memory store: every state is committed, encoded and hashed.
 func BenchmarkPassChain100MemoryStore(b *testing.B) {
-	m, err := states.Parse([]byte(passChain(100)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	payload, err := jsonpath.Decode([]byte(payload1KiB))
-	if err != nil {
-		b.Fatal(err)
-	}
-	input := map[string]any{"payload": payload}
+	m, input := benchMachine(b, passChain(100))
 	x := engine.New(engine.Config{Store: store.NewMemory()})
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -211,15 +210,7 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 		"Options":["approve","reject"],"Timeout":"24h","Escalation":{"After":"4h","Notify":["lead"]},"ResultPath":"$.review",
 		"Choices":[{"Variable":"$.review.approval","StringEquals":"approve","Next":"Done"}],"Default":"Done"},
 		"Done":{"Type":"Succeed"}}}`
-	m, err := states.Parse([]byte(def))
-	if err != nil {
-		b.Fatal(err)
-	}
-	payload, err := jsonpath.Decode([]byte(payload1KiB))
-	if err != nil {
-		b.Fatal(err)
-	}
-	input := map[string]any{"payload": payload}
+	m, input := benchMachine(b, def)
 	for _, sc := range benchStores(b)[1:] {
 		b.Run(sc.name, func(b *testing.B) {
 			x := engine.New(engine.Config{Store: sc.open(b)})
