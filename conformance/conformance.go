@@ -144,9 +144,9 @@ func fromValue(v any) (*Case, error) {
 	e := &c.Expect
 	e.Status, _ = ex["status"].(string)
 	switch e.Status {
-	case "SUCCEEDED", "FAILED", "INVALID_DEFINITION", "TIMED_OUT":
+	case "SUCCEEDED", "FAILED", "INVALID_DEFINITION", "TIMED_OUT", StatusInputRefused:
 	default:
-		return nil, fmt.Errorf("expect.status %q is not SUCCEEDED, FAILED, TIMED_OUT or INVALID_DEFINITION", e.Status)
+		return nil, fmt.Errorf("expect.status %q is not SUCCEEDED, FAILED, TIMED_OUT, INVALID_DEFINITION or INPUT_REFUSED", e.Status)
 	}
 	e.Output = ex["output"]
 	var err error
@@ -342,6 +342,9 @@ func run(ctx context.Context, c *Case, exactTime bool) error {
 	}
 	start := time.Now()
 	res, err := x.Run(ctx, m, c.Input, engine.StartOptions{MachineName: c.Name})
+	if c.Expect.Status == StatusInputRefused {
+		return checkRefused(c, err)
+	}
 	if err == nil {
 		res, err = Drive(ctx, x, res, c.Decisions)
 	}
@@ -367,6 +370,27 @@ func run(ctx context.Context, c *Case, exactTime bool) error {
 		if exactTime && elapsed != want || !exactTime && elapsed < want {
 			return fmt.Errorf("took %v, want %v", elapsed, want)
 		}
+	}
+	return nil
+}
+
+// StatusInputRefused is the expected status of a case whose input the
+// workflow's governance refuses before an execution exists: expect.error
+// and expect.cause are then the violation's name and cause.
+const StatusInputRefused = "INPUT_REFUSED"
+
+// checkRefused checks that Run refused a case's input as it expects.
+func checkRefused(c *Case, err error) error {
+	var ge *engine.GovernanceError
+	if !errors.As(err, &ge) || !errors.Is(err, engine.ErrInvalidInput) {
+		return fmt.Errorf("input not refused by governance (error %v), want %s", err, StatusInputRefused)
+	}
+	e := &c.Expect
+	if want := deref(e.Error); string(ge.Violation.Name) != want {
+		return fmt.Errorf("error %q, want %q", ge.Violation.Name, want)
+	}
+	if e.Cause != nil && ge.Violation.Cause != *e.Cause {
+		return fmt.Errorf("cause %q, want %q", ge.Violation.Cause, *e.Cause)
 	}
 	return nil
 }

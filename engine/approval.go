@@ -305,7 +305,8 @@ func (x *Executor) notifyEscalation(ctx context.Context, n EscalationNotice) {
 
 // decided applies an Approval's decision: edits go to Editable.ResultPath,
 // the decision to ResultPath (or its fields into the document's top
-// level), the write is governed, and Choices route on the result. A
+// level), and Choices route on the result; the commit point checks the
+// write. A
 // timeout without Default is States.Timeout.
 func (h *stateRun) decided(s *states.Approval, raw any, pa *PendingApproval) (stepResult, error) {
 	decision := pa.Decision
@@ -326,9 +327,6 @@ func (h *stateRun) decided(s *states.Approval, raw any, pa *PendingApproval) (st
 		doc, err = mergeTop(doc, decision)
 	}
 	if err != nil {
-		return stepResult{}, err
-	}
-	if err := h.govern(raw, doc); err != nil {
 		return stepResult{}, err
 	}
 	next, assign, matched := s.Next, s.Assign, false
@@ -366,7 +364,8 @@ func (h *stateRun) decided(s *states.Approval, raw any, pa *PendingApproval) (st
 	if err != nil {
 		return stepResult{}, err
 	}
-	return stepResult{output: out, proposed: doc, next: next, size: size}, nil
+	// The commit point checks the write (see run.commit).
+	return stepResult{output: out, proposed: doc, next: next, size: size, wrote: true, prev: raw}, nil
 }
 
 // mergeTop merges the decision's fields into the top level of doc, which

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/aslrun/aslrun/governance"
+	"github.com/aslrun/aslrun/states"
 )
 
 // Transition is one step of an execution handed to the commit point: the
@@ -43,23 +46,159 @@ type commitQueue struct {
 	pending   *Commit    // merged commits waiting to be written
 	queued    uint64     // generation of the newest merged commit
 	written   uint64     // generation of the newest written commit
-	lastErr   error      // error of the newest written commit
 	errorGens map[uint64]error
 }
 
-// commit is the single commit point: every change of an execution's
-// documents passes here, and the run advances only after it returns nil.
-// (The machine's governance is applied here too, once it exists.)
+// commit is the single commit point: every change of an execution passes
+// here — a state's completion, its progress between attempts, a parked
+// Wait or Approval, a checkpoint, a decision, a rollback, the execution's
+// end — and the run advances only after it returns nil. In this order:
+//
+//  1. The guard. A state that wrote its document (e is its completion, with
+//     res.wrote) has the change from its raw input to the proposed document
+//     checked at the top level against the workflow's Guard: strict JSON,
+//     the JSON Schema, the transition rules.
+//  2. The write policy: the workflow's WritePolicy at the top level, then
+//     the state's own WritePolicy at any level (inside a Map item or a
+//     Parallel branch only the latter: the workflow's rules apply when the
+//     Map or Parallel result is written into the execution's document).
+//     Steps 1 and 2 are one pass of governance.Rules.Check over the
+//     document's changes. A refusal records a GovernanceViolation event and
+//     returns the governance error (or a *skipNode under SKIP_NODE):
+//     nothing of the state's completion is applied or written, and the
+//     state's Retry, Catch or the workflow's OnViolation decide what follows.
+//  3. The state exits: its Assign, its memory writes and its Exited event
+//     are applied, and its new position (the next state, its input, the
+//     variables) is added to c.
+//  4. The store: c is written in one transaction, with the history events
+//     recorded since the last commit and the calls, usage and memory writes
+//     the scope made since (merged with the other commits of the execution
+//     made meanwhile, see commitLocked). An executor without a store keeps
+//     nothing; a completion that ends its machine writes nothing either (the
+//     caller commits how the machine ended).
+//
+// Two other changes of the document are checked by the guard before they
+// reach this point, since nothing of them exists to commit until they pass:
+// the execution's input (checkInput, before the execution is created) and
+// the document a rollback or a fork starts from (checkTarget).
 //
 // c's Scopes, DropScopes, Checkpoint, status and transition are applied
 // with the events recorded so far and the current counters.
-func (r *run) commit(ctx context.Context, c *Commit) error {
+func (r *run) commit(ctx context.Context, e *stateExit, c *Commit) error {
+	if e != nil {
+		if err := e.h.check(e.res); err != nil {
+			return err
+		}
+		if !e.h.exit(e.res, c) {
+			return nil
+		}
+	}
 	if !r.x.durable {
 		return nil
 	}
+	// The queue keeps a copy: c itself stays the caller's (and on its
+	// stack when it can).
+	queued := new(Commit)
+	*queued = *c
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.commitLocked(ctx, c)
+	return r.commitLocked(ctx, queued)
+}
+
+// stateExit is a state's completion handed to the commit point.
+type stateExit struct {
+	h   *stateRun
+	res *stepResult
+}
+
+// complete commits the completion of the state's attempt: res is what it
+// produced. It returns the commit point's refusal, if any.
+func (h *stateRun) complete(ctx context.Context, res *stepResult) error {
+	return h.r.commit(ctx, &stateExit{h: h, res: res}, &Commit{})
+}
+
+// check is the guard and the write policy of the commit point (steps 1
+// and 2 of commit) for the state's result res. It returns nil, the
+// governance error, or a *skipNode under SKIP_NODE.
+func (h *stateRun) check(res *stepResult) error {
+	if !res.wrote || !h.governed() {
+		return nil
+	}
+	var v *governance.Violation
+	if h.sc.top {
+		// The workflow's Guard (schema, transition rules), then its
+		// WritePolicy.
+		v = h.r.rules().Check(res.prev, res.proposed, h.name())
+	}
+	if own := h.st.Base().WritePolicy; v == nil && own != nil {
+		v = own.Check(res.prev, res.proposed, h.name())
+	}
+	if v == nil {
+		return nil
+	}
+	return h.violated(v)
+}
+
+// exit applies an accepted completion (step 3 of commit): the state's
+// variables, memory writes and Exited event, and adds the scope's new
+// position to c. It reports whether c has anything to store.
+func (h *stateRun) exit(res *stepResult, c *Commit) bool {
+	r, sc := h.r, h.sc
+	if h.assign != nil {
+		sc.assign(h.assign)
+		h.assign = nil
+	}
+	h.commitMemory()
+	r.event(Event{Type: eventType(h.st.Base().Type, false), State: h.name(), Scope: sc.prefix, Output: res.output, Document: res.output})
+	res.drop = append(res.drop, h.drop...)
+	if res.checkpoint != nil {
+		sc.checkpointDone(res.checkpoint)
+	}
+	if res.next == "" || !r.x.durable {
+		return false
+	}
+	c.Scopes = map[string]*Scope{sc.key: sc.position(res.next, res.output, nil)}
+	c.DropScopes, c.Checkpoint = res.drop, res.checkpoint
+	sc.settle(c)
+	if sc.top {
+		c.Status = StatusRunning
+		c.Transition = &Transition{Status: StatusRunning, State: h.name(), Next: res.next, Previous: h.raw, Proposed: res.proposed, Output: res.output, Variables: sc.vars}
+	}
+	return true
+}
+
+// checkInput is the guard of an execution's input, before the execution is
+// created: an input the workflow's schema refuses is an error wrapping
+// ErrInvalidInput and a *GovernanceError, and no execution exists.
+func checkInput(m *states.Machine, input any) error {
+	var rules *governance.Rules
+	if e := m.Extensions; e != nil {
+		rules = e.Governance
+	}
+	if v := rules.CheckDocument(input); v != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidInput, &GovernanceError{Violation: v})
+	}
+	return nil
+}
+
+// checkTarget is the guard of the document a rollback or a fork starts
+// from: the workflow's schema (the transition rules need a previous
+// document, which a restored one does not have).
+func checkTarget(rules *governance.Rules, id, checkpoint string, doc any) error {
+	if v := rules.CheckDocument(doc); v != nil {
+		return fmt.Errorf("execution %s checkpoint %q: its document does not pass the workflow's guard: %w", id, checkpoint, &GovernanceError{Violation: v})
+	}
+	return nil
+}
+
+// GovernanceError is a document the workflow's governance refused outside a
+// state (an execution's input, a checkpoint's document to roll back to).
+type GovernanceError struct {
+	Violation *governance.Violation
+}
+
+func (e *GovernanceError) Error() string {
+	return fmt.Sprintf("%s: %s", e.Violation.Name, e.Violation.Cause)
 }
 
 // commitLocked commits with r.mu held (it releases it while writing).

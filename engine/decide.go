@@ -97,7 +97,7 @@ func (x *Executor) Decide(ctx context.Context, id string, d Decision, opts Resum
 	detail := map[string]any{"approval": pa.ID}
 	maps.Copy(detail, decision)
 	r.ownEvent(Event{Type: EventApprovalDecided, State: pa.State, Document: scope.Doc, Detail: detail})
-	if err := r.commit(ctx, &Commit{Status: StatusRunning, Scopes: map[string]*Scope{key: &scope}}); err != nil {
+	if err := r.commit(ctx, nil, &Commit{Status: StatusRunning, Scopes: map[string]*Scope{key: &scope}}); err != nil {
 		return nil, err
 	}
 	return r.execute(ctx, e.Progress.Scopes[""])

@@ -203,6 +203,9 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		}
 		size = n
 	}
+	if err := checkInput(m, input); err != nil {
+		return nil, err
+	}
 	e := &Execution{
 		ID: opts.ID, MachineName: opts.MachineName, Input: input, Status: StatusRunning,
 		StartedAt: time.Now().UTC(), Agents: opts.AgentsFile, AgentsKind: opts.AgentsKind,
@@ -230,7 +233,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	}
 	defer x.release(e.ID)
 	r := x.newRun(m, e, opts.Agents)
-	r.inputSize, r.checkStart = size, true
+	r.inputSize = size
 	r.event(Event{Type: EventExecutionStarted, Input: input, Document: input})
 	return r.execute(ctx, &Scope{Next: m.StartAt, Doc: input})
 }

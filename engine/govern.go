@@ -47,31 +47,6 @@ func (h *stateRun) governed() bool {
 	return h.st.Base().WritePolicy != nil || h.sc.top && h.r.rules() != nil
 }
 
-// govern is the commit point's check of one state's transition from prev
-// (its raw input) to proposed (the document after ResultPath). At the top
-// level the workflow's rules run first (schema, transition rules, the
-// workflow's write policy), then the state's own WritePolicy; inside a Map
-// item or a Parallel branch only the state's own WritePolicy governs the
-// item's document (the workflow's rules apply when the Map or Parallel
-// result is written into the execution document). It returns nil, the
-// governance error, or a *skipNode under SKIP_NODE.
-func (h *stateRun) govern(prev, proposed any) error {
-	if !h.governed() {
-		return nil
-	}
-	var v *governance.Violation
-	if h.sc.top {
-		v = h.r.rules().Check(prev, proposed, h.name())
-	}
-	if own := h.st.Base().WritePolicy; v == nil && own != nil {
-		v = own.Check(prev, proposed, h.name())
-	}
-	if v == nil {
-		return nil
-	}
-	return h.violated(v)
-}
-
 // invalidResult reports an agent result outside the JSON model (a NaN or
 // infinite float, a Go type that has no JSON form) as Governance.InvalidJSON
 // when the state is governed; nil otherwise (the caller reports it as
@@ -146,28 +121,4 @@ func (h *stateRun) retryOnce(attempt func(context.Context) (stepResult, error)) 
 		h.env.ctxObject = nil
 		return attempt(ctx)
 	}
-}
-
-// checkInput checks the execution's input against the workflow's schema
-// when it starts.
-func (r *run) checkInput(input any) error {
-	v := r.rules().CheckDocument(input)
-	if v == nil {
-		return nil
-	}
-	event := violationDetail(v)
-	event["error"], event["action"] = string(v.Name), actionFail
-	r.ownEvent(Event{Type: EventGovernanceViolation, Error: string(v.Name), Cause: "the execution input: " + v.Cause,
-		Document: input, Detail: event})
-	return asl.Errorf(v.Name, "the execution input: %s", v.Cause)
-}
-
-// checkTarget checks the document a rollback or a fork starts from against
-// the workflow's schema (the transition rules need a previous document,
-// which a restored one does not have).
-func checkTarget(rules *governance.Rules, id, checkpoint string, doc any) error {
-	if v := rules.CheckDocument(doc); v != nil {
-		return fmt.Errorf("execution %s checkpoint %q: its document does not pass the workflow's guard: %s: %s", id, checkpoint, v.Name, v.Cause)
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -224,8 +225,9 @@ func TestRollbackAndForkCheckTheTarget(t *testing.T) {
 		func() (*engine.Result, error) { return x.Rollback(ctx, "g", "bad", engine.ResumeOptions{}) },
 		func() (*engine.Result, error) { return x.Fork(ctx, "g", "bad", engine.ResumeOptions{ForkID: "g2"}) },
 	} {
-		if _, err := op(); err == nil || !strings.Contains(err.Error(), `checkpoint "bad": its document does not pass the workflow's guard: Governance.SchemaViolation`) {
-			t.Errorf("from a checkpoint the schema refuses: %v", err)
+		var ge *engine.GovernanceError
+		if _, err := op(); !errors.As(err, &ge) || ge.Violation.Name != asl.ErrorName("Governance.SchemaViolation") {
+			t.Errorf("from a checkpoint the schema refuses: %v, want a *GovernanceError Governance.SchemaViolation", err)
 		}
 	}
 	if _, err := st.Load(ctx, "g2"); err == nil {
@@ -233,6 +235,26 @@ func TestRollbackAndForkCheckTheTarget(t *testing.T) {
 	}
 	if res, err := x.Rollback(ctx, "g", "good", engine.ResumeOptions{}); err != nil || res.Status != engine.StatusSucceeded {
 		t.Errorf("rollback to a good checkpoint: %+v, %v", res, err)
+	}
+}
+
+// TestInputRefusedBeforeTheExecutionExists: an input the schema refuses is
+// an error of Run, and nothing is stored.
+func TestInputRefusedBeforeTheExecutionExists(t *testing.T) {
+	def := `{"StartAt":"P",` + fmt.Sprintf(governed, "") + `,"States":{"P":{"Type":"Pass","End":true}}}`
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Store: st})
+	ctx := context.Background()
+	res, err := x.Run(ctx, mustParse(t, def), mustJSON(t, `{"items":[1]}`), engine.StartOptions{ID: "refused"})
+	var ge *engine.GovernanceError
+	if !errors.Is(err, engine.ErrInvalidInput) || !errors.As(err, &ge) || ge.Violation.Name != asl.ErrorName("Governance.SchemaViolation") {
+		t.Fatalf("Run = %+v, %v; want ErrInvalidInput with a Governance.SchemaViolation", res, err)
+	}
+	if _, err := st.Load(ctx, "refused"); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("Load(refused) = %v, want ErrNotFound: a refused input must not create an execution", err)
+	}
+	if res, err := x.Run(ctx, mustParse(t, def), mustJSON(t, `{"order":"o-1","items":[1]}`), engine.StartOptions{ID: "accepted"}); err != nil || res.Status != engine.StatusSucceeded {
+		t.Errorf("an accepted input: %+v, %v", res, err)
 	}
 }
 

@@ -31,7 +31,7 @@ func (h *stateRun) nested(ctx context.Context, m *states.Machine, child *scope, 
 		return nil, err
 	}
 	c := child.settle(&Commit{Scopes: map[string]*Scope{child.key: {Done: true, Output: out}}})
-	if err := r.commit(ctx, c); err != nil {
+	if err := r.commit(ctx, nil, c); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -42,5 +42,5 @@ func (h *stateRun) nested(ctx context.Context, m *states.Machine, child *scope, 
 // resumed Map counts it again without running it.
 func (h *stateRun) failedNested(ctx context.Context, child *scope, ae *asl.Error) error {
 	s := &Scope{Done: true, Failed: true, Error: string(ae.Name), Cause: ae.Cause}
-	return h.r.commit(ctx, child.settle(&Commit{Scopes: map[string]*Scope{child.key: s}}))
+	return h.r.commit(ctx, nil, child.settle(&Commit{Scopes: map[string]*Scope{child.key: s}}))
 }

@@ -145,10 +145,9 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (*
 		// Created, but the first commit never happened: start afresh.
 		r.event(Event{Type: EventExecutionStarted, Input: e.Input, Document: e.Input})
 		top = &Scope{Next: m.StartAt, Doc: e.Input}
-		r.checkStart = true
 	}
 	r.ownEvent(Event{Type: EventExecutionResumed, State: top.Next, Document: top.Doc, Detail: map[string]any{"from": string(e.Status)}})
-	if err := r.commit(ctx, &Commit{Status: StatusRunning}); err != nil {
+	if err := r.commit(ctx, nil, &Commit{Status: StatusRunning}); err != nil {
 		return nil, err
 	}
 	return r.execute(ctx, top)
@@ -260,7 +259,7 @@ func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts Res
 	r.ownEvent(Event{Type: EventExecutionRolledBack, State: cp.State, Document: top.Doc, Detail: map[string]any{
 		"checkpoint": cp.Name, "restore": opts.Restore.String(), "from": string(e.Status), "memoryWrites": jsonpath.IntNumber(int64(len(c.Memory))),
 	}})
-	if err := r.commit(ctx, c); err != nil {
+	if err := r.commit(ctx, nil, c); err != nil {
 		return nil, err
 	}
 	return r.execute(ctx, top)
@@ -303,7 +302,7 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 	// The parent's history says it was forked.
 	pr := x.resumed(m, parent, reg)
 	pr.ownEvent(Event{Type: EventForkedTo, Detail: map[string]any{"execution": e.ID, "checkpoint": cp.Name}})
-	if err := pr.commit(ctx, &Commit{}); err != nil {
+	if err := pr.commit(ctx, nil, &Commit{}); err != nil {
 		return nil, err
 	}
 	if !x.acquire(e.ID) {
@@ -332,7 +331,6 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 		// Only the memory comes from the checkpoint: the fork starts from
 		// the beginning.
 		top = &Scope{Next: m.StartAt, Doc: e.Input}
-		r.checkStart = true
 	}
 	c := &Commit{Status: StatusRunning, Scopes: map[string]*Scope{"": top}, Invocations: maps.Clone(r.invocations), Usage: usage, Memory: memory}
 	// The fork has used the namespaces its parent had used by the
@@ -345,7 +343,7 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 	if usage != nil {
 		c.Notices = slices.Sorted(maps.Keys(r.notices))
 	}
-	if err := r.commit(ctx, c); err != nil {
+	if err := r.commit(ctx, nil, c); err != nil {
 		return nil, err
 	}
 	return r.execute(ctx, top)

@@ -69,7 +69,7 @@ func (h *stateRun) withRetry(ctx context.Context, raw any, retry []states.Retrie
 			}
 		}
 		if i := matchCatcher(catch, ae.Name); i >= 0 {
-			return h.caught(&catch[i], raw, ae)
+			return h.caught(ctx, &catch[i], raw, ae)
 		}
 		return stepResult{}, ae
 	}
@@ -81,8 +81,10 @@ func (h *stateRun) retryProgress(counts []int64) *StepProgress {
 }
 
 // caught applies a catcher: the error object goes to its ResultPath in the
-// raw input, its Assign is applied, and the run continues at its Next.
-func (h *stateRun) caught(c *states.Catcher, raw any, ae *asl.Error) (stepResult, error) {
+// raw input, its Assign is applied, and the run continues at its Next. The
+// write is committed here: one the commit point refuses fails the state (or
+// skips it under SKIP_NODE), with no second Catch on the same state.
+func (h *stateRun) caught(ctx context.Context, c *states.Catcher, raw any, ae *asl.Error) (stepResult, error) {
 	errOut := map[string]any{}
 	if ae.Name != "" {
 		errOut["Error"] = string(ae.Name)
@@ -94,11 +96,6 @@ func (h *stateRun) caught(c *states.Catcher, raw any, ae *asl.Error) (stepResult
 	if err != nil {
 		return stepResult{}, err
 	}
-	// A refused Catch write fails the state (or skips it under SKIP_NODE):
-	// no second Catch on the same state.
-	if err := h.govern(raw, out); err != nil {
-		return stepResult{}, err
-	}
 	size, err := h.settle(out, placedSize(c.ResultPath, h.inSize, jsonpath.Size(errOut)))
 	if err != nil {
 		return stepResult{}, err
@@ -107,7 +104,11 @@ func (h *stateRun) caught(c *states.Catcher, raw any, ae *asl.Error) (stepResult
 	if err := h.evalAssign(c.Assign, errOut); err != nil {
 		return stepResult{}, err
 	}
-	return stepResult{output: out, proposed: out, next: c.Next, size: size}, nil
+	res := stepResult{output: out, proposed: out, next: c.Next, size: size, wrote: true, prev: raw}
+	if err := h.complete(ctx, &res); err != nil {
+		return stepResult{}, err
+	}
+	return res, nil
 }
 
 // errorMatches reports whether an ErrorEquals list matches an error name,

@@ -47,9 +47,6 @@ type run struct {
 	notices map[string]bool
 	// namespaces are the memory namespaces the execution has used.
 	namespaces map[string]bool
-	// checkStart is set when the execution starts from its input, which
-	// the workflow's schema checks first.
-	checkStart bool
 	// lastCheckpoint is the checkpoint of a Checkpoint state that ended
 	// the execution, written with its end.
 	lastCheckpoint *Checkpoint
@@ -236,11 +233,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		out any
 		err error
 	)
-	if r.checkStart {
-		err = r.checkInput(top.Doc)
-	}
 	switch {
-	case err != nil:
 	case top.Next == "":
 		// Nothing left to run (a rollback to a checkpoint that ended it).
 		out = top.Doc
@@ -279,7 +272,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 	if res.Status == StatusSucceeded {
 		c.Checkpoint = r.lastCheckpoint
 	}
-	if err := r.commit(context.WithoutCancel(ctx), sc.settle(c)); err != nil {
+	if err := r.commit(context.WithoutCancel(ctx), nil, sc.settle(c)); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -318,23 +311,6 @@ func (r *run) machine(ctx context.Context, m *states.Machine, sc *scope, next st
 			}
 			return s.output, nil
 		}
-		if !r.x.durable {
-			next, doc, size = s.next, s.output, s.size
-			continue
-		}
-		c := &Commit{
-			Scopes:     map[string]*Scope{sc.key: sc.position(s.next, s.output, nil)},
-			DropScopes: s.drop,
-			Checkpoint: s.checkpoint,
-		}
-		sc.settle(c)
-		if sc.top {
-			c.Status = StatusRunning
-			c.Transition = &Transition{Status: StatusRunning, State: next, Next: s.next, Previous: doc, Proposed: s.proposed, Output: s.output, Variables: sc.vars}
-		}
-		if err := r.commit(ctx, c); err != nil {
-			return nil, err
-		}
 		next, doc, size = s.next, s.output, s.size
 	}
 }
@@ -354,6 +330,11 @@ type stepResult struct {
 	drop []string
 	// checkpoint is the snapshot a Checkpoint state writes.
 	checkpoint *Checkpoint
+	// wrote is set when the state wrote its document (ResultPath, a
+	// Catch's ResultPath, an Approval's decision): the commit point then
+	// checks the change from prev (its raw input) to proposed.
+	wrote bool
+	prev  any
 }
 
 // step runs one state: it records its entry, runs it (with Retry and
@@ -382,56 +363,57 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	if progress != nil {
 		h.env.retry = progress.Attempt
 	}
+	// Every way a state completes ends at the commit point (complete), and
+	// inside the Retry and Catch of the states that have them, so that a
+	// write governance refuses is an error of the attempt.
+	done := func(attempt func(context.Context) (stepResult, error)) func(context.Context) (stepResult, error) {
+		return func(ctx context.Context) (stepResult, error) {
+			res, err := attempt(ctx)
+			if err != nil {
+				return stepResult{}, err
+			}
+			return res, h.complete(ctx, &res)
+		}
+	}
 	var (
 		res stepResult
 		err error
 	)
 	switch s := st.(type) {
 	case *states.Pass:
-		if h.governed() {
-			res, err = h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.pass(ctx, s, input) })(ctx)
-		} else {
-			res, err = h.pass(ctx, s, input)
-		}
+		res, err = h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.pass(ctx, s, input) }))(ctx)
 	case *states.Task:
-		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.task(ctx, s, input) }))
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.task(ctx, s, input) })))
 	case *states.Choice:
-		res, err = h.choice(s, input)
+		res, err = done(func(context.Context) (stepResult, error) { return h.choice(s, input) })(ctx)
 	case *states.Wait:
-		res, err = h.wait(ctx, s, input)
+		res, err = done(func(ctx context.Context) (stepResult, error) { return h.wait(ctx, s, input) })(ctx)
 	case *states.Succeed:
-		res, err = h.succeed(s, input)
+		res, err = done(func(context.Context) (stepResult, error) { return h.succeed(s, input) })(ctx)
 	case *states.Fail:
 		err = h.fail(s, input)
 	case *states.Map:
-		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.mapState(ctx, s, input) }))
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.mapState(ctx, s, input) })))
 	case *states.Parallel:
-		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.parallel(ctx, s, input) }))
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.parallel(ctx, s, input) })))
 	case *states.Checkpoint:
-		res, err = h.checkpoint(ctx, s, input)
+		res, err = done(func(ctx context.Context) (stepResult, error) { return h.checkpoint(ctx, s, input) })(ctx)
 	case *states.Debate:
-		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(func(ctx context.Context) (stepResult, error) { return h.debate(ctx, s, input) }))
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.debate(ctx, s, input) })))
 	case *states.Approval:
-		res, err = h.withRetry(ctx, input, nil, s.Catch, func(ctx context.Context) (stepResult, error) { return h.approvalState(ctx, s, input) })
+		res, err = h.withRetry(ctx, input, nil, s.Catch, done(func(ctx context.Context) (stepResult, error) { return h.approvalState(ctx, s, input) }))
 	default:
 		err = asl.Errorf(asl.ErrNotImplemented, "state %q: %s states are not implemented yet", c.Name, c.Type)
 	}
 	if err != nil && isSkip(err) {
 		// SKIP_NODE: none of the state's writes, its variables included;
 		// its input goes on to its Next unchanged.
-		res, err, h.assign, h.memWrites = stepResult{output: input, proposed: input, next: c.Next, size: size}, nil, nil, nil
+		h.assign, h.memWrites = nil, nil
+		res = stepResult{output: input, proposed: input, next: c.Next, size: size}
+		err = h.complete(ctx, &res)
 	}
 	if err != nil {
 		return stepResult{}, err
-	}
-	if h.assign != nil {
-		sc.assign(h.assign)
-	}
-	h.commitMemory()
-	r.event(Event{Type: eventType(c.Type, false), State: c.Name, Scope: sc.prefix, Output: res.output, Document: res.output})
-	res.drop = append(res.drop, h.drop...)
-	if res.checkpoint != nil {
-		sc.checkpointDone(res.checkpoint)
 	}
 	return res, nil
 }
@@ -449,7 +431,7 @@ func (h *stateRun) park(ctx context.Context, what string, wake time.Time, progre
 	}
 	progress.Entered = h.entered
 	c := &Commit{Scopes: map[string]*Scope{h.sc.key: h.sc.positionBefore(h.name(), h.raw, progress)}}
-	if err := r.commit(ctx, h.sc.settle(c)); err != nil {
+	if err := r.commit(ctx, nil, h.sc.settle(c)); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -480,7 +462,7 @@ func (r *run) parkExecution(ctx context.Context, res *Result) (*Result, error) {
 	}
 	res.WaitingFor = strings.Join(whats, ", ")
 	c := &Commit{Status: StatusWaiting, WakeAt: res.WakeAt, WaitingFor: res.WaitingFor}
-	if err := r.commit(context.WithoutCancel(ctx), c); err != nil {
+	if err := r.commit(context.WithoutCancel(ctx), nil, c); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -70,7 +70,7 @@ func (h *stateRun) saveProgress(ctx context.Context, p *StepProgress) error {
 	c := &Commit{
 		Scopes: map[string]*Scope{h.sc.key: h.sc.positionBefore(h.name(), h.raw, p)},
 	}
-	return h.r.commit(ctx, h.sc.settle(c))
+	return h.r.commit(ctx, nil, h.sc.settle(c))
 }
 
 func (h *stateRun) name() string { return h.st.Base().Name }
@@ -189,10 +189,6 @@ func (h *stateRun) finish(raw, result any, resultSize int, rp states.ResultPath)
 		}
 		resultSize = unknownSize
 	}
-	// The commit point: nothing governance refuses goes further.
-	if err := h.govern(raw, proposed); err != nil {
-		return stepResult{}, err
-	}
 	out, err := h.outputPath(proposed)
 	if err != nil {
 		return stepResult{}, err
@@ -213,7 +209,8 @@ func (h *stateRun) finish(raw, result any, resultSize int, rp states.ResultPath)
 			return stepResult{}, err
 		}
 	}
-	return stepResult{output: out, proposed: proposed, next: c.Next, size: size}, nil
+	// The commit point checks the write (see run.commit).
+	return stepResult{output: out, proposed: proposed, next: c.Next, size: size, wrote: true, prev: raw}, nil
 }
 
 // numberValue reads a JSON number as an int64 when it is integral.
