@@ -62,6 +62,13 @@ func (h *stateRun) debate(ctx context.Context, s *states.Debate, raw any) (stepR
 	if err != nil {
 		return stepResult{}, err
 	}
+	// The transcript is held to the payload limit as it grows: the round
+	// that passes it fails the state.
+	transcript := 2
+	for _, t := range turns {
+		transcript += jsonpath.Size(t.value()) + 1
+	}
+	h.drop = append(h.drop, h.nestedPrefix())
 	for round := int64(len(turns)/len(order)) + 1; round <= rounds; round++ {
 		var next []turn
 		if s.Communication.Style == "simultaneous" {
@@ -73,11 +80,20 @@ func (h *stateRun) debate(ctx context.Context, s *states.Debate, raw any) (stepR
 			return stepResult{}, err
 		}
 		turns = append(turns, next...)
+		value := turnsValue(next)
+		for _, v := range value {
+			transcript += jsonpath.Size(v) + 1
+		}
+		if limit := h.r.x.maxPayload; limit >= 0 && transcript > limit {
+			return stepResult{}, h.dataLimitError(turnsValue(turns))
+		}
 		h.r.ownEvent(Event{Type: EventDebateRound, State: h.name(), Scope: h.sc.prefix, Document: raw,
-			Detail: map[string]any{"round": jsonpath.IntNumber(round), "turns": turnsValue(next)}})
-		if h.r.x.durable && round < rounds {
-			p := &StepProgress{Visit: h.visit, Attempt: h.env.retry, Debate: turnsValue(turns)}
-			if err := h.saveProgress(ctx, p); err != nil {
+			Detail: map[string]any{"round": jsonpath.IntNumber(round), "turns": value}})
+		if h.r.x.durable {
+			// Each round's turns are committed once, under a key of their
+			// own: a resumed execution goes on with the next round.
+			c := &Commit{Scopes: map[string]*Scope{h.roundKey(round): {Done: true, Output: value}}}
+			if err := h.r.commit(ctx, nil, h.sc.settle(c)); err != nil {
 				return stepResult{}, err
 			}
 		}
@@ -105,16 +121,34 @@ func (h *stateRun) topic(s *states.Debate, input any) (any, error) {
 	return v, nil
 }
 
+// roundKey is the scope key under which a round's turns are committed.
+func (h *stateRun) roundKey(round int64) string {
+	return h.nestedKey() + "round-" + strconv.FormatInt(round, 10)
+}
+
 // debateProgress returns the turns committed before the execution was
-// resumed in the middle of this Debate.
+// resumed in the middle of this Debate: each round's under its key (or, as
+// executions stored before rounds had keys of their own, the whole list in
+// the state's progress).
 func (h *stateRun) debateProgress() ([]turn, error) {
-	p := h.progress
-	if p == nil || p.Debate == nil {
-		return nil, nil
+	var list []any
+	if p := h.progress; p != nil && p.Debate != nil {
+		l, ok := p.Debate.([]any)
+		if !ok {
+			return nil, fmt.Errorf("state %s: stored debate progress is %s, not a list of turns", h.name(), jsonpath.TypeName(p.Debate))
+		}
+		list = l
 	}
-	list, ok := p.Debate.([]any)
-	if !ok {
-		return nil, fmt.Errorf("state %s: stored debate progress is %s, not a list of turns", h.name(), jsonpath.TypeName(p.Debate))
+	for round := int64(1); ; round++ {
+		sc := h.r.loaded[h.roundKey(round)]
+		if sc == nil {
+			break
+		}
+		l, ok := sc.Output.([]any)
+		if !ok {
+			return nil, fmt.Errorf("state %s: stored debate round %d is %s, not a list of turns", h.name(), round, jsonpath.TypeName(sc.Output))
+		}
+		list = append(list, l...)
 	}
 	turns := make([]turn, 0, len(list))
 	for i, v := range list {
@@ -155,10 +189,14 @@ func visible(style string, turns []turn, agent string) []any {
 	return turnsValue(turns)
 }
 
-// debateCall asks one debater for its turn.
+// debateCall asks one debater for its turn. The history records the call's
+// input with the number of turns it saw in place of the turns themselves,
+// which the DebateRoundCompleted events hold: a transcript is stored once,
+// not again with every call.
 func (h *stateRun) debateCall(ctx context.Context, agent string, topic, params any, round int64, history []any) (any, error) {
 	input := map[string]any{"topic": topic, "round": jsonpath.IntNumber(round), "history": history, "parameters": params}
-	out, _, err := h.callAgent(ctx, &states.Task{Agent: agent}, "round-"+strconv.FormatInt(round, 10)+"/"+agent, input, 0, 0)
+	logged := map[string]any{"topic": topic, "round": jsonpath.IntNumber(round), "historyTurns": jsonpath.IntNumber(int64(len(history))), "parameters": params}
+	out, _, err := h.callAgent(ctx, &states.Task{Agent: agent}, "round-"+strconv.FormatInt(round, 10)+"/"+agent, input, logged, 0, 0)
 	return out, err
 }
 

@@ -307,3 +307,62 @@ func TestDebateResumesAtTheRound(t *testing.T) {
 		})
 	}
 }
+
+// TestDebateTranscriptBounded: the transcript is held to the payload limit
+// as it grows (the round that passes it fails the state, and no later
+// round is run), and the history records each turn once, not the
+// transcript again with every call.
+func TestDebateTranscriptBounded(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	calls := 0
+	var mu sync.Mutex
+	talker := agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		return map[string]any{"position": "same", "argument": long}, nil
+	})
+	reg := registry(t, talker, "A", "B", "C")
+	def := mustParse(t, `{"StartAt":"D","States":{"D":{"Type":"Debate","Agents":["A","B","C"],"Topic":"t","Rounds":100,"End":true}}}`)
+	ctx := context.Background()
+
+	// Each round adds about 15 KB: a 40,000-byte limit is passed in round 3.
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Agents: reg, Store: st, MaxPayloadSize: 40000})
+	res, err := x.Run(ctx, def, mustJSON(t, `{}`), engine.StartOptions{ID: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error != string(asl.ErrDataLimitExceeded) || res.Payload == nil || res.Payload.Limit != 40000 {
+		t.Fatalf("result %s %s %+v, want States.DataLimitExceeded with the limit", res.Status, res.Error, res.Payload)
+	}
+	if calls != 9 {
+		t.Errorf("%d calls, want 9: the debate must stop at round 3", calls)
+	}
+
+	// Ten rounds under the default limit: every turn is stored once.
+	calls = 0
+	st = store.NewMemory()
+	x = engine.New(engine.Config{Agents: reg, Store: st})
+	def10 := mustParse(t, `{"StartAt":"D","States":{"D":{"Type":"Debate","Agents":["A","B","C"],"Topic":"t","Rounds":10,"End":true}}}`)
+	if res, err := x.Run(ctx, def10, mustJSON(t, `{}`), engine.StartOptions{ID: "ten"}); err != nil || res.Status != engine.StatusSucceeded {
+		t.Fatalf("ten rounds: %+v %v", res, err)
+	}
+	hist, err := st.History(ctx, "ten")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	for _, e := range hist {
+		if e.Type == engine.EventExecutionSucceeded {
+			continue // the result holds the transcript once
+		}
+		stored += jsonpath.Size(e.Input) + jsonpath.Size(e.Output) + jsonpath.Size(e.Detail)
+	}
+	// 30 turns of 5 KB are 150 KB, stored three times: each call's output,
+	// its round's DebateRoundCompleted event, the state's output. Sending
+	// the transcript with every call would add 30·15·5 KB ≈ 2.3 MB.
+	if stored > 500_000 {
+		t.Errorf("the history of a 10-round debate holds %d bytes of documents, want the transcript three times (≤ 500,000)", stored)
+	}
+}

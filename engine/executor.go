@@ -166,6 +166,9 @@ type Result struct {
 	WaitingFor string
 	WakeAt     time.Time
 	Approvals  []PendingApproval
+	// Payload, for an execution that failed with States.DataLimitExceeded,
+	// says which document passed which limit (its cause, AWS's, does not).
+	Payload *PayloadError
 }
 
 // Errors returned by the executor.
@@ -199,7 +202,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if x.maxPayload >= 0 {
 		n, ok := jsonpath.SizeWithin(input, x.maxPayload)
 		if !ok {
-			return nil, fmt.Errorf("%w: input exceeds %d bytes", ErrInvalidInput, x.maxPayload)
+			return nil, fmt.Errorf("%w: %w", ErrInvalidInput, &PayloadError{State: "the execution input", Size: jsonpath.Size(input), Limit: x.maxPayload})
 		}
 		size = n
 	}

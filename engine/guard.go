@@ -119,7 +119,7 @@ func (h *stateRun) guardEvent(stage guardrails.Stage, res *guardrails.Result, ou
 // Validator) on the content; sub names the calls of one check.
 func (h *stateRun) validator(sub string) guardrails.Validator {
 	return func(ctx context.Context, agent string, content any) (guardrails.Verdict, error) {
-		out, _, err := h.callAgent(ctx, &states.Task{Agent: agent}, sub+"/"+agent, content, 0, 0)
+		out, _, err := h.callAgent(ctx, &states.Task{Agent: agent}, sub+"/"+agent, content, nil, 0, 0)
 		if err != nil {
 			return guardrails.Verdict{}, err
 		}
@@ -240,7 +240,7 @@ func (h *stateRun) contextWindow(ctx context.Context, s *states.Task, input any)
 	summarize := func(ctx context.Context, agent string, content any, target int64) (any, error) {
 		calls++
 		in := map[string]any{"content": content, "targetTokens": jsonpath.IntNumber(target)}
-		out, _, err := h.callAgent(ctx, &states.Task{Agent: agent}, "context-summary-"+strconv.Itoa(calls)+"/"+agent, in, 0, 0)
+		out, _, err := h.callAgent(ctx, &states.Task{Agent: agent}, "context-summary-"+strconv.Itoa(calls)+"/"+agent, in, nil, 0, 0)
 		return out, err
 	}
 	w, err := contextwin.Build(ctx, s.Context, input, summarize)

@@ -25,7 +25,7 @@ func (h *stateRun) pass(ctx context.Context, s *states.Pass, raw any) (stepResul
 	switch {
 	case s.HasResult:
 		if h.r.x.maxPayload >= 0 && s.ResultSize > h.r.x.maxPayload {
-			return stepResult{}, h.dataLimitError()
+			return stepResult{}, h.dataLimitError(s.Result)
 		}
 		result, size = s.Result, s.ResultSize
 	case s.Parameters != nil:

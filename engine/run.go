@@ -261,7 +261,11 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 			return nil, fmt.Errorf("execution %s: %w", r.exec.ID, err)
 		}
 		res.Status, res.Error, res.Cause = StatusFailed, string(ae.Name), ae.Cause
-		r.event(Event{Type: EventExecutionFailed, Error: res.Error, Cause: res.Cause, Document: top.Doc})
+		e := Event{Type: EventExecutionFailed, Error: res.Error, Cause: res.Cause, Document: top.Doc}
+		if errors.As(ae, &res.Payload) {
+			e.Detail = map[string]any{"state": res.Payload.State, "size": jsonpath.IntNumber(int64(res.Payload.Size)), "limit": jsonpath.IntNumber(int64(res.Payload.Limit))}
+		}
+		r.event(e)
 	}
 	c := &Commit{
 		Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause, StoppedAt: time.Now().UTC(),

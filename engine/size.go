@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -29,7 +32,7 @@ func (h *stateRun) fits(v any, bound int) (int, error) {
 	}
 	n, ok := h.sc.sizes.Within(v, limit)
 	if !ok {
-		return 0, h.dataLimitError()
+		return 0, h.dataLimitError(v)
 	}
 	return n, nil
 }
@@ -66,6 +69,24 @@ func saturatingAdd(a, b int) int {
 	return a + b
 }
 
-func (h *stateRun) dataLimitError() *asl.Error {
-	return asl.Errorf(asl.ErrDataLimitExceeded, "The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", h.name())
+// dataLimitError is the States.DataLimitExceeded of document v, with AWS's
+// cause; the sizes are in its *PayloadError.
+func (h *stateRun) dataLimitError(v any) *asl.Error {
+	e := asl.Errorf(asl.ErrDataLimitExceeded, "The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", h.name())
+	e.Err = &PayloadError{State: h.qualified(), Size: jsonpath.Size(v), Limit: h.r.x.maxPayload}
+	return e
+}
+
+// PayloadError is the Go error inside a States.DataLimitExceeded (the
+// *asl.Error's Err): the state, the size of the document in bytes of
+// compact JSON and the limit it passed (Config.MaxPayloadSize). The
+// error's cause stays AWS's, which names no sizes.
+type PayloadError struct {
+	State string
+	Size  int
+	Limit int
+}
+
+func (e *PayloadError) Error() string {
+	return fmt.Sprintf("state %s: a document of %d bytes passes the payload limit of %d bytes", e.State, e.Size, e.Limit)
 }

@@ -64,12 +64,12 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 			return stepResult{}, err
 		}
 	}
-	result, size, err := h.callAgent(ctx, s, "", params, timeout, heartbeat)
+	result, size, err := h.callAgent(ctx, s, "", params, nil, timeout, heartbeat)
 	if err != nil {
 		return stepResult{}, err
 	}
 	result, size, err = h.guardOutput(ctx, s, result, size, func(ctx context.Context, sub string) (any, int, error) {
-		return h.callAgent(ctx, s, sub, params, timeout, heartbeat)
+		return h.callAgent(ctx, s, sub, params, nil, timeout, heartbeat)
 	})
 	if err != nil {
 		return stepResult{}, err
@@ -112,8 +112,10 @@ func (h *stateRun) seconds(field string, fixed int64, path *jsonpath.Path, input
 //
 // sub names the call within the state when the state makes several (a
 // Debate's "round-2/Critic"): it extends the step of the call's
-// idempotency key.
-func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, input any, timeout, heartbeat time.Duration) (any, int, error) {
+// idempotency key. logged, when not nil, is what the history records as
+// the call's input instead of input (a Debate records where its history is,
+// not the transcript again).
+func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, input, logged any, timeout, heartbeat time.Duration) (any, int, error) {
 	r := h.r
 	step := h.step()
 	if sub != "" {
@@ -130,7 +132,10 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 	r.invocations[name] = n + 1
 	r.mu.Unlock()
 	key := map[string]any{"step": step, "attempt": jsonpath.IntNumber(int64(h.env.retry)), "invocation": jsonpath.IntNumber(int64(n))}
-	r.event(Event{Type: EventTaskScheduled, State: h.name(), Scope: h.sc.prefix, Input: input, Document: h.raw, Detail: key})
+	if logged == nil {
+		logged = input
+	}
+	r.event(Event{Type: EventTaskScheduled, State: h.name(), Scope: h.sc.prefix, Input: logged, Document: h.raw, Detail: key})
 	if !ok {
 		err := asl.Errorf(asl.ErrTaskFailed, "agent %q is not registered", name)
 		r.event(Event{Type: EventTaskFailed, State: h.name(), Scope: h.sc.prefix, Error: string(err.Name), Cause: err.Cause, Document: h.raw, Detail: key})
