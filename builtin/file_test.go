@@ -49,7 +49,7 @@ func TestParseAgentsFileFields(t *testing.T) {
 	  "Local": {"Type": "llm", "Comment": "ollama", "BaseURL": "http://localhost:11434/v1", "Model": "llama3",
 	            "System": "Be brief.", "Temperature": 0, "MaxTokens": 256, "TimeoutSeconds": 1.5, "MaxRetries": 0,
 	            "InputCostPerMTok": 0.15, "OutputCostPerMTok": 0.6},
-	  "Inline": {"Type": "llm", "Model": "m", "APIKey": "sk-discouraged", "MaxRetries": 4},
+	  "Inline": {"Type": "llm", "Model": "m", "APIKey": "${INLINE_KEY}", "MaxRetries": 4},
 	  "Run":    {"Type": "exec", "Command": ["./run.sh", "--fast"], "Dir": "tools", "Env": {"MODE": "ci", "TOKEN": "${T}"}}
 	}`))
 	if err != nil {
@@ -60,8 +60,8 @@ func TestParseAgentsFileFields(t *testing.T) {
 		l.MaxTokens != 256 || l.Timeout != 1500*time.Millisecond || l.MaxRetries != -1 || l.InputCostPerMTok != 0.15 || l.OutputCostPerMTok != 0.6 {
 		t.Errorf("Local = %+v, want every field of the file (MaxRetries 0 as -1)", l)
 	}
-	if i := f.agents["Inline"].llm; i.APIKey != "sk-discouraged" || i.MaxRetries != 4 || i.Temperature != nil {
-		t.Errorf("Inline = %+v, want APIKey and MaxRetries 4", i)
+	if i := f.agents["Inline"].llm; i.APIKey != "" || i.APIKeyEnv != "INLINE_KEY" || i.MaxRetries != 4 || i.Temperature != nil {
+		t.Errorf("Inline = %+v, want APIKeyEnv INLINE_KEY (from APIKey) and MaxRetries 4", i)
 	}
 	if r := f.agents["Run"].exec; r.Dir != "tools" || r.Env["MODE"] != "ci" || r.Env["TOKEN"] != "${T}" {
 		t.Errorf("Run = %+v, want Dir and Env of the file", r)
