@@ -310,8 +310,7 @@ func (p *fieldParser) fail(rel, format string, args ...any) {
 // failSecret records that the field at rel writes a secret itself.
 func (p *fieldParser) failSecret(rel, format string, args ...any) {
 	if p.err == nil {
-		msg := fmt.Sprintf(format, args...) + " (the agents file is stored with every execution, so it may hold references to secrets, never the secrets)"
-		p.err = &FileError{Pointer: p.ptr + "/" + rel, Msg: msg, Err: ErrLiteralSecret}
+		p.err = &FileError{Pointer: p.ptr + "/" + rel, Msg: fmt.Sprintf(format, args...), Err: ErrLiteralSecret}
 	}
 }
 
@@ -360,7 +359,7 @@ func (p *fieldParser) llm() *LLMConfig {
 		// APIKey may only name the variable, as APIKeyEnv does.
 		name, ok := singleReference(c.APIKey)
 		if !ok {
-			p.failSecret("APIKey", `APIKey must not hold the key itself: name the variable that holds it, "APIKeyEnv": "OPENAI_API_KEY", or write "APIKey": "${OPENAI_API_KEY}", both read when the agent is called`)
+			p.failSecret("APIKey", `APIKey must not hold the key itself, since the agents file is stored with every execution: write "APIKeyEnv": "OPENAI_API_KEY" or "APIKey": "${OPENAI_API_KEY}", read from the environment when the agent is called`)
 		}
 		c.APIKey, c.APIKeyEnv = "", name
 	case c.APIKeyEnv != "" && !validEnvName(c.APIKeyEnv):
@@ -395,7 +394,7 @@ func (p *fieldParser) exec() *ExecConfig {
 		if err := checkEnv(k, c.Env[k]); err != nil {
 			p.fail(rel, "%v", err)
 		} else if secretName(k) && !refersToSecret(c.Env[k]) {
-			p.failSecret(rel, `Env %s is named like a secret, so its value must come from the environment: write it as a ${VAR} reference, like "${%s}", read when the agent is called (or leave it out: the command inherits the variables of aslrun's environment)%s`, k, k, besideHint(c.Env[k]))
+			p.failSecret(rel, `Env %s is named like a secret, and the agents file is stored with every execution: write it as a reference read from the environment when the agent is called, like "${%s}", or leave it out (the command inherits aslrun's environment)%s`, k, k, besideHint(c.Env[k]))
 		}
 	}
 	return c
@@ -418,7 +417,7 @@ func (p *fieldParser) http() *HTTPConfig {
 		if err := checkHeader(name, c.Headers[name]); err != nil {
 			p.fail(rel, "%v", err)
 		} else if secretName(name) && !refersToSecret(c.Headers[name]) {
-			p.failSecret(rel, `header %s carries a secret, so the secret must come from the environment: write it as a ${VAR} reference, like "Bearer ${TOKEN}", or the whole value as "${VAR}", read when the agent is called%s`, name, besideHint(c.Headers[name]))
+			p.failSecret(rel, `header %s carries a secret, and the agents file is stored with every execution: write the secret as a reference read from the environment when the agent is called, like "Bearer ${TOKEN}" or "${VAR}"%s`, name, besideHint(c.Headers[name]))
 		}
 	}
 	return c
@@ -430,7 +429,7 @@ func besideHint(value string) string {
 	if !strings.Contains(value, "${") {
 		return ""
 	}
-	return "; beside its references the value may only hold a scheme or names and separators (letters, -, _ and . in words of at most 32, spaces, =, ;, , and :), and this one holds more"
+	return "; beside its references this value holds more than a scheme or names and separators (words of letters, -, _ and ., at most 32 long, between spaces, =, ;, , and :)"
 }
 
 // str reads a string field; a present one must not be empty.
