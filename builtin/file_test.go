@@ -155,13 +155,26 @@ func TestParseAgentsFileJSON(t *testing.T) {
 }
 
 func TestFileErrorMessage(t *testing.T) {
-	_, err := ParseAgentsFile([]byte(`{"Classifier": {"Type": "llm"}}`))
-	if got, want := err.Error(), "agents file /Classifier/Model: Model is required"; got != want {
-		t.Errorf("error = %q, want %q", got, want)
+	tests := []struct {
+		err  *FileError
+		want string
+	}{
+		{&FileError{Pointer: "/Classifier/Model", Msg: "Model is required"}, "agents file /Classifier/Model: Model is required"},
+		{&FileError{Msg: "an agents file must be an object"}, "agents file: an agents file must be an object"},
+		{&FileError{Pointer: "/A/APIKey", Msg: "m", Err: ErrLiteralSecret}, "agents file /A/APIKey: m"},
 	}
-	_, err = ParseAgentsFile([]byte(`7`))
-	if got := err.Error(); !strings.HasPrefix(got, "agents file: ") {
-		t.Errorf("error = %q, want it to start with \"agents file: \"", got)
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%#v.Error() = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+	// The documentation's example, and the whole file's pointer.
+	for text, want := range map[string]string{`{"Classifier": {"Type": "llm"}}`: "/Classifier/Model", `7`: ""} {
+		_, err := ParseAgentsFile([]byte(text))
+		var fe *FileError
+		if !errors.As(err, &fe) || fe.Pointer != want || fe.Err != nil {
+			t.Errorf("ParseAgentsFile(%s) error = %v, want a *FileError at %q", text, err, want)
+		}
 	}
 }
 
