@@ -16,5 +16,10 @@
 // Secrets stay out of configurations: an API key is read from the
 // environment at call time (LLMConfig.APIKeyEnv), and `${VAR}` in an exec
 // agent's Env and an http agent's Headers is expanded from the environment
-// at call time too.
+// at call time too, so a configuration holds only the names of the
+// variables. An agents file, which the command line stores with each
+// execution, must do so: it is refused when it writes an API key, a token
+// in a header such as Authorization, or the value of an Env entry named
+// like a secret itself (see AgentsFile); Resolved, the text stored, holds
+// the references and never their values.
 package builtin

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -54,8 +55,13 @@ func TestExpandErrorHidesValues(t *testing.T) {
 		return "", false
 	}
 	_, err := expand("${SECRET}:${MISSING}", lookup)
-	if err == nil || !strings.Contains(err.Error(), "MISSING") || strings.Contains(err.Error(), "s3cr3t") {
-		t.Errorf("expand error = %v, want one naming MISSING without the value of SECRET", err)
+	var ue *UnsetEnvError
+	if !errors.As(err, &ue) || ue.Name != "MISSING" || ue.Empty {
+		t.Errorf("expand error = %v, want an *UnsetEnvError naming MISSING", err)
+	}
+	// Only the text can show that the value stays out of it.
+	if err != nil && strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("expand error = %v, want it without the value of SECRET", err)
 	}
 }
 
@@ -90,4 +96,66 @@ func FuzzExpand(f *testing.F) {
 			t.Fatalf("expand(%q) = %q still holds a reference", s, got)
 		}
 	})
+}
+
+func TestSecretName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Authorization": true, "proxy-authorization": true, "X-Api-Key": true, "Api-Key": true, "Cookie": true,
+		"X-Auth-Token": true, "X-Client-Secret": true, "OPENAI_API_KEY": true, "GITHUB_TOKEN": true, "DB_PASSWORD": true,
+		"PGPASSWD": true, "GOOGLE_APPLICATION_CREDENTIALS": true, "my_auth": true,
+		"Content-Type": false, "Accept": false, "User-Agent": false, "X-Request-Id": false, "MODE": false, "PATH": false,
+	} {
+		if got := secretName(name); got != want {
+			t.Errorf("secretName(%q) = %t, want %t", name, got, want)
+		}
+	}
+}
+
+func TestRefersToSecret(t *testing.T) {
+	long := strings.Repeat("a", maxSchemeWord)
+	for value, want := range map[string]bool{
+		"${TOKEN}":                              true,
+		"Bearer ${TOKEN}":                       true,
+		"Token token=${T}":                      true,
+		"session=${S}; csrftoken=${C}":          true,
+		"${USER}:${PASSWORD}":                   true,
+		"__Host-session.id=${S}":                true,
+		long + " ${T}":                          true,
+		long + "a ${T}":                         false, // a word longer than any scheme
+		"":                                      false,
+		"Bearer sk-123":                         false, // no reference
+		"letters only":                          false,
+		"${USER}:hunter2":                       false, // a digit
+		"Bearer sk/abc+def ${T}":                false, // base64 characters
+		"session=${S}; csrf=a1b2":               false,
+		"${T}\"x\"":                             false,
+		"Bearer ${TOKEN} éé":                    false,
+		"Basic ${B64}" + strings.Repeat("=", 3): true,
+	} {
+		if got := refersToSecret(value); got != want {
+			t.Errorf("refersToSecret(%q) = %t, want %t", value, got, want)
+		}
+	}
+}
+
+func TestSingleReference(t *testing.T) {
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"${OPENAI_API_KEY}", "OPENAI_API_KEY", true},
+		{"${K}", "K", true},
+		{"sk-123", "", false},
+		{"${K}${L}", "", false},
+		{"Bearer ${K}", "", false},
+		{"${K} ", "", false},
+		{"${1K}", "", false},
+		{"${}", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := singleReference(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("singleReference(%q) = %q, %t, want %q, %t", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -179,4 +180,29 @@ func ExampleAgentsFile_Register() {
 	// Output:
 	// [Echo Notify]
 	// SUCCEEDED {"echoed":{"echo":{"n":7}},"n":7}
+}
+
+// ExampleParseAgentsFile_secrets shows that an agents file, stored with
+// every execution, may refer to secrets but not hold them.
+func ExampleParseAgentsFile_secrets() {
+	_, err := builtin.ParseAgentsFile([]byte(`{
+	  "Classifier": {"Type": "llm", "Model": "gpt-4o-mini", "APIKey": "sk-proj-1234"}
+	}`))
+	var fe *builtin.FileError
+	if errors.As(err, &fe) {
+		fmt.Println(fe.Pointer, errors.Is(err, builtin.ErrLiteralSecret))
+	}
+	fmt.Println(err)
+
+	_, err = builtin.ParseAgentsFile([]byte(`{
+	  "Classifier": {"Type": "llm", "Model": "gpt-4o-mini", "APIKey": "${OPENAI_API_KEY}"},
+	  "Notify":     {"Type": "http", "URL": "https://hooks.example.com/x",
+	                 "Headers": {"Authorization": "Bearer ${HOOK_TOKEN}", "Content-Type": "application/json"}},
+	  "Deploy":     {"Type": "exec", "Command": ["./deploy.sh"], "Env": {"GITHUB_TOKEN": "${DEPLOY_TOKEN}", "STAGE": "prod"}}
+	}`))
+	fmt.Println(err)
+	// Output:
+	// /Classifier/APIKey true
+	// agents file /Classifier/APIKey: APIKey must not hold the key itself, since the agents file is stored with every execution: write "APIKeyEnv": "OPENAI_API_KEY" or "APIKey": "${OPENAI_API_KEY}", read from the environment when the agent is called
+	// <nil>
 }

@@ -97,20 +97,20 @@ func Exec(cfg ExecConfig) (agents.Agent, error) {
 // checkExec validates cfg.
 func checkExec(cfg ExecConfig) error {
 	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
-		return errors.New("Command is required: the program and its arguments")
+		return errors.New("the Command is required: the program and its arguments")
 	}
 	for i, w := range cfg.Command {
 		if err := checkWord(w); err != nil {
-			return fmt.Errorf("Command[%d]: %w", i, err)
+			return fmt.Errorf("word %d of the Command: %w", i, err)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(cfg.Env)) {
 		if err := checkEnv(k, cfg.Env[k]); err != nil {
-			return fmt.Errorf("Env %q: %w", k, err)
+			return fmt.Errorf("the Env entry %q: %w", k, err)
 		}
 	}
 	if cfg.Timeout < 0 {
-		return fmt.Errorf("Timeout %s is negative", cfg.Timeout)
+		return fmt.Errorf("the Timeout %s is negative", cfg.Timeout)
 	}
 	return nil
 }
@@ -196,7 +196,7 @@ func (a *execAgent) environ(req *agents.Request) ([]string, error) {
 	for _, k := range slices.Sorted(maps.Keys(a.cfg.Env)) {
 		v, err := expand(a.cfg.Env[k], os.LookupEnv)
 		if err != nil {
-			return nil, fmt.Errorf("Env %s: %w", k, err)
+			return nil, fmt.Errorf("the Env entry %s: %w", k, err)
 		}
 		env = append(env, k+"="+v)
 	}

@@ -36,11 +36,33 @@ const maxFileSeconds = 86400
 //
 // The command line stores the file with each execution (the text of
 // Resolved, whose paths no longer depend on the working directory), so
-// that a resumed execution calls the same agents. Keep secrets out of it:
-// name the variable that holds an API key with APIKeyEnv and write tokens
-// as `${VAR}` in Env and Headers, all read when an agent is called. APIKey
-// is accepted but discouraged, since the key is then stored with every
-// execution.
+// that a resumed execution calls the same agents. So the file may refer
+// to secrets but never hold one; each reference is read from the
+// environment of the process that runs the agent, when the agent is
+// called, and its value is never stored:
+//   - an llm agent names the variable holding its API key with APIKeyEnv
+//     ("APIKeyEnv": "OPENAI_API_KEY"), or, the same, writes APIKey as one
+//     reference ("APIKey": "${OPENAI_API_KEY}"). An APIKey holding
+//     anything else is refused: LLMConfig.APIKey, the key itself, is for
+//     Go callers only;
+//   - an http agent's header whose name says it carries a secret
+//     (Authorization, Proxy-Authorization, X-Api-Key, Api-Key, Cookie, or
+//     any name holding token, secret, key, auth, password, passwd,
+//     credential or cookie, in any case) must hold a ${VAR} reference for
+//     the secret, like "Bearer ${TOKEN}" or "${API_KEY}"; beside its
+//     references it may only hold a scheme or names and separators: ASCII
+//     letters, '-', '_' and '.' in words of at most 32 characters,
+//     spaces, '=', ';', ',' and ':' (so "session=${SESSION}" is fine, but
+//     not "Bearer sk-123" nor "${USER}:hunter2"). Other headers
+//     (Content-Type, Accept, …) may be literal;
+//   - an exec agent's Env entry whose name holds one of the same words
+//     (API_KEY, GITHUB_TOKEN, DB_PASSWORD, …) obeys the same rule as a
+//     secret header; other entries may be literal.
+//
+// A file breaking these rules is refused with a *FileError naming the
+// field's JSON Pointer and wrapping ErrLiteralSecret. A value refused
+// although it is no secret (that of a header named X-Key-Id, say) can be
+// put in a variable too: "${KEY_ID}".
 //
 // An AgentsFile is immutable and safe for concurrent use.
 type AgentsFile struct {
@@ -62,6 +84,9 @@ type fileAgent struct {
 type FileError struct {
 	Pointer string
 	Msg     string
+	// Err is ErrLiteralSecret when the file writes a secret itself, and
+	// nil otherwise. Msg says everything Err does.
+	Err error
 }
 
 // Error returns "agents file POINTER: MSG" ("agents file: MSG" for the
@@ -72,6 +97,9 @@ func (e *FileError) Error() string {
 	}
 	return fmt.Sprintf("agents file %s: %s", e.Pointer, e.Msg)
 }
+
+// Unwrap returns e.Err.
+func (e *FileError) Unwrap() error { return e.Err }
 
 func fileErrorf(ptr, format string, args ...any) *FileError {
 	return &FileError{Pointer: ptr, Msg: fmt.Sprintf(format, args...)}
@@ -154,8 +182,10 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 // is joined to it. Registering the result with any base directory builds
 // the same agents as registering f with baseDir, so it is the text to
 // store with an execution that a resume, a worker or another working
-// directory must rebuild. Everything else is kept as written (APIKey
-// included: prefer APIKeyEnv).
+// directory must rebuild. Everything else is kept as written: the ${VAR}
+// references and APIKeyEnv stay references, never the values they had
+// when the file was parsed or an agent was called, and ParseAgentsFile
+// refused any secret written in the file (see AgentsFile).
 func (f *AgentsFile) Resolved(baseDir string) ([]byte, error) {
 	base, err := filepath.Abs(baseDir)
 	if err != nil {
@@ -277,6 +307,13 @@ func (p *fieldParser) fail(rel, format string, args ...any) {
 	}
 }
 
+// failSecret records that the field at rel writes a secret itself.
+func (p *fieldParser) failSecret(rel, format string, args ...any) {
+	if p.err == nil {
+		p.err = &FileError{Pointer: p.ptr + "/" + rel, Msg: fmt.Sprintf(format, args...), Err: ErrLiteralSecret}
+	}
+}
+
 // unknown reports the first field of the object that is not in known.
 func (p *fieldParser) unknown(kind, known string) {
 	allowed := strings.Split(known, ", ")
@@ -312,13 +349,23 @@ func (p *fieldParser) llm() *LLMConfig {
 			c.MaxRetries = -1 // LLMConfig's zero means the default
 		}
 	}
+	if p.err != nil {
+		return c
+	}
 	switch {
-	case p.err != nil:
 	case c.APIKey != "" && c.APIKeyEnv != "":
-		p.fail("APIKey", "give APIKey or APIKeyEnv, not both (APIKeyEnv keeps the key out of the file)")
+		p.fail("APIKey", "give APIKey or APIKeyEnv, not both")
+	case c.APIKey != "":
+		// APIKey may only name the variable, as APIKeyEnv does.
+		name, ok := singleReference(c.APIKey)
+		if !ok {
+			p.failSecret("APIKey", `APIKey must not hold the key itself, since the agents file is stored with every execution: write "APIKeyEnv": "OPENAI_API_KEY" or "APIKey": "${OPENAI_API_KEY}", read from the environment when the agent is called`)
+		}
+		c.APIKey, c.APIKeyEnv = "", name
 	case c.APIKeyEnv != "" && !validEnvName(c.APIKeyEnv):
 		p.fail("APIKeyEnv", "%q is not an environment variable name", c.APIKeyEnv)
-	case c.BaseURL != "":
+	}
+	if c.BaseURL != "" {
 		if _, err := checkURL(c.BaseURL); err != nil {
 			p.fail("BaseURL", "%v", err)
 		}
@@ -343,8 +390,11 @@ func (p *fieldParser) exec() *ExecConfig {
 		p.fail("Command/0", "the program must not be empty")
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		rel := "Env/" + escapePointer(k)
 		if err := checkEnv(k, c.Env[k]); err != nil {
-			p.fail("Env/"+escapePointer(k), "%v", err)
+			p.fail(rel, "%v", err)
+		} else if secretName(k) && !refersToSecret(c.Env[k]) {
+			p.failSecret(rel, `Env %s is named like a secret, and the agents file is stored with every execution: write it as a reference read from the environment when the agent is called, like "${%s}", or leave it out (the command inherits aslrun's environment)%s`, k, k, besideHint(c.Env[k]))
 		}
 	}
 	return c
@@ -363,11 +413,23 @@ func (p *fieldParser) http() *HTTPConfig {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
+		rel := "Headers/" + escapePointer(name)
 		if err := checkHeader(name, c.Headers[name]); err != nil {
-			p.fail("Headers/"+escapePointer(name), "%v", err)
+			p.fail(rel, "%v", err)
+		} else if secretName(name) && !refersToSecret(c.Headers[name]) {
+			p.failSecret(rel, `header %s carries a secret, and the agents file is stored with every execution: write the secret as a reference read from the environment when the agent is called, like "Bearer ${TOKEN}" or "${VAR}"%s`, name, besideHint(c.Headers[name]))
 		}
 	}
 	return c
+}
+
+// besideHint explains why a secret's value holding references was still
+// refused; it never quotes the value.
+func besideHint(value string) string {
+	if !strings.Contains(value, "${") {
+		return ""
+	}
+	return "; beside its references this value holds more than a scheme or names and separators (words of letters, -, _ and ., at most 32 long, between spaces, =, ;, , and :)"
 }
 
 // str reads a string field; a present one must not be empty.

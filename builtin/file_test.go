@@ -49,7 +49,7 @@ func TestParseAgentsFileFields(t *testing.T) {
 	  "Local": {"Type": "llm", "Comment": "ollama", "BaseURL": "http://localhost:11434/v1", "Model": "llama3",
 	            "System": "Be brief.", "Temperature": 0, "MaxTokens": 256, "TimeoutSeconds": 1.5, "MaxRetries": 0,
 	            "InputCostPerMTok": 0.15, "OutputCostPerMTok": 0.6},
-	  "Inline": {"Type": "llm", "Model": "m", "APIKey": "sk-discouraged", "MaxRetries": 4},
+	  "Inline": {"Type": "llm", "Model": "m", "APIKey": "${INLINE_KEY}", "MaxRetries": 4},
 	  "Run":    {"Type": "exec", "Command": ["./run.sh", "--fast"], "Dir": "tools", "Env": {"MODE": "ci", "TOKEN": "${T}"}}
 	}`))
 	if err != nil {
@@ -60,8 +60,8 @@ func TestParseAgentsFileFields(t *testing.T) {
 		l.MaxTokens != 256 || l.Timeout != 1500*time.Millisecond || l.MaxRetries != -1 || l.InputCostPerMTok != 0.15 || l.OutputCostPerMTok != 0.6 {
 		t.Errorf("Local = %+v, want every field of the file (MaxRetries 0 as -1)", l)
 	}
-	if i := f.agents["Inline"].llm; i.APIKey != "sk-discouraged" || i.MaxRetries != 4 || i.Temperature != nil {
-		t.Errorf("Inline = %+v, want APIKey and MaxRetries 4", i)
+	if i := f.agents["Inline"].llm; i.APIKey != "" || i.APIKeyEnv != "INLINE_KEY" || i.MaxRetries != 4 || i.Temperature != nil {
+		t.Errorf("Inline = %+v, want APIKeyEnv INLINE_KEY (from APIKey) and MaxRetries 4", i)
 	}
 	if r := f.agents["Run"].exec; r.Dir != "tools" || r.Env["MODE"] != "ci" || r.Env["TOKEN"] != "${T}" {
 		t.Errorf("Run = %+v, want Dir and Env of the file", r)
@@ -155,13 +155,26 @@ func TestParseAgentsFileJSON(t *testing.T) {
 }
 
 func TestFileErrorMessage(t *testing.T) {
-	_, err := ParseAgentsFile([]byte(`{"Classifier": {"Type": "llm"}}`))
-	if got, want := err.Error(), "agents file /Classifier/Model: Model is required"; got != want {
-		t.Errorf("error = %q, want %q", got, want)
+	tests := []struct {
+		err  *FileError
+		want string
+	}{
+		{&FileError{Pointer: "/Classifier/Model", Msg: "Model is required"}, "agents file /Classifier/Model: Model is required"},
+		{&FileError{Msg: "an agents file must be an object"}, "agents file: an agents file must be an object"},
+		{&FileError{Pointer: "/A/APIKey", Msg: "m", Err: ErrLiteralSecret}, "agents file /A/APIKey: m"},
 	}
-	_, err = ParseAgentsFile([]byte(`7`))
-	if got := err.Error(); !strings.HasPrefix(got, "agents file: ") {
-		t.Errorf("error = %q, want it to start with \"agents file: \"", got)
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%#v.Error() = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+	// The documentation's example, and the whole file's pointer.
+	for text, want := range map[string]string{`{"Classifier": {"Type": "llm"}}`: "/Classifier/Model", `7`: ""} {
+		_, err := ParseAgentsFile([]byte(text))
+		var fe *FileError
+		if !errors.As(err, &fe) || fe.Pointer != want || fe.Err != nil {
+			t.Errorf("ParseAgentsFile(%s) error = %v, want a *FileError at %q", text, err, want)
+		}
 	}
 }
 
@@ -374,4 +387,173 @@ func FuzzParseAgentsFile(f *testing.F) {
 			t.Fatalf("Resolved(%q) names %q, want %q", data, again.Names(), file.Names())
 		}
 	})
+}
+
+// TestParseAgentsFileSecrets checks that a file may refer to secrets but
+// never hold one, and that the error names the field without quoting the
+// value.
+func TestParseAgentsFileSecrets(t *testing.T) {
+	const secret = "s3cr3t-Value"
+	refused := []struct {
+		name, agent, wantPointer string
+	}{
+		{"APIKey literal", `{"Type": "llm", "Model": "m", "APIKey": "` + secret + `"}`, "/A/APIKey"},
+		{"APIKey scheme and reference", `{"Type": "llm", "Model": "m", "APIKey": "Bearer ${K}"}`, "/A/APIKey"},
+		{"APIKey two references", `{"Type": "llm", "Model": "m", "APIKey": "${K}${L}"}`, "/A/APIKey"},
+		{"APIKey reference and literal", `{"Type": "llm", "Model": "m", "APIKey": "${K}` + secret + `"}`, "/A/APIKey"},
+		{"Authorization literal", `{"Type": "http", "URL": "http://h", "Headers": {"Authorization": "Bearer ` + secret + `"}}`, "/A/Headers/Authorization"},
+		{"authorization in lower case", `{"Type": "http", "URL": "http://h", "Headers": {"authorization": "` + secret + `"}}`, "/A/Headers/authorization"},
+		{"Proxy-Authorization literal", `{"Type": "http", "URL": "http://h", "Headers": {"Proxy-Authorization": "Basic ` + secret + `"}}`, "/A/Headers/Proxy-Authorization"},
+		{"X-Api-Key literal", `{"Type": "http", "URL": "http://h", "Headers": {"X-Api-Key": "` + secret + `"}}`, "/A/Headers/X-Api-Key"},
+		{"Api-Key literal", `{"Type": "http", "URL": "http://h", "Headers": {"Api-Key": "` + secret + `"}}`, "/A/Headers/Api-Key"},
+		{"Cookie literal", `{"Type": "http", "URL": "http://h", "Headers": {"Cookie": "session=` + secret + `"}}`, "/A/Headers/Cookie"},
+		{"token header", `{"Type": "http", "URL": "http://h", "Headers": {"X-Hook-Token": "` + secret + `"}}`, "/A/Headers/X-Hook-Token"},
+		{"secret header", `{"Type": "http", "URL": "http://h", "Headers": {"X-Client-Secret": "` + secret + `"}}`, "/A/Headers/X-Client-Secret"},
+		{"auth header", `{"Type": "http", "URL": "http://h", "Headers": {"X-Auth": "` + secret + `"}}`, "/A/Headers/X-Auth"},
+		{"header reference beside a literal", `{"Type": "http", "URL": "http://h", "Headers": {"Authorization": "${USER}:` + secret + `"}}`, "/A/Headers/Authorization"},
+		{"Cookie with one literal token", `{"Type": "http", "URL": "http://h", "Headers": {"Cookie": "session=${S}; csrf=` + secret + `"}}`, "/A/Headers/Cookie"},
+		{"Env KEY literal", `{"Type": "exec", "Command": ["a"], "Env": {"OPENAI_API_KEY": "` + secret + `"}}`, "/A/Env/OPENAI_API_KEY"},
+		{"Env TOKEN literal", `{"Type": "exec", "Command": ["a"], "Env": {"GITHUB_TOKEN": "` + secret + `"}}`, "/A/Env/GITHUB_TOKEN"},
+		{"Env SECRET literal", `{"Type": "exec", "Command": ["a"], "Env": {"AWS_SECRET_ACCESS_KEY": "` + secret + `"}}`, "/A/Env/AWS_SECRET_ACCESS_KEY"},
+		{"Env PASSWORD literal", `{"Type": "exec", "Command": ["a"], "Env": {"DB_PASSWORD": "` + secret + `"}}`, "/A/Env/DB_PASSWORD"},
+		{"Env AUTH literal", `{"Type": "exec", "Command": ["a"], "Env": {"BASIC_AUTH": "` + secret + `"}}`, "/A/Env/BASIC_AUTH"},
+		{"Env CREDENTIAL literal", `{"Type": "exec", "Command": ["a"], "Env": {"CREDENTIALS": "` + secret + `"}}`, "/A/Env/CREDENTIALS"},
+		{"Env lower-case name", `{"Type": "exec", "Command": ["a"], "Env": {"api_key": "` + secret + `"}}`, "/A/Env/api_key"},
+		{"Env escaped name", `{"Type": "exec", "Command": ["a"], "Env": {"A/TOKEN": "` + secret + `"}}`, "/A/Env/A~1TOKEN"},
+		{"Env reference beside a literal", `{"Type": "exec", "Command": ["a"], "Env": {"TOKEN": "${T}` + secret + `"}}`, "/A/Env/TOKEN"},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseAgentsFile([]byte(`{"A": ` + tt.agent + `}`))
+			var fe *FileError
+			if !errors.As(err, &fe) || !errors.Is(err, ErrLiteralSecret) {
+				t.Fatalf("ParseAgentsFile error = %v, want a *FileError wrapping ErrLiteralSecret at %q", err, tt.wantPointer)
+			}
+			if fe.Pointer != tt.wantPointer {
+				t.Errorf("ParseAgentsFile error at %q, want %q", fe.Pointer, tt.wantPointer)
+			}
+			// Only the text can show that the message keeps the secret out.
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("ParseAgentsFile error = %v, want it without the secret", err)
+			}
+		})
+	}
+
+	accepted := []string{
+		`{"Type": "llm", "Model": "m", "APIKeyEnv": "OPENAI_API_KEY"}`,
+		`{"Type": "llm", "Model": "m", "APIKey": "${OPENAI_API_KEY}"}`,
+		`{"Type": "llm", "Model": "m"}`,
+		`{"Type": "http", "URL": "http://h", "Headers": {"Authorization": "Bearer ${TOKEN}", "X-Api-Key": "${API_KEY}", "Proxy-Authorization": "Basic ${PROXY_BASIC}"}}`,
+		`{"Type": "http", "URL": "http://h", "Headers": {"Cookie": "session=${SESSION}; csrftoken=${CSRF}", "X-Hook-Token": "${HOOK_TOKEN}"}}`,
+		`{"Type": "http", "URL": "http://h", "Headers": {"Content-Type": "application/vnd.api+json", "Accept": "*/*", "X-Request-Id": "req-123"}}`,
+		`{"Type": "exec", "Command": ["a"], "Env": {"MODE": "ci", "LEVEL": "3", "GITHUB_TOKEN": "${GITHUB_TOKEN}", "DB_PASSWORD": "${PG_PASS}"}}`,
+	}
+	for _, agent := range accepted {
+		t.Run(agent, func(t *testing.T) {
+			if _, err := ParseAgentsFile([]byte(`{"A": ` + agent + `}`)); err != nil {
+				t.Errorf("ParseAgentsFile: %v, want it accepted", err)
+			}
+		})
+	}
+}
+
+// TestResolvedHoldsNoSecret runs agents whose secrets come from the
+// environment and checks that the text stored with an execution holds
+// their references, never their values, and that the values are read
+// when the agents are called.
+func TestResolvedHoldsNoSecret(t *testing.T) {
+	needSh(t)
+	base := evalSymlinks(t, t.TempDir())
+	llmEP := newEndpoint(t, reply{body: chat("ok", "")})
+	hookEP := newEndpoint(t, reply{body: `{"delivered": true}`})
+	text := `{
+	  "Chat":  {"Type": "llm", "BaseURL": "` + llmEP.url + `", "Model": "m", "APIKey": "${ASLRUN_TEST_CHAT_KEY}"},
+	  "Chat2": {"Type": "llm", "BaseURL": "` + llmEP.url + `", "Model": "m", "APIKeyEnv": "ASLRUN_TEST_CHAT2_KEY"},
+	  "Hook":  {"Type": "http", "URL": "` + hookEP.url + `", "Headers": {"Authorization": "Bearer ${ASLRUN_TEST_HOOK_TOKEN}", "Cookie": "session=${ASLRUN_TEST_SESSION}"}},
+	  "Tool":  {"Type": "exec", "Command": ["sh", "-c", "printf '\"%s\"' \"$API_TOKEN\""], "Env": {"API_TOKEN": "${ASLRUN_TEST_TOOL_TOKEN}"}}
+	}`
+	// run sets the variables to values made of prefix, calls every agent
+	// of the file, checks that each used its value and returns the values.
+	run := func(t *testing.T, text []byte, prefix string) []string {
+		t.Helper()
+		vars := []string{"ASLRUN_TEST_CHAT_KEY", "ASLRUN_TEST_CHAT2_KEY", "ASLRUN_TEST_HOOK_TOKEN", "ASLRUN_TEST_SESSION", "ASLRUN_TEST_TOOL_TOKEN"}
+		values := make([]string, len(vars))
+		for i, v := range vars {
+			values[i] = prefix + "-value-of-" + v
+			t.Setenv(v, values[i])
+		}
+		f, err := ParseAgentsFile(text)
+		if err != nil {
+			t.Fatalf("ParseAgentsFile: %v", err)
+		}
+		reg := agents.NewRegistry()
+		if err := f.Register(reg, base, slog.New(&logRecorder{})); err != nil {
+			t.Fatalf("Register: %v", err)
+		}
+		llmBefore, hookBefore := len(llmEP.received()), len(hookEP.received())
+		results := map[string]any{}
+		for _, name := range f.Names() {
+			a, _ := reg.Lookup(name)
+			got, err := a.Invoke(context.Background(), &agents.Request{Agent: name, Execution: "e", State: name, Input: map[string]any{"prompt": "hi"}})
+			if err != nil {
+				t.Fatalf("Invoke %s: %v", name, err)
+			}
+			results[name] = got
+		}
+		llmCalls, hookCalls := llmEP.received()[llmBefore:], hookEP.received()[hookBefore:]
+		if len(llmCalls) != 2 || len(hookCalls) != 1 {
+			t.Fatalf("the endpoints got %d and %d requests, want 2 and 1", len(llmCalls), len(hookCalls))
+		}
+		for i, want := range []string{"Bearer " + values[0], "Bearer " + values[1]} {
+			if got := llmCalls[i].header.Get("Authorization"); got != want {
+				t.Errorf("llm request %d: Authorization = %q, want %q", i, got, want)
+			}
+		}
+		if got, want := hookCalls[0].header.Get("Authorization"), "Bearer "+values[2]; got != want {
+			t.Errorf("http request: Authorization = %q, want %q", got, want)
+		}
+		if got, want := hookCalls[0].header.Get("Cookie"), "session="+values[3]; got != want {
+			t.Errorf("http request: Cookie = %q, want %q", got, want)
+		}
+		if got := results["Tool"]; got != values[4] {
+			t.Errorf("exec agent saw API_TOKEN = %v, want %q", got, values[4])
+		}
+		resolved, err := f.Resolved(base)
+		if err != nil {
+			t.Fatalf("Resolved: %v", err)
+		}
+		for _, v := range values {
+			if strings.Contains(string(resolved), v) {
+				t.Errorf("Resolved = %s, holds the secret %q", resolved, v)
+			}
+		}
+		for _, ref := range []string{`"${ASLRUN_TEST_CHAT_KEY}"`, `"ASLRUN_TEST_CHAT2_KEY"`, `"Bearer ${ASLRUN_TEST_HOOK_TOKEN}"`, `"session=${ASLRUN_TEST_SESSION}"`, `"${ASLRUN_TEST_TOOL_TOKEN}"`} {
+			if !strings.Contains(string(resolved), ref) {
+				t.Errorf("Resolved = %s, want it to keep the reference %s", resolved, ref)
+			}
+		}
+		return values
+	}
+
+	f, err := ParseAgentsFile([]byte(text))
+	if err != nil {
+		t.Fatalf("ParseAgentsFile: %v", err)
+	}
+	stored, err := f.Resolved(base)
+	if err != nil {
+		t.Fatalf("Resolved: %v", err)
+	}
+	first := run(t, []byte(text), "first")
+	// What a resume rebuilds from the stored text reads the environment
+	// of the process that runs it, when it runs: new values, none stored.
+	second := run(t, stored, "second")
+	again, err := f.Resolved(base)
+	if err != nil || string(again) != string(stored) {
+		t.Errorf("Resolved after the calls = %s, %v, want %s as before them", again, err, stored)
+	}
+	for _, v := range append(first, second...) {
+		if strings.Contains(string(stored), v) {
+			t.Errorf("the stored text %s holds the secret %q", stored, v)
+		}
+	}
 }

@@ -1,9 +1,16 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -26,7 +33,7 @@ func decode(t *testing.T, text string) any {
 func marshal(v any) string {
 	data, err := jsonpath.Marshal(v)
 	if err != nil {
-		return "<" + err.Error() + ">"
+		return fmt.Sprintf("<%v>", err)
 	}
 	return string(data)
 }
@@ -82,4 +89,65 @@ func (h *logRecorder) lines() []string {
 		out = append(out, r["line"])
 	}
 	return out
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/causes")
+
+// causes holds the causes a table test's failures give, by case name, to
+// compare with testdata/causes/NAME.json (see testdata/README.md).
+type causes struct {
+	file string
+	want map[string]string
+	mu   sync.Mutex
+	got  map[string]string
+}
+
+// goldenCauses reads testdata/causes/name.json; with -update it rewrites
+// the file, once the test passed, with the causes its cases gave.
+func goldenCauses(t *testing.T, name string) *causes {
+	t.Helper()
+	c := &causes{file: filepath.Join("testdata", "causes", name+".json"), got: map[string]string{}}
+	if *update {
+		t.Cleanup(func() {
+			if t.Failed() {
+				return
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(c.got); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(c.file, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return c
+	}
+	data, err := os.ReadFile(c.file)
+	if err != nil {
+		t.Fatalf("%v (go test ./builtin -update writes it)", err)
+	}
+	if err := json.Unmarshal(data, &c.want); err != nil {
+		t.Fatalf("%s: %v", c.file, err)
+	}
+	return c
+}
+
+// check compares the cause of err, the ASL error case gave, with the
+// golden one, after replacing each (text, placeholder) pair of replace:
+// temporary directories and test servers' URLs change from run to run.
+func (c *causes) check(t *testing.T, err error, replace ...string) {
+	t.Helper()
+	got := strings.NewReplacer(replace...).Replace(errCause(err))
+	c.mu.Lock()
+	c.got[t.Name()] = got
+	c.mu.Unlock()
+	if *update {
+		return
+	}
+	if want, ok := c.want[t.Name()]; !ok || got != want {
+		t.Errorf("cause = %q, want %q from %s (go test ./builtin -update rewrites it)", got, want, c.file)
+	}
 }

@@ -48,13 +48,15 @@ type LLMConfig struct {
 	BaseURL string
 	// Model is the model name sent with every request, like "gpt-4o-mini".
 	Model string
-	// APIKey is sent as "Authorization: Bearer APIKey". Prefer APIKeyEnv,
-	// which keeps the key out of configurations; give at most one of them.
-	// With neither, no Authorization header is sent.
+	// APIKey is the key itself, sent as "Authorization: Bearer APIKey",
+	// for Go callers that hold it (from a secret manager, say). Prefer
+	// APIKeyEnv, which keeps the key out of configurations; give at most
+	// one of them. With neither, no Authorization header is sent. An
+	// agents file cannot give the key itself (see AgentsFile).
 	APIKey string
 	// APIKeyEnv names the environment variable holding the API key, read at
 	// every call; a variable that is unset or empty fails the call with an
-	// error naming it.
+	// *UnsetEnvError naming it.
 	APIKeyEnv string
 	// System, when set, is sent first as the system message.
 	System string
@@ -164,25 +166,25 @@ func checkLLM(cfg *LLMConfig) error {
 		cfg.BaseURL = DefaultBaseURL
 	}
 	if _, err := checkURL(cfg.BaseURL); err != nil {
-		return fmt.Errorf("BaseURL: %w", err)
+		return fmt.Errorf("the BaseURL: %w", err)
 	}
 	switch {
 	case cfg.Model == "":
-		return errors.New("Model is required")
+		return errors.New("the Model is required")
 	case cfg.APIKey != "" && cfg.APIKeyEnv != "":
 		return errors.New("give APIKey or APIKeyEnv, not both")
 	case cfg.APIKeyEnv != "" && !validEnvName(cfg.APIKeyEnv):
-		return fmt.Errorf("APIKeyEnv %q is not a variable name", cfg.APIKeyEnv)
+		return fmt.Errorf("the APIKeyEnv %q is not a variable name", cfg.APIKeyEnv)
 	case cfg.Temperature != nil && !(*cfg.Temperature >= 0 && !math.IsInf(*cfg.Temperature, 1)):
-		return fmt.Errorf("Temperature %v is not a finite number ≥ 0", *cfg.Temperature)
+		return fmt.Errorf("the Temperature %v is not a finite number ≥ 0", *cfg.Temperature)
 	case cfg.MaxTokens < 0:
-		return fmt.Errorf("MaxTokens %d is negative", cfg.MaxTokens)
+		return fmt.Errorf("the MaxTokens %d is negative", cfg.MaxTokens)
 	case cfg.Timeout < 0:
-		return fmt.Errorf("Timeout %s is negative", cfg.Timeout)
+		return fmt.Errorf("the Timeout %s is negative", cfg.Timeout)
 	case !validPrice(cfg.InputCostPerMTok):
-		return fmt.Errorf("InputCostPerMTok %v is not a finite number ≥ 0", cfg.InputCostPerMTok)
+		return fmt.Errorf("the InputCostPerMTok %v is not a finite number ≥ 0", cfg.InputCostPerMTok)
 	case !validPrice(cfg.OutputCostPerMTok):
-		return fmt.Errorf("OutputCostPerMTok %v is not a finite number ≥ 0", cfg.OutputCostPerMTok)
+		return fmt.Errorf("the OutputCostPerMTok %v is not a finite number ≥ 0", cfg.OutputCostPerMTok)
 	}
 	return nil
 }
@@ -241,9 +243,9 @@ func (a *llmAgent) apiKey() (string, error) {
 	if a.cfg.APIKeyEnv == "" {
 		return a.cfg.APIKey, nil
 	}
-	key := os.Getenv(a.cfg.APIKeyEnv)
+	key, set := os.LookupEnv(a.cfg.APIKeyEnv)
 	if key == "" {
-		return "", fmt.Errorf("the API key variable %s is not set", a.cfg.APIKeyEnv)
+		return "", fmt.Errorf("API key: %w", &UnsetEnvError{Name: a.cfg.APIKeyEnv, Empty: set})
 	}
 	return key, nil
 }
