@@ -155,7 +155,25 @@ func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
 		}
 		p.checkGraph(m, raw, statesPtr)
 	}
+	if raw, _ := rawStates.(map[string]any); len(raw) > 0 && !hasTerminal(raw) {
+		p.errorf(statesPtr, parent, "the state machine has no terminal state: at least one state must have \"End\": true or be a Succeed or Fail state")
+	}
 	return m
+}
+
+// hasTerminal reports whether one of the states can end its machine: a
+// Succeed or Fail state, or any state with "End": true. AWS refuses a
+// machine with none (MISSING_END_STATE), which could only loop for ever.
+// It reads the raw states, so that a state with other problems still
+// counts and no second problem is reported for it.
+func hasTerminal(raw map[string]any) bool {
+	for _, v := range raw {
+		st, _ := v.(map[string]any)
+		if st["End"] == true || st["Type"] == "Succeed" || st["Type"] == "Fail" {
+			return true
+		}
+	}
+	return false
 }
 
 // transitions returns the states a state may go to, with the pointer of
