@@ -154,6 +154,12 @@ func TestNoTerminalState(t *testing.T) {
 		// A state with other problems still counts as terminal: no second
 		// problem is reported for the machine.
 		{"broken terminal state", `{"StartAt":"W","States":{"W":{"Type":"Wait","Seconds":-1,"End":true}}}`, []string{"/States/W/Seconds (W)"}},
+		// Nor when a state's own problem may be a missing End.
+		{"missing Next and End", `{"StartAt":"A","States":{"A":{"Type":"Pass"}}}`, []string{"/States/A (A)"}},
+		{"End false", `{"StartAt":"A","States":{"A":{"Type":"Pass","End":false}}}`, []string{"/States/A/End (A)"}},
+		{"unknown type", `{"StartAt":"A","States":{"A":{"Type":"Stop"}}}`, []string{"/States/A/Type (A)"}},
+		{"approval routing by choices loops", `{"StartAt":"A","States":{"A":{"Type":"Approval","Prompt":"ok?","Choices":[{"Variable":"$.approval","StringEquals":"approve","Next":"A"}],"Default":"A"}}}`,
+			[]string{"/States ()"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
