@@ -28,6 +28,8 @@ func FuzzIntrinsic(f *testing.F) {
 		`States.ArrayRange(1, 9, 2)`,
 		`States.ArrayGetItem($.items, 1.5)`,
 		`States.ArrayLength($.items)`,
+		`States.ArrayGetItem($.obj.['c'], 0)`,
+		`States.Format('{}', $.items.[4].k)`,
 		`States.ArrayUnique($.items)`,
 		`States.Base64Encode($.name)`,
 		`States.Base64Decode($.b64)`,

@@ -214,6 +214,7 @@ func TestIntrinsicPaths(t *testing.T) {
 		{name: "root", src: `States.Array($)`, input: `{"a": 1}`, want: `[{"a": 1}]`},
 		{name: "context path", src: `States.Array($$.Execution.Input.k)`, want: `["from context"]`},
 		{name: "variable", src: `States.Array($v.x)`, want: `[[1, 2]]`},
+		{name: "dot before brackets", src: `States.Array($.a.[1], $.o.['b'])`, input: `{"a": [5, 6], "o": {"b": 7}}`, want: `[6, 7]`},
 		{name: "path then whitespace", src: `States.Array( $.a , $.a )`, input: `{"a": 1}`, want: `[1, 1]`},
 		{name: "values are shared, not copied", src: `States.Array($.a, $.a, $.a)`, input: `{"a": {"x": 1}}`, want: `[{"x": 1}, {"x": 1}, {"x": 1}]`},
 	})

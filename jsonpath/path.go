@@ -113,6 +113,13 @@ const (
 //	[1:5]  [:1]  [1:]  [::2]    slices, with Python semantics
 //	..name  ..*  ..[0]          deep scan: the segment applied at every level
 //	[?(<filter>)]               a filter (see filter.go for its grammar)
+//	.[0]  .['name']  .[*]  …    a single dot before any bracketed segment
+//	                            is ignored, as AWS (Jayway) reads it:
+//	                            $.a.[0] is $.a[0], $.[0] is $[0]
+//
+// A dot must be followed by a name, "*", a bracket or (making "..") a
+// second dot; so "$.", "$..", "$..." and "$. [0]" are errors, as they are
+// in Jayway.
 //
 // Inside a filter, "@" is the value being tested and "$" the value the path
 // is rooted at (the input, the context object or the variable).

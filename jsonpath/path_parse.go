@@ -174,6 +174,10 @@ func (p *parser) parseSegments(inFilter bool) ([]segment, error) {
 					s, err = p.parseDotted(inFilter)
 				}
 				s.deep = true
+			} else if p.peek() == '[' {
+				// AWS (Jayway) reads any bracket after a single dot
+				// as if the dot were not there: $.a.[0] is $.a[0].
+				s, err = p.parseBracket()
 			} else {
 				s, err = p.parseDotted(inFilter)
 			}

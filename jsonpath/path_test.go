@@ -2,6 +2,7 @@ package jsonpath
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -99,6 +100,17 @@ func TestCompileAccepts(t *testing.T) {
 		{"$.x[?(@.tags[?(@ == 'new')])]", false, false, ""},
 		{"$.名前", true, false, ""},
 		{"$var[*]", false, false, "var"},
+		// A dot before brackets, as AWS (Jayway) accepts it.
+		{"$.Snapshots.[0].State", true, false, ""},
+		{"$.[0]", true, false, ""},
+		{"$.a.['b']", true, false, ""},
+		{"$$.Execution.[0]", true, true, ""},
+		{"$v.[0]", true, false, "v"},
+		{"$.a.[*]", false, false, ""},
+		{"$.a.[0,1]", false, false, ""},
+		{"$.a.[1:]", false, false, ""},
+		{"$.a.[?(@.b.[0] == 1)]", false, false, ""},
+		{"$..a.[0]", false, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
@@ -171,6 +183,16 @@ func TestCompileSyntaxErrors(t *testing.T) {
 		{"$$x", 2},
 		{"$.a(", 3},
 		{"$.a)", 3},
+		// What may follow a dot: a name, *, a bracket or a second dot.
+		{"$.a.", 4},
+		{"$.[", 3},
+		{"$.[0", 4},
+		{"$.[]", 3},
+		{"$.a.[0].", 8},
+		{"$. [0]", 2},
+		{"$.[0]x", 5},
+		{"$...[0]", 3},
+		{"$.a.[?(@.[)]", 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
@@ -244,6 +266,63 @@ func TestGetDefinite(t *testing.T) {
 			}
 			if want := decode(t, tt.want); !Equal(got, want) {
 				t.Errorf("Get(%q) = %s, want %s", tt.expr, compact(t, got), tt.want)
+			}
+		})
+	}
+}
+
+// TestDotBeforeBracket checks that a dot before a bracketed segment, which
+// AWS (Jayway) accepts, changes nothing: each path selects, fails, sets and
+// locates exactly as the same path without that dot.
+func TestDotBeforeBracket(t *testing.T) {
+	doc := decode(t, orderDoc)
+	tests := []struct{ dotted, plain string }{
+		{"$.detail.items.[1].sku", "$.detail.items[1].sku"},
+		{"$.detail.items.[-1]", "$.detail.items[-1]"},
+		{"$.matrix.[1].[2]", "$.matrix[1][2]"},
+		{"$.weird.['a.b']", "$.weird['a.b']"},
+		{`$.weird.["quote\"d"]`, `$.weird["quote\"d"]`},
+		{"$.detail.items.[*].sku", "$.detail.items[*].sku"},
+		{"$.detail.items.[0,2].sku", "$.detail.items[0,2].sku"},
+		{"$.detail.items.[1:3].sku", "$.detail.items[1:3].sku"},
+		{"$.detail.items.[?(@.tags.[0] == 'new')].sku", "$.detail.items[?(@.tags[0] == 'new')].sku"},
+		{"$.detail.customer.['tier','id']", "$.detail.customer['tier','id']"},
+		{"$..items.[0].sku", "$..items[0].sku"},
+		{"$.[0]", "$[0]"},
+		// Failures carry the same normalized path.
+		{"$.detail.items.[9].sku", "$.detail.items[9].sku"},
+		{"$.detail.nope.[0]", "$.detail.nope[0]"},
+		{"$.detail.orderId.[0]", "$.detail.orderId[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dotted, func(t *testing.T) {
+			dotted, plain := mustCompile(t, tt.dotted), mustCompile(t, tt.plain)
+			if dotted.Definite() != plain.Definite() {
+				t.Errorf("Definite() = %v, want %v as for %q", dotted.Definite(), plain.Definite(), tt.plain)
+			}
+			got, gotErr := dotted.Get(doc, nil)
+			want, wantErr := plain.Get(doc, nil)
+			var gotPE, wantPE *PathError
+			switch {
+			case errors.As(gotErr, &gotPE) && errors.As(wantErr, &wantPE):
+				if gotPE.Msg != wantPE.Msg {
+					t.Errorf("Get(%q) error Msg = %q, want %q as for %q", tt.dotted, gotPE.Msg, wantPE.Msg, tt.plain)
+				}
+			case gotErr != nil || wantErr != nil:
+				t.Errorf("Get(%q) error = %v, want %v as for %q", tt.dotted, gotErr, wantErr, tt.plain)
+			case !Equal(got, want):
+				t.Errorf("Get(%q) = %s, want %s as for %q", tt.dotted, compact(t, got), compact(t, want), tt.plain)
+			}
+			gotLocs, err := dotted.Locate(doc)
+			if err != nil {
+				t.Fatalf("Locate(%q): %v", tt.dotted, err)
+			}
+			wantLocs, err := plain.Locate(doc)
+			if err != nil {
+				t.Fatalf("Locate(%q): %v", tt.plain, err)
+			}
+			if g, w := fmt.Sprint(gotLocs), fmt.Sprint(wantLocs); g != w {
+				t.Errorf("Locate(%q) = %s, want %s as for %q", tt.dotted, g, w, tt.plain)
 			}
 		})
 	}
@@ -473,6 +552,11 @@ func TestSet(t *testing.T) {
 		{`{"list":[1,2,3]}`, "$.list[2]", `null`, `{"list":[1,2,null]}`},
 		{`{"list":[1,2,3]}`, "$.list[-1]", `9`, `{"list":[1,2,9]}`},
 		{`{"weird":{}}`, "$.weird['a.b']", `1`, `{"weird":{"a.b":1}}`},
+		// A dot before brackets, as AWS accepts it: $.a.[0] is $.a[0].
+		{`{"list":[{"v":1},{"v":2}]}`, "$.list.[1].v", `20`, `{"list":[{"v":1},{"v":20}]}`},
+		{`{"list":[1,2,3]}`, "$.list.[0]", `9`, `{"list":[9,2,3]}`},
+		{`[1,2]`, "$.[1]", `9`, `[1,9]`},
+		{`{"weird":{}}`, "$.weird.['a.b']", `1`, `{"weird":{"a.b":1}}`},
 		{`"scalar"`, "$", `1`, `1`},
 	}
 	for _, tt := range tests {
@@ -547,6 +631,8 @@ func TestSetErrors(t *testing.T) {
 		{`{"a":{}}`, "$.a[0]", `Unable to apply ReferencePath $.a[0] to input {"a":{}}`},
 		{`{}`, "$.a[0]", `Unable to apply ReferencePath $.a[0] to input {}`},
 		{`[1,2]`, "$.a", `Unable to apply step "a" to input [1,2]`},
+		{`{"a":[1]}`, "$.a.[1]", `Unable to apply ReferencePath $.a.[1] to input {"a":[1]}`},
+		{`{}`, "$.a.[0]", `Unable to apply ReferencePath $.a.[0] to input {}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr+" on "+tt.doc, func(t *testing.T) {
@@ -577,14 +663,14 @@ func TestSetRejectsIndefiniteAndOtherRoots(t *testing.T) {
 }
 
 func TestCompileReference(t *testing.T) {
-	for _, expr := range []string{"$", "$.a", "$.a.b[0].c", "$['a b'][2]", "$.detail-type"} {
+	for _, expr := range []string{"$", "$.a", "$.a.b[0].c", "$['a b'][2]", "$.detail-type", "$.a.[0]", "$.[0].b", "$.a.['b']"} {
 		t.Run(expr, func(t *testing.T) {
 			if _, err := CompileReference(expr); err != nil {
 				t.Errorf("CompileReference(%q): %v", expr, err)
 			}
 		})
 	}
-	for _, expr := range []string{"$$.a", "$var", "$var.a", "$.a[*]", "$.*", "$.a[-1]", "$.a[0,1]", "$['a','b']", "$.a[1:]", "$..a", "$..[0]", "$.a[?(@.b)]", "a", "$.a["} {
+	for _, expr := range []string{"$$.a", "$var", "$var.a", "$.a[*]", "$.*", "$.a[-1]", "$.a[0,1]", "$['a','b']", "$.a[1:]", "$..a", "$..[0]", "$.a[?(@.b)]", "a", "$.a[", "$.a.[*]", "$.a.[-1]", "$.a.[0,1]", "$.a.["} {
 		t.Run(expr, func(t *testing.T) {
 			p, err := CompileReference(expr)
 			var se *SyntaxError
@@ -598,11 +684,12 @@ func TestCompileReference(t *testing.T) {
 	}
 }
 
+// TestSyntaxErrorText checks how a *SyntaxError prints its fields.
 func TestSyntaxErrorText(t *testing.T) {
-	_, err := Compile("$.a[")
+	err := &SyntaxError{Expr: "$.a[", Offset: 4, Msg: "unterminated bracket"}
 	want := `invalid expression "$.a[" at offset 4: unterminated bracket`
-	if err == nil || err.Error() != want {
-		t.Errorf("Compile(%q) error = %v, want %s", "$.a[", err, want)
+	if got := err.Error(); got != want {
+		t.Errorf("Error() = %s, want %s", got, want)
 	}
 }
 

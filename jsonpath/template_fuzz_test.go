@@ -17,6 +17,7 @@ func FuzzTemplate(f *testing.F) {
 		`[{"k.$":"$..qty"},null,true,1.5,"s"]`,
 		`{"deep":{"deeper":{"deepest.$":"$.detail.items[?(@.price > 10)]"}}}`,
 		`"plain"`,
+		`{"s.$":"$.detail.items.[0].sku","l.$":"States.ArrayLength($.detail.items.[*])"}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -31,6 +31,8 @@ func TestTemplateEval(t *testing.T) {
 		{"array root", `[{"a.$":"$.user"},2]`, `[{"a":"ana"},2]`},
 		{"scalar root", `"$.user"`, `"$.user"`},
 		{"empty key", `{".$":"$.user"}`, `{"":"ana"}`},
+		{"dot before brackets", `{"sku.$":"$.order.lines.[1].sku","skus.$":"$.order.lines.[*].sku"}`,
+			`{"sku":"B","skus":["A","B"]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

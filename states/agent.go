@@ -154,6 +154,11 @@ type Editable struct {
 	ResultPath *jsonpath.Path
 }
 
+// MaxDebateRounds is the largest Debate Rounds accepted. Every round stores
+// each agent's turn in the execution's history, so a debate's storage grows
+// with Rounds × Agents; 1000 rounds of three agents made a 10 GB database.
+const MaxDebateRounds = 100
+
 // Debate lets several agents argue a topic over rounds (see DESIGN §3).
 //
 // It is immutable after Parse and safe for concurrent use.
@@ -166,7 +171,7 @@ type Debate struct {
 	// TopicExpr reads the topic (TopicPath, or Topic.$: a path or an
 	// intrinsic); nil when absent.
 	TopicExpr *jsonpath.Expr
-	// Rounds is the number of rounds, 3 by default.
+	// Rounds is the number of rounds: 3 by default, 1 to MaxDebateRounds.
 	Rounds int64
 	// Communication says who speaks when and what they see.
 	Communication Communication
@@ -503,7 +508,7 @@ func (p *parser) debate(o *object, c Common) *Debate {
 	if e := p.expr(o, "Topic.$"); e != nil {
 		s.TopicExpr = e
 	}
-	if n, ok := o.integer("Rounds", 1, 1000); ok {
+	if n, ok := o.integer("Rounds", 1, MaxDebateRounds); ok {
 		s.Rounds = n
 	}
 	s.Communication = Communication{Style: "turn_based", VisibleHistory: "all"}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -499,5 +501,38 @@ func TestExtensionsCompiled(t *testing.T) {
 	budget := parseFile(t, "example-customer-support.json").Extensions.Budget
 	if budget.Currency != "USD" || budget.OnExceed != "Fail" || budget.MaxCost != 3 {
 		t.Errorf("Budget = %+v, want the USD and Fail defaults", budget)
+	}
+}
+
+// TestDebateRoundsBound checks that Rounds is accepted from 1 to
+// MaxDebateRounds and refused outside, at the field's pointer.
+func TestDebateRoundsBound(t *testing.T) {
+	tests := []struct {
+		rounds int
+		ok     bool
+	}{
+		{1, true},
+		{MaxDebateRounds, true},
+		{0, false},
+		{MaxDebateRounds + 1, false},
+		{1000, false},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.rounds), func(t *testing.T) {
+			def := `{"StartAt":"D","States":{"D":{"Type":"Debate","Agents":["a","b"],"Rounds":` + strconv.Itoa(tt.rounds) + `,"End":true}}}`
+			m, err := Parse([]byte(def))
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("Parse(Rounds %d): %v", tt.rounds, err)
+				}
+				if got := m.States["D"].(*Debate).Rounds; got != int64(tt.rounds) {
+					t.Errorf("Rounds = %d, want %d", got, tt.rounds)
+				}
+				return
+			}
+			if got, want := problemPointers(t, def), []string{"/States/D/Rounds (D)"}; !slices.Equal(got, want) {
+				t.Errorf("Parse(Rounds %d) problems at %q, want %q", tt.rounds, got, want)
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package states
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -48,11 +47,6 @@ func (l ErrorList) Err() error {
 	if len(l) == 0 {
 		return nil
 	}
-	return l
-}
-
-func (l ErrorList) sorted() ErrorList {
-	sort.SliceStable(l, func(i, j int) bool { return l[i].Pointer < l[j].Pointer })
 	return l
 }
 

@@ -46,4 +46,5 @@ func ExampleParse() {
 	// [approve reject] 24h0m0s
 	// /States/Review/Timeout (Review): Timeout must be a duration (bare seconds, or a whole number followed by ms, s, m, h, d or w, like "30m" or "7d"), not "soon"
 	// /States/Review/Next (Review): transition to state "Gone", which does not exist
+	// /States: the state machine has no terminal state: at least one state must have "End": true or be a Succeed or Fail state
 }

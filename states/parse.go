@@ -155,7 +155,51 @@ func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
 		}
 		p.checkGraph(m, raw, statesPtr)
 	}
+	if raw, _ := rawStates.(map[string]any); len(raw) > 0 && !hasTerminal(raw) {
+		p.errorf(statesPtr, parent, "the state machine has no terminal state: at least one state must have \"End\": true or be a Succeed or Fail state")
+	}
 	return m
+}
+
+// hasTerminal reports whether one of the states may end its machine: a
+// Succeed or Fail state, or any state with "End": true. AWS refuses a
+// machine with none (MISSING_END_STATE): it could only loop for ever. It
+// reads the raw states, and also counts a state whose own problem is
+// already reported and may well be a missing End: one with an End that is
+// not true, with neither Next nor End, or without a known Type.
+func hasTerminal(raw map[string]any) bool {
+	for _, v := range raw {
+		if mayEnd(v) {
+			return true
+		}
+	}
+	return false
+}
+
+func mayEnd(v any) bool {
+	st, ok := v.(map[string]any)
+	if !ok {
+		return true
+	}
+	if _, ok := st["End"]; ok {
+		return true
+	}
+	typ, _ := st["Type"].(string)
+	switch typ {
+	case "Succeed", "Fail":
+		return true
+	case "Choice":
+		return false
+	case "Approval":
+		if _, ok := st["Choices"]; ok {
+			return false
+		}
+	}
+	if _, known := stateFields[typ]; !known {
+		return true
+	}
+	_, hasNext := st["Next"]
+	return !hasNext
 }
 
 // transitions returns the states a state may go to, with the pointer of

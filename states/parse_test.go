@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,6 +101,77 @@ func BenchmarkParse(b *testing.B) {
 				if _, err := Parse(data); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// problemPointers parses def and returns the pointer and state of every
+// problem reported, failing the test when def parses.
+func problemPointers(t *testing.T, def string) []string {
+	t.Helper()
+	m, err := Parse([]byte(def))
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("Parse(%s) = %v, %v; want an ErrorList", def, m, err)
+	}
+	var got []string
+	for _, e := range list {
+		got = append(got, e.Pointer+" ("+e.State+")")
+	}
+	return got
+}
+
+// TestNoTerminalState checks that a machine, nested ones included, with no
+// state that can end it is refused at the pointer of its States, as AWS
+// refuses it (MISSING_END_STATE), and that any End, Succeed or Fail counts.
+func TestNoTerminalState(t *testing.T) {
+	loop := `{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"B"},"B":{"Type":"Pass","Next":"A"}}}`
+	ends := `{"StartAt":"E","States":{"E":{"Type":"Pass","End":true}}}`
+	tests := []struct {
+		name string
+		def  string
+		want []string // pointer (state) of each problem; none: the definition parses
+	}{
+		{"top-level loop", loop, []string{"/States ()"}},
+		{"self loop", `{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"A"}}}`, []string{"/States ()"}},
+		{"choice loop", `{"StartAt":"C","States":{"C":{"Type":"Choice","Choices":[{"Variable":"$.x","IsPresent":true,"Next":"C"}],"Default":"W"},"W":{"Type":"Wait","Seconds":1,"Next":"C"}}}`,
+			[]string{"/States ()"}},
+		{"map item processor", `{"StartAt":"M","States":{"M":{"Type":"Map","ItemProcessor":` + loop + `,"End":true}}}`,
+			[]string{"/States/M/ItemProcessor/States (M)"}},
+		{"map iterator", `{"StartAt":"M","States":{"M":{"Type":"Map","Iterator":` + loop + `,"End":true}}}`,
+			[]string{"/States/M/Iterator/States (M)"}},
+		{"parallel branch", `{"StartAt":"P","States":{"P":{"Type":"Parallel","Branches":[` + ends + `,` + loop + `],"End":true}}}`,
+			[]string{"/States/P/Branches/1/States (P)"}},
+		{"an inner End does not end the outer machine", `{"StartAt":"P","States":{"P":{"Type":"Parallel","Branches":[` + ends + `],"Next":"P"}}}`,
+			[]string{"/States ()"}},
+		{"succeed", `{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"S"},"S":{"Type":"Succeed"}}}`, nil},
+		{"fail", `{"StartAt":"F","States":{"F":{"Type":"Fail"}}}`, nil},
+		{"loop with an exit", `{"StartAt":"A","States":{"A":{"Type":"Choice","Choices":[{"Variable":"$.x","IsPresent":true,"Next":"A"}],"Default":"E"},"E":{"Type":"Pass","End":true}}}`, nil},
+		{"approval end", `{"StartAt":"A","States":{"A":{"Type":"Approval","Prompt":"ok?","End":true}}}`, nil},
+		{"debate end", `{"StartAt":"D","States":{"D":{"Type":"Debate","Agents":["a","b"],"End":true}}}`, nil},
+		{"checkpoint end", `{"StartAt":"C","States":{"C":{"Type":"Checkpoint","Name":"c","End":true}}}`, nil},
+		// A state with other problems still counts as terminal: no second
+		// problem is reported for the machine.
+		{"broken terminal state", `{"StartAt":"W","States":{"W":{"Type":"Wait","Seconds":-1,"End":true}}}`, []string{"/States/W/Seconds (W)"}},
+		// Nor when a state's own problem may be a missing End.
+		{"missing Next and End", `{"StartAt":"A","States":{"A":{"Type":"Pass"}}}`, []string{"/States/A (A)"}},
+		{"End false", `{"StartAt":"A","States":{"A":{"Type":"Pass","End":false}}}`, []string{"/States/A/End (A)"}},
+		{"unknown type", `{"StartAt":"A","States":{"A":{"Type":"Stop"}}}`, []string{"/States/A/Type (A)"}},
+		{"approval routing by choices loops", `{"StartAt":"A","States":{"A":{"Type":"Approval","Prompt":"ok?","Choices":[{"Variable":"$.approval","StringEquals":"approve","Next":"A"}],"Default":"A"}}}`,
+			[]string{"/States ()"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.want == nil {
+				if _, err := Parse([]byte(tt.def)); err != nil {
+					t.Fatalf("Parse(%s): %v", tt.def, err)
+				}
+				return
+			}
+			got := problemPointers(t, tt.def)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Parse(%s) problems at %q, want %q", tt.def, got, tt.want)
 			}
 		})
 	}
