@@ -203,11 +203,17 @@ func decisionObject(s *states.Approval, pa *PendingApproval, d Decision) (map[st
 	return out, nil
 }
 
-// insideEditable reports whether a written path lies at or under one of
-// the fields ("$.draft.text" under "$.draft").
+// insideEditable reports whether a written path (see jsonpath.AppendMember)
+// lies at or under one of the fields ("$.draft.text" under "$.draft"),
+// compared in written form whichever way a field is spelled ("$.items.[0]",
+// "$['draft']").
 func insideEditable(fields []*jsonpath.Path, path string) bool {
 	for _, f := range fields {
-		src := f.String()
+		steps, ok := f.Steps()
+		if !ok {
+			continue
+		}
+		src := steps.String()
 		if path == src || strings.HasPrefix(path, src+".") || strings.HasPrefix(path, src+"[") {
 			return true
 		}
@@ -237,7 +243,7 @@ func editOutside(v any, path string, fields []*jsonpath.Path) string {
 			return path
 		}
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			if p := editOutside(x[k], path+"."+k, fields); p != "" {
+			if p := editOutside(x[k], string(jsonpath.AppendMember([]byte(path), k)), fields); p != "" {
 				return p
 			}
 		}
@@ -247,7 +253,7 @@ func editOutside(v any, path string, fields []*jsonpath.Path) string {
 			return path
 		}
 		for i, e := range x {
-			if p := editOutside(e, fmt.Sprintf("%s[%d]", path, i), fields); p != "" {
+			if p := editOutside(e, string(jsonpath.AppendIndex([]byte(path), i)), fields); p != "" {
 				return p
 			}
 		}

@@ -166,9 +166,20 @@ func TestLongWaitParksAndResumes(t *testing.T) {
 		if len(due) != 0 {
 			t.Errorf("due now: %v, want none", due)
 		}
-		// Resuming early goes on waiting.
-		if res, err := x.Resume(context.Background(), "w", engine.ResumeOptions{}); err != nil || res.Status != engine.StatusWaiting {
-			t.Fatalf("early resume: %+v, %v; want WAITING", res, err)
+		// Resuming early goes on waiting and changes nothing: no event,
+		// no commit.
+		before, _ := st.History(context.Background(), "w")
+		loaded, _ := st.Load(context.Background(), "w")
+		for range 3 {
+			early, err := x.Resume(context.Background(), "w", engine.ResumeOptions{})
+			if err != nil || early.Status != engine.StatusWaiting || early.State != "Sleep" || !early.WakeAt.Equal(res.WakeAt) || early.WaitingFor != "Wait" {
+				t.Fatalf("early resume: %+v, %v; want WAITING at Sleep until %v", early, err, res.WakeAt)
+			}
+		}
+		after, _ := st.History(context.Background(), "w")
+		reloaded, _ := st.Load(context.Background(), "w")
+		if len(after) != len(before) || reloaded.Seq != loaded.Seq {
+			t.Errorf("early resumes: %d events and commit %d, want %d and %d as before", len(after), reloaded.Seq, len(before), loaded.Seq)
 		}
 		time.Sleep(time.Hour)
 		due, _ = st.Due(context.Background(), time.Now())

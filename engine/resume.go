@@ -131,6 +131,10 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (*
 	if e.Status.Ended() {
 		return nil, fmt.Errorf("execution %s: %w (%s)", id, ErrEnded, e.Status)
 	}
+	if e.Status == StatusWaiting && (e.WakeAt.IsZero() || time.Now().Before(e.WakeAt)) {
+		// Nothing it waits for is due: resuming it changes nothing.
+		return waitingResult(e), nil
+	}
 	reg, err := x.agentsOf(e, opts)
 	if err != nil {
 		return nil, err
@@ -151,6 +155,15 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (*
 		return nil, err
 	}
 	return r.execute(ctx, top)
+}
+
+// waitingResult is where a WAITING execution stands, as stored.
+func waitingResult(e *Execution) *Result {
+	res := &Result{ID: e.ID, Status: StatusWaiting, WaitingFor: e.WaitingFor, WakeAt: e.WakeAt, Approvals: PendingOf(e)}
+	if top := e.Progress.Scopes[""]; top != nil {
+		res.State = top.Next
+	}
+	return res
 }
 
 // checkpointOf loads an execution's named checkpoint, or says which ones

@@ -245,6 +245,30 @@ func (l Location) String() string {
 	return string(b)
 }
 
+// Steps returns the steps of a path on the input made only of names and
+// non-negative indexes ($.a[0]['b c']), and false for any other path. Its
+// String is the path's written form, whichever way the source spells it.
+func (p *Path) Steps() (Location, bool) {
+	if p.root != rootInput {
+		return nil, false
+	}
+	l := make(Location, 0, len(p.segs))
+	for i := range p.segs {
+		s := &p.segs[i]
+		switch {
+		case s.deep:
+			return nil, false
+		case s.kind == segName:
+			l = append(l, Step{Key: s.name})
+		case s.kind == segIndex && s.index >= 0:
+			l = append(l, Step{Index: s.index, IsIndex: true})
+		default:
+			return nil, false
+		}
+	}
+	return l, true
+}
+
 // Locate returns where each value p selects in input sits, in the order
 // Get returns the values (a location repeats when the path selects it
 // twice, as $.a[0,0] does). Negative indexes are resolved against their

@@ -1,0 +1,75 @@
+package states
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// AgentRef is one place where a machine names an agent.
+type AgentRef struct {
+	// State is the state's name, qualified by the states that nest it
+	// ("Each/Work" for a state of a Map's ItemProcessor).
+	State string
+	// Field says which field names the agent: "Agent", "Agents",
+	// "Consensus.Arbiter", "Context.Summarize.Using",
+	// "Guardrails.Input.Validator", "Guardrails.Output.Rules[2].Validator"…
+	Field string
+	// Agent is the name.
+	Agent string
+}
+
+// AgentRefs lists every agent m names, nested machines included, in the
+// order of the states' names, then fields.
+func (m *Machine) AgentRefs() []AgentRef {
+	var out []AgentRef
+	m.agentRefs("", &out)
+	return out
+}
+
+func (m *Machine) agentRefs(prefix string, out *[]AgentRef) {
+	for _, name := range slices.Sorted(maps.Keys(m.States)) {
+		q := prefix + name
+		add := func(field, agent string) {
+			if agent != "" {
+				*out = append(*out, AgentRef{State: q, Field: field, Agent: agent})
+			}
+		}
+		switch s := m.States[name].(type) {
+		case *Task:
+			add("Agent", s.Agent)
+			if c := s.Context; c != nil && c.Summarize != nil {
+				add("Context.Summarize.Using", c.Summarize.Using)
+			}
+			if g := s.Guardrails; g != nil {
+				for _, set := range []struct {
+					name string
+					s    *GuardrailSet
+				}{{"Input", g.Input}, {"Output", g.Output}} {
+					if set.s == nil {
+						continue
+					}
+					add("Guardrails."+set.name+".Validator", set.s.Validator)
+					for i, r := range set.s.Rules {
+						add("Guardrails."+set.name+".Rules["+strconv.Itoa(i)+"].Validator", r.Validator)
+					}
+				}
+			}
+		case *Debate:
+			for _, a := range s.Agents {
+				add("Agents", a)
+			}
+			if c := s.Consensus; c != nil {
+				add("Consensus.Arbiter", c.Arbiter)
+			}
+		case *Map:
+			if s.Processor != nil {
+				s.Processor.agentRefs(q+"/", out)
+			}
+		case *Parallel:
+			for i, b := range s.Branches {
+				b.agentRefs(q+"/"+strconv.Itoa(i)+"/", out)
+			}
+		}
+	}
+}
