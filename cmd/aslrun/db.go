@@ -102,7 +102,7 @@ func newAgentFlags(fs *flag.FlagSet, overriding bool) agentFlags {
 		what = ", instead of the ones the execution was started with"
 	}
 	return agentFlags{
-		mock:   fs.String("mock", "", "mock `FILE` scripting the agents (DESIGN.md §7)"+what),
+		mock:   fs.String("mock", "", "mock `FILE` scripting the agents: their answers by invocation number (docs/agents.md)"+what),
 		agents: fs.String("agents", "", "agents `FILE` configuring built-in llm, exec and http agents"+what),
 	}
 }
