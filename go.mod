@@ -9,7 +9,8 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sync v0.24.0
+	golang.org/x/term v0.48.0
 	golang.org/x/text v0.43.0
 )
 
-require golang.org/x/sys v0.45.0 // indirect
+require golang.org/x/sys v0.50.0 // indirect

@@ -144,6 +144,10 @@ type StartOptions struct {
 	// that resuming it later can rebuild the same agents.
 	AgentsFile []byte
 	AgentsKind string
+	// Created, when set, is called with the execution's id once it exists
+	// (its input accepted and, with a store, its record created), before
+	// its first state runs.
+	Created func(id string)
 }
 
 // Result is where an execution stands when Run, Resume or Fork returns.
@@ -202,7 +206,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if x.maxPayload >= 0 {
 		n, ok := jsonpath.SizeWithin(input, x.maxPayload)
 		if !ok {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidInput, &PayloadError{State: "the execution input", Size: jsonpath.Size(input), Limit: x.maxPayload})
+			return nil, fmt.Errorf("%w: %w", ErrInvalidInput, &PayloadError{Size: jsonpath.Size(input), Limit: x.maxPayload})
 		}
 		size = n
 	}
@@ -235,6 +239,9 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		return nil, fmt.Errorf("execution %s: %w", e.ID, ErrBusy)
 	}
 	defer x.release(e.ID)
+	if opts.Created != nil {
+		opts.Created(e.ID)
+	}
 	r := x.newRun(m, e, opts.Agents)
 	r.inputSize = size
 	r.event(Event{Type: EventExecutionStarted, Input: input, Document: input})

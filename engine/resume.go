@@ -28,6 +28,9 @@ type ResumeOptions struct {
 	// ForkID is the id of the execution Fork starts; empty means a new
 	// UUIDv7.
 	ForkID string
+	// Created, when set, is called with the id of the execution Fork
+	// starts, once it exists and before it runs.
+	Created func(id string)
 }
 
 // Restore selects what a rollback or fork takes from a checkpoint.
@@ -311,6 +314,9 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 	}
 	if err := x.store.Create(ctx, e); err != nil {
 		return nil, fmt.Errorf("execution %s: %w", e.ID, err)
+	}
+	if opts.Created != nil {
+		opts.Created(e.ID)
 	}
 	// The parent's history says it was forked.
 	pr := x.resumed(m, parent, reg)

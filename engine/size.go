@@ -78,7 +78,7 @@ func (h *stateRun) dataLimitError(v any) *asl.Error {
 }
 
 // PayloadError is the Go error inside a States.DataLimitExceeded (the
-// *asl.Error's Err): the state, the size of the document in bytes of
+// *asl.Error's Err), or of an input Run refuses (State ""): the state, the size of the document in bytes of
 // compact JSON and the limit it passed (Config.MaxPayloadSize). The
 // error's cause stays AWS's, which names no sizes.
 type PayloadError struct {
@@ -88,5 +88,8 @@ type PayloadError struct {
 }
 
 func (e *PayloadError) Error() string {
+	if e.State == "" {
+		return fmt.Sprintf("the execution input of %d bytes passes the payload limit of %d bytes", e.Size, e.Limit)
+	}
 	return fmt.Sprintf("state %s: a document of %d bytes passes the payload limit of %d bytes", e.State, e.Size, e.Limit)
 }

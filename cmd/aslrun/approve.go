@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
 )
@@ -26,6 +28,7 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 	which := fs.String("approval", "", "which pending approval (`ID` or state name) when several wait")
 	digest := fs.String("digest", "", "refuse the decision unless the approval's digest is still `D`")
 	af := newAgentFlags(fs, true)
+	maxPayload := payloadFlag(fs)
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "approve", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -52,11 +55,18 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 		return err
 	}
 	defer closeStore()
-	fmt.Fprintf(c.stderr, "execution: %s\n", pos[0])
-	res, err := c.executor(st).Decide(ctx, pos[0], d, engine.ResumeOptions{Agents: reg})
+	x, err := c.executor(st, *maxPayload)
 	if err != nil {
+		return err
+	}
+	res, err := x.Decide(ctx, pos[0], d, engine.ResumeOptions{Agents: reg})
+	if err != nil {
+		if err := interrupted(ctx, pos[0]); err != nil {
+			return err
+		}
 		return engineError(err)
 	}
+	fmt.Fprintf(c.stderr, "execution: %s\n", pos[0])
 	return printResult(c, res)
 }
 
@@ -71,20 +81,20 @@ func pendingJSON(pa engine.PendingApproval) map[string]any {
 	if !pa.Deadline.IsZero() {
 		v["deadline"] = pa.Deadline.UTC().Format(time.RFC3339)
 	}
+	if !pa.NextEscalation.IsZero() {
+		v["escalatesAt"] = pa.NextEscalation.UTC().Format(time.RFC3339)
+	}
 	if pa.Editable != nil {
 		v["editable"] = pa.Editable
 	}
 	return v
 }
 
-// isTerminal reports whether r is an interactive terminal.
+// isTerminal reports whether r is an interactive terminal (not merely a
+// character device such as /dev/null).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // askDecision shows a pending approval on w and reads the decision from

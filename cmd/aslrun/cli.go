@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/store"
@@ -19,7 +20,30 @@ const (
 	exitFailed  = 1 // the execution failed, or a check found problems
 	exitUsage   = 2 // bad usage, invalid definition or input
 	exitWaiting = 3 // the execution is waiting (Approval, long Wait)
+	// A command stopped by a signal exits with 128 + the signal's number,
+	// as shells expect: 130 for SIGINT (Ctrl-C), 143 for SIGTERM.
+	exitSignalBase = 128
 )
+
+// signalled is the cause of a command's context cancelled by a signal.
+type signalled struct{ sig syscall.Signal }
+
+func (s *signalled) Error() string { return "interrupted by " + s.sig.String() }
+
+// interrupted turns an error of a command whose context a signal cancelled
+// into the signal's exit code and a message saying how to go on with the
+// execution id, when there is one; nil when no signal stopped it.
+func interrupted(ctx context.Context, id string) error {
+	var s *signalled
+	if !errors.As(context.Cause(ctx), &s) {
+		return nil
+	}
+	msg := s.Error()
+	if id != "" {
+		msg += fmt.Sprintf(": execution %s stopped at its last commit; continue it with `aslrun resume %s`", id, id)
+	}
+	return &exitError{code: exitSignalBase + int(s.sig), msg: msg}
+}
 
 // exitError ends the program with code, after printing msg (if any) to
 // stderr.
@@ -53,8 +77,9 @@ type cmdContext struct {
 	// (a worker runs its clients' commands on its own).
 	store store.Store
 	// exec, when set, is the worker's executor, shared by the commands it
-	// runs for clients.
-	exec *engine.Executor
+	// runs for clients, and execPayload its --max-payload.
+	exec        *engine.Executor
+	execPayload int
 	// remote is set for a command a worker runs for a client.
 	remote bool
 }

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/conformance"
 	"github.com/aslrun/aslrun/engine"
@@ -121,6 +119,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	af := newAgentFlags(fs, false)
 	name := fs.String("name", "", "execution `ID` (default a new UUIDv7)")
 	noPrompt := fs.Bool("no-prompt", false, "at an Approval, exit 3 instead of asking on the terminal")
+	maxPayload := payloadFlag(fs)
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "run", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -145,30 +144,57 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if opts.Agents == nil {
 		opts.Agents = agents.NewRegistry()
 	}
+	if err := checkAgents(pos[0], m, opts.Agents); err != nil {
+		return err
+	}
 	st, closeStore, err := c.openStore(*db)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	if opts.ID == "" {
-		u, err := uuid.NewV7()
-		if err != nil {
-			return err
-		}
-		opts.ID = u.String()
+	// The id is printed once the execution exists, and only then.
+	var id string
+	opts.Created = func(created string) {
+		id = created
+		fmt.Fprintf(c.stderr, "execution: %s\n", id)
 	}
-	fmt.Fprintf(c.stderr, "execution: %s\n", opts.ID)
-	x := c.executor(st)
+	x, err := c.executor(st, *maxPayload)
+	if err != nil {
+		return err
+	}
 	res, err := x.Run(ctx, m, in, opts)
 	if err != nil {
+		if err := interrupted(ctx, id); err != nil {
+			return err
+		}
 		return engineError(err)
 	}
 	if len(res.Approvals) > 0 && !*noPrompt && !c.remote && isTerminal(c.stdin) {
 		if res, err = decideInteractively(ctx, c, x, res); err != nil {
+			if err := interrupted(ctx, id); err != nil {
+				return err
+			}
 			return engineError(err)
 		}
 	}
 	return printResult(c, res)
+}
+
+// checkAgents refuses a run whose machine names an agent that is neither
+// mocked, nor in the agents file, nor registered, naming every such state
+// and agent.
+func checkAgents(file string, m *states.Machine, reg *agents.Registry) error {
+	var lines []string
+	for _, ref := range m.AgentRefs() {
+		if _, ok := reg.Lookup(ref.Agent); !ok {
+			lines = append(lines, fmt.Sprintf("%s: state %s: %s names agent %q, which is not mocked, in the agents file or registered", file, ref.State, ref.Field, ref.Agent))
+		}
+	}
+	if len(lines) > 0 {
+		lines = append(lines, "give the agents with --mock FILE or --agents FILE (see docs/agents.md)")
+		return usageErrorf("%s", strings.Join(lines, "\n"))
+	}
+	return nil
 }
 
 func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
@@ -178,6 +204,7 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 	restore := fs.String("restore", "both", "with --from-checkpoint: what to restore: document, memory or both")
 	name := fs.String("name", "", "with --fork: the new execution's `ID` (default a new UUIDv7)")
 	af := newAgentFlags(fs, true)
+	maxPayload := payloadFlag(fs)
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "resume", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -202,27 +229,32 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 		return err
 	}
 	defer closeStore()
-	x := c.executor(st)
-	opts := engine.ResumeOptions{Agents: reg, Restore: what, ForkID: *name}
+	x, err := c.executor(st, *maxPayload)
+	if err != nil {
+		return err
+	}
 	id := pos[0]
+	opts := engine.ResumeOptions{Agents: reg, Restore: what, ForkID: *name}
 	var res *engine.Result
 	switch {
 	case *from == "":
 		res, err = x.Resume(ctx, id, opts)
 	case *fork:
-		if opts.ForkID == "" {
-			u, err := uuid.NewV7()
-			if err != nil {
-				return err
-			}
-			opts.ForkID = u.String()
+		opts.Created = func(created string) {
+			id = created
+			fmt.Fprintf(c.stderr, "execution: %s (forked from %s at %s)\n", created, pos[0], *from)
 		}
-		fmt.Fprintf(c.stderr, "execution: %s (forked from %s at %s)\n", opts.ForkID, id, *from)
-		res, err = x.Fork(ctx, id, *from, opts)
+		res, err = x.Fork(ctx, pos[0], *from, opts)
 	default:
 		res, err = x.Rollback(ctx, id, *from, opts)
 	}
 	if err != nil {
+		if *fork && id == pos[0] {
+			id = "" // no fork was created
+		}
+		if err := interrupted(ctx, id); err != nil {
+			return err
+		}
 		return engineError(err)
 	}
 	if !*fork {

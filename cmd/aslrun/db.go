@@ -154,17 +154,26 @@ func agentsOf(e *engine.Execution) (*agents.Registry, error) {
 
 // executor returns the executor a command runs executions with: the
 // worker's when the command runs in a worker.
-func (c *cmdContext) executor(st store.Store) *engine.Executor {
+func (c *cmdContext) executor(st store.Store, maxPayload int) (*engine.Executor, error) {
 	if c.exec != nil {
-		return c.exec
+		if maxPayload != c.execPayload {
+			return nil, usageErrorf("the worker holding the database runs with --max-payload %d, not %d: restart it with the limit you need", c.execPayload, maxPayload)
+		}
+		return c.exec, nil
 	}
-	return executor(st, nil)
+	return executor(st, nil, maxPayload), nil
+}
+
+// payloadFlag is --max-payload, the limit of every state's input, result
+// and output.
+func payloadFlag(fs *flag.FlagSet) *int {
+	return fs.Int("max-payload", engine.DefaultMaxPayloadSize, "the largest state input, result or output in `BYTES` (AWS's limit by default; -1: no limit)")
 }
 
 // executor returns an executor on st; reg, when set, overrides the agents
-// stored with executions.
-func executor(st store.Store, reg *agents.Registry) *engine.Executor {
-	cfg := engine.Config{Store: st, AgentsFor: agentsOf}
+// stored with executions. maxPayload is --max-payload.
+func executor(st store.Store, reg *agents.Registry, maxPayload int) *engine.Executor {
+	cfg := engine.Config{Store: st, AgentsFor: agentsOf, MaxPayloadSize: maxPayload}
 	if reg != nil {
 		cfg.Agents, cfg.AgentsFor = reg, nil
 	}
@@ -182,20 +191,19 @@ func printResult(c *cmdContext, res *engine.Result) error {
 		if !res.WakeAt.IsZero() {
 			w["wakeAt"] = res.WakeAt.UTC().Format(time.RFC3339)
 		}
-		if len(res.Approvals) > 0 {
-			w["approvals"] = approvalsJSON(res.Approvals)
-		}
+		w["approvals"] = approvalsJSON(res.Approvals)
 		if err := writeJSON(c.stdout, w); err != nil {
 			return err
 		}
 		if len(res.Approvals) > 0 {
-			pa := res.Approvals[0]
-			which := ""
-			if len(res.Approvals) > 1 {
-				which = " --approval " + pa.ID
+			for _, pa := range res.Approvals {
+				which := ""
+				if len(res.Approvals) > 1 {
+					which = " --approval " + pa.ID
+				}
+				fmt.Fprintf(c.stderr, "execution %s waits for a decision at %s; decide with `aslrun approve %s%s --decision %s`\n",
+					res.ID, pa.State, res.ID, which, strings.Join(pa.Options, "|"))
 			}
-			fmt.Fprintf(c.stderr, "execution %s waits for a decision at %s; decide with `aslrun approve %s%s --decision %s`\n",
-				res.ID, pa.State, res.ID, which, strings.Join(pa.Options, "|"))
 		} else {
 			fmt.Fprintf(c.stderr, "execution %s is waiting (%s at %s); `aslrun worker` wakes it, or `aslrun resume %s`\n", res.ID, res.WaitingFor, res.State, res.ID)
 		}
@@ -211,6 +219,9 @@ func printResult(c *cmdContext, res *engine.Result) error {
 		if err := writeJSON(c.stdout, failure); err != nil {
 			return err
 		}
+		if p := res.Payload; p != nil {
+			fmt.Fprintf(c.stderr, "%v; raise the limit with --max-payload BYTES\n", p)
+		}
 		return &exitError{code: exitFailed}
 	}
 }
@@ -218,6 +229,8 @@ func printResult(c *cmdContext, res *engine.Result) error {
 // engineError turns an executor error into the exit it deserves.
 func engineError(err error) error {
 	switch {
+	case errors.As(err, new(*engine.PayloadError)):
+		return &exitError{code: exitUsage, msg: err.Error() + "; raise the limit with --max-payload BYTES"}
 	case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, engine.ErrExists),
 		errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrEnded), errors.Is(err, engine.ErrBusy),
 		errors.Is(err, engine.ErrDecisionRefused):

@@ -155,11 +155,23 @@ func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 		fmt.Fprintf(w, "state\t%s\n", state)
 	}
 	if e.Status == engine.StatusWaiting {
-		fmt.Fprintf(w, "waiting for\t%s until %s\n", e.WaitingFor, timeText(e.WakeAt))
+		if e.WakeAt.IsZero() {
+			fmt.Fprintf(w, "waiting for\t%s\n", e.WaitingFor)
+		} else {
+			fmt.Fprintf(w, "waiting for\t%s, next timer %s\n", e.WaitingFor, timeText(e.WakeAt))
+		}
 	}
 	for _, pa := range engine.PendingOf(e) {
 		prompt, _ := jsonpath.Marshal(pa.Prompt)
-		fmt.Fprintf(w, "approval\t%s: %s; options %s; digest %.12s\n", pa.ID, prompt, strings.Join(pa.Options, ", "), pa.Digest)
+		fmt.Fprintf(w, "approval\t%s at %s: %s\n", pa.ID, pa.State, prompt)
+		fmt.Fprintf(w, "  options\t%s\n", strings.Join(pa.Options, ", "))
+		if !pa.NextEscalation.IsZero() {
+			fmt.Fprintf(w, "  escalates\t%s\n", timeText(pa.NextEscalation))
+		}
+		if !pa.Deadline.IsZero() {
+			fmt.Fprintf(w, "  deadline\t%s\n", timeText(pa.Deadline))
+		}
+		fmt.Fprintf(w, "  digest\t%s\n", pa.Digest)
 	}
 	if u := e.Progress.Usage; u != (engine.Usage{}) {
 		fmt.Fprintf(w, "usage\t%d tokens (%d in, %d out), cost %s\n", u.Tokens, u.InputTokens, u.OutputTokens, strconv.FormatFloat(u.Cost, 'f', -1, 64))

@@ -9,12 +9,23 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first SIGINT or SIGTERM stops the command at its last commit
+		// (see interrupted); a second one ends the process at once.
+		sig := <-sigs
+		cancel(&signalled{sig: sig.(syscall.Signal)})
+		sig = <-sigs
+		os.Exit(128 + int(sig.(syscall.Signal)))
+	}()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	signal.Stop(sigs)
 	var ee *exitError
 	switch {
 	case err == nil:

@@ -29,6 +29,7 @@ func socketPath(db string) string { return db + ".sock" }
 func cmdWorker(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	poll := fs.Duration("poll", time.Second, "how often to look for due executions")
+	maxPayload := payloadFlag(fs)
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "worker", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -47,7 +48,7 @@ func cmdWorker(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	defer closeStore()
 	log := slog.New(slog.NewTextHandler(c.stderr, nil))
-	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf, Logger: log})
+	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf, Logger: log, MaxPayloadSize: *maxPayload})
 	sock := socketPath(c.path(*db))
 	os.Remove(sock) // a stale socket: we hold the database lock, so no worker uses it
 	ln, err := net.Listen("unix", sock)
@@ -67,7 +68,7 @@ func cmdWorker(ctx context.Context, c *cmdContext, args []string) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		serveClients(ctx, ln, &cmdContext{store: st, exec: x, remote: true})
+		serveClients(ctx, ln, &cmdContext{store: st, exec: x, execPayload: *maxPayload, remote: true})
 	}()
 	wg.Add(1)
 	go func() {
