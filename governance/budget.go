@@ -401,9 +401,10 @@ func isMeterName(name string) bool {
 }
 
 // ruleLimits returns what keeps a rule from being bounded by the budget,
-// with where it is, or "" when nothing does. A rule that does not parse
-// returns "" too: compiling it reports why.
-func ruleLimits(src string) string {
+// a *limitError saying where, or an error naming the meter, which a rule
+// cannot use; nil when there is neither. A rule that does not parse
+// returns nil too: compiling it reports why.
+func ruleLimits(src string) error {
 	config := conf.CreateNew()
 	config.MaxNodes = maxRuleNodes
 	for _, name := range outsideBuiltins {
@@ -411,25 +412,36 @@ func ruleLimits(src string) string {
 	}
 	tree, err := parser.ParseWithConfig(src, config)
 	if err != nil {
-		return ""
+		return nil
 	}
 	l := limiter{}
 	l.walk(tree.Node, 0)
 	if l.msg == "" {
-		return ""
+		return nil
 	}
 	e := (&file.Error{Location: l.at, Message: l.msg}).Bind(file.NewSource(src))
-	return exprMessage(e)
+	if l.unknown {
+		return e
+	}
+	return &limitError{exprMessage(e)}
 }
 
 type limiter struct {
-	msg string
-	at  file.Location
+	msg     string
+	at      file.Location
+	unknown bool // msg is about a name of the meter's
 }
 
 func (l *limiter) fail(n ast.Node, format string, args ...any) {
 	if l.msg == "" {
 		l.msg, l.at = fmt.Sprintf(format, args...), n.Location()
+	}
+}
+
+func (l *limiter) unknownName(n ast.Node, name string) {
+	if l.msg == "" {
+		l.fail(n, "unknown name %s", name)
+		l.unknown = true
 	}
 }
 
@@ -440,11 +452,11 @@ func (l *limiter) walk(n ast.Node, depth int) {
 	switch n := n.(type) {
 	case *ast.IdentifierNode:
 		if isMeterName(n.Value) {
-			l.fail(n, "unknown name %s", n.Value)
+			l.unknownName(n, n.Value)
 		}
 	case *ast.MemberNode:
 		if s, ok := n.Property.(*ast.StringNode); ok && isMeterName(s.Value) {
-			l.fail(n, "unknown name %s", s.Value)
+			l.unknownName(n, s.Value)
 		}
 	case *ast.BuiltinNode:
 		if n.Name == "repeat" {
@@ -567,23 +579,23 @@ func (meterPatcher) Visit(node *ast.Node) {
 		switch n.Operator {
 		case "+":
 			if maybeString(n.Left) && maybeString(n.Right) {
-				ast.Patch(node, meterCall("MeterAdd", n.Left, n.Right))
+				ast.Patch(node, meterCall(n, "MeterAdd", n.Left, n.Right))
 			}
 		case "matches":
 			if pattern, ok := n.Right.(*ast.StringNode); ok && !isMeterCall(n.Left) {
-				n.Left = meterCall("MeterSize", n.Left, intNode(patternCost(pattern.Value), n.Left))
+				n.Left = meterCall(n.Left, "MeterSize", n.Left, intNode(patternCost(pattern.Value), n.Left))
 			}
 		}
 	case *ast.ArrayNode, *ast.MapNode:
 		if !isLiteral(n) {
-			ast.Patch(node, meterCall("MeterBuilt", n))
+			ast.Patch(node, meterCall(n, "MeterBuilt", n))
 		}
 	case *ast.BuiltinNode:
 		if method, ok := meteredBuiltins[n.Name]; ok {
-			ast.Patch(node, meterCall(method, n.Arguments...))
+			ast.Patch(node, meterCall(n, method, n.Arguments...))
 			return
 		}
-		if builds, ok := closureBuiltins[n.Name]; ok {
+		if builds, ok := closureBuiltins[n.Name]; ok && len(n.Arguments) > 0 {
 			for _, arg := range n.Arguments[1:] {
 				if p, ok := arg.(*ast.PredicateNode); ok {
 					meterLoopBody(&p.Node)
@@ -595,14 +607,14 @@ func (meterPatcher) Visit(node *ast.Node) {
 					weight += cost(p.Node)
 				}
 			}
-			n.Arguments[0] = meterCall("MeterIter", n.Arguments[0], intNode(weight, n.Arguments[0]))
+			n.Arguments[0] = meterCall(n.Arguments[0], "MeterIter", n.Arguments[0], intNode(weight, n.Arguments[0]))
 			if builds {
-				ast.Patch(node, meterCall("MeterBuilt", n))
+				ast.Patch(node, meterCall(n, "MeterBuilt", n))
 			}
 			return
 		}
 		if buildingBuiltins[n.Name] {
-			ast.Patch(node, meterCall("MeterBuilt", n))
+			ast.Patch(node, meterCall(n, "MeterBuilt", n))
 		}
 	}
 }
@@ -637,10 +649,10 @@ func meterLoopBody(node *ast.Node) {
 				return
 			}
 			if !isLiteral(n.Right) && !isMeterCall(n.Right) {
-				n.Right = meterCall("MeterIter", n.Right, intNode(1, n.Right))
+				n.Right = meterCall(n.Right, "MeterIter", n.Right, intNode(1, n.Right))
 			}
 		case "..":
-			ast.Patch(node, meterCall("MeterBuilt", n))
+			ast.Patch(node, meterCall(n, "MeterBuilt", n))
 		}
 	case *ast.BuiltinNode:
 		if scanningBuiltins[n.Name] || buildingBuiltins[n.Name] {
@@ -659,7 +671,7 @@ func meterOperand(node *ast.Node) {
 	if isLiteral(*node) || isMeterCall(*node) {
 		return
 	}
-	*node = meterCall("MeterSize", *node, intNode(1, *node))
+	*node = meterCall(*node, "MeterSize", *node, intNode(1, *node))
 }
 
 // maybeString reports whether a + operand may be a string: its type is a
@@ -731,9 +743,9 @@ func patternCost(pattern string) int {
 }
 
 // meterCall returns a call of the meter function name on the meter and
-// args, at the place of args[0].
-func meterCall(name string, args ...ast.Node) ast.Node {
-	at := args[0].Location()
+// args, at the place of node.
+func meterCall(node ast.Node, name string, args ...ast.Node) ast.Node {
+	at := node.Location()
 	m := &ast.IdentifierNode{Value: meterVar}
 	m.SetLocation(at)
 	call := &ast.CallNode{Callee: &ast.IdentifierNode{Value: name}, Arguments: append([]ast.Node{m}, args...)}

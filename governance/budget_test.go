@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -112,5 +113,65 @@ func TestBuiltinsKnown(t *testing.T) {
 		if knownBuiltin(f.Name) == refused {
 			t.Errorf("builtin %s: known %v, refused %v; want exactly one", f.Name, knownBuiltin(f.Name), refused)
 		}
+	}
+}
+
+// TestRuleMetered checks that metered rules still mean what they say: the
+// operations the meter wraps return what expr's own do.
+func TestRuleMetered(t *testing.T) {
+	tests := []struct {
+		rule     string
+		proposed string
+		denied   bool
+	}{
+		{`any(value, # == 'secret')`, `{"a": ["x", "secret"]}`, true},
+		{`any(value, # == 'secret')`, `{"a": ["x", "y"]}`, false},
+		{`all(value, #.done) && len(filter(value, #.owner == 'me')) == 1`, `{"a": [{"done": true, "owner": "me"}, {"done": true}]}`, true},
+		{`sum(map(value, #.n)) > 10`, `{"a": [{"n": 4}, {"n": 7}]}`, true},
+		{`reduce(value, #acc + #, 0) == 6`, `{"a": [1, 2, 3]}`, true},
+		{`reduce(value, #acc + #, '') == 'xyz'`, `{"a": ["x", "y", "z"]}`, true},
+		{`value + 1 == 3 && value + 0.5 == 2.5`, `{"a": 2}`, true},
+		{`value + '!' == 'hi!'`, `{"a": "hi"}`, true},
+		{`join(value, '-') == 'a-b' && join(value) == 'ab'`, `{"a": ["a", "b"]}`, true},
+		{`replace(value, 'a', 'bb') == 'bbcbb' && replace(value, 'a', '', 1) == 'ca'`, `{"a": "aca"}`, true},
+		{`any(value, # in 1..3) && any(value, # in [7, 8])`, `{"a": [9, 2, 8]}`, true},
+		{`path == '$.a' && any(value, # in ['x'])`, `{"a": ["y", "z"]}`, false},
+		{`count(value, # matches '^[a-z]+$') == 2`, `{"a": ["ab", "c", "D"]}`, true},
+		{`fromJSON(toJSON([value, {k: value}]))[1].k == 'v'`, `{"a": "v"}`, true},
+		{`any(1..3, any(1..3, any(1..3, # == 3)))`, `{"a": 1}`, true},
+		{`groupBy(value, # % 2)[1][0] == 3 && sortBy(value, -#)[0] == 4`, `{"a": [3, 4]}`, true},
+		{`let big = value + value; len(big) == 4 && upper(big) == 'ABAB'`, `{"a": "ab"}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			p := mustPolicy(t, `{"Rules": [{"Deny": `+quote(tt.rule)+`}]}`)
+			v := p.Check(decode(t, `{}`), decode(t, tt.proposed), "S")
+			if v != nil && v.Detail.Reason != `write to $.a denied by WritePolicy.Rules[0] `+strconv.Quote(tt.rule) {
+				t.Fatalf("Check(%s) = %v, want the rule's own answer", tt.proposed, v)
+			}
+			if got := v != nil; got != tt.denied {
+				t.Errorf("Check(%s) denied = %v, want %v", tt.proposed, got, tt.denied)
+			}
+		})
+	}
+}
+
+// TestCheckBudget checks that the evaluations of one Check share
+// CheckBudget: a rule well within RuleBudget on each of many writes
+// stops when they have spent it together.
+func TestCheckBudget(t *testing.T) {
+	p := mustPolicy(t, `{"Rules": [{"Deny": "len(toJSON(doc)) < 0"}]}`)
+	doc := map[string]any{}
+	for i := range 400 {
+		doc[strconv.Itoa(i)] = strings.Repeat("x", 200)
+	}
+	v := p.Check(map[string]any{}, doc, "S")
+	var be *BudgetError
+	if !errors.As(v, &be) || be.Budget != CheckBudget || be.Rule != "WritePolicy.Rules[0]" {
+		t.Fatalf("Check = %v (%+v), want a BudgetError over CheckBudget", v, be)
+	}
+	// One write alone is within the budgets.
+	if v := p.Check(map[string]any{}, map[string]any{"0": doc["0"]}, "S"); v != nil {
+		t.Errorf("Check of one write = %v, want nil", v)
 	}
 }

@@ -85,8 +85,8 @@ func compileRule(src string) (*vm.Program, uses, error) {
 	for name, f := range meterFuncs {
 		opts = append(opts, meterFunc(name, f))
 	}
-	if msg := ruleLimits(src); msg != "" {
-		return nil, uses{}, &limitError{msg}
+	if err := ruleLimits(src); err != nil {
+		return nil, uses{}, err
 	}
 	prog, err := expr.Compile(src, append(opts, expr.Patch(meterPatcher{}))...)
 	if err != nil {
@@ -166,6 +166,15 @@ func oneLine(s string) string {
 // arrays are map[string]any and []any. The built-ins that reach outside the
 // documents (now, date, timezone) are not available. A rule that reads doc
 // or prev has them converted once per Check, which costs a walk of each.
+//
+// Rules are bounded: CompilePolicy and Compile refuse a rule with more
+// than 1000 syntax nodes, a range whose bounds are not integer constants
+// or that holds more than 1000 integers, closures (all, any, map, filter,
+// reduce, …) nested more than 3 deep, repeat, or a matches whose pattern
+// is not a string constant; and each evaluation is metered (see
+// BudgetError). A rule that overruns RuleBudget, or whose evaluations in
+// one Check overrun CheckBudget together, denies the write with a
+// violation whose Err is a *BudgetError.
 func (p *Policy) Check(prev, proposed any, state string) *Violation {
 	if p.empty() {
 		return nil
