@@ -37,9 +37,10 @@ import (
 //     may spend RuleBudget units, and all the evaluations of one Check
 //     together CheckBudget.
 //
-// A unit costs at most a few tens of nanoseconds and a few bytes, so an
-// evaluation ends within tens of milliseconds and the memory it holds stays
-// within some tens of MiB, whatever the rule.
+// A unit is about a step of the VM or a byte, so an evaluation that
+// spends all of RuleBudget ends within about a tenth of a second and holds
+// some tens of MiB at most, and a Check that spends CheckBudget within
+// about a second, whatever the rules.
 
 // The budgets of rule evaluation, in cost units (see BudgetError).
 const (
