@@ -1,6 +1,7 @@
 package governance
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -490,7 +491,12 @@ func (c *compiler) rules(v any, ptr string) []rule {
 			continue
 		}
 		prog, u, err := compileRule(s)
-		if err != nil {
+		var limit *limitError
+		switch {
+		case errors.As(err, &limit):
+			c.add(rptr+"/Deny", "%s: Deny %q is refused, because its cost could not be bounded: %s", name, s, limit.msg)
+			continue
+		case err != nil:
 			c.add(rptr+"/Deny", "%s: Deny %q does not compile as a boolean expr expression: %s", name, s, exprMessage(err))
 			continue
 		}

@@ -18,7 +18,9 @@
 //     only when AllowNewItems is true (the default). A rule's path missing
 //     from either document is a violation.
 //   - WritePolicy, checked on the written set (see Written): Allow and Deny
-//     patterns and Deny rules in expr-lang (see Policy.Check).
+//     patterns and Deny rules in expr-lang (see Policy.Check), cut down at
+//     compile time to what an evaluation budget bounds and metered when
+//     they run, so that no rule can stall the commit point.
 //
 // OnViolation tells the engine what to do with a violation (see Mode).
 //

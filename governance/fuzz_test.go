@@ -1,6 +1,7 @@
 package governance
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,7 +28,8 @@ func FuzzCompile(f *testing.F) {
 		}
 		r, err := Compile(v)
 		if err != nil {
-			if _, ok := err.(Problems); !ok || r != nil {
+			var problems Problems
+			if !errors.As(err, &problems) || r != nil {
 				t.Fatalf("Compile = %v, %T; want nil and Problems", r, err)
 			}
 			return
@@ -87,6 +89,56 @@ func FuzzCheck(f *testing.F) {
 			}
 			if _, msg := parsePath(w.Path, false); msg != "" {
 				t.Fatalf("written path %s does not parse: %s", w.Path, msg)
+			}
+		}
+	})
+}
+
+// FuzzRule compiles a fuzzed write-policy rule and evaluates it on a few
+// writes: compiling must never panic, a rule that compiles must give an
+// answer (nil or Governance.WriteDenied) without panicking, and an
+// evaluation that overruns its budget must say so with a BudgetError.
+// Evaluation is bounded by the budget, so the fuzzer's own time limit
+// catches a rule the meter misses.
+func FuzzRule(f *testing.F) {
+	for _, rule := range []string{
+		"path == '$.payment.amount' && value > 1000",
+		"op == 'remove' && path startsWith '$.notes'",
+		"any(value, # == 'secret') || upper(string(value)) == 'X'",
+		"len(reduce(1..60, #acc + #acc, 'x')) < 0",
+		"len(reduce(1..1000, #acc + 'xxxxxxxx', '')) < 0",
+		"any(1..999, any(1..999, any(1..999, # < 0)))",
+		"len(toJSON(reduce(1..60, [#acc, #acc], 1))) < 0",
+		"len(replace(string(doc), '', toJSON(doc))) > 0",
+		"len(join(map(1..999, toJSON(prev)), toJSON(doc))) > 0",
+		"count(doc.tasks, #.label matches '^(a|b)*c$') > 0",
+		"let s = value + value; s + s == old",
+		"sortBy(groupBy(doc.tasks, #.done)[true] ?? [], #.id)[0]?.id == 't'",
+	} {
+		f.Add(rule)
+	}
+	prev := decode(f, `{"a": "x", "n": 1, "tasks": [{"id": "t", "done": false, "label": "abc"}]}`)
+	proposed := decode(f, `{"a": "y", "n": 0, "tasks": [{"id": "u", "label": "aac"}], "b": {"c": [true, "s"]}}`)
+	f.Fuzz(func(t *testing.T, rule string) {
+		p, err := CompilePolicy(map[string]any{"Rules": []any{map[string]any{"Deny": rule}}})
+		if err != nil {
+			var problems Problems
+			if !errors.As(err, &problems) || p != nil {
+				t.Fatalf("CompilePolicy = %v, %T; want nil and Problems", p, err)
+			}
+			return
+		}
+		for _, docs := range [][2]any{{prev, proposed}, {proposed, prev}} {
+			v := p.Check(docs[0], docs[1], "S")
+			if v == nil {
+				continue
+			}
+			if v.Name != ErrWriteDenied || v.Detail.Rule != "WritePolicy.Rules[0]" {
+				t.Fatalf("Check = %v (%s, %s), want nil or a denial by the rule", v, v.Name, v.Detail.Rule)
+			}
+			var be *BudgetError
+			if errors.As(v, &be) && be.Budget != RuleBudget && be.Budget != CheckBudget {
+				t.Fatalf("BudgetError %+v names no budget", be)
 			}
 		}
 	})

@@ -50,8 +50,7 @@ func (u uses) or(o uses) uses {
 	return uses{u.value || o.value, u.old || o.old, u.doc || o.doc, u.prev || o.prev}
 }
 
-// ruleEnv is the environment a rule runs in. It has no methods, so a rule
-// can call none.
+// ruleEnv is the environment a rule runs in.
 type ruleEnv struct {
 	Path  string `expr:"path"`
 	Op    string `expr:"op"`
@@ -60,19 +59,36 @@ type ruleEnv struct {
 	State string `expr:"state"`
 	Doc   any    `expr:"doc"`
 	Prev  any    `expr:"prev"`
+	// Meter is the budget of the evaluation, for the calls that
+	// compileRule adds (see budget.go); a rule cannot name it.
+	Meter *meter `expr:"$meter"`
 }
 
 // outsideBuiltins are the expr built-in functions that reach outside the
 // documents (the clock, the time zone database); rules cannot call them.
 var outsideBuiltins = [...]string{"now", "date", "timezone"}
 
-// compileRule compiles the expression of a Deny rule.
+// limitError is a rule that compiles but that the evaluation budget could
+// not bound (see ruleLimits).
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string { return e.msg }
+
+// compileRule compiles the expression of a Deny rule, with the meter's
+// calls added (see budget.go). The error is a *limitError when the rule
+// is refused for what the budget could not bound.
 func compileRule(src string) (*vm.Program, uses, error) {
-	opts := []expr.Option{expr.Env(ruleEnv{}), expr.AsBool()}
+	opts := []expr.Option{expr.Env(ruleEnv{}), expr.AsBool(), expr.MaxNodes(maxRuleNodes)}
 	for _, name := range outsideBuiltins {
 		opts = append(opts, expr.DisableBuiltin(name))
 	}
-	prog, err := expr.Compile(src, opts...)
+	for name, f := range meterFuncs {
+		opts = append(opts, meterFunc(name, f))
+	}
+	if err := ruleLimits(src); err != nil {
+		return nil, uses{}, err
+	}
+	prog, err := expr.Compile(src, append(opts, expr.Patch(meterPatcher{}))...)
 	if err != nil {
 		return nil, uses{}, err
 	}
@@ -150,6 +166,15 @@ func oneLine(s string) string {
 // arrays are map[string]any and []any. The built-ins that reach outside the
 // documents (now, date, timezone) are not available. A rule that reads doc
 // or prev has them converted once per Check, which costs a walk of each.
+//
+// Rules are bounded: CompilePolicy and Compile refuse a rule with more
+// than 1000 syntax nodes, a range whose bounds are not integer constants
+// or that holds more than 1000 integers, closures (all, any, map, filter,
+// reduce, …) nested more than 3 deep, repeat, or a matches whose pattern
+// is not a string constant; and each evaluation is metered (see
+// BudgetError). A rule that overruns RuleBudget, or whose evaluations in
+// one Check overrun CheckBudget together, denies the write with a
+// violation whose Err is a *BudgetError.
 func (p *Policy) Check(prev, proposed any, state string) *Violation {
 	if p.empty() {
 		return nil
@@ -173,6 +198,7 @@ type policyRun struct {
 	p        *Policy
 	env      ruleEnv
 	machine  vm.VM
+	meter    meter
 	prev     any
 	proposed any
 	haveDoc  bool
@@ -186,6 +212,11 @@ func (p *Policy) check(writes []write, prev, proposed any, state string) *Violat
 	}
 	r := policyRun{p: p, prev: prev, proposed: proposed}
 	r.env.State = state
+	r.meter.total = CheckBudget
+	r.env.Meter = &r.meter
+	// The VM's own count of the arrays it builds is a backstop: the meter
+	// charges at least as much for each of them.
+	r.machine.MemoryBudget = 4 * RuleBudget
 	for i := range writes {
 		if v := r.write(&writes[i]); v != nil {
 			return v
@@ -397,10 +428,17 @@ func (r *policyRun) rules(path []segment, op string, old, new, oldX, newX any) *
 	}
 	for i := range p.rules {
 		ru := &p.rules[i]
+		r.meter.left = RuleBudget
 		out, err := r.machine.Run(ru.prog, &r.env)
 		name := "WritePolicy.Rules[" + strconv.Itoa(i) + "]"
 		var reason string
 		switch b, isBool := out.(bool); {
+		case r.meter.over != 0:
+			be := &BudgetError{Rule: name, Path: r.env.Path, Budget: r.meter.over}
+			v := violation(ErrWriteDenied, Detail{Rule: name, Path: r.env.Path, Old: old, New: new,
+				Reason: "write to " + r.env.Path + " denied: " + name + " overran " + budgetName(be.Budget) + ", and a rule that cannot finish denies"})
+			v.Err = be
+			return v
 		case err != nil:
 			reason = "write to " + r.env.Path + " denied: " + name + " failed, and a rule that fails denies: " + exprMessage(err)
 		case !isBool:

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func mustPolicy(t *testing.T, block string) *Policy {
+func mustPolicy(t testing.TB, block string) *Policy {
 	t.Helper()
 	p, err := CompilePolicy(decode(t, block))
 	if err != nil {
@@ -211,10 +211,6 @@ func TestPolicyRuleFailures(t *testing.T) {
 		// expr's AsBool reads nil as false.
 		{name: "null is false", policy: `{"Rules": [{"Deny": "value"}]}`, prev: `{"a": true}`, proposed: `{}`},
 		{name: "a boolean value is fine", policy: `{"Rules": [{"Deny": "value"}]}`, prev: `{}`, proposed: `{"a": false}`},
-		{name: "memory budget", policy: `{"Rules": [{"Deny": "len(repeat('x', 10000000)) > 0"}]}`, prev: `{}`, proposed: `{"a": 1}`,
-			cause: "write to $.a denied: WritePolicy.Rules[0] failed, and a rule that fails denies: memory budget exceeded (at line 1, column 5)"},
-		{name: "range budget", policy: `{"Rules": [{"Deny": "len(1..100000000) > 0"}]}`, prev: `{}`, proposed: `{"a": 1}`,
-			cause: "write to $.a denied: WritePolicy.Rules[0] failed, and a rule that fails denies: memory budget exceeded (at line 1, column 6)"},
 	})
 }
 

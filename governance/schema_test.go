@@ -125,8 +125,8 @@ func TestSchemaDetail(t *testing.T) {
 	if want := "$.tasks[0].done must be a boolean; $.tasks[1].done is required"; v.Cause != want {
 		t.Errorf("Cause = %s, want %s", v.Cause, want)
 	}
-	if got, want := v.Error(), "Governance.SchemaViolation: "+v.Cause; got != want {
-		t.Errorf("Error() = %s, want %s", got, want)
+	if v.Name != ErrSchemaViolation {
+		t.Errorf("Name = %s, want %s", v.Name, ErrSchemaViolation)
 	}
 }
 

@@ -40,10 +40,16 @@ type Violation struct {
 	Cause string
 	// Detail describes the first problem.
 	Detail Detail
+	// Err is the Go error behind the violation, or nil: a *BudgetError
+	// when a write-policy rule overran its evaluation budget.
+	Err error
 }
 
 // Error returns "Name: Cause".
 func (v *Violation) Error() string { return string(v.Name) + ": " + v.Cause }
+
+// Unwrap returns Err.
+func (v *Violation) Unwrap() error { return v.Err }
 
 // Detail is one refused value in structured form.
 type Detail struct {
