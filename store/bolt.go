@@ -132,15 +132,15 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := createDatabase(path, opts.LockTimeout); err != nil {
-			return nil, fmt.Errorf("create database %s: %w", path, err)
+			return nil, dbErr(path, "create: %w", err)
 		}
 		info, err = os.Stat(path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+		return nil, dbErr(path, "open: %w", err)
 	}
 	if info.Size() == 0 {
-		return nil, fmt.Errorf("database %s: the file is empty: %w", path, ErrNotOurs)
+		return nil, dbErr(path, "the file is empty: %w", ErrNotOurs)
 	}
 	if err := checkPages(path, opts.LockTimeout); err != nil {
 		return nil, openError(path, err)
@@ -227,11 +227,11 @@ func openError(path string, err error) error {
 	case errors.Is(err, ErrDatabaseCorrupt):
 		return err
 	case errors.Is(err, bberrors.ErrTimeout):
-		return fmt.Errorf("database %s is in use by another process: %w", path, ErrLocked)
+		return dbErr(path, "in use by another process: %w", ErrLocked)
 	case errors.As(err, &pe):
-		return fmt.Errorf("open database %s: %w", path, err)
+		return dbErr(path, "open: %w", err)
 	}
-	return fmt.Errorf("database %s: not a bbolt database (%v): %w", path, err, ErrNotOurs)
+	return dbErr(path, "not a bbolt database (%v): %w", err, ErrNotOurs)
 }
 
 // checkFormat checks the meta bucket of an open database, and converts
@@ -241,7 +241,7 @@ func checkFormat(db *bbolt.DB, path string) error {
 	err := db.View(func(tx *bbolt.Tx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil {
 			if string(meta.Get(formatKey)) != formatMarker {
-				return fmt.Errorf("database %s: its meta bucket has no aslrun format marker: %w", path, ErrNotOurs)
+				return dbErr(path, "its meta bucket has no aslrun format marker: %w", ErrNotOurs)
 			}
 			version = bytes.Clone(meta.Get(versionKey))
 		}
@@ -253,14 +253,14 @@ func checkFormat(db *bbolt.DB, path string) error {
 	if version == nil {
 		// OpenBolt creates databases whole (createDatabase): a bbolt file
 		// without our meta bucket is another program's.
-		return fmt.Errorf("database %s: a bbolt database without aslrun's meta bucket: %w", path, ErrNotOurs)
+		return dbErr(path, "a bbolt database without aslrun's meta bucket: %w", ErrNotOurs)
 	}
 	v, err := strconv.Atoi(string(version))
 	switch {
 	case err != nil || v < 1:
-		return fmt.Errorf("database %s: format version %q is not valid: %w", path, version, ErrNotOurs)
+		return dbErr(path, "format version %q is not valid: %w", version, ErrNotOurs)
 	case v > formatVersion:
-		return fmt.Errorf("database %s: format version %d is newer than this program's (%d): %w", path, v, formatVersion, ErrNotOurs)
+		return dbErr(path, "format version %d is newer than this program's (%d): %w", v, formatVersion, ErrNotOurs)
 	case v < formatVersion:
 		err := db.Update(func(t *bbolt.Tx) error {
 			if v == 1 {
@@ -281,7 +281,7 @@ func checkFormat(db *bbolt.DB, path string) error {
 			return t.Bucket(bucketMeta).Put(versionKey, []byte(strconv.Itoa(formatVersion)))
 		})
 		if err != nil {
-			return fmt.Errorf("database %s: convert format %d to %d: %w", path, v, formatVersion, err)
+			return dbErr(path, "convert format %d to %d: %w", v, formatVersion, err)
 		}
 	}
 	return nil
@@ -422,7 +422,7 @@ func (b *Bolt) Close() error {
 	b.mu.Unlock()
 	<-b.loopDone
 	if err := guard(b.path, b.db.Close); err != nil {
-		return fmt.Errorf("close database %s: %w", b.path, err)
+		return dbErr(b.path, "close: %w", err)
 	}
 	return nil
 }

@@ -220,7 +220,7 @@ func (b *Bolt) commitBatch(batch []*writeReq) {
 			// The transaction itself failed (a full disk, a failed fsync):
 			// nothing of it was written.
 			if !errors.Is(err, ErrDatabaseCorrupt) {
-				err = fmt.Errorf("database %s: %w", b.path, err)
+				err = &DatabaseError{Path: b.path, Err: err}
 			}
 		}
 		next := live[:0]
