@@ -99,8 +99,9 @@ func prepareEvent(e *engine.Event, memo *docMemo) (preparedEvent, error) {
 // eventDigest is the canonical encoding of an event's hashed fields, each
 // written as its length (uvarint) and its bytes: type, ids, timestamp,
 // state, scope, error, cause, the canonical hashes of input, output and
-// detail ("" when absent), and DocHash. PrevHash comes last, added by
-// sealEvent.
+// detail ("" when absent), and DocHash, then, only on an event that binds
+// a checkpoint, the checkpoint record's hash. PrevHash comes last, added by
+// chainHash.
 func eventDigest(r *eventRecord, hashes [3]string) []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, "aslrun event 1\x00"...)
