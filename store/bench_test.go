@@ -368,3 +368,65 @@ func BenchmarkCommitRejected(b *testing.B) {
 		}
 	}
 }
+
+// openLoadBench opens a Bolt holding execution "bench" with ten commits
+// and a checkpoint, ended with its output, for the read benchmarks.
+func openLoadBench(b *testing.B) *Bolt {
+	s := openBench(b, "bench")
+	st := &benchStep{c: benchCommit(b, "bench")}
+	for range 10 {
+		if err := s.Commit(b.Context(), st.next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := st.c.Scopes[""].Doc
+	now := time.Now()
+	end := &engine.Commit{
+		Execution: "bench", Seq: st.seq + 1, Status: engine.StatusSucceeded, Output: d, StoppedAt: now,
+		Checkpoint: &engine.Checkpoint{Name: "cp", State: "Save", Document: d, Context: map[string]any{"State": "Save"}, CreatedAt: now},
+		Events: []engine.Event{
+			{Own: 1, Type: engine.EventCheckpointSaved, State: "Save", Timestamp: now, Document: d, Detail: map[string]any{"name": "cp"}},
+			{ID: 3*st.seq + 1, Type: engine.EventExecutionSucceeded, Timestamp: now, Output: d, Document: d},
+		},
+	}
+	if err := s.Commit(b.Context(), end); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkLoad loads an ended execution (head, scopes, definition).
+func BenchmarkLoad(b *testing.B) {
+	s := openLoadBench(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.Load(b.Context(), "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkList lists one ended execution.
+func BenchmarkList(b *testing.B) {
+	s := openLoadBench(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.List(b.Context(), ListOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheckpoint loads a checkpoint with its document.
+func BenchmarkCheckpoint(b *testing.B) {
+	s := openLoadBench(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.Checkpoint(b.Context(), "bench", "cp"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -22,13 +23,14 @@ import (
 
 // The format of the database: the meta bucket holds formatKey =
 // formatMarker and versionKey = formatVersion (decimal), written when the
-// database is created. Format 3 had no namespaces bucket, format 2 no agent
-// memory either; format 1 also kept each history event under its own key in
-// bucket history. OpenBolt converts them all (migrateV1 and the new
-// buckets).
+// database is created. Format 4 stored heads and checkpoints as bare JSON
+// (no seal, no binding to the history), format 3 had no namespaces bucket
+// either, format 2 no agent memory; format 1 also kept each history event
+// under its own key in bucket history. OpenBolt converts them all
+// (migrateV1, the new buckets, migrateV5).
 const (
 	formatMarker  = "aslrun"
-	formatVersion = 4
+	formatVersion = 5
 )
 
 var (
@@ -108,11 +110,12 @@ type Bolt struct {
 var _ Store = (*Bolt)(nil)
 
 // OpenBolt opens the database at path, creating it when the file does not
-// exist, is empty, or is a bbolt database without any bucket. A database
-// held by another process fails with ErrLocked after opts.LockTimeout; a
-// file that is not a bbolt database, or a bbolt database that is not
-// aslrun's or is of a newer format, fails with ErrNotOurs and is left
-// untouched. An existing file is read through first (every page its
+// exist. A database held by another process fails with ErrLocked after
+// opts.LockTimeout; a file that is empty, is not a bbolt database, or is a
+// bbolt database that is not aslrun's or is of a newer format, fails with
+// ErrNotOurs naming the file and is left untouched. A new database is
+// written beside path and linked into place once its buckets exist, so
+// that no process sees it half made. An existing file is read through first (every page its
 // buckets reach, as bbolt itself does when it opens a file for writing),
 // and one with damaged pages fails with ErrDatabaseCorrupt. A database of
 // an older format is converted to the current one.
@@ -126,25 +129,30 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if opts.Migrations == nil {
 		opts.Migrations = &Migrations{}
 	}
-	fresh := true
-	if info, err := os.Stat(path); err == nil {
-		fresh = info.Size() == 0
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	if !fresh {
-		if err := checkPages(path, opts.LockTimeout); err != nil {
-			return nil, openError(path, err, fresh)
+	info, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := createDatabase(path, opts.LockTimeout); err != nil {
+			return nil, dbErr(path, "create: %w", err)
 		}
+		info, err = os.Stat(path)
+	}
+	if err != nil {
+		return nil, dbErr(path, "open: %w", err)
+	}
+	if info.Size() == 0 {
+		return nil, dbErr(path, "the file is empty: %w", ErrNotOurs)
+	}
+	if err := checkPages(path, opts.LockTimeout); err != nil {
+		return nil, openError(path, err)
 	}
 	var db *bbolt.DB
-	err := guard(path, func() error {
+	err = guard(path, func() error {
 		var err error
 		db, err = bbolt.Open(path, 0o600, boltOptions(opts.LockTimeout))
 		return err
 	})
 	if err != nil {
-		return nil, openError(path, err, fresh)
+		return nil, openError(path, err)
 	}
 	if err := guard(path, func() error { return checkFormat(db, path) }); err != nil {
 		db.Close()
@@ -176,55 +184,83 @@ func boltOptions(lockTimeout time.Duration) *bbolt.Options {
 	}
 }
 
-// openError says why bbolt could not open the file at path (fresh when it
-// did not exist or was empty).
-func openError(path string, err error, fresh bool) error {
+// createDatabase makes a new database at path, which did not exist: it
+// writes it to a temporary file beside path, with its buckets, and links
+// it to path (when another process made path meanwhile, that one stays).
+func createDatabase(path string, lockTimeout time.Duration) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.new")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Close(); err != nil {
+		return err
+	}
+	db, err := bbolt.Open(tmp, 0o600, boltOptions(lockTimeout))
+	if err != nil {
+		return err
+	}
+	err = db.Update(createBuckets)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	// The link is durable once the directory is.
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
+}
+
+// openError says why bbolt could not open the file at path.
+func openError(path string, err error) error {
 	var pe *fs.PathError
 	switch {
 	case errors.Is(err, ErrDatabaseCorrupt):
 		return err
 	case errors.Is(err, bberrors.ErrTimeout):
-		return fmt.Errorf("database %s is in use by another process: %w", path, ErrLocked)
-	case errors.As(err, &pe) || fresh:
-		return fmt.Errorf("open database %s: %w", path, err)
+		return dbErr(path, "in use by another process: %w", ErrLocked)
+	case errors.As(err, &pe):
+		return dbErr(path, "open: %w", err)
 	}
-	return fmt.Errorf("database %s: not a bbolt database (%v): %w", path, err, ErrNotOurs)
+	return dbErr(path, "not a bbolt database (%v): %w", err, ErrNotOurs)
 }
 
-// checkFormat checks the meta bucket of an open database, and creates the
-// buckets of an empty one. A database that is not ours is not written to.
+// checkFormat checks the meta bucket of an open database, and converts
+// one of an older format. A database that is not ours is not written to.
 func checkFormat(db *bbolt.DB, path string) error {
 	var version []byte
-	empty := true
 	err := db.View(func(tx *bbolt.Tx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil {
 			if string(meta.Get(formatKey)) != formatMarker {
-				return fmt.Errorf("database %s: its meta bucket has no aslrun format marker: %w", path, ErrNotOurs)
+				return dbErr(path, "its meta bucket has no aslrun format marker: %w", ErrNotOurs)
 			}
 			version = bytes.Clone(meta.Get(versionKey))
 		}
-		return tx.ForEach(func([]byte, *bbolt.Bucket) error {
-			empty = false
-			return nil
-		})
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	if version == nil {
-		// A bbolt file without any bucket holds nothing: it is new, or a
-		// process died between creating it and writing our buckets.
-		if !empty {
-			return fmt.Errorf("database %s: a bbolt database without aslrun's meta bucket: %w", path, ErrNotOurs)
-		}
-		return db.Update(createBuckets)
+		// OpenBolt creates databases whole (createDatabase): a bbolt file
+		// without our meta bucket is another program's.
+		return dbErr(path, "a bbolt database without aslrun's meta bucket: %w", ErrNotOurs)
 	}
 	v, err := strconv.Atoi(string(version))
 	switch {
 	case err != nil || v < 1:
-		return fmt.Errorf("database %s: format version %q is not valid: %w", path, version, ErrNotOurs)
+		return dbErr(path, "format version %q is not valid: %w", version, ErrNotOurs)
 	case v > formatVersion:
-		return fmt.Errorf("database %s: format version %d is newer than this program's (%d): %w", path, v, formatVersion, ErrNotOurs)
+		return dbErr(path, "format version %d is newer than this program's (%d): %w", v, formatVersion, ErrNotOurs)
 	case v < formatVersion:
 		err := db.Update(func(t *bbolt.Tx) error {
 			if v == 1 {
@@ -239,10 +275,13 @@ func checkFormat(db *bbolt.DB, path string) error {
 					return err
 				}
 			}
+			if err := migrateV5(t); err != nil {
+				return err
+			}
 			return t.Bucket(bucketMeta).Put(versionKey, []byte(strconv.Itoa(formatVersion)))
 		})
 		if err != nil {
-			return fmt.Errorf("database %s: convert format %d to %d: %w", path, v, formatVersion, err)
+			return dbErr(path, "convert format %d to %d: %w", v, formatVersion, err)
 		}
 	}
 	return nil
@@ -317,6 +356,59 @@ func migrateV1(t *bbolt.Tx) error {
 	return t.DeleteBucket(bucketHistoryV1)
 }
 
+// migrateV5 converts a database of format 4 or older, whose heads and
+// checkpoint records were bare JSON, to format 5: each checkpoint value
+// gets its binding prefix, bound to the head (no history event of an older
+// format records a checkpoint's hash), and each head lists its execution's
+// checkpoints and is sealed. The history is not changed.
+func migrateV5(t *bbolt.Tx) error {
+	heads, checkpoints := t.Bucket(bucketHeads), t.Bucket(bucketCheckpoints)
+	if heads == nil || checkpoints == nil {
+		return fmt.Errorf("bucket %s or %s is missing", bucketHeads, bucketCheckpoints)
+	}
+	var keys, values [][]byte
+	if err := checkpoints.ForEach(func(k, v []byte) error {
+		keys, values = append(keys, bytes.Clone(k)), append(values, bytes.Clone(v))
+		return nil
+	}); err != nil {
+		return err
+	}
+	unbound := make(map[string]map[string]string)
+	for i, k := range keys {
+		id, name, ok := bytes.Cut(k, []byte{0})
+		if !ok {
+			return fmt.Errorf("bucket %s: malformed key %q", bucketCheckpoints, k)
+		}
+		m := unbound[string(id)]
+		if m == nil {
+			m = make(map[string]string)
+			unbound[string(id)] = m
+		}
+		m[string(name)] = checkpointHash(string(id), string(name), values[i])
+		if err := checkpoints.Put(k, encodeCheckpointValue(checkpointBinding{}, values[i])); err != nil {
+			return err
+		}
+	}
+	var ids []string
+	if err := heads.ForEach(func(k, _ []byte) error {
+		ids = append(ids, string(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		h, err := decodeHead(id, heads.Get([]byte(id)))
+		if err != nil {
+			return err
+		}
+		h.Unbound = unbound[id]
+		if err := heads.Put([]byte(id), encodeSealedHead(id, h)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Close waits for the commits under way, then closes the database. Calls
 // after Close fail with ErrClosed.
 func (b *Bolt) Close() error {
@@ -330,7 +422,7 @@ func (b *Bolt) Close() error {
 	b.mu.Unlock()
 	<-b.loopDone
 	if err := guard(b.path, b.db.Close); err != nil {
-		return fmt.Errorf("close database %s: %w", b.path, err)
+		return dbErr(b.path, "close: %w", err)
 	}
 	return nil
 }
@@ -467,31 +559,84 @@ func (b *Bolt) Load(ctx context.Context, id string) (*engine.Execution, error) {
 	return e, err
 }
 
-// execution reads an execution's records; ErrNotFound when there is none.
+// execution reads an execution's records, checking its head as head does;
+// ErrNotFound when there is none.
 func (x *tx) execution(id string) (*execRecord, *headRecord, error) {
-	hv := x.heads.Get([]byte(id))
 	xv := x.executions.Get([]byte(id))
-	if hv == nil || xv == nil {
+	if xv == nil {
 		return nil, nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
 	}
-	rec, err := decodeExec(id, xv)
+	h, err := x.head(id)
 	if err != nil {
 		return nil, nil, err
 	}
-	h, err := decodeHead(id, hv)
+	rec, err := decodeExec(id, xv)
 	if err != nil {
 		return nil, nil, err
 	}
 	return rec, h, nil
 }
 
-// head reads an execution's head; ErrNotFound when there is none.
+// head reads an execution's head and checks it: its seal, and that it
+// agrees with its last history record (checkHeadChain). ErrNotFound when
+// there is none; an *IntegrityError when it was changed.
 func (x *tx) head(id string) (*headRecord, error) {
+	h, sealErr := x.unsealedHead(id)
+	if h == nil {
+		return nil, sealErr
+	}
+	var rec []byte
+	if h.LastRecord != 0 {
+		rec = x.events.Get(recordKey(h.LastRecord))
+	}
+	// The history may name the field that was changed; else the seal
+	// says that one was.
+	if err := checkHeadChain(id, h, rec); err != nil {
+		return nil, err
+	}
+	if sealErr != nil {
+		return nil, sealErr
+	}
+	return h, nil
+}
+
+// unsealedHead reads an execution's head. It returns the head with the
+// *IntegrityError of a seal that does not match, and a nil head with any
+// other error.
+func (x *tx) unsealedHead(id string) (*headRecord, error) {
 	hv := x.heads.Get([]byte(id))
 	if hv == nil {
 		return nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
 	}
-	return decodeHead(id, hv)
+	h, err := decodeSealedHead(id, hv)
+	var ie *IntegrityError
+	if err != nil && !errors.As(err, &ie) {
+		return nil, err
+	}
+	return h, err
+}
+
+// checkpointValue reads a stored checkpoint and checks it against what
+// binds it (integrity.go), for execution head h. full is as for
+// decodeCheckpoint.
+func (x *tx) checkpointValue(id, name string, h *headRecord, v []byte, full bool) (*engine.Checkpoint, *checkpointRecord, error) {
+	b, record, err := splitCheckpointValue(id, name, v)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp, r, err := decodeCheckpoint(id, name, record, full)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b.key == 0 {
+		err = checkUnboundCheckpoint(id, name, h, record)
+	} else {
+		err = checkBoundCheckpoint(id, name, b, record, r.DocHash, x.events.Get(recordKey(b.key)))
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return cp, r, nil
 }
 
 // Checkpoint returns the named checkpoint of an execution, its document
@@ -501,20 +646,23 @@ func (b *Bolt) Checkpoint(ctx context.Context, id, name string) (*engine.Checkpo
 	var rec, blob []byte
 	var found bool
 	err := b.view(func(x *tx) error {
-		if _, err := x.head(id); err != nil {
-			return err
-		}
-		rec = bytes.Clone(x.checkpoints.Get(idKey(id, name)))
-		if rec == nil {
-			return fmt.Errorf("execution %s checkpoint %q: %w", id, name, engine.ErrNotFound)
-		}
-		_, r, err := decodeCheckpoint(id, name, rec, false)
+		h, err := x.head(id)
 		if err != nil {
 			return err
 		}
-		v := x.blobs.Get([]byte(r.Blob))
-		found = v != nil
-		blob = bytes.Clone(v)
+		v := x.checkpoints.Get(idKey(id, name))
+		if v == nil {
+			return fmt.Errorf("execution %s checkpoint %q: %w", id, name, engine.ErrNotFound)
+		}
+		_, r, err := x.checkpointValue(id, name, h, v, false)
+		if err != nil {
+			return err
+		}
+		_, record, _ := splitCheckpointValue(id, name, v)
+		rec = bytes.Clone(record)
+		bv := x.blobs.Get([]byte(r.Blob))
+		found = bv != nil
+		blob = bytes.Clone(bv)
 		return nil
 	})
 	if err != nil {
@@ -529,12 +677,13 @@ func (b *Bolt) Checkpoint(ctx context.Context, id, name string) (*engine.Checkpo
 func (b *Bolt) ListCheckpoints(ctx context.Context, id string) ([]*engine.Checkpoint, error) {
 	var out []*engine.Checkpoint
 	err := b.view(func(x *tx) error {
-		if _, err := x.head(id); err != nil {
+		h, err := x.head(id)
+		if err != nil {
 			return err
 		}
 		prefix := idKey(id, "")
 		return scanPrefix(x.checkpoints, prefix, func(k, v []byte) error {
-			cp, _, err := decodeCheckpoint(id, string(k[len(prefix):]), v, false)
+			cp, _, err := x.checkpointValue(id, string(k[len(prefix):]), h, v, false)
 			if err != nil {
 				return err
 			}
@@ -619,8 +768,10 @@ func (b *Bolt) List(ctx context.Context, opts ListOptions) ([]Summary, error) {
 func (b *Bolt) History(ctx context.Context, id string) ([]engine.Event, error) {
 	var out []engine.Event
 	err := b.view(func(x *tx) error {
-		h, err := x.head(id)
-		if err != nil {
+		// The events are shown even when the head was changed: History
+		// does not trust it beyond where its history ends.
+		h, err := x.unsealedHead(id)
+		if h == nil {
 			return err
 		}
 		values, err := x.historyValues(id, h)
@@ -638,19 +789,45 @@ func (b *Bolt) History(ctx context.Context, id string) ([]engine.Event, error) {
 	return out, err
 }
 
-// VerifyHistory checks an execution's history; ErrTampered names the
-// first event that does not verify.
+// VerifyHistory checks an execution's history, its head and its
+// checkpoints: every event's hash and link (ErrTampered names the first
+// event that does not verify), then the head and the checkpoints against
+// the chain (an *IntegrityError names the record and the field).
 func (b *Bolt) VerifyHistory(ctx context.Context, id string) error {
 	return b.view(func(x *tx) error {
-		h, err := x.head(id)
+		h, sealErr := x.unsealedHead(id)
+		if h == nil {
+			return sealErr
+		}
+		records, err := x.historyRecords(id, h)
 		if err != nil {
 			return err
 		}
-		values, err := x.historyValues(id, h)
-		if err != nil {
+		var values [][]byte
+		keys := make(map[uint64]bool, len(records))
+		for _, r := range records {
+			values = append(values, r.events...)
+			keys[r.key] = true
+		}
+		if err := verifyHistory(id, values, h); err != nil {
 			return err
 		}
-		return verifyHistory(id, values, h)
+		if sealErr != nil {
+			return sealErr
+		}
+		prefix := idKey(id, "")
+		return scanPrefix(x.checkpoints, prefix, func(k, v []byte) error {
+			name := string(k[len(prefix):])
+			bd, _, err := splitCheckpointValue(id, name, v)
+			if err != nil {
+				return err
+			}
+			if bd.key != 0 && !keys[bd.key] {
+				return &IntegrityError{Execution: id, Checkpoint: name, Field: "record", Detail: fmt.Sprintf("history record %d that binds it is not in the execution's history", bd.key)}
+			}
+			_, _, err = x.checkpointValue(id, name, h, v, false)
+			return err
+		})
 	})
 }
 

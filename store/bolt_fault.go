@@ -25,20 +25,40 @@ import (
 // A page damaged while the database is open can still end the process if
 // a write transaction then fails.
 
-// corruptError reports a database whose pages or records are damaged.
-type corruptError struct {
-	path string
-	err  error
+// DatabaseError is an error about the database file at Path: it cannot be
+// created, opened or written, or it is not an aslrun database (the error
+// then wraps ErrNotOurs), or, when Corrupt, its pages or records are
+// damaged (the error then matches ErrDatabaseCorrupt).
+type DatabaseError struct {
+	Path    string
+	Corrupt bool
+	Err     error
 }
 
-func (e *corruptError) Error() string {
-	return fmt.Sprintf("database %s is corrupt: %v", e.path, e.err)
+// Error names the file: "database PATH: …", or "database PATH is
+// corrupt: …".
+func (e *DatabaseError) Error() string {
+	if e.Corrupt {
+		return fmt.Sprintf("database %s is corrupt: %v", e.Path, e.Err)
+	}
+	return fmt.Sprintf("database %s: %v", e.Path, e.Err)
 }
 
-// Is makes the error match ErrDatabaseCorrupt.
-func (e *corruptError) Is(target error) bool { return target == ErrDatabaseCorrupt }
+// Is makes a Corrupt error match ErrDatabaseCorrupt.
+func (e *DatabaseError) Is(target error) bool { return e.Corrupt && target == ErrDatabaseCorrupt }
 
-func (e *corruptError) Unwrap() error { return e.err }
+// Unwrap returns the error about the file.
+func (e *DatabaseError) Unwrap() error { return e.Err }
+
+// dbErr is a DatabaseError about the file at path.
+func dbErr(path, format string, args ...any) error {
+	return &DatabaseError{Path: path, Err: fmt.Errorf(format, args...)}
+}
+
+// corruptDB is a Corrupt DatabaseError about the file at path.
+func corruptDB(path string, err error) error {
+	return &DatabaseError{Path: path, Corrupt: true, Err: err}
+}
 
 // dbError returns err as the error of a Bolt call on the database at path:
 // a record that does not decode (a recordError) means the file is
@@ -49,9 +69,9 @@ func dbError(path string, err error) error {
 	switch {
 	case errors.Is(err, ErrDatabaseCorrupt):
 	case errors.As(err, &re):
-		return &corruptError{path: path, err: err}
+		return corruptDB(path, err)
 	case errors.Is(err, ErrCorrupt):
-		return fmt.Errorf("database %s: %w", path, err)
+		return &DatabaseError{Path: path, Err: err}
 	}
 	return err
 }
@@ -63,7 +83,7 @@ func guard(path string, f func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = &corruptError{path: path, err: fmt.Errorf("%v", r)}
+			err = corruptDB(path, fmt.Errorf("%v", r))
 		}
 	}()
 	return f()
@@ -90,7 +110,7 @@ func checkPages(path string, timeout time.Duration) error {
 			return t.ForEach(checkBucket)
 		})
 		if err != nil {
-			return &corruptError{path: path, err: err}
+			return corruptDB(path, err)
 		}
 		return nil
 	})

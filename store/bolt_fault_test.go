@@ -184,10 +184,11 @@ func TestBoltCorruptPages(t *testing.T) {
 			corrupt := func(call string, err error) {
 				t.Helper()
 				t.Logf("%s: %v", call, err)
+				var de *store.DatabaseError
 				if !errors.Is(err, store.ErrDatabaseCorrupt) {
 					t.Errorf("%s = %v, want ErrDatabaseCorrupt", call, err)
-				} else if !strings.Contains(err.Error(), "database "+path+" is corrupt: ") {
-					t.Errorf("%s = %q, want it to say database %s is corrupt", call, err, path)
+				} else if !errors.As(err, &de) || de.Path != path || !de.Corrupt {
+					t.Errorf("%s = %v, want a corrupt *DatabaseError naming %s", call, err, path)
 				}
 			}
 			b, err := store.OpenBolt(path, store.BoltOptions{})
@@ -293,10 +294,11 @@ func TestBoltDiskFull(t *testing.T) {
 		t.Fatalf("no commit of the child failed (%d acknowledged)", len(acked))
 	}
 	for _, f := range failures {
-		// bbolt reports a failed truncate by its message only (EFBIG is
-		// not wrapped), a failed write with its errno.
-		if !strings.Contains(f, "database "+path+": ") || !strings.Contains(f, "file too large") {
-			t.Errorf("child: %s, want a file-too-large error naming database %s", f, path)
+		// "fail ID SEQ PATH ERROR": PATH is the *DatabaseError's.
+		var id, named string
+		var seq int64
+		if _, err := fmt.Sscanf(f, "fail %s %d %s", &id, &seq, &named); err != nil || named != path {
+			t.Errorf("child: %s, want a *DatabaseError naming database %s", f, path)
 		}
 	}
 
@@ -321,7 +323,8 @@ func TestBoltDiskFull(t *testing.T) {
 // TestBoltDiskFullChild is the child process of TestBoltDiskFull: it
 // commits to 8 executions from 8 goroutines with its file size limited,
 // printing "ack ID SEQ" for each commit that returned nil and "fail ID
-// SEQ ERROR" for each that failed, until every goroutine saw a failure;
+// SEQ PATH ERROR" for each that failed (PATH: the database its
+// *DatabaseError names, "-" without one), until every goroutine saw a failure;
 // then it lifts the limit and commits 5 more times to each.
 func TestBoltDiskFullChild(t *testing.T) {
 	path := os.Getenv(diskEnv)
@@ -357,7 +360,11 @@ func TestBoltDiskFullChild(t *testing.T) {
 			},
 		})
 		if err != nil {
-			fmt.Printf("fail %s %d %v\n", id, seq, err)
+			named := "-"
+			if de := (*store.DatabaseError)(nil); errors.As(err, &de) {
+				named = de.Path
+			}
+			fmt.Printf("fail %s %d %s %v\n", id, seq, named, err)
 			return err
 		}
 		fmt.Printf("ack %s %d\n", id, seq)

@@ -27,8 +27,8 @@ func TestGuard(t *testing.T) {
 		{"returns an error", func() error { return sentinel }, false, "plain"},
 		{"panics", func() error { panic("page 7 already freed") }, true, "database db is corrupt: page 7 already freed"},
 		{"writes to a nil map", func() error {
-			var m map[string]int
-			m["x"] = 1
+			put := func(m map[string]int) { m["x"] = 1 }
+			put(nil)
 			return nil
 		}, true, "database db is corrupt: assignment to entry in nil map"},
 		{"reads unmapped memory", func() error {
@@ -278,6 +278,9 @@ func TestBoltMigratesFormats2And3(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = db.Update(func(t *bbolt.Tx) error {
+				if err := toFormat4(t); err != nil {
+					return err
+				}
 				for _, name := range tc.missing {
 					if err := t.DeleteBucket(name); err != nil {
 						return err

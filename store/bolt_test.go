@@ -8,8 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,8 +50,8 @@ func TestBoltLockTimeout(t *testing.T) {
 		elapsed := time.Since(start)
 		if !errors.Is(err, store.ErrLocked) {
 			t.Errorf("second OpenBolt (timeout %v) = %v, want ErrLocked", timeout, err)
-		} else if !strings.Contains(err.Error(), "database "+path+" ") {
-			t.Errorf("second OpenBolt (timeout %v) = %q, want it to name database %s", timeout, err, path)
+		} else if !namesDatabase(err, path) {
+			t.Errorf("second OpenBolt (timeout %v) = %v, want a *DatabaseError naming %s", timeout, err, path)
 		}
 		limit := timeout
 		if limit == 0 {
@@ -137,8 +137,8 @@ func TestBoltRejectsForeignFiles(t *testing.T) {
 			}
 			if !errors.Is(err, store.ErrNotOurs) {
 				t.Errorf("OpenBolt = %v, want ErrNotOurs", err)
-			} else if !strings.Contains(err.Error(), "database "+path+": ") {
-				t.Errorf("OpenBolt = %q, want it to name database %s", err, path)
+			} else if !namesDatabase(err, path) {
+				t.Errorf("OpenBolt = %v, want a *DatabaseError naming %s", err, path)
 			}
 			after, _ := os.ReadFile(path)
 			if !bytes.Equal(after, before) {
@@ -151,10 +151,19 @@ func TestBoltRejectsForeignFiles(t *testing.T) {
 	}
 }
 
-// TestBoltOpensEmptyFiles opens files that hold nothing: an empty file,
-// and a bbolt database without buckets (what a process killed while it
-// created the database leaves).
-func TestBoltOpensEmptyFiles(t *testing.T) {
+// namesDatabase reports whether err is a *DatabaseError about the file at
+// path.
+func namesDatabase(err error, path string) bool {
+	var de *store.DatabaseError
+	return errors.As(err, &de) && de.Path == path
+}
+
+// TestBoltRefusesEmptyFiles opens files that hold nothing, an empty file
+// and a bbolt database without buckets: only a missing file makes a new
+// database (written whole, so that a process killed while making it
+// leaves neither), and these are not aslrun databases. The files are left
+// as they were.
+func TestBoltRefusesEmptyFiles(t *testing.T) {
 	tests := []struct {
 		name  string
 		write func(t *testing.T, path string)
@@ -170,16 +179,25 @@ func TestBoltOpensEmptyFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "empty.db")
+			dir := t.TempDir()
+			path := filepath.Join(dir, "empty.db")
 			tt.write(t, path)
-			b := openBolt(t, path)
-			if err := b.Create(t.Context(), &engine.Execution{ID: "e1"}); err != nil {
-				t.Errorf("Create = %v", err)
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
 			}
-			b.Close()
-			b = openBolt(t, path)
-			if _, err := b.Load(t.Context(), "e1"); err != nil {
-				t.Errorf("Load(e1) after reopening = %v", err)
+			b, err := store.OpenBolt(path, store.BoltOptions{})
+			if err == nil {
+				b.Close()
+			}
+			if !errors.Is(err, store.ErrNotOurs) || !namesDatabase(err, path) {
+				t.Errorf("OpenBolt = %v, want ErrNotOurs in a *DatabaseError naming %s", err, path)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+				t.Errorf("OpenBolt changed the file (%d bytes before, %d after)", len(before), len(after))
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("OpenBolt left %d files in the directory, want 1", len(entries))
 			}
 		})
 	}
@@ -296,8 +314,8 @@ func TestBoltCorruptSnapshot(t *testing.T) {
 			cp, err := b.Checkpoint(ctx, "e1", "cp")
 			if !errors.Is(err, store.ErrCorrupt) {
 				t.Errorf("Checkpoint(e1, cp) = %+v, %v, want ErrCorrupt", cp, err)
-			} else if !strings.Contains(err.Error(), "database "+path+": ") {
-				t.Errorf("Checkpoint(e1, cp) = %q, want it to name database %s", err, path)
+			} else if !namesDatabase(err, path) {
+				t.Errorf("Checkpoint(e1, cp) = %v, want a *DatabaseError naming %s", err, path)
 			}
 			if cps, err := b.ListCheckpoints(ctx, "e1"); err != nil || len(cps) != 1 {
 				t.Errorf("ListCheckpoints(e1) = %v, %v, want the checkpoint listed", cps, err)
@@ -319,10 +337,17 @@ func TestBoltCloseDrains(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var wg sync.WaitGroup
+	var wg, started sync.WaitGroup
 	committed := make([]int64, n)
+	started.Add(n)
 	for i := range n {
 		wg.Go(func() {
+			first := true
+			defer func() {
+				if first {
+					started.Done() // it failed before its first commit
+				}
+			}()
 			for seq := int64(1); ; seq++ {
 				err := b.Commit(ctx, &engine.Commit{Execution: fmt.Sprint(i), Seq: seq, Status: engine.StatusRunning,
 					Events: []engine.Event{{ID: seq, Type: "E", Timestamp: time.Now()}}})
@@ -333,11 +358,21 @@ func TestBoltCloseDrains(t *testing.T) {
 					t.Errorf("Commit(%d #%d) = %v", i, seq, err)
 					return
 				}
-				committed[i] = seq
+				atomic.StoreInt64(&committed[i], seq)
+				if first {
+					first = false
+					started.Done()
+				}
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Close once every goroutine has committed, while they go on.
+	started.Wait()
+	for i := range n {
+		if atomic.LoadInt64(&committed[i]) == 0 {
+			t.Fatalf("execution %d has no commit before Close", i)
+		}
+	}
 	if err := b.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -80,12 +81,13 @@ func (x *tx) headForWrite(id string) (*headRecord, error) {
 	if v == nil {
 		return nil, engine.ErrNotFound
 	}
-	return decodeHead(id, v)
+	return decodeSealedHead(id, v)
 }
 
-// putHead writes an execution's head; the caller no longer changes h.
+// putHead writes an execution's head, sealed; the caller no longer
+// changes h.
 func (x *tx) putHead(id string, h *headRecord) error {
-	if err := x.heads.Put([]byte(id), encodeHead(h)); err != nil {
+	if err := x.heads.Put([]byte(id), encodeSealedHead(id, h)); err != nil {
 		return err
 	}
 	if x.cache != nil {
@@ -218,7 +220,7 @@ func (b *Bolt) commitBatch(batch []*writeReq) {
 			// The transaction itself failed (a full disk, a failed fsync):
 			// nothing of it was written.
 			if !errors.Is(err, ErrDatabaseCorrupt) {
-				err = fmt.Errorf("database %s: %w", b.path, err)
+				err = &DatabaseError{Path: b.path, Err: err}
 			}
 		}
 		next := live[:0]
@@ -392,7 +394,24 @@ func (x *tx) apply(p *prepared) error {
 		h.LastRecord = key
 	}
 	if cp := p.checkpoint; cp != nil {
-		if err := x.writeCheckpoint(p.id, cp, oldCheckpoint); err != nil {
+		// The commit's event cp.event binds the checkpoint; without one,
+		// the head does.
+		var bd checkpointBinding
+		if cp.event >= 0 && len(p.history.values) > 0 {
+			bd = checkpointBinding{key: h.LastRecord, pos: h.Events - int64(len(p.history.values)) + 1 + int64(cp.event)}
+		}
+		if _, listed := h.Unbound[cp.name]; listed || bd.key == 0 {
+			h.Unbound = maps.Clone(h.Unbound) // the cached head shares the map
+			if bd.key == 0 {
+				if h.Unbound == nil {
+					h.Unbound = make(map[string]string, 1)
+				}
+				h.Unbound[cp.name] = cp.hash
+			} else {
+				delete(h.Unbound, cp.name)
+			}
+		}
+		if err := x.writeCheckpoint(p.id, cp, bd, oldCheckpoint); err != nil {
 			return fmt.Errorf("checkpoint %q: %w", cp.name, err)
 		}
 	}
@@ -465,13 +484,17 @@ func (x *tx) checkpointRecord(id, name string) (*checkpointRecord, error) {
 	if v == nil {
 		return nil, nil
 	}
-	_, r, err := decodeCheckpoint(id, name, v, false)
+	_, record, err := splitCheckpointValue(id, name, v)
+	if err != nil {
+		return nil, err
+	}
+	_, r, err := decodeCheckpoint(id, name, record, false)
 	return r, err
 }
 
-// writeCheckpoint writes a checkpoint, replacing old, the record of the
-// one of the same name (nil when there is none).
-func (x *tx) writeCheckpoint(id string, cp *preparedCheckpoint, old *checkpointRecord) error {
+// writeCheckpoint writes a checkpoint bound by bd, replacing old, the
+// record of the one of the same name (nil when there is none).
+func (x *tx) writeCheckpoint(id string, cp *preparedCheckpoint, bd checkpointBinding, old *checkpointRecord) error {
 	if old != nil && !old.ExpiresAt.IsZero() {
 		if err := x.expiry.Delete(timedKey(old.ExpiresAt, id, cp.name)); err != nil {
 			return err
@@ -490,7 +513,7 @@ func (x *tx) writeCheckpoint(id string, cp *preparedCheckpoint, old *checkpointR
 			return err
 		}
 	}
-	return x.checkpoints.Put(idKey(id, cp.name), cp.record)
+	return x.checkpoints.Put(idKey(id, cp.name), encodeCheckpointValue(bd, cp.record))
 }
 
 // ref records one more reference to a blob, storing it if it is new.
@@ -580,13 +603,12 @@ func (x *tx) gc(now time.Time, rep *GCReport) error {
 			return err
 		}
 		k := idKey(e.id, e.name)
-		v := x.checkpoints.Get(k)
-		if v == nil {
-			continue
-		}
-		_, r, err := decodeCheckpoint(e.id, e.name, v, false)
+		r, err := x.checkpointRecord(e.id, e.name)
 		if err != nil {
 			return err
+		}
+		if r == nil {
+			continue
 		}
 		if err := x.checkpoints.Delete(k); err != nil {
 			return err
@@ -622,7 +644,7 @@ func (x *tx) newestLive(id string) (string, error) {
 	if hv == nil {
 		return "", nil
 	}
-	h, err := decodeHead(id, hv)
+	h, err := decodeSealedHead(id, hv)
 	if err != nil || !live(h.Status) {
 		return "", err
 	}
@@ -631,7 +653,7 @@ func (x *tx) newestLive(id string) (string, error) {
 	prefix := idKey(id, "")
 	err = scanPrefix(x.checkpoints, prefix, func(k, v []byte) error {
 		name := string(k[len(prefix):])
-		_, r, err := decodeCheckpoint(id, name, v, false)
+		r, err := x.checkpointRecord(id, name)
 		if err != nil {
 			return err
 		}

@@ -42,11 +42,15 @@ type prepared struct {
 	namespaces   []string
 }
 
-// preparedCheckpoint is a checkpoint encoded for writing: its record, and
-// its document as a snapshot blob under the blob's key.
+// preparedCheckpoint is a checkpoint encoded for writing: its record and
+// the record's hash (checkpointHash), the index of the commit's event that
+// records the hash (-1: none), and its document as a snapshot blob under
+// the blob's key.
 type preparedCheckpoint struct {
 	name      string
 	record    []byte
+	hash      string
+	event     int
 	expiresAt time.Time
 	blob      string
 	data      []byte
@@ -81,10 +85,24 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, er
 	if p.scopes, err = encodeScopes(c.Scopes, memo); err != nil {
 		return nil, err
 	}
+	if c.Checkpoint != nil {
+		if p.checkpoint, err = prepareCheckpoint(c.Execution, c.Checkpoint, memo, codecs, codec); err != nil {
+			return nil, err
+		}
+	}
 	events := make([]preparedEvent, len(c.Events))
 	for i := range c.Events {
 		if events[i], err = prepareEvent(&c.Events[i], memo); err != nil {
 			return nil, fmt.Errorf("event %d (%s): %w", i+1, c.Events[i].Type, err)
+		}
+	}
+	if cp := p.checkpoint; cp != nil {
+		// One of the commit's events records the checkpoint's hash, in
+		// the chain (integrity.go).
+		if cp.event = bindingEvent(c.Events, cp.name); cp.event >= 0 {
+			e := &events[cp.event]
+			e.record.Checkpoint = cp.hash
+			e.digest = appendCheckpointDigest(e.digest, cp.hash)
 		}
 	}
 	p.history = newPreparedHistory(c.Execution, events)
@@ -102,11 +120,6 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, er
 		}
 	}
 	p.namespaces = slices.Clone(c.AddNamespaces)
-	if c.Checkpoint != nil {
-		if p.checkpoint, err = prepareCheckpoint(c.Execution, c.Checkpoint, memo, codecs, codec); err != nil {
-			return nil, err
-		}
-	}
 	return p, nil
 }
 
@@ -152,6 +165,7 @@ func prepareCheckpoint(id string, cp *engine.Checkpoint, memo *docMemo, codecs *
 	if p.record, err = marshalRecord(&r); err != nil {
 		return nil, where("record", err)
 	}
+	p.hash, p.event = checkpointHash(id, cp.Name, p.record), -1
 	if p.data, err = codecs.Encode(cp.Document, codec); err != nil {
 		return nil, where("snapshot", err)
 	}

@@ -29,6 +29,16 @@
 // written long before. VerifyHistory recomputes every hash from the stored
 // fields and checks the chain up to the execution's recorded last hash.
 //
+// Bolt binds the records outside the history to the chain (integrity.go):
+// a head is sealed and must agree with its last history record (LastHash,
+// event count, and the status, output, error and cause of an event that
+// ended the execution); a checkpoint record's hash is written into an
+// event of the commit that saved it (or, without one, listed in the
+// sealed head). Load, List, Checkpoint and ListCheckpoints check what they
+// read against them cheaply; VerifyHistory checks all of it. A record that
+// disagrees gives an *IntegrityError (ErrTampered) naming the execution,
+// the record and the field.
+//
 // # The bbolt layout
 //
 // Keys are designed for prefix and range scans: nothing but GC's orphan
@@ -37,15 +47,15 @@
 // 8-byte big-endian Unix nanoseconds; n is an 8-byte big-endian number.
 //
 //	bucket       key                             value
-//	meta         "format", "version"             "aslrun", "4"
+//	meta         "format", "version"             "aslrun", "5"
 //	executions   id                              what never changes: machine name, definition hash, input, start, parent, agents
-//	heads        id                              where it stands: status, output, error, wake-up, counters, history length, last hash and last record
+//	heads        id                              seal, then where it stands: status, output, error, wake-up, counters, history length, last hash and last record
 //	status       status \x00 id                  (empty) — Unfinished and List by status are prefix scans
 //	started      startedAt \x00 id               (empty) — List reads it backwards, newest first
 //	scopes       id \x00 scopeKey                a scope of the execution's progress — DropScopes deletes a prefix
 //	events       n (the bucket's sequence)       a history record: the events one commit added to one execution's history
 //	timers       wakeAt \x00 id                  (empty) for WAITING executions with a wake-up time — Due scans up to now
-//	checkpoints  id \x00 name                    checkpoint record; its document is in blobs
+//	checkpoints  id \x00 name                    binding (history record key, event position), then the checkpoint record; its document is in blobs
 //	expiry       expiresAt \x00 id \x00 name     (empty) — GC scans up to now
 //	definitions  definition hash                 definition text, stored once
 //	blobs        blob key                        snapshot record (Codecs.Encode) of a checkpoint document
@@ -99,8 +109,11 @@
 // for writing makes bbolt walk the pages in a goroutine of its own, where a
 // panic could not be recovered (bolt_fault.go).
 //
-// Format 4 is this layout. Format 3 had no namespaces bucket and format 2
-// no agent memory (OpenBolt adds their buckets); format 1 also kept each
-// history event under "id \x00 n" in bucket history, and OpenBolt converts
-// it.
+// Format 5 is this layout. Format 4 kept heads and checkpoint records as
+// bare JSON (OpenBolt seals the heads and binds the checkpoints to them),
+// format 3 had no namespaces bucket and format 2 no agent memory (OpenBolt
+// adds their buckets); format 1 also kept each history event under
+// "id \x00 n" in bucket history, and OpenBolt converts it. Only a missing
+// file makes a new database: it is written beside the path and linked into
+// place whole, and an empty file is not a database.
 package store

@@ -101,6 +101,24 @@ func (w *recordWriter) counts(k string, m map[string]int) {
 	w.b = append(w.b, '}')
 }
 
+// strMap writes a map of strings, keys sorted, omitted when empty.
+func (w *recordWriter) strMap(k string, m map[string]string) {
+	if len(m) == 0 {
+		return
+	}
+	w.key(k)
+	w.b = append(w.b, '{')
+	for i, name := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.b = appendString(w.b, name)
+		w.b = append(w.b, ':')
+		w.b = appendString(w.b, m[name])
+	}
+	w.b = append(w.b, '}')
+}
+
 // float writes a finite number, omitted when zero.
 func (w *recordWriter) float(k string, v float64) {
 	if v == 0 {
@@ -163,7 +181,12 @@ func appendString(dst []byte, s string) []byte {
 
 // encodeHead writes a headRecord.
 func encodeHead(h *headRecord) []byte {
-	w := newRecordWriter(256 + len(h.Output))
+	return appendHead(make([]byte, 0, 256+len(h.Output)), h)
+}
+
+// appendHead appends a headRecord's JSON to dst.
+func appendHead(dst []byte, h *headRecord) []byte {
+	w := &recordWriter{b: append(dst, '{')}
 	w.str("status", string(h.Status), false)
 	w.raw("output", h.Output)
 	w.str("error", h.Error, true)
@@ -187,6 +210,7 @@ func encodeHead(h *headRecord) []byte {
 	w.int("events", h.Events)
 	w.str("lastHash", h.LastHash, true)
 	w.uint("lastRecord", h.LastRecord)
+	w.strMap("unboundCheckpoints", h.Unbound)
 	return w.bytes()
 }
 
@@ -234,6 +258,7 @@ func appendEventValue(dst []byte, r *eventRecord) []byte {
 	w.str("cause", r.Cause, true)
 	w.raw("detail", r.Detail)
 	w.str("docHash", r.DocHash, false)
+	w.str("checkpoint", r.Checkpoint, true)
 	return w.bytes()
 }
 
@@ -241,5 +266,5 @@ func appendEventValue(dst []byte, r *eventRecord) []byte {
 // for sizing buffers.
 func eventValueSize(r *eventRecord) int {
 	return eventHeaderLen + 200 + len(r.Type) + len(r.Timestamp) + len(r.State) + len(r.Scope) +
-		len(r.Input) + len(r.Output) + len(r.Error) + len(r.Cause) + len(r.Detail) + len(r.DocHash)
+		len(r.Input) + len(r.Output) + len(r.Error) + len(r.Cause) + len(r.Detail) + len(r.DocHash) + len(r.Checkpoint)
 }

@@ -52,6 +52,9 @@ type eventRecord struct {
 	Cause     string          `json:"cause,omitempty"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
 	DocHash   string          `json:"docHash"`
+	// Checkpoint is the hash of the record of the checkpoint its commit
+	// wrote (checkpointHash), on the one event that binds it.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // preparedEvent is an event encoded outside the transaction: its record
@@ -96,8 +99,9 @@ func prepareEvent(e *engine.Event, memo *docMemo) (preparedEvent, error) {
 // eventDigest is the canonical encoding of an event's hashed fields, each
 // written as its length (uvarint) and its bytes: type, ids, timestamp,
 // state, scope, error, cause, the canonical hashes of input, output and
-// detail ("" when absent), and DocHash. PrevHash comes last, added by
-// sealEvent.
+// detail ("" when absent), and DocHash, then, only on an event that binds
+// a checkpoint, the checkpoint record's hash. PrevHash comes last, added by
+// chainHash.
 func eventDigest(r *eventRecord, hashes [3]string) []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, "aslrun event 1\x00"...)
@@ -117,7 +121,19 @@ func eventDigest(r *eventRecord, hashes [3]string) []byte {
 		add(h)
 	}
 	add(r.DocHash)
+	if r.Checkpoint != "" {
+		b = appendCheckpointDigest(b, r.Checkpoint)
+	}
 	return b
+}
+
+// appendCheckpointDigest adds the hash of a checkpoint's record to an
+// event's digest: events that bind no checkpoint (all events before
+// format 5) hash as they did.
+func appendCheckpointDigest(digest []byte, hash string) []byte {
+	digest = append(digest, "checkpoint\x00"...)
+	digest = binary.AppendUvarint(digest, uint64(len(hash)))
+	return append(digest, hash...)
 }
 
 // chainHash completes a digest with the previous event's hash (hex, empty
@@ -211,7 +227,9 @@ func supersedes(rb *engine.Rollback, v []byte) (bool, error) {
 }
 
 // verifyHistory checks stored events in order: each one's hash, its link
-// to the one before, and that the last is the head's LastHash.
+// to the one before, that the last is the head's LastHash, and that the
+// head agrees with the last event when it ended the execution
+// (checkHeadEnding).
 func verifyHistory(id string, values [][]byte, h *headRecord) error {
 	prev := ""
 	for i, v := range values {
@@ -225,10 +243,21 @@ func verifyHistory(id string, values [][]byte, h *headRecord) error {
 		prev = e.Hash
 	}
 	if int64(len(values)) != h.Events || prev != h.LastHash {
-		return fmt.Errorf("execution %s: history has %d events ending with hash %q, the execution recorded %d ending with %q: %w",
-			id, len(values), prev, h.Events, h.LastHash, ErrTampered)
+		field := "lastHash"
+		if int64(len(values)) != h.Events {
+			field = "events"
+		}
+		return &IntegrityError{Execution: id, Field: field, Detail: fmt.Sprintf("the history has %d events ending with hash %q, the head records %d ending with %q",
+			len(values), prev, h.Events, h.LastHash)}
 	}
-	return nil
+	if len(values) == 0 || !mayEnd(values[len(values)-1]) {
+		return nil
+	}
+	var last eventRecord
+	if err := json.Unmarshal(values[len(values)-1][eventHeaderLen:], &last); err != nil {
+		return fmt.Errorf("execution %s: history event %d: %v: %w", id, len(values), err, ErrTampered)
+	}
+	return checkHeadEnding(id, h, &last)
 }
 
 // validUTF8 returns s with each byte that is not part of valid UTF-8

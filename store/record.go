@@ -34,24 +34,27 @@ type execRecord struct {
 // headRecord is where an execution stands (bucket heads), rewritten by
 // every commit. Events and LastHash locate the end of its history, and
 // LastRecord is the key of its last history record in Bolt (0 when it has
-// none; the memory store leaves it 0).
+// none; the memory store leaves it 0). Unbound holds the record hashes of
+// the checkpoints no history event binds (integrity.go), by name; only
+// Bolt fills it.
 type headRecord struct {
-	Status       engine.Status   `json:"status"`
-	Output       json.RawMessage `json:"output,omitempty"`
-	Error        string          `json:"error,omitempty"`
-	Cause        string          `json:"cause,omitempty"`
-	StoppedAt    time.Time       `json:"stoppedAt,omitzero"`
-	WakeAt       time.Time       `json:"wakeAt,omitzero"`
-	WaitingFor   string          `json:"waitingFor,omitempty"`
-	Invocations  map[string]int  `json:"invocations,omitempty"`
-	Usage        engine.Usage    `json:"usage,omitzero"`
-	Notices      []string        `json:"notices,omitempty"`
-	LastEvent    int64           `json:"lastEvent,omitempty"`
-	LastOwnEvent int64           `json:"lastOwnEvent,omitempty"`
-	Seq          int64           `json:"seq,omitempty"`
-	Events       int64           `json:"events,omitempty"`
-	LastHash     string          `json:"lastHash,omitempty"`
-	LastRecord   uint64          `json:"lastRecord,omitempty"`
+	Status       engine.Status     `json:"status"`
+	Output       json.RawMessage   `json:"output,omitempty"`
+	Error        string            `json:"error,omitempty"`
+	Cause        string            `json:"cause,omitempty"`
+	StoppedAt    time.Time         `json:"stoppedAt,omitzero"`
+	WakeAt       time.Time         `json:"wakeAt,omitzero"`
+	WaitingFor   string            `json:"waitingFor,omitempty"`
+	Invocations  map[string]int    `json:"invocations,omitempty"`
+	Usage        engine.Usage      `json:"usage,omitzero"`
+	Notices      []string          `json:"notices,omitempty"`
+	LastEvent    int64             `json:"lastEvent,omitempty"`
+	LastOwnEvent int64             `json:"lastOwnEvent,omitempty"`
+	Seq          int64             `json:"seq,omitempty"`
+	Events       int64             `json:"events,omitempty"`
+	LastHash     string            `json:"lastHash,omitempty"`
+	LastRecord   uint64            `json:"lastRecord,omitempty"`
+	Unbound      map[string]string `json:"unboundCheckpoints,omitempty"`
 }
 
 // scopeRecord is one engine.Scope.

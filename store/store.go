@@ -32,7 +32,10 @@ type Store interface {
 	History(ctx context.Context, id string) ([]engine.Event, error)
 	// VerifyHistory recomputes every event's hash from what is stored and
 	// checks the chain; it returns an error wrapping ErrTampered that
-	// names the first event that does not verify.
+	// names the first event that does not verify. It also checks that the
+	// head agrees with the chain (its last hash and event count, and the
+	// event that ended the execution), and Bolt that the head and the
+	// checkpoint records are as written (an *IntegrityError).
 	VerifyHistory(ctx context.Context, id string) error
 	// Definition returns the definition text stored under its hash;
 	// ErrNotFound when there is none.
