@@ -155,8 +155,8 @@ func TestCrashResume(t *testing.T) {
 				}
 				// The lane's later kills left its earlier executions intact.
 				for _, id := range ids {
-					if code, out, _ := crashRun(t, nil, false, 0, "history", id, "--verify", "--db", db); code != 0 {
-						t.Errorf("%s: history no longer verifies at the end of the lane: %s", id, out)
+					if code, out, errOut := invoke(t, "", "history", id, "--verify", "--db", db); code != 0 {
+						t.Errorf("%s: history no longer verifies at the end of the lane: %s%s", id, out, errOut)
 					}
 				}
 			})
@@ -190,7 +190,7 @@ func crashExecution(t *testing.T, rng *rand.Rand, kills *int, killsFirst int, db
 	for attempts := 0; killed || code == exitUsage; attempts++ {
 		if code == exitUsage && !killed {
 			var st map[string]any
-			if sc, so, _ := cli(t, "status", id, "--json", "--db", db); sc == 0 && json.Unmarshal([]byte(so), &st) == nil && st["status"] == "SUCCEEDED" {
+			if sc, so, _ := invoke(t, "", "status", id, "--json", "--db", db); sc == 0 && json.Unmarshal([]byte(so), &st) == nil && st["status"] == "SUCCEEDED" {
 				// Killed after its last commit, before printing: read it.
 				b, _ := json.Marshal(st["output"])
 				code, out = 0, string(b)
@@ -229,10 +229,10 @@ func sameJSON(t *testing.T, a, b string) bool {
 // completion appears twice for one idempotency key.
 func checkHistory(t *testing.T, db, id string) {
 	t.Helper()
-	if code, out, _ := crashRun(t, nil, false, 0, "history", id, "--verify", "--db", db); code != 0 {
-		t.Errorf("%s: history does not verify: %s", id, out)
+	if code, out, errOut := invoke(t, "", "history", id, "--verify", "--db", db); code != 0 {
+		t.Errorf("%s: history does not verify: %s%s", id, out, errOut)
 	}
-	_, out, _ := crashRun(t, nil, false, 0, "history", id, "--json", "--db", db)
+	_, out, _ := invoke(t, "", "history", id, "--json", "--db", db)
 	var events []struct {
 		Type   string         `json:"type"`
 		Detail map[string]any `json:"detail"`
