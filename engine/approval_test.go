@@ -238,8 +238,10 @@ func TestApprovalEditable(t *testing.T) {
 		t.Errorf("editable = %s", got)
 	}
 	_, err = x.Decide(ctx, "e", engine.Decision{Approval: "approve", Edit: mustJSON(t, `{"draft":{"title":"X"}}`)}, engine.ResumeOptions{})
-	if !errors.Is(err, engine.ErrDecisionRefused) || !strings.Contains(err.Error(), "$.draft.title, which is not inside the Editable fields") {
-		t.Errorf("edit outside the fields: %v", err)
+	// The same edit of a field inside the Editable ones is accepted below:
+	// the refusal is for the field.
+	if !errors.Is(err, engine.ErrDecisionRefused) {
+		t.Errorf("edit outside the fields: %v, want %v", err, engine.ErrDecisionRefused)
 	}
 	res, err = x.Decide(ctx, "e", engine.Decision{Approval: "approve", Edit: mustJSON(t, `{"draft":{"text":"hello"}}`)}, engine.ResumeOptions{})
 	if err != nil {
@@ -308,8 +310,10 @@ func TestApprovalsInMapItems(t *testing.T) {
 	if err != nil || res.Status != engine.StatusWaiting || len(res.Approvals) != 2 {
 		t.Fatalf("run = %+v, %v", res, err)
 	}
-	if _, err := x.Decide(ctx, "i", engine.Decision{Approval: "approve"}, engine.ResumeOptions{}); !errors.Is(err, engine.ErrDecisionRefused) || !strings.Contains(err.Error(), "say which") {
-		t.Errorf("ambiguous decision: %v", err)
+	// The same decision is accepted below once one approval is left: the
+	// refusal is for the ambiguity.
+	if _, err := x.Decide(ctx, "i", engine.Decision{Approval: "approve"}, engine.ResumeOptions{}); !errors.Is(err, engine.ErrDecisionRefused) {
+		t.Errorf("ambiguous decision: %v, want %v", err, engine.ErrDecisionRefused)
 	}
 	res, err = x.Decide(ctx, "i", engine.Decision{Approval: "reject", ApprovalID: "Each#1.0/1/Ok#1"}, engine.ResumeOptions{})
 	if err != nil || res.Status != engine.StatusWaiting || len(res.Approvals) != 1 || res.Approvals[0].Prompt != "item 1?" {

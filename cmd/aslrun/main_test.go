@@ -323,6 +323,10 @@ func TestWalkthroughs(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "sources-gathered") {
 			t.Errorf("checkpoints: code %d, %s", code, out)
 		}
+		code, _, errOut = invoke(t, "", "resume", "r-1", "--from-checkpoint", "published", "--db", db)
+		if code != exitUsage || !strings.Contains(errOut, `no checkpoint "published"; available: sources-gathered`) {
+			t.Errorf("resume from an unknown checkpoint: code %d, stderr %q; want the available ones listed", code, errOut)
+		}
 		code, out, errOut = invoke(t, "", "resume", "r-1", "--from-checkpoint", "sources-gathered", "--mock", ex("research-flow", "mock-resume.json"), "--db", db)
 		if code != 0 {
 			t.Fatalf("resume: code %d, stdout %s, stderr %q", code, out, errOut)
