@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -157,10 +158,8 @@ func wantStatus(t *testing.T, db, id, want, output string) {
 func orphan(t *testing.T, dir, db, id string) {
 	t.Helper()
 	started, hold := filepath.Join(dir, "started"), filepath.Join(dir, "hold")
-	for _, fifo := range []string{started, hold} {
-		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if out, err := exec.Command("mkfifo", started, hold).CombinedOutput(); err != nil {
+		t.Fatalf("mkfifo: %v: %s", err, out)
 	}
 	writeFile(t, dir, "hold.sh", "#!/bin/sh\n[ -e released ] && exec cat\nexec 3<>hold\necho started >started\nread x <&3\nexit 1\n")
 	if err := os.Chmod(filepath.Join(dir, "hold.sh"), 0o755); err != nil {
@@ -196,11 +195,12 @@ func orphan(t *testing.T, dir, db, id string) {
 			t.Fatal(err)
 		}
 	case err := <-exited:
-		// Unblock the reader of started, which no script will open.
-		if f, ferr := os.OpenFile(started, os.O_WRONLY|syscall.O_NONBLOCK, 0); ferr == nil {
-			f.Close()
-		}
+		unblock(started)
 		t.Fatalf("run ended (%v) before its task started: %s", err, errOut.String())
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		unblock(started)
+		t.Fatalf("the task did not start within 30 s: %s", errOut.String())
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	<-exited
@@ -213,6 +213,13 @@ func orphan(t *testing.T, dir, db, id string) {
 	writeFile(t, dir, "released", "")
 }
 
+// unblock ends a wait to read the named pipe fifo that no writer will end.
+func unblock(fifo string) {
+	if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		f.Close()
+	}
+}
+
 // TestWorker checks that a worker recovers an execution a killed process
 // left RUNNING and wakes a parked execution when it is due, that while it
 // holds the database every other command still works (through its socket),
@@ -220,6 +227,9 @@ func orphan(t *testing.T, dir, db, id string) {
 func TestWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("worker test skipped in -short mode")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("the worker test needs a POSIX shell and named pipes")
 	}
 	t.Parallel()
 	dir := t.TempDir()
