@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 
 // aslrunCmd returns a subprocess running aslrun with args. Under the race
 // detector, the subprocess does not sleep the detector's default second
-// before it exits (atexit_sleep_ms): the tests start hundreds of them.
+// before it exits (atexit_sleep_ms): the tests start dozens of them.
 func aslrunCmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "ASLRUN_TEST_AS_CLI=1",
