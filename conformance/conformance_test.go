@@ -51,7 +51,7 @@ func runTree(t *testing.T, root string) {
 			synctest.Test(t, func(t *testing.T) {
 				// The bubble's clock starts in 2000: bring it to the present
 				// so that timestamps in cases mean what they say.
-				time.Sleep(now.Sub(time.Now()))
+				time.Sleep(time.Until(now))
 				if err := run(context.Background(), c, true); err != nil {
 					t.Error(err)
 				}

@@ -339,8 +339,10 @@ func TestApprovalsInMapItems(t *testing.T) {
 	if err != nil || res.Status != engine.StatusWaiting || len(res.Approvals) != 2 {
 		t.Fatalf("run = %+v, %v", res, err)
 	}
-	if _, err := x.Decide(ctx, "i", engine.Decision{Approval: "approve"}, engine.ResumeOptions{}); !errors.Is(err, engine.ErrDecisionRefused) || !strings.Contains(err.Error(), "say which") {
-		t.Errorf("ambiguous decision: %v", err)
+	// The same decision is accepted below once one approval is left: the
+	// refusal is for the ambiguity.
+	if _, err := x.Decide(ctx, "i", engine.Decision{Approval: "approve"}, engine.ResumeOptions{}); !errors.Is(err, engine.ErrDecisionRefused) {
+		t.Errorf("ambiguous decision: %v, want %v", err, engine.ErrDecisionRefused)
 	}
 	res, err = x.Decide(ctx, "i", engine.Decision{Approval: "reject", ApprovalID: "Each#1.0/1/Ok#1"}, engine.ResumeOptions{})
 	if err != nil || res.Status != engine.StatusWaiting || len(res.Approvals) != 1 || res.Approvals[0].Prompt != "item 1?" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -294,10 +293,11 @@ func TestRollbackAndFork(t *testing.T) {
 		t.Errorf("fork record: %+v, %v; want parent doc at drafted", child, err)
 	}
 
-	// Unknown checkpoints are clear errors listing the available ones.
+	// An unknown checkpoint is not found (the CLI test checks that the
+	// message lists the available ones).
 	_, err = x.Rollback(ctx, "doc", "published", engine.ResumeOptions{})
-	if !errors.Is(err, engine.ErrNotFound) || !strings.Contains(err.Error(), "available: drafted, reviewed") {
-		t.Errorf("unknown checkpoint: %v", err)
+	if !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("unknown checkpoint: %v, want %v", err, engine.ErrNotFound)
 	}
 }
 

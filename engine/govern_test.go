@@ -230,6 +230,9 @@ func TestRollbackAndForkCheckTheTarget(t *testing.T) {
 			t.Errorf("from a checkpoint the schema refuses: %v, want a *GovernanceError Governance.SchemaViolation", err)
 		}
 	}
+	if e, err := st.Load(ctx, "g"); err != nil || e.Status != engine.StatusSucceeded || !jsonpath.Equal(e.Output, mustJSON(t, `[1]`)) {
+		t.Errorf("after a refused rollback: %+v, %v; want it SUCCEEDED with [1] as before", e, err)
+	}
 	if _, err := st.Load(ctx, "g2"); err == nil {
 		t.Error("a refused fork created an execution")
 	}

@@ -19,6 +19,7 @@ const approvalWorkflow = `{"StartAt":"Draft","States":{
 	"Rejected":{"Type":"Fail","Error":"Rejected"}}}`
 
 func TestApproveCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	wf := writeFile(t, dir, "review.json", approvalWorkflow)
 	mock := writeFile(t, dir, "mock.json", `{"Writer":{"0":{"Return":{"title":"Hello"}}}}`)
@@ -73,6 +74,7 @@ func TestApproveCommand(t *testing.T) {
 }
 
 func TestAskDecision(t *testing.T) {
+	t.Parallel()
 	pa := engine.PendingApproval{ID: "Review#1", Prompt: "ship it?", Options: []string{"yes", "no"}, Digest: "d"}
 	var shown strings.Builder
 	d, err := askDecision(bufio.NewReader(strings.NewReader("maybe\n2\nnot now\n")), &shown, pa)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,10 +29,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// aslrunCmd returns a subprocess running aslrun with args.
+// aslrunCmd returns a subprocess running aslrun with args. Under the race
+// detector, the subprocess does not sleep the detector's default second
+// before it exits (atexit_sleep_ms): the tests start dozens of them.
 func aslrunCmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "ASLRUN_TEST_AS_CLI=1")
+	cmd.Env = append(os.Environ(), "ASLRUN_TEST_AS_CLI=1",
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	return cmd
 }
 
@@ -55,7 +60,7 @@ func crashRun(t *testing.T, rng *rand.Rand, kill bool, maxDelay time.Duration, a
 	select {
 	case err := <-done:
 		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			code = ee.ExitCode()
 		} else if err != nil {
 			t.Fatalf("aslrun %v: %v", args, err)
@@ -71,75 +76,146 @@ func crashRun(t *testing.T, rng *rand.Rand, kill bool, maxDelay time.Duration, a
 	}
 }
 
+// long reports whether the long runs were asked for with ASLRUN_LONG=1
+// (CI does not set it): the full-size crash soak instead of a small one
+// that makes every kind of check.
+func long(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv("ASLRUN_LONG") == "1" {
+		return true
+	}
+	t.Log("small size: ASLRUN_LONG=1 runs the full-size soak")
+	return false
+}
+
 // TestCrashResume runs executions of a workflow using every state kind as
 // subprocesses, kills them with SIGKILL at random moments, resumes them
 // until they end, and checks that each ends with the output of an
-// uninterrupted run, that its history verifies, and that no agent call
+// uninterrupted run, that its history verifies (also after the later
+// executions sharing its database were killed), and that no agent call
 // whose result was committed was made again (its completion would then be
-// in the history twice). ASLRUN_CRASH_EXECUTIONS runs more executions.
+// in the history twice).
+//
+// The executions run in lanes, concurrently: each lane has its own
+// database and runs its executions one after the other. By default 3 lanes
+// run 2 executions each; ASLRUN_LONG=1 runs 20 executions in 4 lanes, and
+// ASLRUN_CRASH_EXECUTIONS sets the number of executions.
 func TestCrashResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test skipped in -short mode")
 	}
-	executions := 20
+	t.Parallel()
+	executions, lanes := 6, 3
+	if long(t) {
+		executions, lanes = 20, 4
+	}
 	if n, err := strconv.Atoi(os.Getenv("ASLRUN_CRASH_EXECUTIONS")); err == nil && n > 0 {
 		executions = n
 	}
+	lanes = min(lanes, executions)
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d (set ASLRUN_CRASH_SEED to replay)", seed)
 	if s, err := strconv.ParseUint(os.Getenv("ASLRUN_CRASH_SEED"), 10, 64); err == nil {
 		seed = s
 	}
-	rng := rand.New(rand.NewPCG(seed, seed))
+	t.Logf("seed %d (set ASLRUN_CRASH_SEED to replay)", seed)
 	dir := t.TempDir()
-	db := filepath.Join(dir, "crash.db")
 	def, mock, input := "testdata/crash/pipeline.json", "testdata/crash/mock.json", "@testdata/crash/input.json"
 
-	// The reference: one uninterrupted run.
-	code, want, _ := crashRun(t, rng, false, 0, "run", def, "--mock", mock, "--input", input, "--db", db, "--name", "reference")
-	if code != 0 {
-		t.Fatalf("reference run exit %d", code)
-	}
-	kills := 0
-	for i := range executions {
-		id := fmt.Sprintf("e%02d", i)
-		start := []string{"run", def, "--mock", mock, "--input", input, "--db", db, "--name", id}
-		// Kill most starts, at a random moment of the ~3 s run.
-		code, out, killed := crashRun(t, rng, true, 3*time.Second, start...)
-		for attempts := 0; killed || code == exitUsage; attempts++ {
-			if code == exitUsage && !killed {
-				var st map[string]any
-				if sc, so, _ := cli(t, "status", id, "--json", "--db", db); sc == 0 && json.Unmarshal([]byte(so), &st) == nil && st["status"] == "SUCCEEDED" {
-					// Killed after its last commit, before printing: read it.
-					b, _ := json.Marshal(st["output"])
-					code, out = 0, string(b)
-					break
+	outputs := make([]string, executions) // by execution
+	kills := make([]int, lanes)           // by lane
+	var want string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// The reference: one uninterrupted run.
+		t.Run("reference", func(t *testing.T) {
+			code, out, _ := crashRun(t, nil, false, 0, "run", def, "--mock", mock, "--input", input,
+				"--db", filepath.Join(dir, "reference.db"), "--name", "reference")
+			if code != 0 {
+				t.Fatalf("reference run exit %d", code)
+			}
+			want = out
+		})
+	})
+	for lane := range lanes {
+		wg.Go(func() {
+			t.Run(fmt.Sprintf("lane%d", lane), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, uint64(lane)))
+				db := filepath.Join(dir, fmt.Sprintf("lane%d.db", lane))
+				mine := 0 // executions in this lane
+				for i := lane; i < executions; i += lanes {
+					mine++
 				}
-			}
-			if killed {
-				kills++
-			}
-			if attempts > 50 {
-				t.Fatalf("%s: still not finished after 50 resumes", id)
-			}
-			// Keep killing until enough kills happened, then let it finish.
-			kill := kills < 2*executions || rng.IntN(3) == 0
-			args := []string{"resume", id, "--db", db}
-			if code == exitUsage {
-				// Killed before the execution was created: start it again.
-				args = start
-			}
-			code, out, killed = crashRun(t, rng, kill, 2*time.Second, args...)
-		}
-		if code != 0 || !sameJSON(t, out, want) {
-			t.Errorf("%s: exit %d, output %s; want exit 0 and %s", id, code, out, want)
-		}
-		checkHistory(t, db, id)
+				var ids []string
+				for i := lane; i < executions; i += lanes {
+					id := fmt.Sprintf("e%02d", i)
+					ids = append(ids, id)
+					outputs[i] = crashExecution(t, rng, &kills[lane], 2*mine, db, id,
+						"run", def, "--mock", mock, "--input", input, "--db", db, "--name", id)
+					checkHistory(t, db, id)
+				}
+				// The lane's later kills left its earlier executions intact.
+				for _, id := range ids {
+					if code, out, errOut := invoke(t, "", "history", id, "--verify", "--db", db); code != 0 {
+						t.Errorf("%s: history no longer verifies at the end of the lane: %s%s", id, out, errOut)
+					}
+				}
+			})
+		})
 	}
-	if min := executions * 3 / 2; kills < min {
-		t.Errorf("%d kills across %d executions, want at least %d", kills, executions, min)
+	wg.Wait()
+	if want != "" {
+		for i, out := range outputs {
+			if out != "" && !sameJSON(t, out, want) {
+				t.Errorf("e%02d: output %s, want %s", i, out, want)
+			}
+		}
 	}
-	t.Logf("%d executions, %d kills", executions, kills)
+	total := 0
+	for _, k := range kills {
+		total += k
+	}
+	if min := executions * 3 / 2; total < min {
+		t.Errorf("%d kills across %d executions, want at least %d", total, executions, min)
+	}
+	t.Logf("%d executions in %d lanes, %d kills", executions, lanes, total)
+}
+
+// crashExecution starts execution id with the command line start, kills it
+// at a random moment of the ~3 s run, and resumes it (killing it again while
+// *kills < killsFirst, then now and then) until it ends. It returns the
+// execution's output, after checking that it succeeded.
+func crashExecution(t *testing.T, rng *rand.Rand, kills *int, killsFirst int, db, id string, start ...string) string {
+	t.Helper()
+	code, out, killed := crashRun(t, rng, true, 3*time.Second, start...)
+	for attempts := 0; killed || code == exitUsage; attempts++ {
+		if code == exitUsage && !killed {
+			var st map[string]any
+			if sc, so, _ := invoke(t, "", "status", id, "--json", "--db", db); sc == 0 && json.Unmarshal([]byte(so), &st) == nil && st["status"] == "SUCCEEDED" {
+				// Killed after its last commit, before printing: read it.
+				b, _ := json.Marshal(st["output"])
+				code, out = 0, string(b)
+				break
+			}
+		}
+		if killed {
+			*kills++
+		}
+		if attempts > 50 {
+			t.Fatalf("%s: still not finished after 50 resumes", id)
+		}
+		// Keep killing until enough kills happened, then let it finish.
+		kill := *kills < killsFirst || rng.IntN(3) == 0
+		args := []string{"resume", id, "--db", db}
+		if code == exitUsage {
+			// Killed before the execution was created: start it again.
+			args = start
+		}
+		code, out, killed = crashRun(t, rng, kill, 2*time.Second, args...)
+	}
+	if code != 0 {
+		t.Errorf("%s: exit %d, output %s; want exit 0", id, code, out)
+	}
+	return out
 }
 
 func sameJSON(t *testing.T, a, b string) bool {
@@ -153,10 +229,10 @@ func sameJSON(t *testing.T, a, b string) bool {
 // completion appears twice for one idempotency key.
 func checkHistory(t *testing.T, db, id string) {
 	t.Helper()
-	if code, out, _ := crashRun(t, nil, false, 0, "history", id, "--verify", "--db", db); code != 0 {
-		t.Errorf("%s: history does not verify: %s", id, out)
+	if code, out, errOut := invoke(t, "", "history", id, "--verify", "--db", db); code != 0 {
+		t.Errorf("%s: history does not verify: %s%s", id, out, errOut)
 	}
-	_, out, _ := crashRun(t, nil, false, 0, "history", id, "--json", "--db", db)
+	_, out, _ := invoke(t, "", "history", id, "--json", "--db", db)
 	var events []struct {
 		Type   string         `json:"type"`
 		Detail map[string]any `json:"detail"`

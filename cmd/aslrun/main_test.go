@@ -59,6 +59,7 @@ func jsonEqual(t *testing.T, got, want string) bool {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	if code, out, _ := invoke(t, "", "help"); code != 0 || !strings.Contains(out, "aslrun run FILE") {
 		t.Errorf("help: code %d, output %q", code, out)
 	}
@@ -82,6 +83,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := writeFile(t, dir, "good.json", `{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}`)
 	bad := writeFile(t, dir, "bad.json", `{"StartAt":"A","States":{
@@ -113,6 +115,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestRunExamples(t *testing.T) {
+	t.Parallel()
 	for _, ex := range []string{"support-triage", "document-digest", "technical-debate", "governed-payment"} {
 		t.Run(ex, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "workflows", ex)
@@ -139,6 +142,7 @@ func TestRunExamples(t *testing.T) {
 }
 
 func TestRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	echo := writeFile(t, dir, "echo.json", `{"StartAt":"E","States":{"E":{"Type":"Task","Agent":"Echo","ResultPath":"$.echo","End":true}}}`)
 	fail := writeFile(t, dir, "fail.json", `{"StartAt":"F","States":{"F":{"Type":"Fail","Error":"Refund.Denied","Cause":"amount too high"}}}`)
@@ -189,6 +193,7 @@ func TestRun(t *testing.T) {
 }
 
 func TestGraph(t *testing.T) {
+	t.Parallel()
 	def := filepath.Join("..", "..", "workflows", "code-review", "workflow.json")
 	for _, format := range []string{"dot", "mermaid"} {
 		t.Run(format, func(t *testing.T) {
@@ -217,6 +222,7 @@ func TestGraph(t *testing.T) {
 }
 
 func TestConformanceCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "ok.json", `{"name":"ok","definition":{"StartAt":"P","States":{"P":{"Type":"Pass","Result":1,"End":true}}},"expect":{"status":"SUCCEEDED","output":1}}`)
 	writeFile(t, dir, "wrong.json", `{"name":"wrong","definition":{"StartAt":"P","States":{"P":{"Type":"Pass","Result":1,"End":true}}},"expect":{"status":"SUCCEEDED","output":2}}`)
@@ -240,6 +246,7 @@ func TestConformanceCommand(t *testing.T) {
 // not the working directory), and continues it with aslrun approve, which
 // rebuilds the agents from the copy stored with the execution.
 func TestAgentsFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "upper.sh", "#!/bin/sh\ntr a-z A-Z\n")
 	if err := os.Chmod(filepath.Join(dir, "upper.sh"), 0o755); err != nil {
@@ -275,6 +282,7 @@ func TestAgentsFile(t *testing.T) {
 // waits for a senior engineer, approved by a second command, and a research
 // flow whose synthesis fails and is resumed from its checkpoint.
 func TestWalkthroughs(t *testing.T) {
+	t.Parallel()
 	ex := func(name, file string) string { return filepath.Join("..", "..", "workflows", name, file) }
 	wantFile := func(t *testing.T, out, file string) {
 		t.Helper()
@@ -314,6 +322,10 @@ func TestWalkthroughs(t *testing.T) {
 		code, out, _ = invoke(t, "", "checkpoints", "r-1", "--db", db)
 		if code != 0 || !strings.Contains(out, "sources-gathered") {
 			t.Errorf("checkpoints: code %d, %s", code, out)
+		}
+		code, _, errOut = invoke(t, "", "resume", "r-1", "--from-checkpoint", "published", "--db", db)
+		if code != exitUsage || !strings.Contains(errOut, `no checkpoint "published"; available: sources-gathered`) {
+			t.Errorf("resume from an unknown checkpoint: code %d, stderr %q; want the available ones listed", code, errOut)
 		}
 		code, out, errOut = invoke(t, "", "resume", "r-1", "--from-checkpoint", "sources-gathered", "--mock", ex("research-flow", "mock-resume.json"), "--db", db)
 		if code != 0 {
