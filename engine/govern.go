@@ -85,7 +85,7 @@ func (h *stateRun) violated(v *governance.Violation) error {
 	if action == actionSkip {
 		return &skipNode{v: v}
 	}
-	h.denied = &asl.Error{Name: v.Name, Cause: v.Cause}
+	h.denied = &asl.Error{Name: v.Name, Cause: v.Cause, Err: v}
 	return h.denied
 }
 

@@ -162,6 +162,12 @@ func (p *pathParser) dotted() (segment, string) {
 		p.pos++
 		return p.wildcard(segment{kind: segAnyKey})
 	}
+	if p.pos < len(p.src) && p.src[p.pos] == '[' {
+		// A dot before a bracket is ignored, as in AWS's JSONPath:
+		// $.a.[0] is $.a[0].
+		p.pos++
+		return p.bracket()
+	}
 	start := p.pos
 	for p.pos < len(p.src) && isNameByte(p.src[p.pos]) {
 		p.pos++

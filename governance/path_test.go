@@ -23,6 +23,11 @@ func TestParsePath(t *testing.T) {
 		{src: "$.detail-type", want: "$['detail-type']"},
 		{src: "$[0]", want: "$[0]"},
 		{src: "$.a[ 3 ]", want: "$.a[3]"},
+		{src: "$.a.[0].b", want: "$.a[0].b"},
+		{src: "$.['a b']", want: "$['a b']"},
+		{src: "$.a.[*]", wildcards: true, want: "$.a[*]"},
+		{src: "$.a.[*]", err: "wildcards are not allowed"},
+		{src: "$.a.[", err: "unterminated"},
 		{src: "$.tasks[*].id", wildcards: true, want: "$.tasks[*].id"},
 		{src: "$.a.*", wildcards: true, want: "$.a.*"},
 		{src: "$.*.b", wildcards: true, want: "$.*.b"},
@@ -71,7 +76,7 @@ func TestParsePath(t *testing.T) {
 // to itself.
 func TestRulePathsAgreeWithJSONPath(t *testing.T) {
 	doc := decode(t, `{"a": {"b": [10, {"c d": "x", "it's": true}]}, "é": null, "detail-type": 1}`)
-	for _, src := range []string{"$.a", "$.a.b", "$.a.b[0]", "$.a.b[1]['c d']", `$.a.b[1]['it\'s']`, "$['é']", "$.detail-type", "$.a.b[5]", "$.missing.x"} {
+	for _, src := range []string{"$.a", "$.a.b", "$.a.b[0]", "$.a.b[1]['c d']", `$.a.b[1]['it\'s']`, "$['é']", "$.detail-type", "$.a.b[5]", "$.missing.x", "$.a.b.[1]['c d']"} {
 		t.Run(src, func(t *testing.T) {
 			segs, msg := parsePath(src, false)
 			if msg != "" {

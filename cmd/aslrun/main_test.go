@@ -165,7 +165,7 @@ func TestRun(t *testing.T) {
 		{"stdin input", `{"from":"stdin"}`, []string{"run", echo, "--mock", mock, "--input", "-"}, 0, `{"from":"stdin","echo":{"said":"hi"}}`, ""},
 		{"name", "", []string{"run", echo, "--mock", mock, "--name", "order-42"}, 0, "", "execution: order-42"},
 		{"failure", "", []string{"run", fail}, exitFailed, `{"Error":"Refund.Denied","Cause":"amount too high"}`, ""},
-		{"no mock", "", []string{"run", echo}, exitFailed, `{"Error":"States.TaskFailed","Cause":"agent \"Echo\" is not registered"}`, ""},
+		{"no mock", "", []string{"run", echo}, exitUsage, "", `state E: Agent names agent "Echo", which is not mocked, in the agents file or registered`},
 		{"bad input", "", []string{"run", echo, "--input", `{"a":NaN}`}, exitUsage, "", "input from --input: invalid JSON at byte 5"},
 		{"duplicate keys in input", "", []string{"run", echo, "--input", `{"a":1,"a":2}`}, exitUsage, "", `duplicate key "a"`},
 		{"missing input file", "", []string{"run", echo, "--input", "@/nonexistent.json"}, exitUsage, "", "nonexistent.json"},

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRunRefusals: what is refused before an execution exists exits 2 and
+// prints no `execution: ID`, and leaves no execution behind.
+func TestRunRefusals(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "x.db")
+	guarded := writeFile(t, dir, "guarded.json", `{"StartAt":"P","Governance":{"Guard":{"Schema":{"type":"object","required":["order"]}}},
+		"States":{"P":{"Type":"Pass","End":true}}}`)
+	two := writeFile(t, dir, "two.json", `{"StartAt":"A","States":{
+		"A":{"Type":"Task","Agent":"Writer","Next":"M"},
+		"M":{"Type":"Map","ItemProcessor":{"StartAt":"R","States":{"R":{"Type":"Task","Agent":"Reviewer","End":true}}},"Next":"D"},
+		"D":{"Type":"Debate","Agents":["Writer","Critic"],"Topic":"t","End":true}}}`)
+	mock := writeFile(t, dir, "mock.json", `{"Writer":{"0":{"Return":1}}}`)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stderr []string
+	}{
+		{"schema", []string{"run", guarded, "--input", `{"item":1}`}, []string{"Governance.SchemaViolation", "$.order is required"}},
+		{"payload", []string{"run", guarded, "--input", `{"order":"0123456789"}`, "--max-payload", "10"}, []string{"the execution input of 22 bytes passes the payload limit of 10 bytes", "--max-payload"}},
+		{"not JSON", []string{"run", guarded, "--input", `{"order":}`}, []string{"input from --input"}},
+		{"agents", []string{"run", two, "--mock", mock}, []string{
+			`state D: Agents names agent "Critic"`, `state M/R: Agent names agent "Reviewer"`, "--mock FILE or --agents FILE"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := invoke(t, "", append(tc.args, "--db", db)...)
+			if code != exitUsage || strings.Contains(errOut, "execution:") {
+				t.Errorf("exit %d, stderr %q; want 2 and no execution line", code, errOut)
+			}
+			for _, want := range tc.stderr {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr %q does not say %q", errOut, want)
+				}
+			}
+		})
+	}
+	if code, out, _ := invoke(t, "", "list", "--db", db, "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Errorf("list after refusals = %d %s, want no execution", code, out)
+	}
+	code, _, errOut := invoke(t, "", "run", guarded, "--input", `{"order":"o"}`, "--db", db, "--name", "ok")
+	if code != 0 || !strings.Contains(errOut, "execution: ok") {
+		t.Errorf("an accepted input: exit %d, %q", code, errOut)
+	}
+	// A fork from a checkpoint that does not exist creates nothing.
+	code, _, errOut = invoke(t, "", "resume", "ok", "--from-checkpoint", "nope", "--fork", "--name", "f", "--db", db)
+	if code != exitUsage || strings.Contains(errOut, "execution:") {
+		t.Errorf("failed fork: exit %d, %q; want 2 and no execution line", code, errOut)
+	}
+}
+
+// TestMaxPayload: the limit is --max-payload; a document past it fails the
+// execution and stderr says its size and the limit.
+func TestMaxPayload(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wf := writeFile(t, dir, "big.json", `{"StartAt":"Big","States":{"Big":{"Type":"Pass","Parameters":{"s.$":"States.ArrayRange(1, 300, 1)"},"End":true}}}`)
+	code, out, errOut := invoke(t, "", "run", wf, "--db", filepath.Join(dir, "a.db"), "--max-payload", "100")
+	if code != exitFailed || !jsonEqual(t, out, `{"Error":"States.DataLimitExceeded","Cause":"The state/task 'Big' returned a result with a size exceeding the maximum number of bytes service limit."}`) ||
+		!strings.Contains(errOut, "state Big: a document of 1099 bytes passes the payload limit of 100 bytes") {
+		t.Errorf("exit %d, %s, %q", code, out, errOut)
+	}
+	for _, limit := range []string{"2000", "-1"} {
+		if code, _, errOut := invoke(t, "", "run", wf, "--db", filepath.Join(dir, "b"+limit+".db"), "--max-payload", limit); code != 0 {
+			t.Errorf("--max-payload %s: exit %d, %q", limit, code, errOut)
+		}
+	}
+}
+
+// TestWaitingOutput: the exit-3 JSON always has approvals; every pending
+// approval is named on stderr; status shows escalation and deadline apart
+// and the whole digest, which approve takes; resuming what is not due
+// changes nothing.
+func TestWaitingOutput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "x.db")
+	wait := writeFile(t, dir, "wait.json", `{"StartAt":"W","States":{"W":{"Type":"Wait","Seconds":3600,"End":true}}}`)
+	code, out, _ := invoke(t, "", "run", wait, "--db", db, "--name", "w")
+	var w map[string]any
+	if err := json.Unmarshal([]byte(out), &w); code != exitWaiting || err != nil {
+		t.Fatalf("run: exit %d, %s", code, out)
+	}
+	if a, ok := w["approvals"].([]any); !ok || len(a) != 0 {
+		t.Errorf("approvals = %v, want []", w["approvals"])
+	}
+	_, before, _ := invoke(t, "", "history", "w", "--json", "--db", db)
+	for range 2 {
+		if code, _, errOut := invoke(t, "", "resume", "w", "--db", db); code != exitWaiting {
+			t.Fatalf("resume: exit %d %s", code, errOut)
+		}
+	}
+	if _, after, _ := invoke(t, "", "history", "w", "--json", "--db", db); after != before {
+		t.Errorf("an early resume changed the history:\n%s\nwant\n%s", after, before)
+	}
+
+	two := writeFile(t, dir, "two.json", `{"StartAt":"P","States":{"P":{"Type":"Parallel","End":true,"Branches":[
+		{"StartAt":"A","States":{"A":{"Type":"Approval","Prompt":"a","Timeout":"48h","Escalation":{"After":"4h","Notify":["lead"]},"End":true}}},
+		{"StartAt":"B","States":{"B":{"Type":"Approval","Prompt":"b","End":true}}}]}}}`)
+	code, _, errOut := invoke(t, "", "run", two, "--db", db, "--name", "two", "--no-prompt")
+	if code != exitWaiting || strings.Count(errOut, "aslrun approve two --approval ") != 2 {
+		t.Fatalf("run: exit %d, stderr %q; want both approvals named", code, errOut)
+	}
+	code, out, _ = invoke(t, "", "status", "two", "--db", db)
+	if code != 0 || !strings.Contains(out, "escalates") || !strings.Contains(out, "deadline") {
+		t.Errorf("status = %s; want the escalation and the deadline apart", out)
+	}
+	digest := regexp.MustCompile(`digest\s+([0-9a-f]+)`).FindAllStringSubmatch(out, -1)
+	if len(digest) != 2 || len(digest[0][1]) != 64 {
+		t.Fatalf("status shows digests %v, want two whole SHA-256 digests", digest)
+	}
+	id := regexp.MustCompile(`approval\s+(\S+) at P/0/A`).FindStringSubmatch(out)
+	if id == nil {
+		t.Fatalf("status names no approval at P/0/A: %s", out)
+	}
+	code, _, errOut = invoke(t, "", "approve", "two", "--approval", id[1], "--digest", digest[0][1], "--decision", "approve", "--db", db)
+	if code != exitWaiting {
+		t.Errorf("approve with the digest status shows: exit %d, %q", code, errOut)
+	}
+}
+
+// TestNoPromptWithoutTerminal: standard input from /dev/null is no
+// terminal: run exits 3 without asking.
+func TestNoPromptWithoutTerminal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wf := writeFile(t, dir, "a.json", `{"StartAt":"A","States":{"A":{"Type":"Approval","Prompt":"ok?","End":true}}}`)
+	cmd := aslrunCmd("run", wf, "--db", filepath.Join(dir, "x.db"))
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	var errOut strings.Builder
+	cmd.Stdin, cmd.Stderr = null, &errOut
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitWaiting || strings.Contains(errOut.String(), "decision:") {
+		t.Errorf("run with stdin from /dev/null: %v, stderr %q; want exit 3 and no prompt", err, errOut.String())
+	}
+}
+
+// TestSignals: SIGINT or SIGTERM during a run stops it at its last commit
+// with 130 or 143 and the command that continues it, which then finishes.
+func TestSignals(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wf := writeFile(t, dir, "slow.json", `{"StartAt":"First","States":{
+		"First":{"Type":"Pass","Result":1,"ResultPath":"$.first","Next":"Slow"},
+		"Slow":{"Type":"Task","Agent":"Slow","ResultPath":"$.slow","End":true}}}`)
+	mock := writeFile(t, dir, "mock.json", `{"Slow":{"0":{"Return":"late","DelaySeconds":600}}}`)
+	// The call in flight is made again on resume, with the same invocation
+	// number: this mock answers it at once.
+	quick := writeFile(t, dir, "quick.json", `{"Slow":{"0":{"Return":"done"}}}`)
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			db := filepath.Join(dir, tc.sig.String()+".db")
+			cmd := aslrunCmd("run", wf, "--mock", mock, "--db", db, "--name", "s")
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			lines := bufio.NewScanner(stderr)
+			if !lines.Scan() || lines.Text() != "execution: s" {
+				t.Fatalf("first stderr line %q, want execution: s", lines.Text())
+			}
+			// The execution exists; its agent call takes ten minutes.
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			var rest strings.Builder
+			for lines.Scan() {
+				rest.WriteString(lines.Text() + "\n")
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var ee *exec.ExitError
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute):
+				cmd.Process.Kill()
+				t.Fatal("the run did not stop on the signal")
+			}
+			if !errors.As(err, &ee) || ee.ExitCode() != tc.code || !strings.Contains(rest.String(), "continue it with `aslrun resume s`") {
+				t.Fatalf("after %v: %v, stderr %q; want exit %d and the resume command", tc.sig, err, rest.String(), tc.code)
+			}
+			code, out, errOut := invoke(t, "", "resume", "s", "--mock", quick, "--db", db)
+			if code != 0 || !jsonEqual(t, out, `{"first":1,"slow":"done"}`) {
+				t.Errorf("resume: exit %d, %s %s", code, out, errOut)
+			}
+		})
+	}
+}
+
+// TestDatabaseNotOurs: only a missing file becomes a new database; an
+// empty file or one that is not an aslrun database is an error naming it.
+func TestDatabaseNotOurs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	empty := writeFile(t, dir, "empty.db", "")
+	other := writeFile(t, dir, "other.db", "not a database")
+	for _, db := range []string{empty, other} {
+		code, _, errOut := invoke(t, "", "status", "x", "--db", db)
+		if code != exitUsage || !strings.Contains(errOut, db) || !strings.Contains(errOut, "not an aslrun database") {
+			t.Errorf("status --db %s: exit %d, %q; want 2 naming the file", db, code, errOut)
+		}
+		if fi, err := os.Stat(db); err != nil || fi.Size() > 20 {
+			t.Errorf("%s was changed: %v %v", db, fi, err)
+		}
+	}
+	if code, _, errOut := invoke(t, "", "list", "--db", filepath.Join(dir, "new.db")); code != 0 {
+		t.Errorf("list on a missing file: exit %d, %q; want a new database", code, errOut)
+	}
+}
