@@ -64,6 +64,9 @@ func TestOwnCases(t *testing.T) { runTree(t, "testdata") }
 
 func TestAWSCases(t *testing.T) {
 	if _, err := os.Stat(awsCases); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("AWS-recorded cases not found at %s: CI must run them", awsCases)
+		}
 		t.Skipf("AWS-recorded cases not found at %s (../shared is absent): skipping them", awsCases)
 	}
 	runTree(t, awsCases)
