@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -77,44 +78,53 @@ func TestTyped(t *testing.T) {
 		t.Errorf("Invoke = %v, want %v", got, want)
 	}
 	bad, _ := jsonpath.Decode([]byte(`{"id":5}`))
-	if _, err := a.Invoke(context.Background(), &Request{Agent: "Invoicer", Input: bad}); err == nil || !strings.Contains(err.Error(), "does not fit") {
-		t.Errorf("Invoke with a mistyped input = %v, want a does-not-fit error", err)
+	var te *json.UnmarshalTypeError
+	if _, err := a.Invoke(context.Background(), &Request{Agent: "Invoicer", Input: bad}); !errors.As(err, &te) || te.Field != "id" {
+		t.Errorf("Invoke with a mistyped input = %v, want a *json.UnmarshalTypeError for id", err)
 	}
 }
 
 func TestParseMocksErrors(t *testing.T) {
 	cases := []struct {
 		name, mock, want string
+		// ptr is the MockError's pointer; "" for a file that is not
+		// strict JSON (a *jsonpath.JSONError).
+		ptr string
 	}{
-		{"not an object", `[]`, "mocks must be an object"},
-		{"agent not an object", `{"A":1}`, `responses of agent "A"`},
-		{"bad key", `{"A":{"x":{"Return":1}}}`, `invocation key "x"`},
-		{"reversed range", `{"A":{"3-1":{"Return":1}}}`, `invocation key "3-1"`},
-		{"leading zero", `{"A":{"01":{"Return":1}}}`, `invocation key "01"`},
-		{"overlap", `{"A":{"0-2":{"Return":1},"2":{"Return":2}}}`, "invocation 2 has two responses"},
-		{"both", `{"A":{"0":{"Return":1,"Throw":{"Error":"E"}}}}`, "exactly one of Return or Throw"},
-		{"neither", `{"A":{"0":{}}}`, "exactly one of Return or Throw"},
-		{"unknown field", `{"A":{"0":{"Return":1,"Sleep":2}}}`, `unknown field "Sleep"`},
-		{"throw not object", `{"A":{"0":{"Throw":"E"}}}`, "Throw must be an object"},
-		{"throw without error", `{"A":{"0":{"Throw":{"Cause":"c"}}}}`, "missing Error"},
-		{"throw bad field", `{"A":{"0":{"Throw":{"Error":"E","Code":1}}}}`, `unknown field "Code"`},
-		{"cause not string", `{"A":{"0":{"Throw":{"Error":"E","Cause":1}}}}`, "Cause must be a string"},
-		{"negative delay", `{"A":{"0":{"Return":1,"DelaySeconds":-1}}}`, "DelaySeconds must be"},
-		{"zero heartbeat", `{"A":{"0":{"Return":1,"HeartbeatSeconds":0}}}`, "HeartbeatSeconds must be greater than 0"},
-		{"duplicate key", `{"A":{"0":{"Return":1}},"A":{}}`, "duplicate"},
-		{"usage not object", `{"A":{"0":{"Return":1,"Usage":5}}}`, "/A/0/Usage: Usage must be an object"},
-		{"usage unknown field", `{"A":{"0":{"Return":1,"Usage":{"Money":1}}}}`, `/A/0/Usage/Money: unknown field "Money"`},
-		{"usage fractional tokens", `{"A":{"0":{"Return":1,"Usage":{"Tokens":1.5}}}}`, "Tokens must be an integer ≥ 0"},
-		{"usage negative cost", `{"A":{"0":{"Return":1,"Usage":{"Cost":-1}}}}`, "Cost must be a number ≥ 0"},
-		{"usage string", `{"A":{"0":{"Return":1,"Usage":{"InputTokens":"3"}}}}`, "InputTokens must be a number, not string"},
-		{"tools not array", `{"A":{"0":{"Return":1,"Tools":"search"}}}`, "Tools must be an array"},
-		{"tool name empty", `{"A":{"0":{"Return":1,"Tools":["a",""]}}}`, "/A/0/Tools/1: a tool name must be a non-empty string"},
+		{"not an object", `[]`, "mocks must be an object", "/"},
+		{"agent not an object", `{"A":1}`, `responses of agent "A"`, "/A"},
+		{"bad key", `{"A":{"x":{"Return":1}}}`, `invocation key "x"`, "/A/x"},
+		{"reversed range", `{"A":{"3-1":{"Return":1}}}`, `invocation key "3-1"`, "/A/3-1"},
+		{"leading zero", `{"A":{"01":{"Return":1}}}`, `invocation key "01"`, "/A/01"},
+		{"overlap", `{"A":{"0-2":{"Return":1},"2":{"Return":2}}}`, "invocation 2 has two responses", "/A"},
+		{"both", `{"A":{"0":{"Return":1,"Throw":{"Error":"E"}}}}`, "exactly one of Return or Throw", "/A/0"},
+		{"neither", `{"A":{"0":{}}}`, "exactly one of Return or Throw", "/A/0"},
+		{"unknown field", `{"A":{"0":{"Return":1,"Sleep":2}}}`, `unknown field "Sleep"`, "/A/0/Sleep"},
+		{"throw not object", `{"A":{"0":{"Throw":"E"}}}`, "Throw must be an object", "/A/0/Throw"},
+		{"throw without error", `{"A":{"0":{"Throw":{"Cause":"c"}}}}`, "missing Error", "/A/0/Throw"},
+		{"throw bad field", `{"A":{"0":{"Throw":{"Error":"E","Code":1}}}}`, `unknown field "Code"`, "/A/0/Throw/Code"},
+		{"cause not string", `{"A":{"0":{"Throw":{"Error":"E","Cause":1}}}}`, "Cause must be a string", "/A/0/Throw/Cause"},
+		{"negative delay", `{"A":{"0":{"Return":1,"DelaySeconds":-1}}}`, "DelaySeconds must be", "/A/0/DelaySeconds"},
+		{"zero heartbeat", `{"A":{"0":{"Return":1,"HeartbeatSeconds":0}}}`, "HeartbeatSeconds must be greater than 0", "/A/0/HeartbeatSeconds"},
+		{"duplicate key", `{"A":{"0":{"Return":1}},"A":{}}`, "duplicate", ""},
+		{"usage not object", `{"A":{"0":{"Return":1,"Usage":5}}}`, "/A/0/Usage: Usage must be an object", "/A/0/Usage"},
+		{"usage unknown field", `{"A":{"0":{"Return":1,"Usage":{"Money":1}}}}`, `/A/0/Usage/Money: unknown field "Money"`, "/A/0/Usage/Money"},
+		{"usage fractional tokens", `{"A":{"0":{"Return":1,"Usage":{"Tokens":1.5}}}}`, "Tokens must be an integer ≥ 0", "/A/0/Usage/Tokens"},
+		{"usage negative cost", `{"A":{"0":{"Return":1,"Usage":{"Cost":-1}}}}`, "Cost must be a number ≥ 0", "/A/0/Usage/Cost"},
+		{"usage string", `{"A":{"0":{"Return":1,"Usage":{"InputTokens":"3"}}}}`, "InputTokens must be a number, not string", "/A/0/Usage/InputTokens"},
+		{"tools not array", `{"A":{"0":{"Return":1,"Tools":"search"}}}`, "Tools must be an array", "/A/0/Tools"},
+		{"tool name empty", `{"A":{"0":{"Return":1,"Tools":["a",""]}}}`, "/A/0/Tools/1: a tool name must be a non-empty string", "/A/0/Tools/1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseMocks([]byte(tc.mock))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("ParseMocks(%s) = %v, want an error containing %q", tc.mock, err, tc.want)
+			var me *MockError
+			var je *jsonpath.JSONError
+			switch {
+			case tc.ptr == "" && !errors.As(err, &je):
+				t.Errorf("ParseMocks(%s) = %v, want a *jsonpath.JSONError (%s)", tc.mock, err, tc.want)
+			case tc.ptr != "" && (!errors.As(err, &me) || me.Pointer != tc.ptr):
+				t.Errorf("ParseMocks(%s) = %v, want a MockError at %s (%s)", tc.mock, err, tc.ptr, tc.want)
 			}
 		})
 	}
