@@ -305,6 +305,17 @@ func createBuckets(tx *bbolt.Tx) error {
 	return meta.Put(versionKey, []byte(strconv.Itoa(formatVersion)))
 }
 
+// keysOf lists a bucket's keys, so that a migration can rewrite the
+// bucket while it goes through them.
+func keysOf(b *bbolt.Bucket) ([]string, error) {
+	var keys []string
+	err := b.ForEach(func(k, _ []byte) error {
+		keys = append(keys, string(k))
+		return nil
+	})
+	return keys, err
+}
+
 // migrateV1 converts a database of format 1, which kept each history event
 // under "id \x00 n" in bucket history, to the current format: each event
 // becomes a history record of its own, linked to the one before.
@@ -319,11 +330,8 @@ func migrateV1(t *bbolt.Tx) error {
 		return fmt.Errorf("bucket %s or %s is missing", bucketHistoryV1, bucketHeads)
 	}
 	events.FillPercent = appendFill
-	var ids []string
-	if err := heads.ForEach(func(k, _ []byte) error {
-		ids = append(ids, string(k))
-		return nil
-	}); err != nil {
+	ids, err := keysOf(heads)
+	if err != nil {
 		return err
 	}
 	for _, id := range ids {
@@ -389,11 +397,8 @@ func migrateV5(t *bbolt.Tx) error {
 			return err
 		}
 	}
-	var ids []string
-	if err := heads.ForEach(func(k, _ []byte) error {
-		ids = append(ids, string(k))
-		return nil
-	}); err != nil {
+	ids, err := keysOf(heads)
+	if err != nil {
 		return err
 	}
 	for _, id := range ids {

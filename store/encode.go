@@ -85,24 +85,17 @@ func (w *recordWriter) time(k string, t time.Time) {
 
 // counts writes a map of counters, keys sorted.
 func (w *recordWriter) counts(k string, m map[string]int) {
-	if len(m) == 0 {
-		return
-	}
-	w.key(k)
-	w.b = append(w.b, '{')
-	for i, name := range slices.Sorted(maps.Keys(m)) {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		w.b = appendString(w.b, name)
-		w.b = append(w.b, ':')
-		w.b = strconv.AppendInt(w.b, int64(m[name]), 10)
-	}
-	w.b = append(w.b, '}')
+	writeSorted(w, k, m, func(b []byte, n int) []byte { return strconv.AppendInt(b, int64(n), 10) })
 }
 
 // strMap writes a map of strings, keys sorted, omitted when empty.
 func (w *recordWriter) strMap(k string, m map[string]string) {
+	writeSorted(w, k, m, appendString)
+}
+
+// writeSorted writes a map as an object, keys sorted, each value with
+// appendValue; nothing when the map is empty.
+func writeSorted[V any](w *recordWriter, k string, m map[string]V, appendValue func([]byte, V) []byte) {
 	if len(m) == 0 {
 		return
 	}
@@ -114,7 +107,7 @@ func (w *recordWriter) strMap(k string, m map[string]string) {
 		}
 		w.b = appendString(w.b, name)
 		w.b = append(w.b, ':')
-		w.b = appendString(w.b, m[name])
+		w.b = appendValue(w.b, m[name])
 	}
 	w.b = append(w.b, '}')
 }

@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,20 +19,8 @@ import (
 // comment, an approver and, where the Approval is Editable, an edit of its
 // fields as shown), and wants each path to succeed.
 func TestEveryApprovalOption(t *testing.T) {
-	dirs, err := filepath.Glob("*/workflow.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, def := range dirs {
-		dir := filepath.Dir(def)
-		data, err := os.ReadFile(def)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := states.Parse(data)
-		if err != nil {
-			t.Fatalf("parse %s: %v", def, err)
-		}
+	for _, ex := range examples(t) {
+		dir, m := ex.dir, ex.m
 		if !hasApproval(m) {
 			continue
 		}

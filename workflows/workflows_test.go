@@ -130,28 +130,44 @@ func wantResult(t *testing.T, res *engine.Result, want any) {
 	}
 }
 
+// example is one example workflow: its folder and its parsed definition.
+type example struct {
+	dir string
+	m   *states.Machine
+}
+
+// examples parses every example's workflow.json.
+func examples(t *testing.T) []example {
+	t.Helper()
+	defs, err := filepath.Glob("*/workflow.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defs) < 3 {
+		t.Fatalf("found %d example workflows, want at least 3", len(defs))
+	}
+	var out []example
+	for _, def := range defs {
+		data, err := os.ReadFile(def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := states.Parse(data)
+		if err != nil {
+			t.Fatalf("parse %s: %v", def, err)
+		}
+		out = append(out, example{dir: filepath.Dir(def), m: m})
+	}
+	return out
+}
+
 // TestExamples parses and runs every example durably, with its mock file
 // and script.json, and checks the output. Delays run on the synctest
 // clock.
 func TestExamples(t *testing.T) {
-	dirs, err := filepath.Glob("*/workflow.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(dirs) < 3 {
-		t.Fatalf("found %d example workflows, want at least 3", len(dirs))
-	}
-	for _, def := range dirs {
-		dir := filepath.Dir(def)
+	for _, ex := range examples(t) {
+		dir, m := ex.dir, ex.m
 		t.Run(dir, func(t *testing.T) {
-			data, err := os.ReadFile(def)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := states.Parse(data)
-			if err != nil {
-				t.Fatalf("parse %s: %v", def, err)
-			}
 			reg := mockRegistry(t, filepath.Join(dir, "mock.json"))
 			sc := readScript(t, dir)
 			input := readJSON(t, filepath.Join(dir, "input.json"))
