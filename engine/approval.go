@@ -314,18 +314,7 @@ func (h *stateRun) decided(s *states.Approval, raw any, pa *PendingApproval) (st
 	if timedOut && s.Default == "" {
 		return stepResult{}, asl.Errorf(asl.ErrTimeout, "the approval %s got no decision within its Timeout (%s)", pa.ID, s.Timeout)
 	}
-	doc := raw
-	var err error
-	if edit, ok := decision["edited"]; ok && s.Editable != nil {
-		if doc, err = h.resultPath(states.ResultPath{Path: s.Editable.ResultPath}, doc, edit); err != nil {
-			return stepResult{}, err
-		}
-	}
-	if s.HasResultPath {
-		doc, err = h.resultPath(s.ResultPath, doc, decision)
-	} else {
-		doc, err = mergeTop(doc, decision)
-	}
+	doc, err := decisionDocument(s, raw, decision)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -366,6 +355,23 @@ func (h *stateRun) decided(s *states.Approval, raw any, pa *PendingApproval) (st
 	}
 	// The commit point checks the write (see run.commit).
 	return stepResult{output: out, proposed: doc, next: next, size: size, wrote: true, prev: raw}, nil
+}
+
+// decisionDocument is the document an Approval's decision makes of its raw
+// input: the edit at Editable.ResultPath, then the decision at ResultPath
+// (or its fields merged into the top level).
+func decisionDocument(s *states.Approval, raw any, decision map[string]any) (any, error) {
+	doc := raw
+	var err error
+	if edit, ok := decision["edited"]; ok && s.Editable != nil {
+		if doc, err = placeResult(states.ResultPath{Path: s.Editable.ResultPath}, doc, edit); err != nil {
+			return nil, err
+		}
+	}
+	if s.HasResultPath {
+		return placeResult(s.ResultPath, doc, decision)
+	}
+	return mergeTop(doc, decision)
 }
 
 // mergeTop merges the decision's fields into the top level of doc, which

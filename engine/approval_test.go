@@ -361,3 +361,54 @@ func TestApprovalNeedsAStore(t *testing.T) {
 	res := execute(t, `{"StartAt":"A","States":{"A":{"Type":"Approval","Prompt":"ok?","End":true}}}`, `{}`, nil)
 	wantError(t, res, asl.ErrRuntime, "needs an executor with a store")
 }
+
+// TestCheckDecision: the dry run accepts what Decide would, refuses what
+// it would, reports what governance would refuse, and records nothing;
+// RecordOnly records a decision without continuing the execution.
+func TestCheckDecision(t *testing.T) {
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Store: st})
+	ctx := context.Background()
+	def := `{"StartAt":"Edit","Governance":{"WritePolicy":{"Rules":[{"Deny":"value == 'forbidden'","Reason":"no"}]}},
+		"States":{"Edit":{"Type":"Approval","Prompt":"p","Editable":{"Fields":["$.draft.text"],"ResultPath":"$.draft"},"ResultPath":"$.review","Next":"Done"},
+		"Done":{"Type":"Pass","End":true}}}`
+	if _, err := x.Run(ctx, mustParse(t, def), mustJSON(t, `{"draft":{"text":"helo"}}`), engine.StartOptions{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := st.History(ctx, "c")
+	var ge *engine.GovernanceError
+	for _, tc := range []struct {
+		name string
+		d    engine.Decision
+		ok   bool
+		gov  bool
+	}{
+		{"accepted", engine.Decision{Approval: "approve", Edit: mustJSON(t, `{"draft":{"text":"hello"}}`)}, true, false},
+		{"not an option", engine.Decision{Approval: "ship"}, false, false},
+		{"outside the fields", engine.Decision{Approval: "approve", Edit: mustJSON(t, `{"other":1}`)}, false, false},
+		{"governance", engine.Decision{Approval: "approve", Edit: mustJSON(t, `{"draft":{"text":"forbidden"}}`)}, false, true},
+	} {
+		err := x.CheckDecision(ctx, "c", tc.d)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s: %v, want accepted", tc.name, err)
+		case tc.gov && !errors.As(err, &ge):
+			t.Errorf("%s: %v, want a *GovernanceError", tc.name, err)
+		case !tc.ok && !tc.gov && !errors.Is(err, engine.ErrDecisionRefused):
+			t.Errorf("%s: %v, want ErrDecisionRefused", tc.name, err)
+		}
+	}
+	if after, _ := st.History(ctx, "c"); len(after) != len(before) {
+		t.Errorf("CheckDecision recorded %d events", len(after)-len(before))
+	}
+	res, err := x.Decide(ctx, "c", engine.Decision{Approval: "approve"}, engine.ResumeOptions{RecordOnly: true})
+	if err != nil || res.Status != engine.StatusRunning {
+		t.Fatalf("Decide(RecordOnly) = %+v, %v; want RUNNING", res, err)
+	}
+	if e, _ := st.Load(ctx, "c"); e.Status != engine.StatusRunning {
+		t.Errorf("stored status %s, want RUNNING", e.Status)
+	}
+	if res, err := x.Resume(ctx, "c", engine.ResumeOptions{}); err != nil || res.Status != engine.StatusSucceeded {
+		t.Errorf("Resume after the recorded decision = %+v, %v", res, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aslrun/aslrun/governance"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/states"
 )
@@ -100,7 +101,54 @@ func (x *Executor) Decide(ctx context.Context, id string, d Decision, opts Resum
 	if err := r.commit(ctx, nil, &Commit{Status: StatusRunning, Scopes: map[string]*Scope{key: &scope}}); err != nil {
 		return nil, err
 	}
+	if opts.RecordOnly {
+		return &Result{ID: id, Status: StatusRunning}, nil
+	}
 	return r.execute(ctx, e.Progress.Scopes[""])
+}
+
+// CheckDecision is a dry run of Decide: it returns nil when the decision
+// would be accepted and its write pass the workflow's governance, an error
+// wrapping ErrDecisionRefused when Decide would refuse it, or a
+// *GovernanceError when governance would refuse the document it makes.
+// Nothing is recorded. (Decide checks again: the document may change in
+// between, and Choices, Assign and OutputPath are not run here.)
+func (x *Executor) CheckDecision(ctx context.Context, id string, d Decision) error {
+	if !x.durable {
+		return fmt.Errorf("execution %s: %w", id, ErrNotDurable)
+	}
+	e, m, err := x.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	key, pa, err := choosePending(e, d)
+	if err != nil {
+		return err
+	}
+	st, err := approvalOf(m, pa)
+	if err != nil {
+		return err
+	}
+	decision, err := decisionObject(st, pa, d)
+	if err != nil {
+		return fmt.Errorf("execution %s approval %s: %w", id, pa.ID, err)
+	}
+	raw := e.Progress.Scopes[key].Doc
+	doc, err := decisionDocument(st, raw, decision)
+	if err != nil {
+		return fmt.Errorf("execution %s approval %s: the decision cannot be placed in the document: %v: %w", id, pa.ID, err, ErrDecisionRefused)
+	}
+	var v *governance.Violation
+	if rules := m.Extensions; key == "" && rules != nil {
+		v = rules.Governance.Check(raw, doc, st.Name)
+	}
+	if own := st.WritePolicy; v == nil && own != nil {
+		v = own.Check(raw, doc, st.Name)
+	}
+	if v != nil {
+		return fmt.Errorf("execution %s approval %s: %w", id, pa.ID, &GovernanceError{Violation: v})
+	}
+	return nil
 }
 
 // choosePending finds the pending approval a decision is for.

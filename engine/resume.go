@@ -31,6 +31,10 @@ type ResumeOptions struct {
 	// Created, when set, is called with the id of the execution Fork
 	// starts, once it exists and before it runs.
 	Created func(id string)
+	// RecordOnly makes Decide record the decision and return with the
+	// execution RUNNING, without continuing it: the caller continues it
+	// (Resume), e.g. in the background.
+	RecordOnly bool
 }
 
 // Restore selects what a rollback or fork takes from a checkpoint.

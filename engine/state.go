@@ -129,6 +129,11 @@ func (h *stateRun) ioPath(p states.IOPath, doc any) (any, error) {
 
 // resultPath places result into the raw input.
 func (h *stateRun) resultPath(rp states.ResultPath, raw, result any) (any, error) {
+	return placeResult(rp, raw, result)
+}
+
+// placeResult places result into the raw input as ResultPath rp says.
+func placeResult(rp states.ResultPath, raw, result any) (any, error) {
 	switch {
 	case rp.Discard:
 		return raw, nil
