@@ -13,4 +13,7 @@ require (
 	golang.org/x/text v0.43.0
 )
 
-require golang.org/x/sys v0.50.0 // indirect
+require (
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
