@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aslrun/aslrun/governance"
 	"github.com/aslrun/aslrun/states"
@@ -150,6 +151,9 @@ func (h *stateRun) exit(res *stepResult, c *Commit) bool {
 	}
 	h.commitMemory()
 	r.event(Event{Type: eventType(h.st.Base().Type, false), State: h.name(), Scope: sc.prefix, Output: res.output, Document: res.output})
+	if f := r.x.hooks.StateExited; f != nil {
+		f(r.exec.ID, h.qualified())
+	}
 	res.drop = append(res.drop, h.drop...)
 	if res.checkpoint != nil {
 		sc.checkpointDone(res.checkpoint)
@@ -233,7 +237,7 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 		next.LastEvent, next.LastOwnEvent = r.lastEvent, r.lastOwn
 		r.events = nil
 		r.mu.Unlock()
-		err := r.x.store.Commit(ctx, next)
+		err := r.storeCommit(ctx, next)
 		r.mu.Lock()
 		if err != nil {
 			// Nothing of it was written: keep its history for the next
@@ -252,6 +256,18 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 	}
 	q.writing = false
 	return q.errorOf(gen)
+}
+
+// storeCommit writes c to the store, timed for the Committed hook.
+func (r *run) storeCommit(ctx context.Context, c *Commit) error {
+	f := r.x.hooks.Committed
+	if f == nil {
+		return r.x.store.Commit(ctx, c)
+	}
+	start := time.Now()
+	err := r.x.store.Commit(ctx, c)
+	f(time.Since(start), err)
+	return err
 }
 
 func (q *commitQueue) errorOf(gen uint64) error {

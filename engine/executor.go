@@ -79,6 +79,9 @@ type Config struct {
 	// (Escalation.After, Repeat); nil logs it as a warning. Its error is
 	// logged, never raised.
 	OnEscalation func(ctx context.Context, n EscalationNotice) error
+	// Hooks are told what executions do (for metrics and tracing); the
+	// zero value tells nobody.
+	Hooks Hooks
 }
 
 // Executor runs executions of state machines. It is safe for concurrent
@@ -93,6 +96,7 @@ type Executor struct {
 	parkAfter  time.Duration
 	// onEscalation is Config.OnEscalation.
 	onEscalation func(ctx context.Context, n EscalationNotice) error
+	hooks        Hooks
 
 	mu     sync.Mutex
 	active map[string]bool // executions running in this process
@@ -108,6 +112,7 @@ func New(cfg Config) *Executor {
 	x := &Executor{
 		agents: cfg.Agents, agentsFor: cfg.AgentsFor, store: cfg.Store, log: cfg.Logger,
 		maxPayload: cfg.MaxPayloadSize, parkAfter: cfg.ParkAfter, active: make(map[string]bool), onEscalation: cfg.OnEscalation,
+		hooks: cfg.Hooks,
 	}
 	if x.maxPayload == 0 {
 		x.maxPayload = DefaultMaxPayloadSize
@@ -239,6 +244,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		return nil, fmt.Errorf("execution %s: %w", e.ID, ErrBusy)
 	}
 	defer x.release(e.ID)
+	x.hooks.executionStarted(e.ID)
 	if opts.Created != nil {
 		opts.Created(e.ID)
 	}

@@ -319,6 +319,7 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 	if err := x.store.Create(ctx, e); err != nil {
 		return nil, fmt.Errorf("execution %s: %w", e.ID, err)
 	}
+	x.hooks.executionStarted(e.ID)
 	if opts.Created != nil {
 		opts.Created(e.ID)
 	}

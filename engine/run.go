@@ -279,6 +279,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 	if err := r.commit(context.WithoutCancel(ctx), nil, sc.settle(c)); err != nil {
 		return nil, err
 	}
+	r.x.hooks.executionFinished(r.exec.ID, res.Status)
 	return res, nil
 }
 

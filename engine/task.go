@@ -170,7 +170,15 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		used.add(u)
 	}
 	r.event(Event{Type: EventTaskStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
+	start := time.Now()
 	result, err := invoke(ctx, a, req, timeout, heartbeat)
+	if f := r.x.hooks.AgentCalled; f != nil {
+		herr := err
+		if err != nil && ctx.Err() == nil {
+			herr = classify(err, timeout, heartbeat)
+		}
+		f(r.exec.ID, name, time.Since(start), herr)
+	}
 	if ctx.Err() == nil || err == nil {
 		// The call completed (not cut short by the run stopping): the
 		// commit that makes its outcome durable counts it, and its usage.

@@ -1,0 +1,46 @@
+package engine
+
+import "time"
+
+// Hooks are told what executions do, for metrics and tracing. Every field
+// may be nil. They are called synchronously from the run, possibly from
+// several goroutines at once (Map items, Parallel branches, executions):
+// they must be fast and safe for concurrent use, and must not block.
+type Hooks struct {
+	// ExecutionStarted is called when a new execution was created (Run,
+	// Fork), with a store once the store created it, before its first
+	// state runs. A resumed, rolled back or decided execution is not new.
+	ExecutionStarted func(id string)
+	// ExecutionFinished is called when an execution ended (SUCCEEDED,
+	// FAILED, TIMED_OUT, ABORTED), once its end is committed. An execution
+	// that stops to wait (WAITING) has not ended.
+	ExecutionFinished func(id string, status Status)
+	// StateExited is called when a state completed (a state transition) at
+	// any nesting level, its completion accepted by the commit point: a
+	// state inside a Map item or a Parallel branch is named with its
+	// scope's prefix ("Map/3/Work"). A state that fails (a Fail state, an
+	// error no Catch handles) or that a governance rule refuses does not
+	// exit.
+	StateExited func(id, state string)
+	// Committed is called after one Store.Commit call with how long it took
+	// and its error. An executor without a store commits nothing.
+	Committed func(d time.Duration, err error)
+	// AgentCalled is called after one agent invocation (Agent.Invoke) with
+	// how long it took and how it failed: the agent's error, a deadline
+	// (States.Timeout, States.HeartbeatTimeout, as *asl.Error) or the
+	// run's cancellation; nil when the agent returned a result. A Task
+	// whose agent is not registered invokes nothing.
+	AgentCalled func(id, agent string, d time.Duration, err error)
+}
+
+func (h *Hooks) executionStarted(id string) {
+	if h.ExecutionStarted != nil {
+		h.ExecutionStarted(id)
+	}
+}
+
+func (h *Hooks) executionFinished(id string, status Status) {
+	if h.ExecutionFinished != nil {
+		h.ExecutionFinished(id, status)
+	}
+}

@@ -1,0 +1,185 @@
+package server
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/aslrun/aslrun/engine"
+)
+
+// maxAgentLabels is how many distinct agent names get their own value of
+// the agent label; calls of further agents are counted under
+// otherAgent. Agent names come from workflow definitions, so without a
+// bound a server running many workflows would grow without limit.
+const maxAgentLabels = 200
+
+// otherAgent is the agent label value of the agents past maxAgentLabels.
+const otherAgent = "other"
+
+// Metrics are the server's Prometheus metrics. They are updated by the
+// engine hooks Hooks returns and read by the registry they were registered
+// on. A Metrics is safe for concurrent use.
+type Metrics struct {
+	started     prometheus.Counter
+	finished    *prometheus.CounterVec
+	transitions prometheus.Counter
+	commits     prometheus.Histogram
+	agentCalls  *prometheus.HistogramVec
+	agentErrors *prometheus.CounterVec
+
+	mu     sync.RWMutex
+	agents map[string]agentSeries // by agent name, at most maxAgentLabels
+	other  agentSeries
+}
+
+// agentSeries are the series of one agent label value.
+type agentSeries struct {
+	duration prometheus.Observer
+	errors   prometheus.Counter
+}
+
+// commitBuckets are the upper bounds of aslrun_commit_duration_seconds:
+// 50µs to about 0.8s, doubling.
+var commitBuckets = prometheus.ExponentialBuckets(50e-6, 2, 15)
+
+// agentBuckets are the upper bounds of aslrun_agent_call_duration_seconds:
+// agents range from local functions (milliseconds) to model calls (minutes).
+var agentBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// NewMetrics registers the metrics on reg. pending and due are read at
+// every scrape: the number of approvals pending and of timers due; a nil
+// func leaves its gauge out. A metric already registered on reg (by an
+// earlier NewMetrics) is shared with it.
+func NewMetrics(reg prometheus.Registerer, pending, due func() int) *Metrics {
+	m := &Metrics{
+		started: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "aslrun_executions_started_total",
+			Help: "Executions created (run or forked).",
+		})),
+		finished: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aslrun_executions_finished_total",
+			Help: "Executions that ended, by final status.",
+		}, []string{"status"})),
+		transitions: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "aslrun_state_transitions_total",
+			Help: "States completed, at any nesting level (Map items and Parallel branches included).",
+		})),
+		commits: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "aslrun_commit_duration_seconds",
+			Help:    "Time of one store commit (one transaction), failed ones included.",
+			Buckets: commitBuckets,
+		})),
+		agentCalls: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "aslrun_agent_call_duration_seconds",
+			Help:    "Time of one agent invocation, failed and timed out ones included, by agent (agents past the first 200 names are counted as \"other\").",
+			Buckets: agentBuckets,
+		}, []string{"agent"})),
+		agentErrors: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aslrun_agent_call_errors_total",
+			Help: "Agent invocations that failed or timed out, by agent (agents past the first 200 names are counted as \"other\").",
+		}, []string{"agent"})),
+		agents: make(map[string]agentSeries),
+	}
+	for _, s := range []engine.Status{engine.StatusSucceeded, engine.StatusFailed, engine.StatusTimedOut, engine.StatusAborted} {
+		// Every status is exported from the start, at 0.
+		m.finished.WithLabelValues(string(s))
+	}
+	m.other = m.series(otherAgent)
+	if pending != nil {
+		register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "aslrun_approvals_pending",
+			Help: "Approvals waiting for a decision.",
+		}, func() float64 { return float64(pending()) }))
+	}
+	if due != nil {
+		register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "aslrun_timers_due",
+			Help: "Waiting executions whose timer (a Wait, a Retry delay, an approval's timeout or escalation) is due and not yet resumed.",
+		}, func() float64 { return float64(due()) }))
+	}
+	return m
+}
+
+// register registers c on reg and returns it, or the equal collector
+// registered before. A collector reg refuses otherwise (a clash with
+// another metric of the same name) still counts, but is not exported.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	err := reg.Register(c)
+	var dup prometheus.AlreadyRegisteredError
+	if errors.As(err, &dup) {
+		if existing, ok := dup.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	return c
+}
+
+// Hooks returns engine hooks that update the metrics and then call next's
+// hooks that are not nil.
+func (m *Metrics) Hooks(next engine.Hooks) engine.Hooks {
+	return engine.Hooks{
+		ExecutionStarted: func(id string) {
+			m.started.Inc()
+			if next.ExecutionStarted != nil {
+				next.ExecutionStarted(id)
+			}
+		},
+		ExecutionFinished: func(id string, status engine.Status) {
+			m.finished.WithLabelValues(string(status)).Inc()
+			if next.ExecutionFinished != nil {
+				next.ExecutionFinished(id, status)
+			}
+		},
+		StateExited: func(id, state string) {
+			m.transitions.Inc()
+			if next.StateExited != nil {
+				next.StateExited(id, state)
+			}
+		},
+		Committed: func(d time.Duration, err error) {
+			m.commits.Observe(d.Seconds())
+			if next.Committed != nil {
+				next.Committed(d, err)
+			}
+		},
+		AgentCalled: func(id, agent string, d time.Duration, err error) {
+			s := m.agent(agent)
+			s.duration.Observe(d.Seconds())
+			if err != nil {
+				s.errors.Inc()
+			}
+			if next.AgentCalled != nil {
+				next.AgentCalled(id, agent, d, err)
+			}
+		},
+	}
+}
+
+// agent returns the series of an agent: its own for the first
+// maxAgentLabels names seen, the "other" ones after that.
+func (m *Metrics) agent(name string) agentSeries {
+	m.mu.RLock()
+	s, ok := m.agents[name]
+	m.mu.RUnlock()
+	if ok {
+		return s
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.agents[name]; ok {
+		return s
+	}
+	if len(m.agents) >= maxAgentLabels {
+		return m.other
+	}
+	s = m.series(name)
+	m.agents[name] = s
+	return s
+}
+
+func (m *Metrics) series(agent string) agentSeries {
+	return agentSeries{duration: m.agentCalls.WithLabelValues(agent), errors: m.agentErrors.WithLabelValues(agent)}
+}
