@@ -107,11 +107,11 @@ func (e *TokensFileError) Unwrap() error { return e.Err }
 // are ignored. The file holds no secret: a token cannot be recovered from
 // its hash. It must not be readable or writable by group or others.
 const (
-	tokenHashPrefix     = "sha256:"
-	tokenPrefix    = "aslrun_"
-	maxTokensFile  = 1 << 20
-	maxTokenName     = 64
-	tokenRandBytes = 32
+	tokenHashPrefix = "sha256:"
+	tokenPrefix     = "aslrun_"
+	maxTokensFile   = 1 << 20
+	maxTokenName    = 64
+	tokenRandBytes  = 32
 )
 
 // tokenEntry is one line of a tokens file.
