@@ -1,0 +1,2 @@
+// Package server serves the aslrun HTTP API.
+package server
