@@ -467,7 +467,8 @@ func openListBench(b *testing.B) *Bolt {
 }
 
 // BenchmarkListPage lists a page of 50 of 10,000 executions: the newest,
-// and the newest FAILED ones.
+// the newest FAILED ones, the newest of one machine, a page deep in the
+// listing (after the 5,000th), and one between two start times.
 func BenchmarkListPage(b *testing.B) {
 	s := openListBench(b)
 	for _, bc := range []struct {
@@ -476,6 +477,9 @@ func BenchmarkListPage(b *testing.B) {
 	}{
 		{"newest", ListOptions{Limit: 50}},
 		{"status", ListOptions{Limit: 50, Status: engine.StatusFailed}},
+		{"machine", ListOptions{Limit: 50, MachineName: "machine-1"}},
+		{"after", ListOptions{Limit: 50, After: "exec-05000"}},
+		{"between", ListOptions{Limit: 50, StartedAfter: time.Date(2025, 1, 1, 1, 0, 0, 0, time.UTC), StartedBefore: time.Date(2025, 1, 1, 2, 0, 0, 0, time.UTC)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

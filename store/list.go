@@ -168,6 +168,8 @@ func (x *tx) list(opts ListOptions) ([]Summary, error) {
 		}
 	}
 	low, bounded := timeKey(opts.StartedAfter), !opts.StartedAfter.IsZero()
+	// One cursor, and one buffer for its keys, check the statuses.
+	status, sc := statusKey(opts.Status, ""), x.status.Cursor()
 	var out []Summary
 	c := idx.Cursor()
 	k, _ := c.Seek(end)
@@ -184,10 +186,13 @@ func (x *tx) list(opts ListOptions) ([]Summary, error) {
 		if bounded && binary.BigEndian.Uint64(rest) <= low {
 			break
 		}
-		id := string(rest[9:])
-		if opts.Status != "" && x.status.Get(statusKey(opts.Status, id)) == nil {
-			continue
+		if opts.Status != "" {
+			status = append(status[:len(opts.Status)+1], rest[9:]...)
+			if k, _ := sc.Seek(status); !bytes.Equal(k, status) {
+				continue
+			}
 		}
+		id := string(rest[9:])
 		rec, h, err := x.execution(id)
 		if err != nil {
 			return nil, err

@@ -86,8 +86,8 @@ func decodeWorkflow(k, v []byte) (WorkflowVersion, error) {
 // definition; false when there is none.
 func (x *tx) latestWorkflow(name string) (WorkflowVersion, bool, error) {
 	c := x.workflows.Cursor()
-	k, v := c.Seek(append([]byte(name), 1))
-	if k == nil {
+	var k, v []byte
+	if k, _ = c.Seek(append([]byte(name), 1)); k == nil {
 		k, v = c.Last()
 	} else {
 		k, v = c.Prev()
