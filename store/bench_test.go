@@ -430,3 +430,65 @@ func BenchmarkCheckpoint(b *testing.B) {
 		}
 	}
 }
+
+// openListBench opens a Bolt holding 10,000 executions of four machines,
+// started a second apart, one in ten FAILED and the others SUCCEEDED,
+// written in one transaction.
+func openListBench(b *testing.B) *Bolt {
+	s := openBench(b)
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var cs []*created
+	for i := range 10_000 {
+		e := &engine.Execution{
+			ID: fmt.Sprintf("exec-%05d", i), MachineName: fmt.Sprintf("machine-%d", i%4), Definition: []byte(`{}`),
+			Status: engine.StatusSucceeded, StartedAt: start.Add(time.Duration(i) * time.Second),
+		}
+		if i%10 == 0 {
+			e.Status = engine.StatusFailed
+		}
+		c, err := newExecution(e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	err := s.write(b.Context(), func(x *tx) error {
+		for _, c := range cs {
+			if err := x.create(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkListPage lists a page of 50 of 10,000 executions: the newest,
+// the newest FAILED ones, the newest of one machine, a page deep in the
+// listing (after the 5,000th), and one between two start times.
+func BenchmarkListPage(b *testing.B) {
+	s := openListBench(b)
+	for _, bc := range []struct {
+		name string
+		opts ListOptions
+	}{
+		{"newest", ListOptions{Limit: 50}},
+		{"status", ListOptions{Limit: 50, Status: engine.StatusFailed}},
+		{"machine", ListOptions{Limit: 50, MachineName: "machine-1"}},
+		{"after", ListOptions{Limit: 50, After: "exec-05000"}},
+		{"between", ListOptions{Limit: 50, StartedAfter: time.Date(2025, 1, 1, 1, 0, 0, 0, time.UTC), StartedBefore: time.Date(2025, 1, 1, 2, 0, 0, 0, time.UTC)}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				got, err := s.List(b.Context(), bc.opts)
+				if err != nil || len(got) != 50 {
+					b.Fatalf("List(%+v) = %d summaries, %v, want 50", bc.opts, len(got), err)
+				}
+			}
+		})
+	}
+}

@@ -23,14 +23,15 @@ import (
 
 // The format of the database: the meta bucket holds formatKey =
 // formatMarker and versionKey = formatVersion (decimal), written when the
-// database is created. Format 4 stored heads and checkpoints as bare JSON
-// (no seal, no binding to the history), format 3 had no namespaces bucket
-// either, format 2 no agent memory; format 1 also kept each history event
-// under its own key in bucket history. OpenBolt converts them all
-// (migrateV1, the new buckets, migrateV5).
+// database is created. Format 5 had no workflow registry and no machines
+// index, format 4 also stored heads and checkpoints as bare JSON (no seal,
+// no binding to the history), format 3 had no namespaces bucket either,
+// format 2 no agent memory; format 1 also kept each history event under
+// its own key in bucket history. OpenBolt converts them all (migrateV1,
+// the new buckets, migrateV5, migrateV6).
 const (
 	formatMarker  = "aslrun"
-	formatVersion = 5
+	formatVersion = 6
 )
 
 var (
@@ -57,6 +58,8 @@ var (
 	bucketMemory      = []byte("memory")
 	bucketMemExpiry   = []byte("memexpiry")
 	bucketNamespaces  = []byte("namespaces")
+	bucketMachines    = []byte("machines")
+	bucketWorkflows   = []byte("workflows")
 
 	bucketHistoryV1 = []byte("history") // format 1's history, see migrateV1
 )
@@ -275,7 +278,12 @@ func checkFormat(db *bbolt.DB, path string) error {
 					return err
 				}
 			}
-			if err := migrateV5(t); err != nil {
+			if v < 5 {
+				if err := migrateV5(t); err != nil {
+					return err
+				}
+			}
+			if err := migrateV6(t); err != nil {
 				return err
 			}
 			return t.Bucket(bucketMeta).Put(versionKey, []byte(strconv.Itoa(formatVersion)))
@@ -292,7 +300,7 @@ func createBuckets(tx *bbolt.Tx) error {
 	for _, name := range [][]byte{
 		bucketMeta, bucketExecutions, bucketHeads, bucketStatus, bucketStarted, bucketScopes, bucketEvents,
 		bucketTimers, bucketCheckpoints, bucketExpiry, bucketDefinitions, bucketBlobs, bucketBlobRefs, bucketOrphans,
-		bucketMemory, bucketMemExpiry, bucketNamespaces,
+		bucketMemory, bucketMemExpiry, bucketNamespaces, bucketMachines, bucketWorkflows,
 	} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
@@ -414,6 +422,41 @@ func migrateV5(t *bbolt.Tx) error {
 	return nil
 }
 
+// migrateV6 converts a database of format 5 or older to format 6: it
+// adds the workflow registry and the machines index, indexing every
+// execution.
+func migrateV6(t *bbolt.Tx) error {
+	if _, err := t.CreateBucketIfNotExists(bucketWorkflows); err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketWorkflows, err)
+	}
+	machines, err := t.CreateBucketIfNotExists(bucketMachines)
+	if err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketMachines, err)
+	}
+	execs := t.Bucket(bucketExecutions)
+	if execs == nil {
+		return fmt.Errorf("bucket %s is missing", bucketExecutions)
+	}
+	var keys [][]byte
+	err = execs.ForEach(func(k, v []byte) error {
+		rec, err := decodeExec(string(k), v)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, machineKey(&Summary{ID: string(k), MachineName: rec.MachineName, StartedAt: rec.StartedAt}))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := machines.Put(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Close waits for the commits under way, then closes the database. Calls
 // after Close fail with ErrClosed.
 func (b *Bolt) Close() error {
@@ -437,7 +480,7 @@ func (b *Bolt) Close() error {
 type tx struct {
 	executions, heads, status, started, scopes, events, timers *bbolt.Bucket
 	checkpoints, expiry, definitions, blobs, blobRefs, orphans *bbolt.Bucket
-	memory, memExpiry, namespaces                              *bbolt.Bucket
+	memory, memExpiry, namespaces, machines, workflows         *bbolt.Bucket
 	cache                                                      *headCache
 }
 
@@ -454,7 +497,7 @@ func bucketsOf(t *bbolt.Tx) (*tx, error) {
 		{&x.timers, bucketTimers}, {&x.checkpoints, bucketCheckpoints}, {&x.expiry, bucketExpiry},
 		{&x.definitions, bucketDefinitions}, {&x.blobs, bucketBlobs}, {&x.blobRefs, bucketBlobRefs},
 		{&x.orphans, bucketOrphans}, {&x.memory, bucketMemory}, {&x.memExpiry, bucketMemExpiry},
-		{&x.namespaces, bucketNamespaces},
+		{&x.namespaces, bucketNamespaces}, {&x.machines, bucketMachines}, {&x.workflows, bucketWorkflows},
 	} {
 		if *b.dst = t.Bucket(b.name); *b.dst == nil {
 			return nil, fmt.Errorf("bucket %s is missing", b.name)
@@ -733,40 +776,6 @@ func (b *Bolt) Unfinished(ctx context.Context) ([]string, error) {
 		})
 	})
 	return out, err
-}
-
-// List returns summaries of the executions, newest first: a backward scan
-// of the start-time index, or a prefix scan of the status index.
-func (b *Bolt) List(ctx context.Context, opts ListOptions) ([]Summary, error) {
-	var out []Summary
-	err := b.view(func(x *tx) error {
-		add := func(id string) error {
-			rec, h, err := x.execution(id)
-			if err != nil {
-				return err
-			}
-			out = append(out, summary(id, rec, h))
-			return nil
-		}
-		if opts.Status != "" {
-			prefix := statusKey(opts.Status, "")
-			return scanPrefix(x.status, prefix, func(k, _ []byte) error { return add(string(k[len(prefix):])) })
-		}
-		c := x.started.Cursor()
-		for k, _ := c.Last(); k != nil && (opts.Limit <= 0 || len(out) < opts.Limit); k, _ = c.Prev() {
-			if len(k) < 9 {
-				return fmt.Errorf("bucket %s: malformed key %q", bucketStarted, k)
-			}
-			if err := add(string(k[9:])); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return sortSummaries(out, opts.Limit), nil
 }
 
 // History returns an execution's history in order.

@@ -275,6 +275,7 @@ func (x *tx) create(c *created) error {
 		{x.executions, id, c.exec},
 		{x.status, statusKey(c.head.Status, c.id), nil},
 		{x.started, timedKey(c.summary.StartedAt, c.id), nil},
+		{x.machines, machineKey(&c.summary), nil},
 	}
 	for _, p := range puts {
 		if err := p.bkt.Put(p.k, p.v); err != nil {

@@ -47,17 +47,19 @@
 // 8-byte big-endian Unix nanoseconds; n is an 8-byte big-endian number.
 //
 //	bucket       key                             value
-//	meta         "format", "version"             "aslrun", "5"
+//	meta         "format", "version"             "aslrun", "6"
 //	executions   id                              what never changes: machine name, definition hash, input, start, parent, agents
 //	heads        id                              seal, then where it stands: status, output, error, wake-up, counters, history length, last hash and last record
 //	status       status \x00 id                  (empty) — Unfinished and List by status are prefix scans
 //	started      startedAt \x00 id               (empty) — List reads it backwards, newest first
+//	machines     h(machine) startedAt \x00 id    (empty) — the same, per machine; h is the name's 8-byte FNV-1a hash
 //	scopes       id \x00 scopeKey                a scope of the execution's progress — DropScopes deletes a prefix
 //	events       n (the bucket's sequence)       a history record: the events one commit added to one execution's history
 //	timers       wakeAt \x00 id                  (empty) for WAITING executions with a wake-up time — Due scans up to now
 //	checkpoints  id \x00 name                    binding (history record key, event position), then the checkpoint record; its document is in blobs
 //	expiry       expiresAt \x00 id \x00 name     (empty) — GC scans up to now
-//	definitions  definition hash                 definition text, stored once
+//	definitions  definition hash                 definition text, stored once (executions' and workflows')
+//	workflows    name \x00 version (n)           a registered workflow version: definition hash, registration time
 //	blobs        blob key                        snapshot record (Codecs.Encode) of a checkpoint document
 //	blobrefs     blob key                        number of checkpoints referencing the blob (8 bytes)
 //	orphans      blob key                        (empty) blobs no checkpoint references, removed by GC
@@ -109,7 +111,14 @@
 // for writing makes bbolt walk the pages in a goroutine of its own, where a
 // panic could not be recovered (bolt_fault.go).
 //
-// Format 5 is this layout. Format 4 kept heads and checkpoint records as
+// List pages with a cursor, the last ID of the previous page: it seeks
+// the index to that execution's start-time key and goes on backwards, so
+// a page reads only the executions it lists. A status filter checks the
+// status index for each execution it passes, or, when at most 256
+// executions have the status, reads those and sorts them.
+//
+// Format 6 is this layout. Format 5 had no workflows and machines buckets
+// (OpenBolt adds them and indexes the executions). Format 4 kept heads and checkpoint records as
 // bare JSON (OpenBolt seals the heads and binds the checkpoints to them),
 // format 3 had no namespaces bucket and format 2 no agent memory (OpenBolt
 // adds their buckets); format 1 also kept each history event under

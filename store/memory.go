@@ -32,6 +32,7 @@ type Memory struct {
 	refs        map[string]int // checkpoints referencing each blob
 	orphans     map[string]bool
 	memory      map[string][]byte // agent memory records by "namespace \x00 key"
+	workflows   map[string][]memWorkflow
 	codecs      Codecs
 	migrations  Migrations
 }
@@ -57,6 +58,7 @@ func NewMemory() *Memory {
 		refs:        make(map[string]int),
 		orphans:     make(map[string]bool),
 		memory:      make(map[string][]byte),
+		workflows:   make(map[string][]memWorkflow),
 	}
 }
 
@@ -345,26 +347,6 @@ func (m *Memory) Unfinished(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
-// List returns summaries of the executions, newest first.
-func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Summary, error) {
-	var out []Summary
-	err := m.scan(func(id string, x *memExec, h *headRecord) error {
-		if opts.Status != "" && h.Status != opts.Status {
-			return nil
-		}
-		rec, err := decodeExec(id, x.exec)
-		if err != nil {
-			return err
-		}
-		out = append(out, summary(id, rec, h))
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return sortSummaries(out, opts.Limit), nil
-}
-
 // scan calls f for every execution with its head, under the read lock.
 func (m *Memory) scan(f func(id string, x *memExec, h *headRecord) error) error {
 	m.mu.RLock()
@@ -482,6 +464,6 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	m.execs, m.definitions, m.blobs, m.refs, m.orphans, m.memory = nil, nil, nil, nil, nil, nil
+	m.execs, m.definitions, m.blobs, m.refs, m.orphans, m.memory, m.workflows = nil, nil, nil, nil, nil, nil, nil
 	return nil
 }

@@ -361,7 +361,7 @@ func execution(id string, x *execRecord, h *headRecord, definition []byte, scope
 // summary assembles a List entry from an execution's records.
 func summary(id string, x *execRecord, h *headRecord) Summary {
 	return Summary{
-		ID: id, MachineName: x.MachineName, Status: h.Status, StartedAt: x.StartedAt, StoppedAt: h.StoppedAt,
+		ID: id, MachineName: x.MachineName, DefinitionHash: x.DefinitionHash, Status: h.Status, StartedAt: x.StartedAt, StoppedAt: h.StoppedAt,
 		Error: h.Error, Parent: x.Parent, WaitingFor: h.WaitingFor, WakeAt: h.WakeAt,
 	}
 }
@@ -460,19 +460,4 @@ func sortCheckpoints(cps []*engine.Checkpoint) {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-}
-
-// sortSummaries orders summaries newest first (by StartedAt, then id) and
-// applies the limit.
-func sortSummaries(s []Summary, limit int) []Summary {
-	slices.SortFunc(s, func(a, b Summary) int {
-		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(b.ID, a.ID)
-	})
-	if limit > 0 && len(s) > limit {
-		s = s[:limit]
-	}
-	return s
 }

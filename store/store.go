@@ -23,7 +23,9 @@ type Store interface {
 	engine.MemoryStore
 
 	// List returns summaries of the executions, newest (by StartedAt)
-	// first, filtered and limited by opts.
+	// first and, among those started at the same nanosecond, by ID
+	// descending; filtered, limited and continued by opts. An opts.After
+	// that names no execution is an error wrapping engine.ErrNotFound.
 	List(ctx context.Context, opts ListOptions) ([]Summary, error)
 	// History returns an execution's history in order, with DocHash,
 	// PrevHash, Hash and Superseded filled in and Document nil (documents
@@ -40,6 +42,27 @@ type Store interface {
 	// Definition returns the definition text stored under its hash;
 	// ErrNotFound when there is none.
 	Definition(ctx context.Context, hash string) ([]byte, error)
+	// RegisterWorkflow stores definition (compact JSON, validated by the
+	// caller) as the next version of the workflow name, with hash its
+	// canonical hash (jsonpath.CanonicalHash of the decoded definition,
+	// as engine.Execution.DefinitionHash), and returns that version. When
+	// hash is the latest version's, it returns that version unchanged. The
+	// definition text is kept once per hash, with the executions'
+	// definitions (Definition). A name that is not 1 to 128 bytes of
+	// ASCII letters, digits, '-', '_' and '.' is an error wrapping
+	// ErrInvalidName; an empty definition or hash is an error too.
+	RegisterWorkflow(ctx context.Context, name string, definition []byte, hash string) (WorkflowVersion, error)
+	// Workflow returns version v of the workflow name (v 0: the latest),
+	// with its definition; an error wrapping engine.ErrNotFound when there is
+	// none.
+	Workflow(ctx context.Context, name string, v int) (WorkflowVersion, error)
+	// Workflows returns the latest version of every workflow, by name,
+	// without definitions.
+	Workflows(ctx context.Context) ([]WorkflowVersion, error)
+	// WorkflowVersions returns every version of the workflow name, oldest
+	// first, without definitions; an error wrapping engine.ErrNotFound when
+	// there is no such workflow.
+	WorkflowVersions(ctx context.Context, name string) ([]WorkflowVersion, error)
 	// GC removes the checkpoints expired at now, except the newest
 	// checkpoint of an execution still RUNNING or WAITING (it may be
 	// rolled back to), and the snapshot blobs no checkpoint references any
@@ -50,9 +73,26 @@ type Store interface {
 }
 
 // ListOptions selects executions for List. The zero value lists them all.
+//
+// Start times are compared to the nanosecond, as Unix time: times before
+// 1970 (and the zero time) count as 1970-01-01 00:00:00 UTC, for the
+// order as for the bounds.
 type ListOptions struct {
 	// Status keeps only executions with this status ("" keeps all).
 	Status engine.Status
+	// MachineName keeps only executions of this machine ("" keeps all).
+	MachineName string
+	// StartedAfter keeps only executions started after it, and
+	// StartedBefore only those started before it (both exclusive; the
+	// zero time is no bound).
+	StartedAfter, StartedBefore time.Time
+	// After continues a listing: it is the ID of the last summary of the
+	// previous page, and List returns the executions that come after it
+	// in the order of List ("": from the start). The cursor is exact:
+	// executions started or changed between pages are neither repeated
+	// nor skipped (executions started after the first page was read come
+	// before the cursor, and so are not listed by later pages).
+	After string
 	// Limit is the most summaries returned (0: no limit).
 	Limit int
 }
@@ -61,13 +101,53 @@ type ListOptions struct {
 type Summary struct {
 	ID          string
 	MachineName string
-	Status      engine.Status
-	StartedAt   time.Time
-	StoppedAt   time.Time
-	Error       string
-	Parent      string
-	WaitingFor  string
-	WakeAt      time.Time
+	// DefinitionHash is the hash of the definition the execution runs
+	// (engine.Execution.DefinitionHash).
+	DefinitionHash string
+	Status         engine.Status
+	StartedAt      time.Time
+	StoppedAt      time.Time
+	Error          string
+	Parent         string
+	WaitingFor     string
+	WakeAt         time.Time
+}
+
+// WorkflowVersion is one registered version of a workflow.
+type WorkflowVersion struct {
+	Name string
+	// Version numbers the versions 1, 2, … in the order they were
+	// registered.
+	Version int
+	// Hash is the definition's canonical hash, as
+	// engine.Execution.DefinitionHash.
+	Hash string
+	// CreatedAt is when the version was registered, in UTC.
+	CreatedAt time.Time
+	// Definition is the definition's text, compact JSON; nil in listings.
+	Definition []byte
+}
+
+// maxWorkflowName bounds workflow names.
+const maxWorkflowName = 128
+
+// checkWorkflowName reports whether name can name a workflow: 1 to 128
+// bytes of ASCII letters, digits, '-', '_' and '.'.
+func checkWorkflowName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("empty workflow name: %w", ErrInvalidName)
+	case len(name) > maxWorkflowName:
+		return fmt.Errorf("workflow name %.40q… is longer than %d bytes: %w", name, maxWorkflowName, ErrInvalidName)
+	}
+	for i := range len(name) {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return fmt.Errorf("workflow name %q: byte %d is %q, want a letter, a digit, '-', '_' or '.': %w", name, i, c, ErrInvalidName)
+		}
+	}
+	return nil
 }
 
 // GCReport counts what GC removed.
@@ -95,6 +175,8 @@ var (
 	// bbolt could not read them. The error names the file and what went
 	// wrong; what was committed and is still readable stays readable.
 	ErrDatabaseCorrupt = errors.New("database is corrupt")
+	// ErrInvalidName reports a workflow name RegisterWorkflow refuses.
+	ErrInvalidName = errors.New("invalid workflow name")
 )
 
 // maxKeyLen bounds execution ids and checkpoint names, which become parts
