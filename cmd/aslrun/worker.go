@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/store"
 )
 
 // gcEvery is how often the worker removes expired checkpoints.
@@ -73,20 +74,7 @@ func cmdWorker(ctx context.Context, c *cmdContext, args []string) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(gcEvery)
-		defer t.Stop()
-		for {
-			if rep, err := st.GC(ctx, time.Now()); err != nil && ctx.Err() == nil {
-				log.Error("gc", "error", err)
-			} else if rep.Checkpoints+rep.Blobs > 0 {
-				log.Info("gc", "checkpoints", rep.Checkpoints, "snapshots", rep.Blobs)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+		collectGarbage(ctx, st, log)
 	}()
 	log.Info("worker started", "db", c.path(*db), "socket", sock)
 	err = x.Serve(ctx, engine.ServeOptions{Poll: *poll, OnResult: func(id string, res *engine.Result, err error) {
@@ -101,6 +89,25 @@ func cmdWorker(ctx context.Context, c *cmdContext, args []string) error {
 	wg.Wait()
 	log.Info("worker stopped")
 	return err
+}
+
+// collectGarbage removes expired checkpoints, unreferenced snapshots and
+// expired memory now and every gcEvery until ctx ends.
+func collectGarbage(ctx context.Context, st store.Store, log *slog.Logger) {
+	t := time.NewTicker(gcEvery)
+	defer t.Stop()
+	for {
+		if rep, err := st.GC(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			log.Error("gc", "error", err)
+		} else if rep.Checkpoints+rep.Blobs+rep.Memory > 0 {
+			log.Info("gc", "checkpoints", rep.Checkpoints, "snapshots", rep.Blobs, "memory", rep.Memory)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // request is what a client sends the worker: a command line to run there.
@@ -224,6 +231,9 @@ func forward(ctx context.Context, c *cmdContext, db string, args []string) error
 		var head [5]byte
 		if _, err := io.ReadFull(br, head[:]); err != nil {
 			return fmt.Errorf("the worker at %s stopped answering: %w", sock, err)
+		}
+		if string(head[:]) == "HTTP/" {
+			return usageErrorf("database %s is held by `aslrun serve`, whose HTTP API answers at %s: the command line does not talk to it yet (see docs/api.md), or stop the server", db, sock)
 		}
 		data := make([]byte, binary.BigEndian.Uint32(head[1:]))
 		if _, err := io.ReadFull(br, data); err != nil {

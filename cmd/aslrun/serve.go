@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/server"
+	"github.com/aslrun/aslrun/store"
+)
+
+// The timeouts of every connection the server accepts.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = time.Minute
+	writeTimeout      = 2 * time.Minute
+	idleTimeout       = 2 * time.Minute
+	// shutdownGrace is how long requests in flight may take to finish
+	// when the server stops.
+	shutdownGrace = 10 * time.Second
+)
+
+// pendingApprovals counts the approvals waiting for a decision.
+func pendingApprovals(ctx context.Context, st store.Store) int {
+	list, err := st.List(ctx, store.ListOptions{Status: engine.StatusWaiting})
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, sum := range list {
+		if e, err := st.Load(ctx, sum.ID); err == nil {
+			n += len(engine.PendingOf(e))
+		}
+	}
+	return n
+}
+
+// serverFile is where a server started with --socket records its socket,
+// beside the database, so that clients find it from --db alone.
+func serverFile(db string) string { return db + ".server" }
+
+func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	listen := fs.String("listen", "", "also serve the API on TCP `ADDR` (host:port); needs --tokens")
+	socket := fs.String("socket", "", "the unix socket `PATH` (default DB.sock, beside the database)")
+	tokensFile := fs.String("tokens", "", "the bearer tokens `FILE` (made by aslrun token create)")
+	insecure := fs.Bool("insecure", false, "with --listen on a loopback address: serve TCP without --tokens (only the health checks answer)")
+	tlsCert := fs.String("tls-cert", "", "serve TCP with TLS: the certificate `FILE` (PEM)")
+	tlsKey := fs.String("tls-key", "", "serve TCP with TLS: the key `FILE` (PEM)")
+	poll := fs.Duration("poll", time.Second, "how often to look for due executions")
+	logFormat := fs.String("log-format", "text", "the log's `FORMAT`: text or json")
+	maxPayload := payloadFlag(fs)
+	db := dbFlag(fs)
+	pos, err := parseFlags(fs, "serve", args, c.stdout)
+	if done, err := handleHelp(err); done || err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageErrorf("serve: unexpected argument %q", pos[0])
+	}
+	if c.remote {
+		return usageErrorf("serve: a server is already running on this database")
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return usageErrorf("serve: --tls-cert and --tls-key go together")
+	}
+	if *listen == "" && (*tlsCert != "" || *insecure) {
+		return usageErrorf("serve: --tls-cert, --tls-key and --insecure go with --listen")
+	}
+	var tokens *server.Tokens
+	if *tokensFile != "" {
+		if tokens, err = server.LoadTokens(c.path(*tokensFile)); err != nil {
+			return usageErrorf("serve: %v", err)
+		}
+	}
+	if *listen != "" && tokens == nil {
+		host, _, err := net.SplitHostPort(*listen)
+		if err != nil {
+			return usageErrorf("serve: --listen %q: %v", *listen, err)
+		}
+		ip := net.ParseIP(host)
+		if !*insecure || !(host == "localhost" || ip != nil && ip.IsLoopback()) {
+			return usageErrorf("serve: --listen %s needs --tokens FILE (aslrun token create); only a loopback address may go without, with --insecure", *listen)
+		}
+	}
+	var handler slog.Handler
+	switch *logFormat {
+	case "text":
+		handler = slog.NewTextHandler(c.stderr, nil)
+	case "json":
+		handler = slog.NewJSONHandler(c.stderr, nil)
+	default:
+		return usageErrorf("serve: --log-format %q: want text or json", *logFormat)
+	}
+	log := slog.New(handler)
+
+	st, closeStore, err := c.openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	dbPath := c.path(*db)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := server.NewMetrics(reg, func() int { return pendingApprovals(ctx, st) }, func() int {
+		due, _ := st.Due(ctx, time.Now())
+		return len(due)
+	})
+	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf, Logger: log, MaxPayloadSize: *maxPayload, Hooks: metrics.Hooks(engine.Hooks{})})
+	srv, err := server.New(server.Config{Store: st, Executor: x, Tokens: tokens, Logger: log, Poll: *poll, Metrics: reg})
+	if err != nil {
+		return err
+	}
+	sock := socketPath(dbPath)
+	if *socket != "" {
+		sock = c.path(*socket)
+		if err := os.WriteFile(serverFile(dbPath), []byte(sock+"\n"), 0o600); err != nil {
+			return fmt.Errorf("serve: record the socket beside the database: %w", err)
+		}
+		defer os.Remove(serverFile(dbPath))
+	}
+	unixLn, err := server.ListenUnix(sock)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer os.Remove(sock)
+	hs := &http.Server{
+		Handler: srv.Handler(), ConnContext: server.ConnContext, ErrorLog: slog.NewLogLogger(handler, slog.LevelWarn),
+		ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, IdleTimeout: idleTimeout,
+	}
+	var tcpLn net.Listener
+	if *listen != "" {
+		if tcpLn, err = net.Listen("tcp", *listen); err != nil {
+			unixLn.Close()
+			return fmt.Errorf("serve: listen on %s: %w", *listen, err)
+		}
+	}
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := hs.Serve(unixLn); !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("serve %s: %w", sock, err)
+		}
+	}()
+	if tcpLn != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if *tlsCert != "" {
+				err = hs.ServeTLS(tcpLn, c.path(*tlsCert), c.path(*tlsKey))
+			} else {
+				err = hs.Serve(tcpLn)
+			}
+			if !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("serve %s: %w", *listen, err)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		collectGarbage(ctx, st, log)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Run(ctx); err != nil {
+			errs <- err
+		}
+	}()
+	log.Info("serving", "db", dbPath, "socket", sock, "listen", *listen, "tls", *tlsCert != "")
+	var failure error
+	select {
+	case <-ctx.Done():
+	case failure = <-errs:
+	}
+	// Stop: no new connections, requests in flight finish, executions stop
+	// at their last commit (the next serve resumes them).
+	stop()
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		hs.Close()
+	}
+	srv.Close()
+	wg.Wait()
+	log.Info("stopped")
+	return failure
+}

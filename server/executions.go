@@ -1,0 +1,301 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/api"
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/store"
+)
+
+// maxPage bounds a page of executions or events.
+const maxPage = 1000
+
+func (s *Server) validateWorkflow(w http.ResponseWriter, r *http.Request) error {
+	var req api.Validate
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if len(req.Definition) == 0 {
+		return badRequest("/definition", "definition is required")
+	}
+	out := api.Validation{Valid: true, Problems: []api.FieldError{}}
+	if _, err := states.Parse(req.Definition); err != nil {
+		var list states.ErrorList
+		if !errors.As(err, &list) {
+			return badRequest("/definition", "%v", err)
+		}
+		out.Valid = false
+		out.Problems = invalidDefinition(list, "/definition").errors
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// startExecution starts an execution and answers once it exists (201),
+// or with the execution already running under that name with the same
+// workflow and input (200); the run goes on in the background.
+func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
+	var req api.StartExecution
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	var m *states.Machine
+	var name string
+	switch {
+	case len(req.Definition) > 0 && req.Workflow != "":
+		return badRequest("/workflow", "give a registered workflow or an inline definition, not both")
+	case len(req.Definition) > 0:
+		parsed, err := states.Parse(req.Definition)
+		if err != nil {
+			var list states.ErrorList
+			if errors.As(err, &list) {
+				return invalidDefinition(list, "/definition")
+			}
+			return badRequest("/definition", "%v", err)
+		}
+		m, name = parsed, "StateMachine"
+	case req.Workflow != "":
+		return badRequest("/workflow", "registered workflows are not served yet: send the definition inline")
+	default:
+		return badRequest("/definition", "give a registered workflow or an inline definition")
+	}
+	input, err := document(req.Input, "/input", map[string]any{})
+	if err != nil {
+		return err
+	}
+	reg := s.agents
+	var mock []byte
+	if len(req.Mock) > 0 {
+		mocks, err := agents.ParseMocks(req.Mock)
+		if err != nil {
+			var me *agents.MockError
+			if errors.As(err, &me) {
+				return badRequest("/mock"+me.Pointer, "%s", me.Msg)
+			}
+			return badRequest("/mock", "%v", err)
+		}
+		reg = agents.NewRegistry()
+		if err := mocks.Register(reg); err != nil {
+			return badRequest("/mock", "%v", err)
+		}
+		mock = req.Mock
+	}
+	if p := missingAgents(m, reg); p != nil {
+		return p
+	}
+	if req.Name != "" {
+		if e, err := s.st.Load(r.Context(), req.Name); err == nil {
+			return s.existing(w, e, m, input)
+		} else if !errors.Is(err, engine.ErrNotFound) {
+			return err
+		}
+	}
+	created := make(chan string, 1)
+	failed := make(chan error, 1)
+	opts := engine.StartOptions{ID: req.Name, MachineName: name, Agents: reg, AgentsFile: mock, Created: func(id string) { created <- id }}
+	if mock != nil {
+		opts.AgentsKind = "mock"
+	}
+	s.background("run", req.Name, func(ctx context.Context) (*engine.Result, error) {
+		res, err := s.x.Run(ctx, m, input, opts)
+		if err != nil {
+			failed <- err
+		}
+		return res, err
+	})
+	select {
+	case id := <-created:
+		e, err := s.st.Load(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Location", "/v1/executions/"+id)
+		writeJSON(w, http.StatusCreated, executionOf(e))
+		return nil
+	case err := <-failed:
+		if errors.Is(err, engine.ErrExists) {
+			// Started meanwhile under the same name.
+			if e, lerr := s.st.Load(r.Context(), req.Name); lerr == nil {
+				return s.existing(w, e, m, input)
+			}
+		}
+		return err
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
+}
+
+// existing answers a start whose name is taken: the same workflow and
+// input of an execution still running give it back (200); anything else
+// is a conflict, as Step Functions does.
+func (s *Server) existing(w http.ResponseWriter, e *engine.Execution, m *states.Machine, input any) error {
+	hash, err := jsonpath.CanonicalHash(m.Definition)
+	if err != nil {
+		return err
+	}
+	same := e.DefinitionHash == hash && jsonpath.Equal(e.Input, input)
+	switch {
+	case e.Status.Ended():
+		return &problem{status: http.StatusConflict, kind: "exists", title: "the name is taken",
+			detail: fmt.Sprintf("execution %s exists and has ended (%s): a name is used once", e.ID, e.Status)}
+	case !same:
+		return &problem{status: http.StatusConflict, kind: "exists", title: "the name is taken",
+			detail: fmt.Sprintf("execution %s is running with another workflow or input", e.ID)}
+	}
+	writeJSON(w, http.StatusOK, executionOf(e))
+	return nil
+}
+
+// missingAgents is a problem naming every agent the machine names that reg
+// does not have, or nil.
+func missingAgents(m *states.Machine, reg *agents.Registry) *problem {
+	var errs []api.FieldError
+	for _, ref := range m.AgentRefs() {
+		if _, ok := reg.Lookup(ref.Agent); !ok {
+			errs = append(errs, api.FieldError{Pointer: "/definition", State: ref.State,
+				Detail: fmt.Sprintf("%s names agent %q, which is neither mocked nor one of the server's agents", ref.Field, ref.Agent)})
+		}
+	}
+	if errs == nil {
+		return nil
+	}
+	return &problem{status: http.StatusUnprocessableEntity, kind: "unknown-agents", title: "unknown agents", detail: fmt.Sprintf("%d agent reference(s) cannot be served", len(errs)), errors: errs}
+}
+
+func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	opts := store.ListOptions{Status: engine.Status(strings.ToUpper(q.Get("status")))}
+	switch opts.Status {
+	case "", engine.StatusRunning, engine.StatusWaiting, engine.StatusSucceeded, engine.StatusFailed, engine.StatusTimedOut, engine.StatusAborted:
+	default:
+		return badRequest("", "status %q is not RUNNING, WAITING, SUCCEEDED, FAILED, TIMED_OUT or ABORTED", q.Get("status"))
+	}
+	limit, err := pageSize(q.Get("limit"))
+	if err != nil {
+		return err
+	}
+	opts.Limit = limit
+	list, err := s.st.List(r.Context(), opts)
+	if err != nil {
+		return err
+	}
+	out := api.ExecutionList{Executions: []api.Execution{}}
+	for _, sum := range list {
+		e := api.Execution{ID: sum.ID, Workflow: sum.MachineName, Status: string(sum.Status), StartedAt: sum.StartedAt,
+			StoppedAt: timePtr(sum.StoppedAt), Error: sum.Error, WaitingFor: sum.WaitingFor, WakeAt: timePtr(sum.WakeAt), Parent: sum.Parent, Approvals: []api.Approval{}}
+		out.Executions = append(out.Executions, e)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// pageSize reads ?limit=: 1 to maxPage, 100 when absent.
+func pageSize(v string) (int, error) {
+	if v == "" {
+		return 100, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxPage {
+		return 0, badRequest("", "limit %q must be a number from 1 to %d", v, maxPage)
+	}
+	return n, nil
+}
+
+func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.st.Load(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, executionOf(e))
+	return nil
+}
+
+func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	limit, err := pageSize(q.Get("limit"))
+	if err != nil {
+		return err
+	}
+	after := int64(0)
+	if v := q.Get("after"); v != "" {
+		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
+			return badRequest("", "after %q must be an event's seq", v)
+		}
+	}
+	out := api.History{Events: []api.Event{}}
+	if q.Get("verify") == "true" {
+		if err := s.st.VerifyHistory(r.Context(), id); err != nil {
+			return err
+		}
+		out.Verified = true
+	}
+	events, err := s.st.History(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	for i := after; i < int64(len(events)) && len(out.Events) < limit; i++ {
+		e := events[i]
+		out.Events = append(out.Events, api.Event{Seq: i + 1, ID: e.ID, Own: e.Own, Type: e.Type, Timestamp: e.Timestamp, State: e.State, Scope: e.Scope,
+			Input: raw(e.Input), Output: raw(e.Output), Error: e.Error, Cause: e.Cause, Detail: raw(e.Detail), DocHash: e.DocHash, Hash: e.Hash, Superseded: e.Superseded})
+	}
+	if last := after + int64(len(out.Events)); last < int64(len(events)) {
+		out.Next = strconv.FormatInt(last, 10)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// resumeExecution continues an execution in the background (after a
+// crash, or a timer not yet due: then nothing changes).
+func (s *Server) resumeExecution(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	e, err := s.st.Load(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if e.Status.Ended() {
+		return fmt.Errorf("execution %s: %w (%s)", id, engine.ErrEnded, e.Status)
+	}
+	s.background("resume", id, func(ctx context.Context) (*engine.Result, error) { return s.x.Resume(ctx, id, engine.ResumeOptions{}) })
+	writeJSON(w, http.StatusAccepted, executionOf(e))
+	return nil
+}
+
+// executionOf is an execution as the API shows it.
+func executionOf(e *engine.Execution) api.Execution {
+	out := api.Execution{ID: e.ID, Workflow: e.MachineName, Hash: e.DefinitionHash, Status: string(e.Status), StartedAt: e.StartedAt,
+		StoppedAt: timePtr(e.StoppedAt), Error: e.Error, Cause: e.Cause, WaitingFor: e.WaitingFor, WakeAt: timePtr(e.WakeAt), Parent: e.Parent, Approvals: []api.Approval{}}
+	if e.Status == engine.StatusSucceeded {
+		out.Output = raw(e.Output)
+		if out.Output == nil {
+			out.Output = json.RawMessage("null")
+		}
+	}
+	if top := e.Progress.Scopes[""]; top != nil && !e.Status.Ended() {
+		out.State = top.Next
+	}
+	for _, pa := range engine.PendingOf(e) {
+		out.Approvals = append(out.Approvals, approvalOf(e.ID, pa))
+	}
+	return out
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,244 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/aslrun/aslrun/api"
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/store"
+)
+
+// problem is an error a handler answers with: an RFC 9457 document.
+type problem struct {
+	status int
+	kind   string
+	title  string
+	detail string
+	errors []api.FieldError
+}
+
+func (p *problem) Error() string { return p.title + ": " + p.detail }
+
+func writeProblem(w http.ResponseWriter, p *problem) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.status)
+	json.NewEncoder(w).Encode(api.Problem{Type: api.ProblemType + p.kind, Title: p.title, Status: p.status, Detail: p.detail, Errors: p.errors})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// problemOf maps an error of the engine or the store to its problem.
+func problemOf(err error) *problem {
+	var p *problem
+	var ge *engine.GovernanceError
+	var list states.ErrorList
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.As(err, &list):
+		return invalidDefinition(list, "/definition")
+	case errors.As(err, &ge):
+		return &problem{status: http.StatusUnprocessableEntity, kind: "governance", title: "refused by the workflow's governance", detail: err.Error(),
+			errors: []api.FieldError{{Pointer: "/input", Detail: fmt.Sprintf("%s: %s", ge.Violation.Name, ge.Violation.Cause)}}}
+	case errors.Is(err, engine.ErrNotFound):
+		return &problem{status: http.StatusNotFound, kind: "not-found", title: "not found", detail: err.Error()}
+	case errors.Is(err, engine.ErrDecisionRefused):
+		return &problem{status: http.StatusConflict, kind: "decision-refused", title: "decision refused", detail: err.Error()}
+	case errors.Is(err, engine.ErrExists):
+		return &problem{status: http.StatusConflict, kind: "exists", title: "the name is taken", detail: err.Error()}
+	case errors.Is(err, engine.ErrBusy):
+		return &problem{status: http.StatusConflict, kind: "busy", title: "the execution is running", detail: err.Error()}
+	case errors.Is(err, engine.ErrEnded):
+		return &problem{status: http.StatusConflict, kind: "ended", title: "the execution has ended", detail: err.Error()}
+	case errors.Is(err, engine.ErrInvalidInput):
+		return &problem{status: http.StatusUnprocessableEntity, kind: "invalid-input", title: "invalid input", detail: err.Error(),
+			errors: []api.FieldError{{Pointer: "/input", Detail: err.Error()}}}
+	case errors.Is(err, store.ErrTampered):
+		return &problem{status: http.StatusConflict, kind: "tampered", title: "the history does not verify", detail: err.Error()}
+	}
+	return &problem{status: http.StatusInternalServerError, kind: "internal", title: "internal error", detail: err.Error()}
+}
+
+// invalidDefinition lists a definition's problems, their pointers under
+// prefix (where the definition sits in the request body).
+func invalidDefinition(list states.ErrorList, prefix string) *problem {
+	p := &problem{status: http.StatusUnprocessableEntity, kind: "invalid-definition", title: "invalid definition", detail: fmt.Sprintf("%d problem(s) in the definition", len(list))}
+	for _, e := range list {
+		p.errors = append(p.errors, api.FieldError{Pointer: prefix + e.Pointer, State: e.State, Detail: e.Msg})
+	}
+	return p
+}
+
+// badRequest is a problem of the request itself at a pointer.
+func badRequest(pointer, format string, args ...any) *problem {
+	msg := fmt.Sprintf(format, args...)
+	return &problem{status: http.StatusBadRequest, kind: "bad-request", title: "bad request", detail: msg, errors: []api.FieldError{{Pointer: pointer, Detail: msg}}}
+}
+
+// decodeBody reads a request body into v: JSON with no unknown field.
+func decodeBody(r *http.Request, v any) error {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &problem{status: http.StatusRequestEntityTooLarge, kind: "too-large", title: "request body too large", detail: fmt.Sprintf("the body passes the server's limit of %d bytes", tooBig.Limit)}
+		}
+		return badRequest("", "read the body: %v", err)
+	}
+	// The strict decoder first: duplicate keys, NaN, … named with their
+	// place.
+	if _, err := jsonpath.Decode(data); err != nil {
+		return badRequest("", "the body is not strict JSON: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return badRequest("/"+strings.ReplaceAll(te.Field, ".", "/"), "%s must be %s, not %s", te.Field, te.Type, te.Value)
+		}
+		return badRequest("", "%v", err)
+	}
+	return nil
+}
+
+// document decodes a document field strictly; empty gives def.
+func document(raw json.RawMessage, pointer string, def any) (any, error) {
+	if len(raw) == 0 {
+		return def, nil
+	}
+	v, err := jsonpath.Decode(raw)
+	if err != nil {
+		return nil, badRequest(pointer, "%v", err)
+	}
+	return v, nil
+}
+
+// raw encodes a document for the wire; nil stays absent.
+func raw(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := jsonpath.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// handler wraps a route: the caller must hold role; an error becomes
+// its problem.
+func (s *Server) handler(role Role, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := principalOf(r.Context())
+		if role > 0 && p.Role < role {
+			writeProblem(w, &problem{status: http.StatusForbidden, kind: "forbidden", title: "forbidden",
+				detail: fmt.Sprintf("%s has the role %s; %s %s needs %s", p.Name, p.Role, r.Method, r.Pattern, role)})
+			return
+		}
+		if err := h(w, r); err != nil {
+			writeProblem(w, problemOf(err))
+		}
+	})
+}
+
+type principalKey struct{}
+
+func principalOf(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// authenticated lets in the unix socket's local admin and callers with a
+// valid bearer token; everyone else gets 401. /healthz and /readyz are
+// open.
+func (s *Server) authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p, ok := LocalPrincipal(r.Context())
+		if !ok {
+			if _, isUnix := PeerUID(r.Context()); isUnix {
+				writeProblem(w, &problem{status: http.StatusForbidden, kind: "forbidden", title: "forbidden", detail: "the unix socket serves its owner and root only"})
+				return
+			}
+			token, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if found && s.tokens != nil {
+				p, ok = s.tokens.Authenticate(token)
+			}
+		}
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="aslrun"`)
+			writeProblem(w, &problem{status: http.StatusUnauthorized, kind: "unauthenticated", title: "unauthenticated", detail: "send a bearer token (aslrun token create) in the Authorization header"})
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// limited bounds request bodies.
+func (s *Server) limited(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recovered answers a handler's panic with 500 and logs it.
+func (s *Server) recovered(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				writeProblem(w, &problem{status: http.StatusInternalServerError, kind: "internal", title: "internal error", detail: "the server failed on this request"})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// logged logs every request: method, path, status, duration, caller.
+func (s *Server) logged(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
+	})
+}

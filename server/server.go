@@ -1,0 +1,193 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/api"
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/store"
+)
+
+// DefaultMaxBody bounds a request body: a definition, an input and a mock
+// file together.
+const DefaultMaxBody = 8 << 20
+
+// Config configures a Server. Store and Executor are required; the rest
+// has working zero values.
+type Config struct {
+	// Store holds the executions; Executor runs them on it.
+	Store    store.Store
+	Executor *engine.Executor
+	// Agents are the server's own agents (its agents file), used by
+	// executions started without a mock; nil means none.
+	Agents *agents.Registry
+	// Tokens are the bearer tokens accepted; nil accepts none (only the
+	// unix socket's local admin is let in).
+	Tokens *Tokens
+	// Logger receives the request log; nil means slog.Default().
+	Logger *slog.Logger
+	// MaxBody bounds request bodies in bytes; 0 means DefaultMaxBody.
+	MaxBody int64
+	// Poll is how often due executions are looked for; 0 means a second.
+	Poll time.Duration
+	// Metrics, when set, is served at /metrics (see NewMetrics, whose
+	// hooks the Executor's Config must carry).
+	Metrics prometheus.Gatherer
+}
+
+// Server serves the API and runs executions in the background: those it
+// starts, those a decision continues, and, through Executor.Serve, those
+// a crash left and those whose timers fall due. It is safe for
+// concurrent use.
+type Server struct {
+	st      store.Store
+	x       *engine.Executor
+	agents  *agents.Registry
+	tokens  *Tokens
+	log     *slog.Logger
+	maxBody int64
+	poll    time.Duration
+	metrics http.Handler
+
+	// runCtx is cancelled when the server stops: executions it runs stop
+	// at their last commit and stay resumable. runs counts them.
+	runCtx  context.Context
+	stopRun context.CancelFunc
+	runs    sync.WaitGroup
+	mux     *http.ServeMux
+}
+
+// New returns a Server; call Run to run executions and Close to stop.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.Executor == nil {
+		return nil, errors.New("server: Config.Store and Config.Executor are required")
+	}
+	s := &Server{st: cfg.Store, x: cfg.Executor, agents: cfg.Agents, tokens: cfg.Tokens, log: cfg.Logger, maxBody: cfg.MaxBody, poll: cfg.Poll}
+	if s.agents == nil {
+		s.agents = agents.NewRegistry()
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBody
+	}
+	if cfg.Metrics != nil {
+		s.metrics = promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{})
+	}
+	s.runCtx, s.stopRun = context.WithCancel(context.Background())
+	s.mux = http.NewServeMux()
+	s.routes()
+	return s, nil
+}
+
+// Handler is the server's HTTP handler: every route behind the request
+// log, a recovered panic, the body limit and authentication.
+func (s *Server) Handler() http.Handler {
+	return s.logged(s.recovered(s.limited(s.authenticated(s.mux))))
+}
+
+// Run runs what is due (recovered, woken) until ctx ends; the executions it
+// started stop at their last commit.
+func (s *Server) Run(ctx context.Context) error {
+	return s.x.Serve(ctx, engine.ServeOptions{Poll: s.poll, OnResult: func(id string, res *engine.Result, err error) {
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("execution stopped on an error", "execution", id, "error", err)
+		}
+	}})
+}
+
+// Close stops the executions the server runs in the background (at their
+// last commit: they stay resumable) and waits for them.
+func (s *Server) Close() {
+	s.stopRun()
+	s.runs.Wait()
+}
+
+// background runs f as an execution's run, until it ends or the server
+// stops.
+func (s *Server) background(what, id string, f func(ctx context.Context) (*engine.Result, error)) {
+	s.runs.Add(1)
+	go func() {
+		defer s.runs.Done()
+		_, err := f(s.runCtx)
+		if err != nil && s.runCtx.Err() == nil && !errors.Is(err, engine.ErrBusy) {
+			s.log.Error(what+" failed", "execution", id, "error", err)
+		}
+	}()
+}
+
+// route is one route of the API.
+type route struct {
+	pattern string // "METHOD /path", as http.ServeMux takes it
+	role    Role   // the least role that may call it; 0: open
+	h       func(w http.ResponseWriter, r *http.Request) error
+}
+
+// table lists the API's routes; the OpenAPI document describes exactly
+// these (a test checks it).
+func (s *Server) table() []route {
+	return []route{
+		{"GET /healthz", 0, s.health},
+		{"GET /readyz", 0, s.ready},
+		{"GET /v1/openapi.json", 0, s.openAPI},
+		{"GET /metrics", RoleViewer, s.serveMetrics},
+		{"POST /v1/workflows/validate", RoleViewer, s.validateWorkflow},
+		{"POST /v1/executions", RoleOperator, s.startExecution},
+		{"GET /v1/executions", RoleViewer, s.listExecutions},
+		{"GET /v1/executions/{id}", RoleViewer, s.getExecution},
+		{"GET /v1/executions/{id}/history", RoleViewer, s.getHistory},
+		{"POST /v1/executions/{id}/resume", RoleOperator, s.resumeExecution},
+		{"GET /v1/approvals", RoleViewer, s.listApprovals},
+		{"GET /v1/approvals/{id}", RoleViewer, s.getApproval},
+		{"POST /v1/approvals/{id}/decision", RoleApprover, s.decide},
+		{"POST /v1/approvals/{id}/check", RoleApprover, s.checkDecision},
+	}
+}
+
+func (s *Server) routes() {
+	for _, rt := range s.table() {
+		s.mux.Handle(rt.pattern, s.handler(rt.role, rt.h))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, &problem{status: http.StatusNotFound, kind: "not-found", title: "no such route", detail: fmt.Sprintf("%s %s is not a route of this API (see /v1/openapi.json)", r.Method, r.URL.Path)})
+	})
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
+	if s.metrics == nil {
+		return &problem{status: http.StatusNotFound, kind: "not-found", title: "no metrics", detail: "this server was started without metrics"}
+	}
+	s.metrics.ServeHTTP(w, r)
+	return nil
+}
+
+func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	_, err := w.Write(api.OpenAPI)
+	return err
+}
+
+// ready answers 200 while the store answers, 503 otherwise.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
+	if _, err := s.st.List(r.Context(), store.ListOptions{Limit: 1}); err != nil {
+		return &problem{status: http.StatusServiceUnavailable, kind: "not-ready", title: "the store does not answer", detail: err.Error()}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}

@@ -1,0 +1,376 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aslrun/aslrun/api"
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/store"
+)
+
+// testServer is a Server over the memory store behind a real HTTP server,
+// with a token per role.
+type testServer struct {
+	*httptest.Server
+	s      *Server
+	st     *store.Memory
+	tokens map[Role]string
+}
+
+func newTestServer(t *testing.T) *testServer {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tokens")
+	tokens := map[Role]string{}
+	for _, r := range []Role{RoleViewer, RoleApprover, RoleOperator, RoleAdmin} {
+		tok, err := CreateToken(path, r.String()+"-bot", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[r] = tok
+	}
+	ts, err := LoadTokens(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.NewMemory()
+	quiet := func(context.Context, engine.EscalationNotice) error { return nil }
+	s, err := New(Config{Store: st, Executor: engine.New(engine.Config{Store: st, OnEscalation: quiet}), Tokens: ts,
+		Logger: nil, MaxBody: 64 << 10, Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.log = discardLogger()
+	hs := httptest.NewServer(s.Handler())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+		<-done
+		s.Close()
+	})
+	return &testServer{Server: hs, s: s, st: st, tokens: tokens}
+}
+
+// call sends a request as role (0: no token) and decodes the answer into
+// out when given; it returns the status and the body.
+func (ts *testServer) call(t *testing.T, role Role, method, path string, body any, out any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, ts.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if role != 0 {
+		req.Header.Set("Authorization", "Bearer "+ts.tokens[role])
+	}
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, path, err, data)
+		}
+	}
+	return resp.StatusCode, data
+}
+
+// problemOf decodes a problem answer.
+func problemIn(t *testing.T, data []byte) api.Problem {
+	t.Helper()
+	var p api.Problem
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatalf("not a problem document: %s", data)
+	}
+	return p
+}
+
+// waitFor polls an execution until cond holds.
+func (ts *testServer) waitFor(t *testing.T, id string, cond func(api.Execution) bool) api.Execution {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var e api.Execution
+		if code, body := ts.call(t, RoleViewer, "GET", "/v1/executions/"+id, nil, &e); code != 200 {
+			t.Fatalf("GET execution %s: %d %s", id, code, body)
+		}
+		if cond(e) {
+			return e
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("execution %s stays %+v", id, e)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+const reviewFlow = `{"StartAt":"Write","Governance":{"WritePolicy":{"Rules":[{"Deny":"value == 'forbidden'","Reason":"not that word"}]}},"States":{
+	"Write":{"Type":"Task","Agent":"Writer","ResultPath":"$.draft","Next":"Review"},
+	"Review":{"Type":"Approval","Prompt":"publish?","Options":["publish","reject"],"Editable":{"Fields":["$.draft.title"],"ResultPath":"$.edited"},"ResultPath":"$.review","Next":"Done"},
+	"Done":{"Type":"Pass","End":true}}}`
+
+const reviewMock = `{"Writer":{"0":{"Return":{"title":"Hello"}}}}`
+
+func TestStartDecideAndHistory(t *testing.T) {
+	ts := newTestServer(t)
+	start := map[string]any{"definition": json.RawMessage(reviewFlow), "input": json.RawMessage(`{"topic":"x"}`), "mock": json.RawMessage(reviewMock), "name": "r1"}
+	var e api.Execution
+	code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", start, &e)
+	if code != http.StatusCreated || e.ID != "r1" {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	e = ts.waitFor(t, "r1", func(e api.Execution) bool { return e.Status == "WAITING" })
+	if len(e.Approvals) != 1 || e.Approvals[0].State != "Review" || e.Approvals[0].Digest == "" {
+		t.Fatalf("waiting execution %+v", e)
+	}
+	// The same start again gives the same execution; another input is a
+	// conflict.
+	if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", start, nil); code != http.StatusOK {
+		t.Errorf("the same start again: %d %s, want 200", code, body)
+	}
+	other := map[string]any{"definition": json.RawMessage(reviewFlow), "input": json.RawMessage(`{"topic":"y"}`), "mock": json.RawMessage(reviewMock), "name": "r1"}
+	if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", other, nil); code != http.StatusConflict {
+		t.Errorf("another input under the name: %d %s, want 409", code, body)
+	}
+
+	var inbox api.ApprovalList
+	if code, body := ts.call(t, RoleViewer, "GET", "/v1/approvals", nil, &inbox); code != 200 || len(inbox.Approvals) != 1 {
+		t.Fatalf("inbox: %d %s", code, body)
+	}
+	ap := inbox.Approvals[0]
+	var check api.Check
+	ts.call(t, RoleApprover, "POST", "/v1/approvals/"+ap.ID+"/check", map[string]any{"option": "publish", "edit": map[string]any{"draft": map[string]any{"title": "Hi"}}}, &check)
+	if !check.OK {
+		t.Errorf("check of a good edit: %+v", check)
+	}
+	ts.call(t, RoleApprover, "POST", "/v1/approvals/"+ap.ID+"/check", map[string]any{"option": "publish", "edit": map[string]any{"draft": map[string]any{"title": "forbidden"}}}, &check)
+	if check.OK || check.Error != "Governance.WriteDenied" {
+		t.Errorf("check of a refused edit: %+v", check)
+	}
+	ts.call(t, RoleApprover, "POST", "/v1/approvals/"+ap.ID+"/check", map[string]any{"option": "ship"}, &check)
+	if check.OK || check.Refused == "" {
+		t.Errorf("check of an option not offered: %+v", check)
+	}
+	// A stale digest is refused, and so is a decision on behalf of someone.
+	if code, body := ts.call(t, RoleApprover, "POST", "/v1/approvals/"+ap.ID+"/decision", map[string]any{"option": "publish", "digest": "0000"}, nil); code != http.StatusConflict {
+		t.Errorf("stale digest: %d %s, want 409", code, body)
+	}
+	if code, body := ts.call(t, RoleApprover, "POST", "/v1/approvals/"+ap.ID+"/decision", map[string]any{"option": "publish", "onBehalfOf": "boss"}, nil); code != http.StatusForbidden {
+		t.Errorf("on behalf over TCP: %d %s, want 403", code, body)
+	}
+	code, body = ts.call(t, RoleApprover, "POST", "/v1/approvals/"+ap.ID+"/decision", map[string]any{"option": "publish", "comment": "ok", "digest": ap.Digest, "edit": map[string]any{"draft": map[string]any{"title": "Hi"}}}, nil)
+	if code != http.StatusAccepted {
+		t.Fatalf("decide: %d %s", code, body)
+	}
+	e = ts.waitFor(t, "r1", func(e api.Execution) bool { return e.Status == "SUCCEEDED" })
+	var out map[string]any
+	if err := json.Unmarshal(e.Output, &out); err != nil {
+		t.Fatal(err)
+	}
+	review := out["review"].(map[string]any)
+	if review["approver"] != "approver-bot" || review["approval"] != "publish" || out["edited"].(map[string]any)["draft"].(map[string]any)["title"] != "Hi" {
+		t.Errorf("output %s: want the caller recorded as the approver and the edit applied", e.Output)
+	}
+	if code, _ := ts.call(t, RoleApprover, "POST", "/v1/approvals/"+ap.ID+"/decision", map[string]any{"option": "publish"}, nil); code != http.StatusNotFound {
+		t.Errorf("a second decision: %d, want 404 (nothing pending)", code)
+	}
+
+	// History, paged, verified.
+	var all []api.Event
+	after := ""
+	for {
+		var h api.History
+		path := "/v1/executions/r1/history?limit=3&verify=true"
+		if after != "" {
+			path += "&after=" + after
+		}
+		if code, body := ts.call(t, RoleViewer, "GET", path, nil, &h); code != 200 || !h.Verified {
+			t.Fatalf("history: %d %s", code, body)
+		}
+		all = append(all, h.Events...)
+		if h.Next == "" {
+			break
+		}
+		after = h.Next
+	}
+	for i, ev := range all {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, ev.Seq)
+		}
+	}
+	if all[0].Type != "ExecutionStarted" || all[len(all)-1].Type != "ExecutionSucceeded" {
+		t.Errorf("history from %s to %s", all[0].Type, all[len(all)-1].Type)
+	}
+	var list api.ExecutionList
+	if code, body := ts.call(t, RoleViewer, "GET", "/v1/executions?status=succeeded", nil, &list); code != 200 || len(list.Executions) != 1 {
+		t.Errorf("list: %d %s", code, body)
+	}
+	// A finished name is taken for good.
+	if code, _ := ts.call(t, RoleOperator, "POST", "/v1/executions", start, nil); code != http.StatusConflict {
+		t.Errorf("restart of a finished name: %d, want 409", code)
+	}
+}
+
+// TestRoles: each role is refused what it may not do, a refused request
+// changes nothing, and without a token only the health checks answer.
+func TestRoles(t *testing.T) {
+	ts := newTestServer(t)
+	start := map[string]any{"definition": json.RawMessage(`{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}`)}
+	for _, tc := range []struct {
+		role         Role
+		method, path string
+		body         any
+		want         int
+	}{
+		{0, "GET", "/v1/executions", nil, http.StatusUnauthorized},
+		{0, "POST", "/v1/executions", start, http.StatusUnauthorized},
+		{0, "GET", "/healthz", nil, http.StatusOK},
+		{0, "GET", "/readyz", nil, http.StatusOK},
+		{RoleViewer, "POST", "/v1/executions", start, http.StatusForbidden},
+		{RoleApprover, "POST", "/v1/executions", start, http.StatusForbidden},
+		{RoleViewer, "POST", "/v1/approvals/eA/decision", map[string]any{"option": "x"}, http.StatusForbidden},
+		{RoleViewer, "POST", "/v1/approvals/eA/check", map[string]any{"option": "x"}, http.StatusForbidden},
+		{RoleViewer, "POST", "/v1/executions/x/resume", nil, http.StatusForbidden},
+		{RoleViewer, "GET", "/v1/executions", nil, http.StatusOK},
+	} {
+		code, body := ts.call(t, tc.role, tc.method, tc.path, tc.body, nil)
+		if code != tc.want {
+			t.Errorf("%v %s %s: %d %s, want %d", tc.role, tc.method, tc.path, code, body, tc.want)
+		}
+		if code >= 400 {
+			if p := problemIn(t, body); p.Status != code {
+				t.Errorf("%v %s %s: problem status %d", tc.role, tc.method, tc.path, p.Status)
+			}
+		}
+	}
+	req, _ := http.NewRequest("GET", ts.URL+"/v1/executions", nil)
+	req.Header.Set("Authorization", "Bearer not-a-token")
+	if resp, err := ts.Client().Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a wrong token: %v %v", resp, err)
+	}
+	var list api.ExecutionList
+	ts.call(t, RoleViewer, "GET", "/v1/executions", nil, &list)
+	if len(list.Executions) != 0 {
+		t.Errorf("refused starts created %d executions", len(list.Executions))
+	}
+}
+
+// TestRefusals: bad requests are problems naming the field at fault.
+func TestRefusals(t *testing.T) {
+	ts := newTestServer(t)
+	big := `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"input":{"s":"` + strings.Repeat("x", 70<<10) + `"}}`
+	for _, tc := range []struct {
+		name    string
+		body    any
+		status  int
+		pointer string
+	}{
+		{"not JSON", `{"definition":`, http.StatusBadRequest, ""},
+		{"duplicate key", `{"definition":{"StartAt":"P","StartAt":"Q"}}`, http.StatusBadRequest, ""},
+		{"unknown field", `{"definitoin":{}}`, http.StatusBadRequest, ""},
+		{"no definition", `{}`, http.StatusBadRequest, "/definition"},
+		{"invalid definition", `{"definition":{"StartAt":"A","States":{"A":{"Type":"Pass"}}}}`, http.StatusUnprocessableEntity, "/definition/States/A"},
+		{"unknown agent", `{"definition":{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"Ghost","End":true}}}}`, http.StatusUnprocessableEntity, "/definition"},
+		{"bad mock", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"mock":{"A":{"0":{}}}}`, http.StatusBadRequest, "/mock/A/0"},
+		{"bad input", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"input":"x"}`, 0, ""},
+		{"too large", big, http.StatusRequestEntityTooLarge, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", tc.body, nil)
+			if tc.status == 0 {
+				return // accepted: a string is a fine input
+			}
+			p := problemIn(t, body)
+			if code != tc.status || p.Status != tc.status {
+				t.Fatalf("%d %s, want %d", code, body, tc.status)
+			}
+			if tc.pointer != "" && !slices.ContainsFunc(p.Errors, func(e api.FieldError) bool { return e.Pointer == tc.pointer }) {
+				t.Errorf("problem %s names no field at %s", body, tc.pointer)
+			}
+		})
+	}
+	if code, body := ts.call(t, RoleViewer, "GET", "/v1/nope", nil, nil); code != http.StatusNotFound || problemIn(t, body).Status != 404 {
+		t.Errorf("unknown route: %d %s", code, body)
+	}
+	if code, _ := ts.call(t, RoleViewer, "GET", "/v1/executions/none", nil, nil); code != http.StatusNotFound {
+		t.Errorf("unknown execution: %d", code)
+	}
+	if code, _ := ts.call(t, RoleViewer, "GET", "/v1/approvals/%21%21", nil, nil); code != http.StatusNotFound {
+		t.Errorf("bad approval id: %d", code)
+	}
+	var v api.Validation
+	ts.call(t, RoleViewer, "POST", "/v1/workflows/validate", `{"definition":{"StartAt":"A","States":{"A":{"Type":"Pass"},"B":{"Type":"Wait"}}}}`, &v)
+	if v.Valid || len(v.Problems) < 2 {
+		t.Errorf("validate: %+v, want every problem", v)
+	}
+}
+
+// TestOpenAPIDescribesTheRoutes: the document has exactly the routes
+// the server serves, each with its role.
+func TestOpenAPIDescribesTheRoutes(t *testing.T) {
+	var doc struct {
+		OpenAPI string `json:"openapi"`
+		Paths   map[string]map[string]struct {
+			Role string `json:"x-aslrun-role"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(api.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.1.0" {
+		t.Errorf("openapi %q, want 3.1.0", doc.OpenAPI)
+	}
+	s := &Server{}
+	served := map[string]string{}
+	for _, rt := range s.table() {
+		role := "none"
+		if rt.role > 0 {
+			role = rt.role.String()
+		}
+		served[rt.pattern] = role
+	}
+	documented := map[string]string{}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			documented[strings.ToUpper(method)+" "+path] = op.Role
+		}
+	}
+	for p, role := range served {
+		if documented[p] != role {
+			t.Errorf("%s (role %s) is documented with role %q", p, role, documented[p])
+		}
+	}
+	for p := range documented {
+		if _, ok := served[p]; !ok {
+			t.Errorf("%s is documented but not served", p)
+		}
+	}
+}
