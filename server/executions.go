@@ -66,7 +66,22 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 		}
 		m, name = parsed, "StateMachine"
 	case req.Workflow != "":
-		return badRequest("/workflow", "registered workflows are not served yet: send the definition inline")
+		if req.Version < 0 {
+			return badRequest("/version", "version must be 0 (the latest) or more")
+		}
+		v, err := s.st.Workflow(r.Context(), req.Workflow, req.Version)
+		if errors.Is(err, engine.ErrNotFound) {
+			return &problem{status: http.StatusNotFound, kind: "not-found", title: "no such workflow", detail: err.Error(),
+				errors: []api.FieldError{{Pointer: "/workflow", Detail: err.Error()}}}
+		}
+		if err != nil {
+			return err
+		}
+		parsed, err := states.Parse(v.Definition)
+		if err != nil {
+			return fmt.Errorf("workflow %s version %d no longer parses: %w", v.Name, v.Version, err)
+		}
+		m, name = parsed, v.Name
 	default:
 		return badRequest("/definition", "give a registered workflow or an inline definition")
 	}
@@ -185,8 +200,21 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	opts.Limit = limit
+	opts.Limit, opts.MachineName, opts.After = limit, q.Get("workflow"), q.Get("after")
+	for _, b := range []struct {
+		key string
+		dst *time.Time
+	}{{"startedAfter", &opts.StartedAfter}, {"startedBefore", &opts.StartedBefore}} {
+		if v := q.Get(b.key); v != "" {
+			if *b.dst, err = time.Parse(time.RFC3339Nano, v); err != nil {
+				return badRequest("", "%s %q must be an RFC 3339 time", b.key, v)
+			}
+		}
+	}
 	list, err := s.st.List(r.Context(), opts)
+	if errors.Is(err, engine.ErrNotFound) && opts.After != "" {
+		return badRequest("", "after %q names no execution: use the next cursor of the previous page", opts.After)
+	}
 	if err != nil {
 		return err
 	}
@@ -195,6 +223,9 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 		e := api.Execution{ID: sum.ID, Workflow: sum.MachineName, Hash: sum.DefinitionHash, Status: string(sum.Status), StartedAt: sum.StartedAt,
 			StoppedAt: timePtr(sum.StoppedAt), Error: sum.Error, WaitingFor: sum.WaitingFor, WakeAt: timePtr(sum.WakeAt), Parent: sum.Parent, Approvals: []api.Approval{}}
 		out.Executions = append(out.Executions, e)
+	}
+	if len(list) == limit {
+		out.Next = list[len(list)-1].ID
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

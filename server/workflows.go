@@ -1,0 +1,113 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/aslrun/aslrun/api"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/store"
+)
+
+// registerWorkflow stores a valid definition as the next version of a
+// workflow (201), or answers the latest version when it has the same
+// definition (200).
+func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error {
+	var req api.RegisterWorkflow
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if req.Name == "" {
+		return badRequest("/name", "name is required")
+	}
+	if len(req.Definition) == 0 {
+		return badRequest("/definition", "definition is required")
+	}
+	m, err := states.Parse(req.Definition)
+	if err != nil {
+		var list states.ErrorList
+		if errors.As(err, &list) {
+			return invalidDefinition(list, "/definition")
+		}
+		return badRequest("/definition", "%v", err)
+	}
+	text, err := jsonpath.Marshal(m.Definition)
+	if err != nil {
+		return err
+	}
+	hash, err := jsonpath.CanonicalHash(m.Definition)
+	if err != nil {
+		return err
+	}
+	latest, err := s.st.Workflow(r.Context(), req.Name, 0)
+	existed := err == nil && latest.Hash == hash
+	v, err := s.st.RegisterWorkflow(r.Context(), req.Name, text, hash)
+	if errors.Is(err, store.ErrInvalidName) {
+		return badRequest("/name", "%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if existed {
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", "/v1/workflows/"+v.Name+"?version="+strconv.Itoa(v.Version))
+	writeJSON(w, status, workflowOf(v))
+	return nil
+}
+
+func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.st.Workflows(r.Context())
+	if err != nil {
+		return err
+	}
+	out := api.WorkflowList{Workflows: []api.Workflow{}}
+	for _, v := range list {
+		out.Workflows = append(out.Workflows, workflowOf(v))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// getWorkflow answers a version of a workflow with its definition: the
+// latest, or ?version=N.
+func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) error {
+	version := 0
+	if q := r.URL.Query().Get("version"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 {
+			return badRequest("", "version %q must be a number from 1", q)
+		}
+		version = n
+	}
+	v, err := s.st.Workflow(r.Context(), r.PathValue("name"), version)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, workflowOf(v))
+	return nil
+}
+
+func (s *Server) workflowVersions(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.st.WorkflowVersions(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	out := api.WorkflowList{Workflows: []api.Workflow{}}
+	for _, v := range list {
+		out.Workflows = append(out.Workflows, workflowOf(v))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func workflowOf(v store.WorkflowVersion) api.Workflow {
+	out := api.Workflow{Name: v.Name, Version: v.Version, Hash: v.Hash, CreatedAt: v.CreatedAt}
+	if v.Definition != nil {
+		out.Definition = v.Definition
+	}
+	return out
+}
