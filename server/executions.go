@@ -119,8 +119,11 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	created := make(chan string, 1)
 	failed := make(chan error, 1)
 	opts := engine.StartOptions{ID: req.Name, MachineName: name, Agents: reg, AgentsFile: mock, Created: func(id string) { created <- id }}
-	if mock != nil {
+	switch {
+	case mock != nil:
 		opts.AgentsKind = "mock"
+	case s.agentsFile != nil:
+		opts.AgentsFile, opts.AgentsKind = s.agentsFile, "agents"
 	}
 	s.background("run", req.Name, func(ctx context.Context) (*engine.Result, error) {
 		res, err := s.x.Run(ctx, m, input, opts)

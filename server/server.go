@@ -29,8 +29,11 @@ type Config struct {
 	Store    store.Store
 	Executor *engine.Executor
 	// Agents are the server's own agents (its agents file), used by
-	// executions started without a mock; nil means none.
-	Agents *agents.Registry
+	// executions started without a mock; nil means none. AgentsFile is
+	// that file's resolved content, stored with each such execution (as
+	// kind "agents") so that whoever resumes it rebuilds the same agents.
+	Agents     *agents.Registry
+	AgentsFile []byte
 	// Tokens are the bearer tokens accepted; nil accepts none (only the
 	// unix socket's local admin is let in).
 	Tokens *Tokens
@@ -50,14 +53,15 @@ type Config struct {
 // a crash left and those whose timers fall due. It is safe for
 // concurrent use.
 type Server struct {
-	st      store.Store
-	x       *engine.Executor
-	agents  *agents.Registry
-	tokens  *Tokens
-	log     *slog.Logger
-	maxBody int64
-	poll    time.Duration
-	metrics http.Handler
+	st         store.Store
+	x          *engine.Executor
+	agents     *agents.Registry
+	agentsFile []byte
+	tokens     *Tokens
+	log        *slog.Logger
+	maxBody    int64
+	poll       time.Duration
+	metrics    http.Handler
 
 	// runCtx is cancelled when the server stops: executions it runs stop
 	// at their last commit and stay resumable. runs counts them.
@@ -72,7 +76,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil || cfg.Executor == nil {
 		return nil, errors.New("server: Config.Store and Config.Executor are required")
 	}
-	s := &Server{st: cfg.Store, x: cfg.Executor, agents: cfg.Agents, tokens: cfg.Tokens, log: cfg.Logger, maxBody: cfg.MaxBody, poll: cfg.Poll}
+	s := &Server{st: cfg.Store, x: cfg.Executor, agents: cfg.Agents, agentsFile: cfg.AgentsFile, tokens: cfg.Tokens, log: cfg.Logger, maxBody: cfg.MaxBody, poll: cfg.Poll}
 	if s.agents == nil {
 		s.agents = agents.NewRegistry()
 	}

@@ -9,12 +9,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/server"
 	"github.com/aslrun/aslrun/store"
@@ -60,6 +62,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	tlsKey := fs.String("tls-key", "", "serve TCP with TLS: the key `FILE` (PEM)")
 	poll := fs.Duration("poll", time.Second, "how often to look for due executions")
 	logFormat := fs.String("log-format", "text", "the log's `FORMAT`: text or json")
+	agentsFile := fs.String("agents", "", "the server's own agents `FILE` (built-in llm, exec and http agents) for executions started without a mock")
 	maxPayload := payloadFlag(fs)
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "serve", args, c.stdout)
@@ -105,6 +108,17 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	log := slog.New(handler)
 
+	var serverAgents *agents.Registry
+	var resolvedAgents []byte
+	if *agentsFile != "" {
+		data, err := c.readFile(*agentsFile)
+		if err != nil {
+			return usageErrorf("serve: %v", err)
+		}
+		if serverAgents, resolvedAgents, err = fileAgents(data, *agentsFile, filepath.Dir(c.path(*agentsFile))); err != nil {
+			return usageErrorf("serve: %v", err)
+		}
+	}
 	st, closeStore, err := c.openStore(*db)
 	if err != nil {
 		return err
@@ -118,7 +132,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 		return len(due)
 	})
 	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf, Logger: log, MaxPayloadSize: *maxPayload, Hooks: metrics.Hooks(engine.Hooks{})})
-	srv, err := server.New(server.Config{Store: st, Executor: x, Tokens: tokens, Logger: log, Poll: *poll, Metrics: reg})
+	srv, err := server.New(server.Config{Store: st, Executor: x, Agents: serverAgents, AgentsFile: resolvedAgents, Tokens: tokens, Logger: log, Poll: *poll, Metrics: reg})
 	if err != nil {
 		return err
 	}
