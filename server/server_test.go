@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/store"
@@ -372,5 +373,44 @@ func TestOpenAPIDescribesTheRoutes(t *testing.T) {
 		if _, ok := served[p]; !ok {
 			t.Errorf("%s is documented but not served", p)
 		}
+	}
+}
+
+// TestServerAgents: an execution started without a mock runs with the
+// server's own agents, and stores their file so that a resume rebuilds
+// them.
+func TestServerAgents(t *testing.T) {
+	st := store.NewMemory()
+	reg := agents.NewRegistry()
+	if err := reg.Register("Echo", agents.Func(func(ctx context.Context, req *agents.Request) (any, error) { return "echoed", nil })); err != nil {
+		t.Fatal(err)
+	}
+	file := []byte(`{"Echo":{"Type":"exec","Command":["echo"]}}`)
+	s, err := New(Config{Store: st, Executor: engine.New(engine.Config{Store: st}), Agents: reg, AgentsFile: file, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	path := filepath.Join(t.TempDir(), "tokens")
+	tok, err := CreateToken(path, "ops", RoleOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.tokens, err = LoadTokens(path); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	ts := &testServer{Server: hs, s: s, st: st, tokens: map[Role]string{RoleOperator: tok, RoleViewer: tok}}
+	body := map[string]any{"definition": json.RawMessage(`{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"Echo","End":true}}}`), "name": "a"}
+	if code, b := ts.call(t, RoleOperator, "POST", "/v1/executions", body, nil); code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, b)
+	}
+	if e := ts.waitFor(t, "a", func(e api.Execution) bool { return e.Status != "RUNNING" }); string(e.Output) != `"echoed"` {
+		t.Errorf("output %s, want the server's agent's answer", e.Output)
+	}
+	e, err := st.Load(context.Background(), "a")
+	if err != nil || e.AgentsKind != "agents" || string(e.Agents) != string(file) {
+		t.Errorf("stored agents %q %s, want the server's agents file", e.AgentsKind, e.Agents)
 	}
 }
