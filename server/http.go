@@ -164,12 +164,14 @@ func principalOf(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
+// openPaths are the routes anyone may call (role 0 in the table).
+var openPaths = map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true}
+
 // authenticated lets in the unix socket's local admin and callers with a
-// valid bearer token; everyone else gets 401. /healthz and /readyz are
-// open.
+// valid bearer token; everyone else gets 401, but for the open paths.
 func (s *Server) authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		if r.Method == http.MethodGet && openPaths[r.URL.Path] {
 			next.ServeHTTP(w, r)
 			return
 		}

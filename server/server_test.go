@@ -255,6 +255,8 @@ func TestRoles(t *testing.T) {
 		{0, "POST", "/v1/executions", start, http.StatusUnauthorized},
 		{0, "GET", "/healthz", nil, http.StatusOK},
 		{0, "GET", "/readyz", nil, http.StatusOK},
+		{0, "GET", "/v1/openapi.json", nil, http.StatusOK},
+		{0, "POST", "/healthz", nil, http.StatusUnauthorized},
 		{RoleViewer, "POST", "/v1/executions", start, http.StatusForbidden},
 		{RoleApprover, "POST", "/v1/executions", start, http.StatusForbidden},
 		{RoleViewer, "POST", "/v1/approvals/eA/decision", map[string]any{"option": "x"}, http.StatusForbidden},
@@ -355,6 +357,8 @@ func TestOpenAPIDescribesTheRoutes(t *testing.T) {
 		role := "none"
 		if rt.role > 0 {
 			role = rt.role.String()
+		} else if method, path, _ := strings.Cut(rt.pattern, " "); method != "GET" || !openPaths[path] {
+			t.Errorf("%s has no role but the authentication lets it in only for callers", rt.pattern)
 		}
 		served[rt.pattern] = role
 	}
