@@ -188,3 +188,81 @@ type Check struct {
 	Refused   string `json:"refused,omitempty"`
 	Execution string `json:"execution"`
 }
+
+// Checkpoint is a named snapshot of an execution, written by a Checkpoint
+// state, from which it can be rolled back or forked. Next is the state
+// after it (absent when the Checkpoint state ends the execution). A list
+// has no documents; one checkpoint has its document and its top-level
+// variables.
+type Checkpoint struct {
+	Name      string          `json:"name"`
+	State     string          `json:"state"`
+	Next      string          `json:"next,omitempty"`
+	CreatedAt time.Time       `json:"createdAt"`
+	ExpiresAt *time.Time      `json:"expiresAt,omitempty"`
+	Expired   bool            `json:"expired"`
+	Document  json.RawMessage `json:"document,omitempty"`
+	Variables json.RawMessage `json:"variables,omitempty"`
+}
+
+// CheckpointList is the answer of GET /v1/executions/{id}/checkpoints,
+// oldest first.
+type CheckpointList struct {
+	Execution   string       `json:"execution"`
+	Checkpoints []Checkpoint `json:"checkpoints"`
+}
+
+// PatchOp is one operation of an RFC 6902 JSON Patch: the answer of
+// GET /v1/executions/{id}/checkpoints/{name}/diff is a list of them. Path
+// and From are JSON Pointers (RFC 6901); Value is there for "add" and
+// "replace".
+type PatchOp struct {
+	Op    string          `json:"op"`
+	Path  string          `json:"path"`
+	From  string          `json:"from,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// Rollback is the body of POST /v1/executions/{id}/rollback. Restore is
+// "both" (the default), "document" or "memory".
+type Rollback struct {
+	Checkpoint string `json:"checkpoint"`
+	Restore    string `json:"restore,omitempty"`
+}
+
+// Fork is the body of POST /v1/executions/{id}/fork: Name is the new
+// execution's id (empty: a new UUIDv7).
+type Fork struct {
+	Checkpoint string `json:"checkpoint"`
+	Restore    string `json:"restore,omitempty"`
+	Name       string `json:"name,omitempty"`
+}
+
+// MemoryNamespace is an agent memory namespace with live entries: how
+// many, and when the last was written.
+type MemoryNamespace struct {
+	Namespace string    `json:"namespace"`
+	Keys      int       `json:"keys"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// MemoryNamespaceList is the answer of GET /v1/memory, by name.
+type MemoryNamespaceList struct {
+	Namespaces []MemoryNamespace `json:"namespaces"`
+}
+
+// MemoryEntry is a live value of agent memory, with the execution that
+// last wrote it.
+type MemoryEntry struct {
+	Key       string          `json:"key"`
+	Value     json.RawMessage `json:"value"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+	ExpiresAt *time.Time      `json:"expiresAt,omitempty"`
+	Execution string          `json:"execution,omitempty"`
+}
+
+// MemoryEntryList is the answer of GET /v1/memory/{namespace}, by key.
+type MemoryEntryList struct {
+	Namespace string        `json:"namespace"`
+	Entries   []MemoryEntry `json:"entries"`
+}

@@ -160,6 +160,14 @@ func (s *Server) table() []route {
 		{"GET /v1/approvals/{id}", RoleViewer, s.getApproval},
 		{"POST /v1/approvals/{id}/decision", RoleApprover, s.decide},
 		{"POST /v1/approvals/{id}/check", RoleApprover, s.checkDecision},
+		// Checkpoints, rollback, fork and agent memory (checkpoints.go).
+		{"GET /v1/executions/{id}/checkpoints", RoleViewer, s.listCheckpoints},
+		{"GET /v1/executions/{id}/checkpoints/{name}", RoleViewer, s.getCheckpoint},
+		{"GET /v1/executions/{id}/checkpoints/{name}/diff", RoleViewer, s.diffCheckpoints},
+		{"POST /v1/executions/{id}/rollback", RoleOperator, s.rollback},
+		{"POST /v1/executions/{id}/fork", RoleOperator, s.fork},
+		{"GET /v1/memory", RoleViewer, s.listNamespaces},
+		{"GET /v1/memory/{namespace}", RoleViewer, s.listMemory},
 	}
 }
 
