@@ -31,9 +31,9 @@ type ResumeOptions struct {
 	// Created, when set, is called with the id of the execution Fork
 	// starts, once it exists and before it runs.
 	Created func(id string)
-	// RecordOnly makes Decide record the decision and return with the
-	// execution RUNNING, without continuing it: the caller continues it
-	// (Resume), e.g. in the background.
+	// RecordOnly makes Decide record the decision, and Rollback the
+	// rollback, and return with the execution RUNNING, without continuing
+	// it: the caller continues it (Resume), e.g. in the background.
 	RecordOnly bool
 }
 
@@ -281,6 +281,9 @@ func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts Res
 	}})
 	if err := r.commit(ctx, nil, c); err != nil {
 		return nil, err
+	}
+	if opts.RecordOnly {
+		return &Result{ID: id, Status: StatusRunning}, nil
 	}
 	return r.execute(ctx, top)
 }

@@ -233,9 +233,17 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) error {
 			detail: fmt.Sprintf("execution %s has ended (%s): restoring the memory alone leaves nothing to run; restore the document too", id, e.Status),
 			errors: []api.FieldError{{Pointer: "/restore", Detail: "memory alone needs an execution that has not ended"}}}
 	}
-	s.background("rollback", id, func(ctx context.Context) (*engine.Result, error) {
-		return s.x.Rollback(ctx, id, req.Checkpoint, engine.ResumeOptions{Restore: restore})
+	// The rollback is committed (or refused) before the answer; the run
+	// goes on in the background.
+	if _, err := s.x.Rollback(r.Context(), id, req.Checkpoint, engine.ResumeOptions{Restore: restore, RecordOnly: true}); err != nil {
+		return err
+	}
+	s.background("continue after a rollback", id, func(ctx context.Context) (*engine.Result, error) {
+		return s.x.Resume(ctx, id, engine.ResumeOptions{})
 	})
+	if e, err = s.st.Load(r.Context(), id); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusAccepted, executionOf(e))
 	return nil
 }

@@ -493,3 +493,27 @@ func TestCheckpointRoles(t *testing.T) {
 		t.Errorf("a refused fork created f: %d", code)
 	}
 }
+
+// TestRollbackRefusedByTheGuard: a rollback to a checkpoint whose document
+// the workflow's schema refuses is answered with the refusal, and nothing
+// changes.
+func TestRollbackRefusedByTheGuard(t *testing.T) {
+	ts := newTestServer(t)
+	def := json.RawMessage(`{"StartAt":"Good","Governance":{"Guard":{"Schema":{"type":"object","required":["order"]}}},"States":{
+		"Good":{"Type":"Checkpoint","Name":"good","Next":"Bad"},
+		"Bad":{"Type":"Checkpoint","Name":"bad","OutputPath":"$.items","End":true}}}`)
+	if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", map[string]any{"definition": def, "name": "g", "input": json.RawMessage(`{"order":"o","items":[1]}`)}, nil); code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	before := ts.waitFor(t, "g", func(e api.Execution) bool { return e.Status == "SUCCEEDED" })
+	code, body := ts.call(t, RoleOperator, "POST", "/v1/executions/g/rollback", map[string]any{"checkpoint": "bad"}, nil)
+	if code != http.StatusUnprocessableEntity || problemIn(t, body).Type != api.ProblemType+"governance" {
+		t.Errorf("rollback to a refused document: %d %s, want a 422 governance problem", code, body)
+	}
+	if after := ts.waitFor(t, "g", func(api.Execution) bool { return true }); after.Status != "SUCCEEDED" || string(after.Output) != string(before.Output) {
+		t.Errorf("after the refused rollback: %+v", after)
+	}
+	if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions/g/rollback", map[string]any{"checkpoint": "good"}, nil); code != http.StatusAccepted {
+		t.Errorf("rollback to good: %d %s", code, body)
+	}
+}

@@ -142,6 +142,12 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusCreated, executionOf(e))
 		return nil
 	case err := <-failed:
+		var ge *engine.GovernanceError
+		if errors.As(err, &ge) {
+			p := problemOf(err)
+			p.errors = []api.FieldError{{Pointer: "/input", Detail: fmt.Sprintf("%s: %s", ge.Violation.Name, ge.Violation.Cause)}}
+			return p
+		}
 		if errors.Is(err, engine.ErrExists) {
 			// Started meanwhile under the same name.
 			if e, lerr := s.st.Load(r.Context(), req.Name); lerr == nil {

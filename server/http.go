@@ -53,8 +53,7 @@ func problemOf(err error) *problem {
 	case errors.As(err, &list):
 		return invalidDefinition(list, "/definition")
 	case errors.As(err, &ge):
-		return &problem{status: http.StatusUnprocessableEntity, kind: "governance", title: "refused by the workflow's governance", detail: err.Error(),
-			errors: []api.FieldError{{Pointer: "/input", Detail: fmt.Sprintf("%s: %s", ge.Violation.Name, ge.Violation.Cause)}}}
+		return &problem{status: http.StatusUnprocessableEntity, kind: "governance", title: "refused by the workflow's governance", detail: err.Error()}
 	case errors.Is(err, engine.ErrNotFound):
 		return &problem{status: http.StatusNotFound, kind: "not-found", title: "not found", detail: err.Error()}
 	case errors.Is(err, engine.ErrDecisionRefused):

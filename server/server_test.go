@@ -304,6 +304,7 @@ func TestRefusals(t *testing.T) {
 		{"unknown agent", `{"definition":{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"Ghost","End":true}}}}`, http.StatusUnprocessableEntity, "/definition"},
 		{"bad mock", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"mock":{"A":{"0":{}}}}`, http.StatusBadRequest, "/mock/A/0"},
 		{"bad input", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"input":"x"}`, 0, ""},
+		{"input the schema refuses", `{"definition":{"StartAt":"P","Governance":{"Guard":{"Schema":{"type":"object","required":["order"]}}},"States":{"P":{"Type":"Pass","End":true}}},"input":{}}`, http.StatusUnprocessableEntity, "/input"},
 		{"too large", big, http.StatusRequestEntityTooLarge, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
