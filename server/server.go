@@ -65,6 +65,9 @@ type Server struct {
 	stopRun context.CancelFunc
 	runs    sync.WaitGroup
 	mux     *http.ServeMux
+
+	// streams are the open event streams (stream.go).
+	streams streams
 }
 
 // New returns a Server; call Run to run executions and Close to stop.
@@ -108,9 +111,11 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // Close stops the executions the server runs in the background (at their
-// last commit: they stay resumable) and waits for them.
+// last commit: they stay resumable) and waits for them, and ends the
+// open event streams (StopStreams).
 func (s *Server) Close() {
 	s.stopRun()
+	s.StopStreams()
 	s.runs.Wait()
 }
 
@@ -152,6 +157,9 @@ func (s *Server) table() []route {
 		{"GET /v1/approvals/{id}", RoleViewer, s.getApproval},
 		{"POST /v1/approvals/{id}/decision", RoleApprover, s.decide},
 		{"POST /v1/approvals/{id}/check", RoleApprover, s.checkDecision},
+		// Server-Sent Events streams (stream.go).
+		{"GET /v1/executions/{id}/events", RoleViewer, s.streamHistory},
+		{"GET /v1/approvals/events", RoleViewer, s.streamApprovals},
 	}
 }
 
