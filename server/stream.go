@@ -106,16 +106,12 @@ type sse struct {
 	buf bytes.Buffer
 }
 
-// startSSE answers 200 with an event stream. The server's ReadTimeout
-// would cancel a long request (its read deadline passes while the
-// connection is watched for the client going away) and its WriteTimeout
-// would cut the response: a stream has no read deadline, and a deadline
-// for each write instead.
+// startSSE answers 200 with an event stream. The server's WriteTimeout
+// would cut the response: a stream sets a deadline for each write instead.
+// (Its ReadTimeout does not matter: once a request without a body is
+// read, net/http clears the read deadline.)
 func startSSE(w http.ResponseWriter) (*sse, error) {
 	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return nil, err
-	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
