@@ -266,3 +266,20 @@ type MemoryEntryList struct {
 	Namespace string        `json:"namespace"`
 	Entries   []MemoryEntry `json:"entries"`
 }
+
+// ApprovalGone is the data of a `gone` event of GET
+// /v1/approvals/events: the approval left the inbox (it was decided, it
+// timed out, or its execution ended).
+type ApprovalGone struct {
+	ID        string `json:"id"`
+	Execution string `json:"execution"`
+	Approval  string `json:"approval"`
+}
+
+// InboxReset is the data of a `reset` event of GET /v1/approvals/events:
+// the stream could not resume where the client left off, and the whole
+// inbox follows as Pending `pending` events; the client drops what it
+// holds.
+type InboxReset struct {
+	Pending int `json:"pending"`
+}

@@ -286,15 +286,20 @@ func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for i := after; i < int64(len(events)) && len(out.Events) < limit; i++ {
-		e := events[i]
-		out.Events = append(out.Events, api.Event{Seq: i + 1, ID: e.ID, Own: e.Own, Type: e.Type, Timestamp: e.Timestamp, State: e.State, Scope: e.Scope,
-			Input: raw(e.Input), Output: raw(e.Output), Error: e.Error, Cause: e.Cause, Detail: raw(e.Detail), DocHash: e.DocHash, Hash: e.Hash, Superseded: e.Superseded})
+		out.Events = append(out.Events, eventOf(i+1, events[i]))
 	}
 	if last := after + int64(len(out.Events)); last < int64(len(events)) {
 		out.Next = strconv.FormatInt(last, 10)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// eventOf is a history event as the API shows it, seq its 1-based place
+// in the execution's history.
+func eventOf(seq int64, e engine.Event) api.Event {
+	return api.Event{Seq: seq, ID: e.ID, Own: e.Own, Type: e.Type, Timestamp: e.Timestamp, State: e.State, Scope: e.Scope,
+		Input: raw(e.Input), Output: raw(e.Output), Error: e.Error, Cause: e.Cause, Detail: raw(e.Detail), DocHash: e.DocHash, Hash: e.Hash, Superseded: e.Superseded}
 }
 
 // resumeExecution continues an execution in the background (after a

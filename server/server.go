@@ -69,6 +69,9 @@ type Server struct {
 	stopRun context.CancelFunc
 	runs    sync.WaitGroup
 	mux     *http.ServeMux
+
+	// streams are the open event streams (stream.go).
+	streams streams
 }
 
 // New returns a Server; call Run to run executions and Close to stop.
@@ -112,9 +115,11 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // Close stops the executions the server runs in the background (at their
-// last commit: they stay resumable) and waits for them.
+// last commit: they stay resumable) and waits for them, and ends the
+// open event streams (StopStreams).
 func (s *Server) Close() {
 	s.stopRun()
+	s.StopStreams()
 	s.runs.Wait()
 }
 
@@ -168,6 +173,9 @@ func (s *Server) table() []route {
 		{"POST /v1/executions/{id}/fork", RoleOperator, s.fork},
 		{"GET /v1/memory", RoleViewer, s.listNamespaces},
 		{"GET /v1/memory/{namespace}", RoleViewer, s.listMemory},
+		// Server-Sent Events streams (stream.go).
+		{"GET /v1/executions/{id}/events", RoleViewer, s.streamHistory},
+		{"GET /v1/approvals/events", RoleViewer, s.streamApprovals},
 	}
 }
 

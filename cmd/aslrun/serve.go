@@ -153,6 +153,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 		Handler: srv.Handler(), ConnContext: server.ConnContext, ErrorLog: slog.NewLogLogger(handler, slog.LevelWarn),
 		ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, IdleTimeout: idleTimeout,
 	}
+	hs.RegisterOnShutdown(srv.StopStreams) // Shutdown does not end streams itself
 	var tcpLn net.Listener
 	if *listen != "" {
 		if tcpLn, err = net.Listen("tcp", *listen); err != nil {
