@@ -85,6 +85,9 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return badRequest("/definition", "give a registered workflow or an inline definition")
 	}
+	if err := checkExecutionID(req.Name); err != nil {
+		return err
+	}
 	input, err := document(req.Input, "/input", map[string]any{})
 	if err != nil {
 		return err

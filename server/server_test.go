@@ -306,6 +306,7 @@ func TestRefusals(t *testing.T) {
 		{"bad input", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"input":"x"}`, 0, ""},
 		{"input the schema refuses", `{"definition":{"StartAt":"P","Governance":{"Guard":{"Schema":{"type":"object","required":["order"]}}},"States":{"P":{"Type":"Pass","End":true}}},"input":{}}`, http.StatusUnprocessableEntity, "/input"},
 		{"too large", big, http.StatusRequestEntityTooLarge, ""},
+		{"bad name", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"name":"a\u0000b"}`, http.StatusBadRequest, "/name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", tc.body, nil)
