@@ -188,3 +188,10 @@ type Check struct {
 	Refused   string `json:"refused,omitempty"`
 	Execution string `json:"execution"`
 }
+
+// Redrive is the body of POST /v1/executions/{id}/redrive (optional):
+// Patch, when given, is an RFC 6902 JSON Patch applied to the input of the
+// state that failed before it runs again.
+type Redrive struct {
+	Patch json.RawMessage `json:"patch,omitempty"`
+}

@@ -160,6 +160,8 @@ func (s *Server) table() []route {
 		{"GET /v1/approvals/{id}", RoleViewer, s.getApproval},
 		{"POST /v1/approvals/{id}/decision", RoleApprover, s.decide},
 		{"POST /v1/approvals/{id}/check", RoleApprover, s.checkDecision},
+		// Redrive: restart a failed execution from the state that failed.
+		{"POST /v1/executions/{id}/redrive", RoleOperator, s.redriveExecution},
 	}
 }
 
