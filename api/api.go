@@ -283,3 +283,10 @@ type ApprovalGone struct {
 type InboxReset struct {
 	Pending int `json:"pending"`
 }
+
+// Redrive is the body of POST /v1/executions/{id}/redrive (optional):
+// Patch, when given, is an RFC 6902 JSON Patch applied to the input of the
+// state that failed before it runs again.
+type Redrive struct {
+	Patch json.RawMessage `json:"patch,omitempty"`
+}

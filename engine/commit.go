@@ -335,6 +335,9 @@ func mergeCommit(pending, c *Commit) *Commit {
 	if c.Rollback != nil {
 		pending.Rollback = c.Rollback
 	}
+	if !c.Redriven.IsZero() {
+		pending.Redriven = c.Redriven
+	}
 	if c.Transition != nil {
 		pending.Transition = c.Transition
 	}

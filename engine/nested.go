@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 
 	"github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/states"
@@ -28,6 +29,13 @@ func (h *stateRun) nested(ctx context.Context, m *states.Machine, child *scope, 
 	}
 	out, err := r.machine(ctx, m, child, next, doc, size)
 	if err != nil {
+		var ae *asl.Error
+		if errors.As(err, &ae) {
+			// The machine failed: its calls are counted, with their usage,
+			// by the enclosing scope's next commit (the failure's), so
+			// that a redrive's calls continue their invocation numbers.
+			h.sc.adopt(child)
+		}
 		return nil, err
 	}
 	c := child.settle(&Commit{Scopes: map[string]*Scope{child.key: {Done: true, Output: out}}})
@@ -43,4 +51,26 @@ func (h *stateRun) nested(ctx context.Context, m *states.Machine, child *scope, 
 func (h *stateRun) failedNested(ctx context.Context, child *scope, ae *asl.Error) error {
 	s := &Scope{Done: true, Failed: true, Error: string(ae.Name), Cause: ae.Cause}
 	return h.r.commit(ctx, nil, child.settle(&Commit{Scopes: map[string]*Scope{child.key: s}}))
+}
+
+// adopt hands the uncommitted calls, usage and budget notices of a failed
+// nested scope to s, to be committed with s's next commit.
+func (s *scope) adopt(child *scope) {
+	calls, usage, notices := child.calls, child.usage, child.notices
+	child.calls, child.usage, child.notices = nil, nil, nil
+	s.callsMu.Lock()
+	defer s.callsMu.Unlock()
+	for agent, n := range calls {
+		if s.calls == nil {
+			s.calls = make(map[string]int)
+		}
+		s.calls[agent] += n
+	}
+	if usage != nil {
+		if s.usage == nil {
+			s.usage = &Usage{}
+		}
+		s.usage.Add(usage)
+	}
+	s.notices = append(s.notices, notices...)
 }

@@ -50,6 +50,10 @@ type run struct {
 	// lastCheckpoint is the checkpoint of a Checkpoint state that ended
 	// the execution, written with its end.
 	lastCheckpoint *Checkpoint
+	// failedAt is the top-level machine's position at the state that
+	// failed (or was running when the execution timed out), kept in the
+	// final commit for Redrive.
+	failedAt *Scope
 }
 
 // parking is why the top-level machine stopped without ending: it waits
@@ -223,7 +227,7 @@ var errExecutionTimeout = errors.New("execution timed out")
 // where the execution was last committed) until it ends or parks.
 func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 	if r.m.TimeoutSeconds > 0 {
-		deadline := r.exec.StartedAt.Add(time.Duration(r.m.TimeoutSeconds) * time.Second)
+		deadline := timeoutFrom(r.exec).Add(time.Duration(r.m.TimeoutSeconds) * time.Second)
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadlineCause(ctx, deadline, errExecutionTimeout)
 		defer cancel()
@@ -275,6 +279,8 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 	}
 	if res.Status == StatusSucceeded {
 		c.Checkpoint = r.lastCheckpoint
+	} else {
+		keepFailedPosition(c.Scopes[""], r.failedAt)
 	}
 	if err := r.commit(context.WithoutCancel(ctx), nil, sc.settle(c)); err != nil {
 		return nil, err
@@ -301,11 +307,13 @@ func (r *run) machine(ctx context.Context, m *states.Machine, sc *scope, next st
 	}
 	for {
 		if err := context.Cause(ctx); err != nil {
+			sc.keepFailed(r, next, doc)
 			return nil, err
 		}
 		st := m.States[next]
 		s, err := r.step(ctx, st, doc, size, sc)
 		if err != nil {
+			sc.keepFailed(r, next, doc)
 			return nil, err
 		}
 		if s.next == "" {

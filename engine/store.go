@@ -67,6 +67,10 @@ type Execution struct {
 	// something else than time. WaitingFor says what ("Wait", "Retry", …).
 	WakeAt     time.Time
 	WaitingFor string
+	// RedriveCount counts the times the execution was redriven, the last
+	// at RedrivenAt (zero when never): its TimeoutSeconds run from then.
+	RedriveCount int
+	RedrivenAt   time.Time
 	// Progress is where the run is, enough to resume it.
 	Progress Progress
 	// Seq counts the commits of the execution.
@@ -203,6 +207,9 @@ type Commit struct {
 	Checkpoint *Checkpoint
 	// Rollback marks history superseded (a rollback to a checkpoint).
 	Rollback *Rollback
+	// Redriven, when not zero, is when the execution was redriven: the
+	// store sets RedrivenAt to it and counts one more redrive.
+	Redriven time.Time
 	// Transition is what the commit point checked (nil for history-only
 	// commits); stores need not keep it.
 	Transition *Transition

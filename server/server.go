@@ -176,6 +176,8 @@ func (s *Server) table() []route {
 		// Server-Sent Events streams (stream.go).
 		{"GET /v1/executions/{id}/events", RoleViewer, s.streamHistory},
 		{"GET /v1/approvals/events", RoleViewer, s.streamApprovals},
+		// Redrive: restart a failed execution from the state that failed.
+		{"POST /v1/executions/{id}/redrive", RoleOperator, s.redriveExecution},
 	}
 }
 

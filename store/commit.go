@@ -40,6 +40,7 @@ type prepared struct {
 	checkpoint   *preparedCheckpoint
 	memory       []memWrite
 	namespaces   []string
+	redriven     time.Time
 }
 
 // preparedCheckpoint is a checkpoint encoded for writing: its record and
@@ -66,7 +67,7 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, er
 		id: c.Execution, seq: c.Seq, status: c.Status, errMsg: c.Error, cause: c.Cause,
 		stoppedAt: utc(c.StoppedAt), wakeAt: utc(c.WakeAt), waitingFor: c.WaitingFor,
 		invocations: maps.Clone(c.Invocations), addInv: maps.Clone(c.AddInvocations), lastEvent: c.LastEvent, lastOwnEvent: c.LastOwnEvent,
-		drop: slices.Clone(c.DropScopes), notices: slices.Clone(c.Notices),
+		drop: slices.Clone(c.DropScopes), notices: slices.Clone(c.Notices), redriven: utc(c.Redriven),
 	}
 	if c.Usage != nil {
 		u := *c.Usage
@@ -210,6 +211,10 @@ func (p *prepared) applyHead(h *headRecord) {
 		if !slices.Contains(h.Notices, n) {
 			h.Notices = append(slices.Clip(h.Notices), n)
 		}
+	}
+	if !p.redriven.IsZero() {
+		h.RedriveCount++
+		h.RedrivenAt = p.redriven
 	}
 	h.LastEvent, h.LastOwnEvent, h.Seq = max(h.LastEvent, p.lastEvent), max(h.LastOwnEvent, p.lastOwnEvent), max(h.Seq, p.seq)
 }

@@ -204,6 +204,8 @@ func appendHead(dst []byte, h *headRecord) []byte {
 	w.str("lastHash", h.LastHash, true)
 	w.uint("lastRecord", h.LastRecord)
 	w.strMap("unboundCheckpoints", h.Unbound)
+	w.int("redriveCount", int64(h.RedriveCount))
+	w.time("redrivenAt", h.RedrivenAt)
 	return w.bytes()
 }
 

@@ -55,6 +55,8 @@ type headRecord struct {
 	LastHash     string            `json:"lastHash,omitempty"`
 	LastRecord   uint64            `json:"lastRecord,omitempty"`
 	Unbound      map[string]string `json:"unboundCheckpoints,omitempty"`
+	RedriveCount int               `json:"redriveCount,omitempty"`
+	RedrivenAt   time.Time         `json:"redrivenAt,omitzero"`
 }
 
 // scopeRecord is one engine.Scope.
@@ -342,7 +344,7 @@ func execution(id string, x *execRecord, h *headRecord, definition []byte, scope
 		StartedAt: x.StartedAt, Parent: x.Parent, ParentCheckpoint: x.ParentCheckpoint,
 		Agents: x.Agents, AgentsKind: x.AgentsKind,
 		Status: h.Status, Error: h.Error, Cause: h.Cause, StoppedAt: h.StoppedAt,
-		WakeAt: h.WakeAt, WaitingFor: h.WaitingFor, Seq: h.Seq,
+		WakeAt: h.WakeAt, WaitingFor: h.WaitingFor, Seq: h.Seq, RedriveCount: h.RedriveCount, RedrivenAt: h.RedrivenAt,
 		Progress: engine.Progress{
 			Scopes: scopes, Invocations: h.Invocations, Usage: h.Usage, Notices: h.Notices,
 			LastEvent: h.LastEvent, LastOwnEvent: h.LastOwnEvent,
