@@ -183,7 +183,7 @@ func testExecutionTrace(t *testing.T, traceParent string) {
 			attrTokens: attribute.Int64Value(12), attrCost: attribute.Float64Value(0.5),
 		} {
 			if got, _ := attr(s, key); got != want {
-				t.Errorf("agent span: %s = %v, want %v", key, got.Emit(), want.Emit())
+				t.Errorf("agent span: %s = %v, want %v", key, got.String(), want.String())
 			}
 		}
 	}
