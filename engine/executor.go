@@ -149,6 +149,10 @@ type StartOptions struct {
 	// that resuming it later can rebuild the same agents.
 	AgentsFile []byte
 	AgentsKind string
+	// TraceParent is the W3C trace context of the caller (an incoming
+	// traceparent header) the execution's trace continues; empty means a
+	// new trace. It is used only when tracing is on (Hooks.NewTrace).
+	TraceParent string
 	// Created, when set, is called with the execution's id once it exists
 	// (its input accepted and, with a store, its record created), before
 	// its first state runs.
@@ -231,6 +235,9 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	}
 	if e.MachineName == "" {
 		e.MachineName = "StateMachine"
+	}
+	if f := x.hooks.NewTrace; f != nil {
+		e.Trace = f(opts.TraceParent)
 	}
 	if x.durable {
 		if e.Definition, e.DefinitionHash, err = definitionOf(m); err != nil {

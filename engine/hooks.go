@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Hooks are told what executions do, for metrics and tracing. Every field
 // may be nil. They are called synchronously from the run, possibly from
@@ -26,11 +29,34 @@ type Hooks struct {
 	// and its error. An executor without a store commits nothing.
 	Committed func(d time.Duration, err error)
 	// AgentCalled is called after one agent invocation (Agent.Invoke) with
-	// how long it took and how it failed: the agent's error, a deadline
-	// (States.Timeout, States.HeartbeatTimeout, as *asl.Error) or the
-	// run's cancellation; nil when the agent returned a result. A Task
-	// whose agent is not registered invokes nothing.
-	AgentCalled func(id, agent string, d time.Duration, err error)
+	// the context of the state that called it (see StateEntered), how
+	// long it took, the usage the agent reported (tokens, cost) and how it
+	// failed: the agent's error, a deadline (States.Timeout,
+	// States.HeartbeatTimeout, as *asl.Error) or the run's cancellation;
+	// nil when the agent returned a result. A Task whose agent is not
+	// registered invokes nothing.
+	AgentCalled func(ctx context.Context, id, agent string, d time.Duration, u Usage, err error)
+
+	// NewTrace is called when a new execution is created (Run, Fork) with
+	// the W3C trace context its caller gave (StartOptions.TraceParent, ""
+	// for none); what it returns is stored as Execution.Trace. Nil stores
+	// no trace context.
+	NewTrace func(parent string) string
+	// StateEntered is called when a state starts running at any nesting
+	// level (again when a resumed execution runs it again), with the
+	// context the state runs in, the execution's stored trace context
+	// (Execution.Trace), the state's scope prefix ("" at the top level,
+	// "Map/3/" in a Map item) and its name. It returns the context to run
+	// the state in: ctx or one derived from it (carrying a span), which
+	// the state's agents, its nested states, AgentCalled and StateEnded
+	// receive.
+	StateEntered func(ctx context.Context, id, trace, scope, state string) context.Context
+	// StateEnded is called when a state StateEntered was called for stops
+	// running, with the context StateEntered returned: err is nil when it
+	// completed (an error its Catch handled included), waiting is set when
+	// it stopped for the execution to wait (it runs again on Resume), and
+	// err is the failure otherwise.
+	StateEnded func(ctx context.Context, id, scope, state string, waiting bool, err error)
 }
 
 func (h *Hooks) executionStarted(id string) {

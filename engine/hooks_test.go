@@ -3,10 +3,12 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aslrun/aslrun"
@@ -53,7 +55,7 @@ func (l *hookLog) hooks() engine.Hooks {
 			defer l.mu.Unlock()
 			l.commits = append(l.commits, err)
 		},
-		AgentCalled: func(id, agent string, d time.Duration, err error) {
+		AgentCalled: func(_ context.Context, id, agent string, d time.Duration, _ engine.Usage, err error) {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			l.calls = append(l.calls, agentCall{id, agent, d, err})
@@ -185,4 +187,132 @@ func TestHooksNone(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 	wantOutput(t, res, `{"a":1}`)
+}
+
+// spanKey is the context key of the fake spans of TestHooksStates.
+type spanKey struct{}
+
+// stateLog records what the state and trace hooks were told.
+type stateLog struct {
+	mu      sync.Mutex
+	parents []string // "state<-parent": the span in the context StateEntered got
+	ended   []string // "state waiting err"
+	agents  []string // "agent<-span usage"
+	invoked []string // the span in the context the agent ran with
+	traces  []string // NewTrace's parents
+}
+
+func (l *stateLog) hooks() engine.Hooks {
+	return engine.Hooks{
+		NewTrace: func(parent string) string {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.traces = append(l.traces, parent)
+			return "trace-of(" + parent + ")"
+		},
+		StateEntered: func(ctx context.Context, id, trace, scope, state string) context.Context {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			parent, _ := ctx.Value(spanKey{}).(string)
+			l.parents = append(l.parents, fmt.Sprintf("%s %s %s<-%s", id, trace, scope+state, parent))
+			return context.WithValue(ctx, spanKey{}, scope+state)
+		},
+		StateEnded: func(ctx context.Context, id, scope, state string, waiting bool, err error) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if span, _ := ctx.Value(spanKey{}).(string); span != scope+state {
+				t := fmt.Sprintf("StateEnded(%s) with span %q", scope+state, span)
+				l.ended = append(l.ended, t)
+				return
+			}
+			l.ended = append(l.ended, fmt.Sprintf("%s %t %v", scope+state, waiting, err != nil))
+		},
+		AgentCalled: func(ctx context.Context, id, agent string, d time.Duration, u engine.Usage, err error) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			span, _ := ctx.Value(spanKey{}).(string)
+			l.agents = append(l.agents, fmt.Sprintf("%s<-%s %d %g", agent, span, u.Tokens, u.Cost))
+		},
+	}
+}
+
+// TestHooksStates: every state entered ends (completed, waiting or
+// failed) with the context StateEntered gave it, which nested states, the
+// agent and AgentCalled (with the usage reported) receive; NewTrace's
+// trace context is stored and given to StateEntered after a resume.
+func TestHooksStates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		def := `{"StartAt":"Ask","States":{
+			"Ask":{"Type":"Task","Agent":"llm","Next":"Each"},
+			"Each":{"Type":"Map","ItemsPath":"$.items","ResultPath":"$.done","ItemProcessor":{"StartAt":"Work","States":{
+				"Work":{"Type":"Pass","End":true}}},"Next":"Sleep"},
+			"Sleep":{"Type":"Wait","Seconds":3600,"Next":"Boom"},
+			"Boom":{"Type":"Fail","Error":"Boom"}}}`
+		var log stateLog
+		reg := agents.NewRegistry()
+		llm := agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
+			req.ReportUsage(agents.Usage{Tokens: 7, Cost: 0.25})
+			span, _ := ctx.Value(spanKey{}).(string)
+			log.mu.Lock()
+			log.invoked = append(log.invoked, span)
+			log.mu.Unlock()
+			return req.Input, nil
+		})
+		if err := reg.Register("llm", llm); err != nil {
+			t.Fatal(err)
+		}
+		st := store.NewMemory()
+		cfg := engine.Config{Agents: reg, Store: st, Hooks: log.hooks()}
+		res, err := engine.New(cfg).Run(t.Context(), mustParse(t, def), mustJSON(t, `{"items":[1]}`), engine.StartOptions{ID: "e", TraceParent: "tp"})
+		if err != nil || res.Status != engine.StatusWaiting {
+			t.Fatalf("run: %+v, %v; want WAITING", res, err)
+		}
+		if e, err := st.Load(t.Context(), "e"); err != nil || e.Trace != "trace-of(tp)" {
+			t.Fatalf("stored trace: %v, %v; want trace-of(tp)", e, err)
+		}
+		time.Sleep(time.Hour)
+		// A new executor, as after a restart.
+		if res, err = engine.New(cfg).Resume(t.Context(), "e", engine.ResumeOptions{}); err != nil || res.Status != engine.StatusFailed {
+			t.Fatalf("resume: %+v, %v; want FAILED", res, err)
+		}
+		wantParents := []string{
+			"e trace-of(tp) Ask<-", "e trace-of(tp) Each<-", "e trace-of(tp) Each/0/Work<-Each",
+			"e trace-of(tp) Sleep<-", "e trace-of(tp) Sleep<-", "e trace-of(tp) Boom<-",
+		}
+		if !slices.Equal(log.parents, wantParents) {
+			t.Errorf("StateEntered got %q, want %q", log.parents, wantParents)
+		}
+		wantEnded := []string{"Ask false false", "Each/0/Work false false", "Each false false", "Sleep true false", "Sleep false false", "Boom false true"}
+		if !slices.Equal(log.ended, wantEnded) {
+			t.Errorf("StateEnded got %q, want %q", log.ended, wantEnded)
+		}
+		if want := []string{"llm<-Ask 7 0.25"}; !slices.Equal(log.agents, want) {
+			t.Errorf("AgentCalled got %q, want %q", log.agents, want)
+		}
+		if want := []string{"Ask"}; !slices.Equal(log.invoked, want) {
+			t.Errorf("agent invoked with spans %q, want %q", log.invoked, want)
+		}
+		if want := []string{"tp"}; !slices.Equal(log.traces, want) {
+			t.Errorf("NewTrace got %q, want %q", log.traces, want)
+		}
+	})
+}
+
+// TestHooksForkTrace: a fork is a new execution with a new trace.
+func TestHooksForkTrace(t *testing.T) {
+	var log stateLog
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Agents: registry(t, (&calls{}).agent(), "Worker"), Store: st, Hooks: log.hooks()})
+	if _, err := x.Run(t.Context(), mustParse(t, checkpointed), map[string]any{}, engine.StartOptions{ID: "doc"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Fork(t.Context(), "doc", "drafted", engine.ResumeOptions{ForkID: "doc-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := st.Load(t.Context(), "doc-2"); err != nil || e.Trace != "trace-of()" {
+		t.Errorf("fork's trace: %v, %v; want trace-of()", e, err)
+	}
+	if want := []string{"", ""}; !slices.Equal(log.traces, want) {
+		t.Errorf("NewTrace got %q, want %q", log.traces, want)
+	}
 }

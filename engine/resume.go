@@ -319,6 +319,10 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 		}
 		e.ID = u.String()
 	}
+	if f := x.hooks.NewTrace; f != nil {
+		// A fork is a new execution: a new trace.
+		e.Trace = f("")
+	}
 	if err := x.store.Create(ctx, e); err != nil {
 		return nil, fmt.Errorf("execution %s: %w", e.ID, err)
 	}

@@ -354,6 +354,9 @@ type stepResult struct {
 // Catch), applies its Assign, and records its exit.
 func (r *run) step(ctx context.Context, st states.State, input any, size int, sc *scope) (stepResult, error) {
 	c := st.Base()
+	if f := r.x.hooks.StateEntered; f != nil {
+		ctx = f(ctx, r.exec.ID, r.exec.Trace, sc.prefix, c.Name)
+	}
 	visit := sc.visit(c.Name)
 	var progress *StepProgress
 	if p := sc.resume; p != nil {
@@ -424,6 +427,13 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		h.assign, h.memWrites = nil, nil
 		res = stepResult{output: input, proposed: input, next: c.Next, size: size}
 		err = h.complete(ctx, &res)
+	}
+	if f := r.x.hooks.StateEnded; f != nil {
+		waiting, failed := errors.Is(err, errParked), err
+		if waiting {
+			failed = nil
+		}
+		f(ctx, r.exec.ID, sc.prefix, c.Name, waiting, failed)
 	}
 	if err != nil {
 		return stepResult{}, err

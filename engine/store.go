@@ -63,6 +63,11 @@ type Execution struct {
 	// Resuming reuses it unless told otherwise.
 	Agents     []byte
 	AgentsKind string
+	// Trace is the execution's W3C trace context (a traceparent,
+	// "00-<trace-id>-<span-id>-<flags>"), set when it is created
+	// (Hooks.NewTrace) so that its spans share one trace id across waits
+	// and restarts; empty when tracing was off.
+	Trace string
 	// WakeAt is when a WAITING execution is due; zero when it waits for
 	// something else than time. WaitingFor says what ("Wait", "Retry", …).
 	WakeAt     time.Time

@@ -177,7 +177,10 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		if err != nil && ctx.Err() == nil {
 			herr = classify(err, timeout, heartbeat)
 		}
-		f(r.exec.ID, name, time.Since(start), herr)
+		usageMu.Lock()
+		u := used
+		usageMu.Unlock()
+		f(ctx, r.exec.ID, name, time.Since(start), u, herr)
 	}
 	if ctx.Err() == nil || err == nil {
 		// The call completed (not cut short by the run stopping): the

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
@@ -145,14 +146,14 @@ func (m *Metrics) Hooks(next engine.Hooks) engine.Hooks {
 				next.Committed(d, err)
 			}
 		},
-		AgentCalled: func(id, agent string, d time.Duration, err error) {
+		AgentCalled: func(ctx context.Context, id, agent string, d time.Duration, u engine.Usage, err error) {
 			s := m.agent(agent)
 			s.duration.Observe(d.Seconds())
 			if err != nil {
 				s.errors.Inc()
 			}
 			if next.AgentCalled != nil {
-				next.AgentCalled(id, agent, d, err)
+				next.AgentCalled(ctx, id, agent, d, u, err)
 			}
 		},
 	}

@@ -94,7 +94,7 @@ func (c *counted) hooks() engine.Hooks {
 		ExecutionFinished: func(string, engine.Status) { c.finished.Add(1) },
 		StateExited:       func(string, string) { c.exited.Add(1) },
 		Committed:         func(time.Duration, error) { c.commits.Add(1) },
-		AgentCalled:       func(string, string, time.Duration, error) { c.agentCalls.Add(1) },
+		AgentCalled:       func(context.Context, string, string, time.Duration, engine.Usage, error) { c.agentCalls.Add(1) },
 	}
 }
 
@@ -244,10 +244,10 @@ func TestMetricsAgentLabelCapped(t *testing.T) {
 	fail := errors.New("failed")
 	const extra = 50
 	for i := range maxAgentLabels + extra {
-		h.AgentCalled("e", "agent"+strconv.Itoa(i), time.Millisecond, fail)
+		h.AgentCalled(t.Context(), "e", "agent"+strconv.Itoa(i), time.Millisecond, engine.Usage{}, fail)
 	}
 	// An agent with its own label keeps it after the cap is reached.
-	h.AgentCalled("e", "agent0", time.Millisecond, nil)
+	h.AgentCalled(t.Context(), "e", "agent0", time.Millisecond, engine.Usage{}, nil)
 	got := newScraper(t, reg).scrape()
 	agentSeries := 0
 	for series := range got {

@@ -29,6 +29,9 @@ type execRecord struct {
 	ParentCheckpoint string          `json:"parentCheckpoint,omitempty"`
 	Agents           []byte          `json:"agents,omitempty"`
 	AgentsKind       string          `json:"agentsKind,omitempty"`
+	// Trace is engine.Execution.Trace; records written before it have
+	// none.
+	Trace string `json:"trace,omitempty"`
 }
 
 // headRecord is where an execution stands (bucket heads), rewritten by
@@ -263,7 +266,7 @@ func newExecution(e *engine.Execution) (*created, error) {
 	memo := newDocMemo()
 	x := execRecord{
 		MachineName: e.MachineName, DefinitionHash: e.DefinitionHash, StartedAt: utc(e.StartedAt),
-		Parent: e.Parent, ParentCheckpoint: e.ParentCheckpoint, Agents: e.Agents, AgentsKind: e.AgentsKind,
+		Parent: e.Parent, ParentCheckpoint: e.ParentCheckpoint, Agents: e.Agents, AgentsKind: e.AgentsKind, Trace: e.Trace,
 	}
 	if x.DefinitionHash == "" && len(e.Definition) > 0 {
 		def, err := jsonpath.Decode(e.Definition)
@@ -342,7 +345,7 @@ func execution(id string, x *execRecord, h *headRecord, definition []byte, scope
 	e := &engine.Execution{
 		ID: id, MachineName: x.MachineName, Definition: definition, DefinitionHash: x.DefinitionHash,
 		StartedAt: x.StartedAt, Parent: x.Parent, ParentCheckpoint: x.ParentCheckpoint,
-		Agents: x.Agents, AgentsKind: x.AgentsKind,
+		Agents: x.Agents, AgentsKind: x.AgentsKind, Trace: x.Trace,
 		Status: h.Status, Error: h.Error, Cause: h.Cause, StoppedAt: h.StoppedAt,
 		WakeAt: h.WakeAt, WaitingFor: h.WaitingFor, Seq: h.Seq, RedriveCount: h.RedriveCount, RedrivenAt: h.RedrivenAt,
 		Progress: engine.Progress{

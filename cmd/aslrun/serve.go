@@ -20,6 +20,7 @@ import (
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/server"
 	"github.com/aslrun/aslrun/store"
+	"github.com/aslrun/aslrun/tracing"
 )
 
 // The timeouts of every connection the server accepts.
@@ -131,7 +132,12 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 		due, _ := st.Due(ctx, time.Now())
 		return len(due)
 	})
-	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf, Logger: log, MaxPayloadSize: *maxPayload, Hooks: metrics.Hooks(engine.Hooks{})})
+	tr, err := tracing.FromEnv(ctx)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer tr.Shutdown(context.WithoutCancel(ctx)) // flushes the spans left
+	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf, Logger: log, MaxPayloadSize: *maxPayload, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{}))})
 	srv, err := server.New(server.Config{Store: st, Executor: x, Agents: serverAgents, AgentsFile: resolvedAgents, Tokens: tokens, Logger: log, Poll: *poll, Metrics: reg})
 	if err != nil {
 		return err

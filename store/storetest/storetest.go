@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		test func(t *testing.T, s store.Store)
 	}{
 		{"CreateAndDuplicate", testCreate},
+		{"Trace", testTrace},
 		{"CommitAndLoad", testCommitAndLoad},
 		{"PartialCommits", testPartialCommits},
 		{"Usage", testUsage},
@@ -197,6 +198,7 @@ func checkExecution(t *testing.T, got, want *engine.Execution) {
 		{"ParentCheckpoint", got.ParentCheckpoint, want.ParentCheckpoint},
 		{"Agents", string(got.Agents), string(want.Agents)},
 		{"AgentsKind", got.AgentsKind, want.AgentsKind},
+		{"Trace", got.Trace, want.Trace},
 		{"WaitingFor", got.WaitingFor, want.WaitingFor},
 	}
 	for _, f := range str {
@@ -289,6 +291,21 @@ func testCreate(t *testing.T, s store.Store) {
 	ids, err := s.Unfinished(t.Context())
 	if err != nil || !slices.Equal(ids, []string{"e1"}) {
 		t.Errorf("Unfinished() = %q, %v, want [e1] (rejected creations must leave nothing)", ids, err)
+	}
+}
+
+// testTrace: an execution's trace context is stored with it and kept by
+// commits; an execution without one loads without one.
+func testTrace(t *testing.T, s store.Store) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	traced, plain := newExecution(t, "traced"), newExecution(t, "plain")
+	traced.Trace = tp
+	create(t, s, traced, plain)
+	commit(t, s, step(t, "traced", 1))
+	for _, e := range []*engine.Execution{traced, plain} {
+		if got := load(t, s, e.ID).Trace; got != e.Trace {
+			t.Errorf("Load(%s).Trace = %q, want %q", e.ID, got, e.Trace)
+		}
 	}
 }
 
