@@ -121,7 +121,8 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	}
 	created := make(chan string, 1)
 	failed := make(chan error, 1)
-	opts := engine.StartOptions{ID: req.Name, MachineName: name, Agents: reg, AgentsFile: mock, Created: func(id string) { created <- id }}
+	opts := engine.StartOptions{ID: req.Name, MachineName: name, Agents: reg, AgentsFile: mock, Created: func(id string) { created <- id },
+		TraceParent: r.Header.Get("traceparent")}
 	switch {
 	case mock != nil:
 		opts.AgentsKind = "mock"

@@ -420,3 +420,37 @@ func TestServerAgents(t *testing.T) {
 		t.Errorf("stored agents %q %s, want the server's agents file", e.AgentsKind, e.Agents)
 	}
 }
+
+// TestTraceParent: a start request's traceparent header reaches the
+// engine, which stores the trace it makes of it with the execution.
+func TestTraceParent(t *testing.T) {
+	st := store.NewMemory()
+	hooks := engine.Hooks{NewTrace: func(parent string) string { return "made-from:" + parent }}
+	s, err := New(Config{Store: st, Executor: engine.New(engine.Config{Store: st, Hooks: hooks}), Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	path := filepath.Join(t.TempDir(), "tokens")
+	tok, err := CreateToken(path, "ops", RoleOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.tokens, err = LoadTokens(path); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	req, _ := http.NewRequest("POST", hs.URL+"/v1/executions", strings.NewReader(`{"name":"tp","definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}}`))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	req.Header.Set("traceparent", parent)
+	resp, err := hs.Client().Do(req)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("start: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if e, err := st.Load(context.Background(), "tp"); err != nil || e.Trace != "made-from:"+parent {
+		t.Errorf("stored trace %q, %v; want the one made from the header", e.Trace, err)
+	}
+}

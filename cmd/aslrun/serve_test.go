@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -159,14 +160,22 @@ func TestServe(t *testing.T) {
 		t.Errorf("history: %v %v", h, err)
 	}
 
-	// Metrics moved.
-	resp, err := (&http.Client{Transport: unixTransport(p.sock)}).Get("http://aslrun/metrics")
-	if err != nil {
-		t.Fatal(err)
+	// Metrics moved. (A finished execution is counted just after its end
+	// is committed, which a client may see first: poll.)
+	wants := []string{"aslrun_executions_started_total 1", `aslrun_executions_finished_total{status="SUCCEEDED"} 21`, "aslrun_state_transitions_total"}
+	var body []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := (&http.Client{Transport: unixTransport(p.sock)}).Get("http://aslrun/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(string(body), w) }) || time.Now().After(deadline) {
+			break
+		}
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{"aslrun_executions_started_total 1", `aslrun_executions_finished_total{status="SUCCEEDED"} 21`, "aslrun_state_transitions_total"} {
+	for _, want := range wants {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q", want)
 		}
