@@ -62,7 +62,8 @@ func (x *Executor) Decide(ctx context.Context, id string, d Decision, opts Resum
 	}
 	// Hold the execution before reading it, so that two decisions are
 	// applied one after the other, the second seeing the first.
-	if !x.acquire(id) {
+	ctx, ok := x.acquireRun(ctx, id)
+	if !ok {
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
 	defer x.release(id)

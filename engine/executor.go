@@ -99,7 +99,7 @@ type Executor struct {
 	hooks        Hooks
 
 	mu     sync.Mutex
-	active map[string]bool // executions running in this process
+	active map[string]*held // executions held in this process (stop.go)
 	// limiters count tool uses under the RateLimits of each workflow's
 	// states, across the executions of this process.
 	limiters map[string]*limiter
@@ -111,7 +111,7 @@ type Executor struct {
 func New(cfg Config) *Executor {
 	x := &Executor{
 		agents: cfg.Agents, agentsFor: cfg.AgentsFor, store: cfg.Store, log: cfg.Logger,
-		maxPayload: cfg.MaxPayloadSize, parkAfter: cfg.ParkAfter, active: make(map[string]bool), onEscalation: cfg.OnEscalation,
+		maxPayload: cfg.MaxPayloadSize, parkAfter: cfg.ParkAfter, active: make(map[string]*held), onEscalation: cfg.OnEscalation,
 		hooks: cfg.Hooks,
 	}
 	if x.maxPayload == 0 {
@@ -240,7 +240,8 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 			return nil, fmt.Errorf("execution %s: %w", e.ID, err)
 		}
 	}
-	if !x.acquire(e.ID) {
+	ctx, ok := x.acquireRun(ctx, e.ID)
+	if !ok {
 		return nil, fmt.Errorf("execution %s: %w", e.ID, ErrBusy)
 	}
 	defer x.release(e.ID)
@@ -282,22 +283,4 @@ func (x *Executor) newRun(m *states.Machine, e *Execution, reg *agents.Registry)
 		}
 	}
 	return r
-}
-
-// acquire marks an execution as running in this executor; false when it
-// already is.
-func (x *Executor) acquire(id string) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.active[id] {
-		return false
-	}
-	x.active[id] = true
-	return true
-}
-
-func (x *Executor) release(id string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	delete(x.active, id)
 }
