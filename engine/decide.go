@@ -56,7 +56,7 @@ func pendingKeys(e *Execution) []string {
 // leaves the execution waiting. A decision is applied exactly once: a
 // second one for the same approval, sent at the same time or later, is
 // refused (ErrBusy while the first is being applied).
-func (x *Executor) Decide(ctx context.Context, id string, d Decision, opts ResumeOptions) (*Result, error) {
+func (x *Executor) Decide(ctx context.Context, id string, d Decision, opts ResumeOptions) (_ *Result, err error) {
 	if !x.durable {
 		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
 	}
@@ -67,6 +67,7 @@ func (x *Executor) Decide(ctx context.Context, id string, d Decision, opts Resum
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
 	defer x.release(id)
+	defer func() { err = stopped(ctx, id, err) }()
 	e, m, err := x.load(ctx, id)
 	if err != nil {
 		return nil, err

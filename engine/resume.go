@@ -130,7 +130,7 @@ func (x *Executor) resumed(m *states.Machine, e *Execution, reg *agents.Registry
 // agent call that was in flight is made again, with the same idempotency
 // key and invocation number. Resuming an execution that has ended fails
 // with ErrEnded.
-func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (*Result, error) {
+func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (_ *Result, err error) {
 	if !x.durable {
 		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
 	}
@@ -141,6 +141,7 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (*
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
 	defer x.release(id)
+	defer func() { err = stopped(ctx, id, err) }()
 	e, m, err := x.load(ctx, id)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -28,20 +29,8 @@ type held struct {
 	done chan struct{}
 }
 
-// acquire holds an execution for this executor; false when it is held
-// already.
-func (x *Executor) acquire(id string) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.active[id] != nil {
-		return false
-	}
-	x.active[id] = &held{done: make(chan struct{})}
-	return true
-}
-
-// acquireRun holds an execution for a run, as acquire does, and returns
-// the run's context: Stop cancels it.
+// acquireRun holds an execution for a run and returns the run's context,
+// which Stop cancels; false when the execution is held already.
 func (x *Executor) acquireRun(ctx context.Context, id string) (context.Context, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -53,7 +42,7 @@ func (x *Executor) acquireRun(ctx context.Context, id string) (context.Context, 
 	return ctx, true
 }
 
-// release lets go of an execution held by acquire or acquireRun.
+// release lets go of an execution held by acquireRun or Stop.
 func (x *Executor) release(id string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -145,4 +134,15 @@ func abortCommit(res *Result) *Commit {
 		DropScopes: []string{""},
 		Transition: &Transition{Status: StatusAborted, Error: res.Error, Cause: res.Cause},
 	}
+}
+
+// stopped returns err, or, when err is what a Stop cancelling ctx made of
+// the work of Resume or Decide (before the run could end the execution
+// itself), an error saying so that wraps ErrEnded.
+func stopped(ctx context.Context, id string, err error) error {
+	var req *stopRequest
+	if err != nil && errors.As(context.Cause(ctx), &req) {
+		return fmt.Errorf("execution %s is being stopped: %w", id, ErrEnded)
+	}
+	return err
 }
