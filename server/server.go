@@ -152,6 +152,8 @@ func (s *Server) table() []route {
 		{"GET /v1/approvals/{id}", RoleViewer, s.getApproval},
 		{"POST /v1/approvals/{id}/decision", RoleApprover, s.decide},
 		{"POST /v1/approvals/{id}/check", RoleApprover, s.checkDecision},
+		// Control of executions (control.go).
+		{"POST /v1/executions/{id}/stop", RoleOperator, s.stopExecution},
 	}
 }
 
