@@ -159,8 +159,9 @@ type StartOptions struct {
 type Result struct {
 	// ID is the execution's id.
 	ID string
-	// Status is SUCCEEDED, FAILED, TIMED_OUT, or WAITING when the execution
-	// stopped to wait (it is resumed later, e.g. by Serve).
+	// Status is SUCCEEDED, FAILED, TIMED_OUT, ABORTED (Stop), or WAITING
+	// when the execution stopped to wait (it is resumed later, e.g. by
+	// Serve).
 	Status Status
 	// Output is the final document when the execution succeeded.
 	Output any
@@ -232,6 +233,13 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if e.MachineName == "" {
 		e.MachineName = "StateMachine"
 	}
+	// Hold the id before the execution exists, so that nothing (a Stop)
+	// can come between its creation and its run.
+	ctx, ok := x.acquireRun(ctx, e.ID)
+	if !ok {
+		return nil, fmt.Errorf("execution %s: %w (it is held by this executor)", e.ID, ErrExists)
+	}
+	defer x.release(e.ID)
 	if x.durable {
 		if e.Definition, e.DefinitionHash, err = definitionOf(m); err != nil {
 			return nil, err
@@ -240,11 +248,6 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 			return nil, fmt.Errorf("execution %s: %w", e.ID, err)
 		}
 	}
-	ctx, ok := x.acquireRun(ctx, e.ID)
-	if !ok {
-		return nil, fmt.Errorf("execution %s: %w", e.ID, ErrBusy)
-	}
-	defer x.release(e.ID)
 	x.hooks.executionStarted(e.ID)
 	if opts.Created != nil {
 		opts.Created(e.ID)

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,4 +307,119 @@ func TestStopRacesDecide(t *testing.T) {
 		t.Errorf("ExecutionFinished called %d times over %d executions, want once each", len(log.finished), rounds)
 	}
 	t.Logf("outcomes over %d races: %v", rounds, counts)
+}
+
+// gateStore holds Create after the execution is created, until the
+// creating run's context ends or release is closed.
+type gateStore struct {
+	*store.Memory
+	created, release chan struct{}
+}
+
+func (g *gateStore) Create(ctx context.Context, e *engine.Execution) error {
+	if err := g.Memory.Create(ctx, e); err != nil {
+		return err
+	}
+	close(g.created)
+	select {
+	case <-ctx.Done():
+	case <-g.release:
+	}
+	return nil
+}
+
+// TestStopWhileCreated: a Stop that comes between an execution's creation
+// and its first state stops its run, which must not go on over the stop.
+func TestStopWhileCreated(t *testing.T) {
+	st := &gateStore{Memory: store.NewMemory(), created: make(chan struct{}), release: make(chan struct{})}
+	x := engine.New(engine.Config{Store: st})
+	ctx := context.Background()
+	type outcome struct {
+		res *engine.Result
+		err error
+	}
+	ran := make(chan outcome, 1)
+	go func() {
+		res, err := x.Run(ctx, mustParse(t, `{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}`), map[string]any{}, engine.StartOptions{ID: "c"})
+		ran <- outcome{res, err}
+	}()
+	<-st.created
+	res, err := x.Stop(ctx, "c", "Ops.Early", "")
+	close(st.release)
+	o := <-ran
+	if err != nil || res.Status != engine.StatusAborted {
+		t.Errorf("Stop = %+v, %v, want ABORTED", res, err)
+	}
+	if o.err != nil || o.res.Status != engine.StatusAborted {
+		t.Errorf("Run = %+v, %v, want ABORTED", o.res, o.err)
+	}
+	checkAborted(t, st.Memory, x, "c", "Ops.Early", "")
+}
+
+// loadGate holds the Load calls made while armed until the loading
+// context ends or release is closed.
+type loadGate struct {
+	*store.Memory
+	armed            atomic.Bool
+	loading, release chan struct{}
+}
+
+func (g *loadGate) Load(ctx context.Context, id string) (*engine.Execution, error) {
+	e, err := g.Memory.Load(ctx, id)
+	if g.armed.CompareAndSwap(true, false) {
+		close(g.loading)
+		select {
+		case <-ctx.Done():
+		case <-g.release:
+		}
+	}
+	return e, err
+}
+
+// TestStopWhileResuming: a Stop that comes while Resume reads the
+// execution stops it; the resume must not go on over the stop.
+func TestStopWhileResuming(t *testing.T) {
+	st := &loadGate{Memory: store.NewMemory(), loading: make(chan struct{}), release: make(chan struct{})}
+	b := newBlocker()
+	// The first call blocks until cancelled; a call made again answers.
+	var calls atomic.Int64
+	blocking := b.agent()
+	agent := agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
+		if calls.Add(1) == 1 {
+			return blocking.Invoke(ctx, req)
+		}
+		return map[string]any{}, nil
+	})
+	x := engine.New(engine.Config{Agents: registry(t, agent, "Slow"), Store: st})
+	m := mustParse(t, `{"StartAt":"Slow","States":{"Slow":{"Type":"Task","Agent":"Slow","End":true}}}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := x.Run(ctx, m, map[string]any{}, engine.StartOptions{ID: "r"})
+		done <- err
+	}()
+	<-b.started
+	cancel()
+	<-done // left RUNNING
+	<-b.cancelled
+
+	resumed := make(chan error, 1)
+	st.armed.Store(true)
+	go func() {
+		_, err := x.Resume(context.Background(), "r", engine.ResumeOptions{})
+		resumed <- err
+	}()
+	<-st.loading
+	res, err := x.Stop(context.Background(), "r", "Ops.Stopped", "")
+	close(st.release)
+	if err != nil || res.Status != engine.StatusAborted {
+		t.Errorf("Stop = %+v, %v, want ABORTED", res, err)
+	}
+	if err := <-resumed; !errors.Is(err, engine.ErrEnded) {
+		t.Errorf("Resume = %v, want ErrEnded (stopped)", err)
+	}
+	checkAborted(t, st.Memory, x, "r", "Ops.Stopped", "")
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the agent was called %d times, want once", n)
+	}
 }
