@@ -290,3 +290,18 @@ type InboxReset struct {
 type Redrive struct {
 	Patch json.RawMessage `json:"patch,omitempty"`
 }
+
+// Stop is the optional body of POST /v1/executions/{id}/stop, as Step
+// Functions' StopExecution takes it: the error (at most MaxStopError
+// characters) and cause (at most MaxStopCause) the execution's
+// ExecutionAborted event and its description record.
+type Stop struct {
+	Error string `json:"error,omitempty"`
+	Cause string `json:"cause,omitempty"`
+}
+
+// The bounds of a Stop's fields in characters, Step Functions' own.
+const (
+	MaxStopError = 256
+	MaxStopCause = 32768
+)

@@ -99,7 +99,7 @@ type Executor struct {
 	hooks        Hooks
 
 	mu     sync.Mutex
-	active map[string]bool // executions running in this process
+	active map[string]*held // executions held in this process (stop.go)
 	// limiters count tool uses under the RateLimits of each workflow's
 	// states, across the executions of this process.
 	limiters map[string]*limiter
@@ -111,7 +111,7 @@ type Executor struct {
 func New(cfg Config) *Executor {
 	x := &Executor{
 		agents: cfg.Agents, agentsFor: cfg.AgentsFor, store: cfg.Store, log: cfg.Logger,
-		maxPayload: cfg.MaxPayloadSize, parkAfter: cfg.ParkAfter, active: make(map[string]bool), onEscalation: cfg.OnEscalation,
+		maxPayload: cfg.MaxPayloadSize, parkAfter: cfg.ParkAfter, active: make(map[string]*held), onEscalation: cfg.OnEscalation,
 		hooks: cfg.Hooks,
 	}
 	if x.maxPayload == 0 {
@@ -163,8 +163,9 @@ type StartOptions struct {
 type Result struct {
 	// ID is the execution's id.
 	ID string
-	// Status is SUCCEEDED, FAILED, TIMED_OUT, or WAITING when the execution
-	// stopped to wait (it is resumed later, e.g. by Serve).
+	// Status is SUCCEEDED, FAILED, TIMED_OUT, ABORTED (Stop), or WAITING
+	// when the execution stopped to wait (it is resumed later, e.g. by
+	// Serve).
 	Status Status
 	// Output is the final document when the execution succeeded.
 	Output any
@@ -239,6 +240,13 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if f := x.hooks.NewTrace; f != nil {
 		e.Trace = f(opts.TraceParent)
 	}
+	// Hold the id before the execution exists, so that nothing (a Stop)
+	// can come between its creation and its run.
+	ctx, ok := x.acquireRun(ctx, e.ID)
+	if !ok {
+		return nil, fmt.Errorf("execution %s: %w (it is held by this executor)", e.ID, ErrExists)
+	}
+	defer x.release(e.ID)
 	if x.durable {
 		if e.Definition, e.DefinitionHash, err = definitionOf(m); err != nil {
 			return nil, err
@@ -247,10 +255,6 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 			return nil, fmt.Errorf("execution %s: %w", e.ID, err)
 		}
 	}
-	if !x.acquire(e.ID) {
-		return nil, fmt.Errorf("execution %s: %w", e.ID, ErrBusy)
-	}
-	defer x.release(e.ID)
 	x.hooks.executionStarted(e.ID)
 	if opts.Created != nil {
 		opts.Created(e.ID)
@@ -289,22 +293,4 @@ func (x *Executor) newRun(m *states.Machine, e *Execution, reg *agents.Registry)
 		}
 	}
 	return r
-}
-
-// acquire marks an execution as running in this executor; false when it
-// already is.
-func (x *Executor) acquire(id string) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.active[id] {
-		return false
-	}
-	x.active[id] = true
-	return true
-}
-
-func (x *Executor) release(id string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	delete(x.active, id)
 }

@@ -12,6 +12,7 @@ const (
 	EventExecutionSucceeded = "ExecutionSucceeded"
 	EventExecutionFailed    = "ExecutionFailed"
 	EventExecutionTimedOut  = "ExecutionTimedOut"
+	EventExecutionAborted   = "ExecutionAborted"
 	EventTaskScheduled      = "TaskScheduled"
 	EventTaskStarted        = "TaskStarted"
 	EventTaskSucceeded      = "TaskSucceeded"

@@ -50,7 +50,8 @@ func (x *Executor) Redrive(ctx context.Context, id string, opts RedriveOptions) 
 	if !x.durable {
 		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
 	}
-	if !x.acquire(id) {
+	ctx, ok := x.acquireRun(ctx, id)
+	if !ok {
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
 	defer x.release(id)

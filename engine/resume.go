@@ -130,7 +130,18 @@ func (x *Executor) resumed(m *states.Machine, e *Execution, reg *agents.Registry
 // agent call that was in flight is made again, with the same idempotency
 // key and invocation number. Resuming an execution that has ended fails
 // with ErrEnded.
-func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (*Result, error) {
+func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (_ *Result, err error) {
+	if !x.durable {
+		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
+	}
+	// Hold the execution before reading it, so that what it is read as
+	// stays true (a Stop or a decision cannot come in between).
+	ctx, ok := x.acquireRun(ctx, id)
+	if !ok {
+		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
+	}
+	defer x.release(id)
+	defer func() { err = stopped(ctx, id, err) }()
 	e, m, err := x.load(ctx, id)
 	if err != nil {
 		return nil, err
@@ -146,10 +157,6 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	if !x.acquire(id) {
-		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
-	}
-	defer x.release(id)
 	r := x.resumed(m, e, reg)
 	top := e.Progress.Scopes[""]
 	if top == nil {
@@ -245,14 +252,19 @@ func (x *Executor) fromCheckpoint(ctx context.Context, id, name string, opts Res
 // selects what is restored: RestoreMemory leaves the position and document
 // where they are (and needs an execution that has not ended).
 func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts ResumeOptions) (*Result, error) {
+	if !x.durable {
+		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
+	}
+	// Hold the execution before reading it, as Resume does.
+	ctx, ok := x.acquireRun(ctx, id)
+	if !ok {
+		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
+	}
+	defer x.release(id)
 	e, m, cp, reg, err := x.fromCheckpoint(ctx, id, checkpoint, opts)
 	if err != nil {
 		return nil, err
 	}
-	if !x.acquire(id) {
-		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
-	}
-	defer x.release(id)
 	r := x.resumed(m, e, reg)
 	top := e.Progress.Scopes[""]
 	c := &Commit{Status: StatusRunning}
@@ -336,7 +348,8 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 	if err := pr.commit(ctx, nil, &Commit{}); err != nil {
 		return nil, err
 	}
-	if !x.acquire(e.ID) {
+	ctx, ok := x.acquireRun(ctx, e.ID)
+	if !ok {
 		return nil, fmt.Errorf("execution %s: %w", e.ID, ErrBusy)
 	}
 	defer x.release(e.ID)

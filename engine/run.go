@@ -245,7 +245,13 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		out, err = r.machine(ctx, r.m, sc, top.Next, top.Doc, unknownSize)
 	}
 	res := &Result{ID: r.exec.ID}
+	var stop *stopRequest
 	switch {
+	case err != nil && errors.As(context.Cause(ctx), &stop):
+		// Stopped (Executor.Stop): whatever the run was doing, parked
+		// machines included, the execution ends as ABORTED.
+		res.Status, res.Error, res.Cause = StatusAborted, stop.errName, stop.cause
+		r.event(Event{Type: EventExecutionAborted, Error: res.Error, Cause: res.Cause, Document: top.Doc})
 	case errors.Is(err, errParked):
 		return r.parkExecution(ctx, res)
 	case err == nil:
@@ -286,6 +292,9 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		return nil, err
 	}
 	r.x.hooks.executionFinished(r.exec.ID, res.Status)
+	if stop != nil {
+		stop.res = res
+	}
 	return res, nil
 }
 

@@ -92,5 +92,5 @@ func (x *Executor) Serve(ctx context.Context, opts ServeOptions) error {
 func (x *Executor) isActive(id string) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.active[id]
+	return x.active[id] != nil
 }

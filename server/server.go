@@ -178,6 +178,8 @@ func (s *Server) table() []route {
 		{"GET /v1/approvals/events", RoleViewer, s.streamApprovals},
 		// Redrive: restart a failed execution from the state that failed.
 		{"POST /v1/executions/{id}/redrive", RoleOperator, s.redriveExecution},
+		// Control of executions (control.go).
+		{"POST /v1/executions/{id}/stop", RoleOperator, s.stopExecution},
 	}
 }
 

@@ -19,8 +19,9 @@ import (
 //   - The head records the hash of the last event (LastHash) and the key of
 //     the last history record; a load compares them with the record. When
 //     the history ends with an event that ends the execution
-//     (ExecutionSucceeded, ExecutionFailed, ExecutionTimedOut), the head's
-//     status, output, error and cause must be the event's. And the head is
+//     (ExecutionSucceeded, ExecutionFailed, ExecutionTimedOut,
+//     ExecutionAborted), the head's status, output, error and cause must be
+//     the event's. And the head is
 //     stored sealed: headSealLen bytes of header, whose seal is the SHA-256
 //     of the execution id and the head's JSON, so that an edit of a field
 //     the history does not repeat (a running execution's status, its
@@ -255,6 +256,8 @@ func endingStatus(eventType string) (s engine.Status, ok bool) {
 		return engine.StatusFailed, true
 	case engine.EventExecutionTimedOut:
 		return engine.StatusTimedOut, true
+	case engine.EventExecutionAborted:
+		return engine.StatusAborted, true
 	}
 	return "", false
 }
@@ -264,7 +267,8 @@ func endingStatus(eventType string) (s engine.Status, ok bool) {
 func mayEnd(v []byte) bool {
 	return bytes.Contains(v, []byte(`"type":"ExecutionSucceeded"`)) ||
 		bytes.Contains(v, []byte(`"type":"ExecutionFailed"`)) ||
-		bytes.Contains(v, []byte(`"type":"ExecutionTimedOut"`))
+		bytes.Contains(v, []byte(`"type":"ExecutionTimedOut"`)) ||
+		bytes.Contains(v, []byte(`"type":"ExecutionAborted"`))
 }
 
 // checkHeadEnding checks the head against the history's last event when

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// stopRequest is the cause a run is cancelled with when Stop ends its
+// execution: run.execute recognises it and ends the execution as ABORTED
+// with its error and cause, and leaves the result in res for Stop.
+type stopRequest struct {
+	errName, cause string
+	// res is set by the run that ended the execution as ABORTED, before it
+	// releases the execution.
+	res *Result
+}
+
+func (s *stopRequest) Error() string { return "the execution was stopped" }
+
+// held is an execution held by this executor: a run (Run, Resume, Decide,
+// Rollback, Fork) or Stop works on it, and nothing else may.
+type held struct {
+	// cancel cancels the run's context with a cause; nil when no run holds
+	// it (Stop itself).
+	cancel context.CancelCauseFunc
+	// done is closed when the execution is released.
+	done chan struct{}
+}
+
+// acquireRun holds an execution for a run and returns the run's context,
+// which Stop cancels; false when the execution is held already.
+func (x *Executor) acquireRun(ctx context.Context, id string) (context.Context, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.active[id] != nil {
+		return ctx, false
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	x.active[id] = &held{cancel: cancel, done: make(chan struct{})}
+	return ctx, true
+}
+
+// release lets go of an execution held by acquireRun or Stop.
+func (x *Executor) release(id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	h := x.active[id]
+	if h == nil {
+		return
+	}
+	if h.cancel != nil {
+		h.cancel(nil)
+	}
+	close(h.done)
+	delete(x.active, id)
+}
+
+// Stop ends an execution as ABORTED, as Step Functions' StopExecution
+// does, recording an ExecutionAborted event with errName and cause (both
+// may be empty), and returns how it ended. A run of it in this executor
+// is cancelled first, agent calls in flight included, and ends the
+// execution itself once it has unwound; a WAITING execution, or a RUNNING
+// one no run of this process holds (left by a crash), is ended directly.
+// Its pending approvals are then gone, and Resume and Decide refuse it.
+// An execution that has ended fails with ErrEnded (so does the second of
+// two Stops); one that does not exist with ErrNotFound.
+func (x *Executor) Stop(ctx context.Context, id string, errName, cause string) (*Result, error) {
+	req := &stopRequest{errName: errName, cause: cause}
+	for {
+		x.mu.Lock()
+		h := x.active[id]
+		if h == nil {
+			x.active[id] = &held{done: make(chan struct{})}
+			x.mu.Unlock()
+			return x.abort(ctx, id, req)
+		}
+		if h.cancel != nil {
+			h.cancel(req)
+		}
+		x.mu.Unlock()
+		select {
+		case <-h.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("execution %s: stop: %w", id, context.Cause(ctx))
+		}
+		if req.res != nil {
+			return req.res, nil
+		}
+		// The run ended otherwise (it finished first, parked before it
+		// noticed, failed on the store, or another Stop's request won):
+		// look again.
+	}
+}
+
+// abort ends an execution no run holds as ABORTED; Stop holds it, and
+// abort releases it.
+func (x *Executor) abort(ctx context.Context, id string, req *stopRequest) (*Result, error) {
+	defer x.release(id)
+	e, err := x.store.Load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if e.Status.Ended() {
+		return nil, fmt.Errorf("execution %s: %w (%s)", id, ErrEnded, e.Status)
+	}
+	// No state runs: the run only records the end (its definition is not
+	// needed, so an execution whose stored definition no longer parses can
+	// be stopped too).
+	r := x.resumed(nil, e, x.agents)
+	doc := e.Input
+	if top := e.Progress.Scopes[""]; top != nil {
+		doc = top.Doc
+	} else {
+		// Created, but the first commit never happened.
+		r.event(Event{Type: EventExecutionStarted, Input: e.Input, Document: e.Input})
+	}
+	res := &Result{ID: id, Status: StatusAborted, Error: req.errName, Cause: req.cause}
+	r.event(Event{Type: EventExecutionAborted, Error: res.Error, Cause: res.Cause, Document: doc})
+	if err := r.commit(ctx, nil, abortCommit(res)); err != nil {
+		return nil, err
+	}
+	x.hooks.executionFinished(id, StatusAborted)
+	return res, nil
+}
+
+// abortCommit is the commit that ends an execution as ABORTED: every
+// scope, pending approvals included, is dropped.
+func abortCommit(res *Result) *Commit {
+	return &Commit{
+		Status: StatusAborted, Error: res.Error, Cause: res.Cause, StoppedAt: time.Now().UTC(),
+		Scopes:     map[string]*Scope{"": {Done: true, Failed: true, Error: res.Error, Cause: res.Cause}},
+		DropScopes: []string{""},
+		Transition: &Transition{Status: StatusAborted, Error: res.Error, Cause: res.Cause},
+	}
+}
+
+// stopped returns err, or, when err is what a Stop cancelling ctx made of
+// the work of Resume or Decide (before the run could end the execution
+// itself), an error saying so that wraps ErrEnded.
+func stopped(ctx context.Context, id string, err error) error {
+	var req *stopRequest
+	if err != nil && errors.As(context.Cause(ctx), &req) {
+		return fmt.Errorf("execution %s is being stopped: %w", id, ErrEnded)
+	}
+	return err
+}
