@@ -130,7 +130,7 @@ func (s *Server) background(what, id string, f func(ctx context.Context) (*engin
 	go func() {
 		defer s.runs.Done()
 		_, err := f(s.runCtx)
-		if err != nil && s.runCtx.Err() == nil && !errors.Is(err, engine.ErrBusy) {
+		if err != nil && s.runCtx.Err() == nil && !errors.Is(err, engine.ErrBusy) && !errors.Is(err, engine.ErrEnded) {
 			s.log.Error(what+" failed", "execution", id, "error", err)
 		}
 	}()
