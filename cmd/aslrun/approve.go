@@ -69,7 +69,7 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 		}
 	} else {
 		x := executor(h.st, nil, *maxPayload)
-		reads := c.serveReads(h.st, x, socketPath(*db))
+		reads := c.startReads(h.st, x, socketPath(*db))
 		defer reads.stop(ctx)
 		if res, err = x.Decide(ctx, pos[0], d, engine.ResumeOptions{Agents: reg}); err != nil {
 			if err := interrupted(ctx, pos[0]); err != nil {

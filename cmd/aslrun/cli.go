@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 	"syscall"
-
 )
 
 // Exit codes of every command.
@@ -66,6 +65,11 @@ type command struct {
 type cmdContext struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// serveReads makes a run, resume or approve holding the database
+	// serve reads and decisions on its socket meanwhile (see
+	// serveReads). run sets it; tests that run commands inside a
+	// synctest bubble, where a listener would stop the clock, do not.
+	serveReads bool
 }
 
 func commands() []*command {
@@ -90,7 +94,12 @@ func commands() []*command {
 
 // run is the whole program: it dispatches args to a command.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	c := &cmdContext{stdin: stdin, stdout: stdout, stderr: stderr}
+	return dispatch(ctx, &cmdContext{stdin: stdin, stdout: stdout, stderr: stderr, serveReads: true}, args)
+}
+
+// dispatch runs the command args name.
+func dispatch(ctx context.Context, c *cmdContext, args []string) error {
+	stdout, stderr := c.stdout, c.stderr
 	if len(args) == 0 {
 		printHelp(stderr)
 		return &exitError{code: exitUsage}

@@ -143,11 +143,6 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if opts.Agents, opts.AgentsFile, opts.AgentsKind, err = af.load(c); err != nil {
 		return err
 	}
-	if opts.Agents != nil {
-		if err := checkAgents(pos[0], m, opts.Agents); err != nil {
-			return err
-		}
-	}
 	h, err := c.open(ctx, *db, accessRun, holderInfo{API: apiReads, Socket: socketPath(*db)})
 	if err != nil {
 		return err
@@ -166,12 +161,12 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if opts.Agents == nil {
 		// Without a mock or agents file only registered agents serve.
 		opts.Agents = agents.NewRegistry()
-		if err := checkAgents(pos[0], m, opts.Agents); err != nil {
-			return err
-		}
+	}
+	if err := checkAgents(pos[0], m, opts.Agents); err != nil {
+		return err
 	}
 	x := executor(h.st, nil, *maxPayload)
-	reads := c.serveReads(h.st, x, socketPath(*db))
+	reads := c.startReads(h.st, x, socketPath(*db))
 	defer reads.stop(ctx)
 	// The id is printed once the execution exists, and only then.
 	var id string
@@ -187,7 +182,9 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 		return engineError(err)
 	}
 	if len(res.Approvals) > 0 && !*noPrompt && isTerminal(c.stdin) {
-		decide := func(d engine.Decision) (*engine.Result, error) { return x.Decide(ctx, res.ID, d, engine.ResumeOptions{}) }
+		decide := func(d engine.Decision) (*engine.Result, error) {
+			return x.Decide(ctx, res.ID, d, engine.ResumeOptions{})
+		}
 		if res, err = decideInteractively(c, res, decide); err != nil {
 			if err := interrupted(ctx, id); err != nil {
 				return err
@@ -302,7 +299,7 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 		return waitAndPrint(ctx, c, h, e.ID, true)
 	}
 	x := executor(h.st, nil, *maxPayload)
-	reads := c.serveReads(h.st, x, socketPath(*db))
+	reads := c.startReads(h.st, x, socketPath(*db))
 	defer reads.stop(ctx)
 	id := pos[0]
 	opts := engine.ResumeOptions{Agents: reg, Restore: what, ForkID: *name}

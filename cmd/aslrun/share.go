@@ -211,9 +211,12 @@ type readsServer struct {
 	decided map[string]bool // executions a decision continued here
 }
 
-// serveReads starts the reads server on sock; nil (with a note on stderr)
+// startReads starts the reads server on sock; nil (with a note on stderr)
 // when it cannot listen, which does not stop the command.
-func (c *cmdContext) serveReads(st store.Store, x *engine.Executor, sock string) *readsServer {
+func (c *cmdContext) startReads(st store.Store, x *engine.Executor, sock string) *readsServer {
+	if !c.serveReads {
+		return nil
+	}
 	srv, err := server.New(server.Config{Store: st, Executor: x, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil

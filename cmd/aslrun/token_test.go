@@ -28,7 +28,7 @@ func TestTokenCreate(t *testing.T) {
 	if !strings.HasPrefix(tok, "aslrun_") || strings.Contains(tok, "\n") {
 		t.Errorf("token create printed %q, want one line with the token", stdout.String())
 	}
-	if !strings.Contains(stderr.String(), path) || !strings.Contains(stderr.String(), "cannot be shown again") {
+	if !strings.Contains(stderr.String(), "aslrun.tokens") || !strings.Contains(stderr.String(), "cannot be shown again") {
 		t.Errorf("token create: stderr %q, want where the token is stored and that it cannot be shown again", stderr.String())
 	}
 	fi, err := os.Stat(path)

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aslrun/aslrun/api"
+	"github.com/aslrun/aslrun/client"
+)
+
+// TestRunsShareDatabase: eight runs at once on one database, without a
+// server, take turns and all finish.
+func TestRunsShareDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "slow.json", `{"StartAt":"Slow","States":{"Slow":{"Type":"Task","Agent":"Slow","ResultPath":"$.slow","End":true}}}`)
+	writeFile(t, dir, "mock.json", `{"Slow":{"0":{"Return":"done","DelaySeconds":0.2}}}`)
+	results := make([]result, 8)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = cliIn(dir, "run", "slow.json", "--mock", "mock.json", "--input", fmt.Sprintf(`{"n":%d}`, i), "--db", "s.db")
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.err != nil || r.code != 0 || !jsonEqual(t, r.out, fmt.Sprintf(`{"n":%d,"slow":"done"}`, i)) {
+			t.Errorf("run %d: %+v", i, r)
+		}
+	}
+	for _, leftover := range []string{"s.db.holder", "s.db.sock"} {
+		if _, err := os.Stat(filepath.Join(dir, leftover)); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after every run ended: %v", leftover, err)
+		}
+	}
+}
+
+// TestCommandsBesideRun: while a run holds the database, list and status
+// from other processes answer through its socket, which refuses to start
+// executions; a second run waits its turn, saying for whom, and then
+// runs. A stale DB.holder is ignored.
+func TestCommandsBesideRun(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("needs a POSIX shell and named pipes")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	started, hold := filepath.Join(dir, "started"), filepath.Join(dir, "hold")
+	if out, err := exec.Command("mkfifo", started, hold).CombinedOutput(); err != nil {
+		t.Fatalf("mkfifo: %v: %s", err, out)
+	}
+	writeFile(t, dir, "hold.sh", "#!/bin/sh\necho started >started\nread x <hold\nexec cat\n")
+	if err := os.Chmod(filepath.Join(dir, "hold.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "agents.json", `{"Hold":{"Type":"exec","Command":["./hold.sh"]}}`)
+	writeFile(t, dir, "hold.json", `{"StartAt":"Hold","States":{"Hold":{"Type":"Task","Agent":"Hold","ResultPath":"$.held","End":true}}}`)
+	writeFile(t, dir, "quick.json", `{"StartAt":"P","States":{"P":{"Type":"Pass","Result":"quick","End":true}}}`)
+	// A crashed process's holder record: its pid is gone.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "h.db.holder", fmt.Sprintf(`{"pid":%d,"command":"aslrun run crashed.json"}`, gone.Process.Pid))
+
+	holding := make(chan result, 1)
+	go func() {
+		holding <- cliIn(dir, "run", "hold.json", "--agents", "agents.json", "--name", "held", "--input", `{"n":1}`, "--db", "h.db")
+	}()
+	// Wait until the task runs: the script writes to started.
+	read := make(chan error, 1)
+	go func() {
+		f, err := os.Open(started)
+		if err == nil {
+			_, err = io.ReadAll(f)
+			f.Close()
+		}
+		read <- err
+	}()
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case r := <-holding:
+		unblock(started)
+		t.Fatalf("run hold.json ended before its task started: %+v", r)
+	case <-time.After(30 * time.Second):
+		unblock(started)
+		t.Fatal("the task did not start within 30 s")
+	}
+	released := false
+	release := func() {
+		if released {
+			return
+		}
+		released = true
+		f, err := os.OpenFile(hold, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte("go\n"))
+		f.Close()
+	}
+	defer release()
+
+	if r := cliIn(dir, "list", "--db", "h.db"); r.code != 0 || !containsAll(r.out, []string{"held", "RUNNING"}) {
+		t.Errorf("list beside a run: %+v", r)
+	}
+	if r := cliIn(dir, "status", "held", "--json", "--db", "h.db"); r.code != 0 || !strings.Contains(r.out, `"RUNNING"`) {
+		t.Errorf("status beside a run: %+v", r)
+	}
+	// The run's socket serves reads and decisions only.
+	c := client.NewUnix(filepath.Join(dir, "h.db.sock"))
+	_, err := c.Start(context.Background(), api.StartExecution{Definition: json.RawMessage(`{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}`)})
+	if client.StatusOf(err) != http.StatusForbidden {
+		t.Errorf("start through a run's socket: %v, want 403", err)
+	}
+
+	// A second run waits for the first, saying so.
+	second := aslrunCmd("run", "quick.json", "--db", "h.db")
+	second.Dir = dir
+	var out strings.Builder
+	second.Stdout = &out
+	stderr, err := second.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var said []string
+	for line := range lines {
+		said = append(said, line)
+		if strings.Contains(line, "waiting for it") {
+			if !containsAll(line, []string{"held by pid", "aslrun run hold.json"}) {
+				t.Errorf("the second run says %q, want the holder's pid and command", line)
+			}
+			break
+		}
+	}
+	release()
+	for line := range lines {
+		said = append(said, line)
+	}
+	if err := second.Wait(); err != nil || !jsonEqual(t, out.String(), `"quick"`) {
+		t.Errorf("the second run: %v, %s; stderr:\n%s", err, out.String(), strings.Join(said, "\n"))
+	}
+	if r := <-holding; r.code != 0 || !jsonEqual(t, r.out, `{"n":1,"held":{"n":1}}`) {
+		t.Errorf("run hold.json: %+v", r)
+	}
+}
