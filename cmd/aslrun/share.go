@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -136,6 +137,12 @@ func (c *cmdContext) open(ctx context.Context, db string, what access, me holder
 		return nil, usageErrorf("ASLRUN_SNAPSHOT_CODEC: %v", err)
 	}
 	me.PID = os.Getpid()
+	if me.Socket != "" {
+		// Other commands may run in other directories.
+		if abs, err := filepath.Abs(me.Socket); err == nil {
+			me.Socket = abs
+		}
+	}
 	if me.Command == "" {
 		me.Command = commandLine()
 	}

@@ -49,9 +49,9 @@ func TestRunsShareDatabase(t *testing.T) {
 	}
 }
 
-// TestCommandsBesideRun: while a run holds the database, list and status
-// from other processes answer through its socket, which refuses to start
-// executions; a second run waits its turn, saying for whom, and then
+// TestCommandsBesideRun: while a run holds the database, list, status and
+// approve from other processes are answered through its socket, which
+// refuses to start executions; a second run waits its turn, saying for whom, and then
 // runs. A stale DB.holder is ignored.
 func TestCommandsBesideRun(t *testing.T) {
 	if runtime.GOOS == "windows" {
@@ -76,6 +76,11 @@ func TestCommandsBesideRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "h.db.holder", fmt.Sprintf(`{"pid":%d,"command":"aslrun run crashed.json"}`, gone.Process.Pid))
+
+	writeFile(t, dir, "ok.json", `{"StartAt":"Ok","States":{"Ok":{"Type":"Approval","Prompt":"ok?","ResultPath":"$.ok","End":true}}}`)
+	if r := cliIn(dir, "run", "ok.json", "--no-prompt", "--name", "a1", "--db", "h.db"); r.code != exitWaiting {
+		t.Fatalf("run ok.json: %+v", r)
+	}
 
 	holding := make(chan result, 1)
 	go func() {
@@ -124,6 +129,9 @@ func TestCommandsBesideRun(t *testing.T) {
 	if r := cliIn(dir, "status", "held", "--json", "--db", "h.db"); r.code != 0 || !strings.Contains(r.out, `"RUNNING"`) {
 		t.Errorf("status beside a run: %+v", r)
 	}
+	if r := cliIn(dir, "approve", "a1", "--decision", "approve", "--by", "ana", "--db", "h.db"); r.code != 0 || !strings.Contains(r.out, `"approver": "ana (on behalf, by local admin`) {
+		t.Errorf("approve beside a run: %+v", r)
+	}
 	// The run's socket serves reads and decisions only.
 	c := client.NewUnix(filepath.Join(dir, "h.db.sock"))
 	_, err := c.Start(context.Background(), api.StartExecution{Definition: json.RawMessage(`{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}`)})
@@ -170,5 +178,63 @@ func TestCommandsBesideRun(t *testing.T) {
 	}
 	if r := <-holding; r.code != 0 || !jsonEqual(t, r.out, `{"n":1,"held":{"n":1}}`) {
 		t.Errorf("run hold.json: %+v", r)
+	}
+}
+
+// TestReadHolder: a holder record whose process is gone, or that is not
+// one, is ignored.
+func TestReadHolder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, content string
+		want          bool
+	}{
+		{"live", fmt.Sprintf(`{"pid":%d,"command":"aslrun run a.json"}`, os.Getpid()), true},
+		{"gone", fmt.Sprintf(`{"pid":%d,"command":"aslrun run a.json"}`, gone.Process.Pid), false},
+		{"garbage", `{"pid":`, false},
+		{"no pid", `{"command":"x"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(dir, tc.name+".db")
+			writeFile(t, dir, tc.name+".db.holder", tc.content)
+			if _, got := readHolder(db); got != tc.want {
+				t.Errorf("readHolder with %s = %v, want %v", tc.content, got, tc.want)
+			}
+		})
+	}
+	if _, ok := readHolder(filepath.Join(dir, "none.db")); ok {
+		t.Error("readHolder without a file = true, want false")
+	}
+}
+
+// TestAllowedReads: what a run's socket answers.
+func TestAllowedReads(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		method, path string
+		want         bool
+	}{
+		{"GET", "/v1/executions", true},
+		{"GET", "/v1/executions/x/history", true},
+		{"POST", "/v1/approvals/abc/decision", true},
+		{"POST", "/v1/approvals/abc/check", true},
+		{"POST", "/v1/workflows/validate", true},
+		{"POST", "/v1/executions", false},
+		{"POST", "/v1/executions/x/resume", false},
+		{"POST", "/v1/workflows", false},
+		{"DELETE", "/v1/executions/x", false},
+	} {
+		r, err := http.NewRequest(tc.method, "http://aslrun"+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := allowedReads(r); got != tc.want {
+			t.Errorf("allowedReads(%s %s) = %v, want %v", tc.method, tc.path, got, tc.want)
+		}
 	}
 }
