@@ -72,22 +72,6 @@ func containsAll(s string, parts []string) bool {
 	return true
 }
 
-// cli runs aslrun as a subprocess and returns its exit code and outputs.
-func cli(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	cmd := aslrunCmd(args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, out.String(), errOut.String()
-}
-
 // status returns `status ID --json` of an execution (run in this process:
 // through the worker's socket when one holds db).
 func status(t *testing.T, db, id string) map[string]any {
