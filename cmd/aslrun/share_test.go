@@ -139,37 +139,21 @@ func TestCommandsBesideRun(t *testing.T) {
 		t.Errorf("start through a run's socket: %v, want 403", err)
 	}
 
-	// A second run waits for the first, saying so.
-	second := aslrunCmd("run", "quick.json", "--db", "h.db")
-	second.Dir = dir
-	var out strings.Builder
-	second.Stdout = &out
-	stderr, err := second.StderrPipe()
-	if err != nil {
+	// gc waits for the run, saying so; Ctrl-C stops the wait.
+	gc, gcLines, _ := startWaiting(t, dir, "gc", "--db", "h.db")
+	if err := gc.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	if err := second.Start(); err != nil {
-		t.Fatal(err)
+	for range gcLines {
 	}
-	lines := make(chan string, 16)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	var said []string
-	for line := range lines {
-		said = append(said, line)
-		if strings.Contains(line, "waiting for it") {
-			if !containsAll(line, []string{"held by pid", "aslrun run hold.json"}) {
-				t.Errorf("the second run says %q, want the holder's pid and command", line)
-			}
-			break
-		}
+	if err := gc.Wait(); err == nil || gc.ProcessState.ExitCode() != exitSignalBase+2 {
+		t.Errorf("gc interrupted while it waits: %v, want exit 130", err)
 	}
+
+	// A second run waits for the first, saying so, and runs after it.
+	second, lines, out := startWaiting(t, dir, "run", "quick.json", "--db", "h.db")
 	release()
+	var said []string
 	for line := range lines {
 		said = append(said, line)
 	}
@@ -237,4 +221,41 @@ func TestAllowedReads(t *testing.T) {
 			t.Errorf("allowedReads(%s %s) = %v, want %v", tc.method, tc.path, got, tc.want)
 		}
 	}
+}
+
+// startWaiting starts aslrun with args in dir and returns once it says on
+// stderr that it waits for the database, naming the run that holds it;
+// lines gives the rest of its stderr.
+func startWaiting(t *testing.T, dir string, args ...string) (*exec.Cmd, <-chan string, *strings.Builder) {
+	t.Helper()
+	cmd := aslrunCmd(args...)
+	cmd.Dir = dir
+	out := &strings.Builder{}
+	cmd.Stdout = out
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	for line := range lines {
+		if strings.Contains(line, "waiting for it") {
+			if !containsAll(line, []string{"held by pid", "aslrun run hold.json"}) {
+				t.Errorf("%v says %q, want the holder's pid and command", args, line)
+			}
+			return cmd, lines, out
+		}
+	}
+	cmd.Wait()
+	t.Fatalf("%v ended without saying it waits: %s", args, out)
+	return nil, nil, nil
 }
