@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/client"
+	"github.com/aslrun/aslrun/store"
 )
 
 // TestRunsShareDatabase: eight runs at once on one database, without a
@@ -258,4 +260,34 @@ func startWaiting(t *testing.T, dir string, args ...string) (*exec.Cmd, <-chan s
 	cmd.Wait()
 	t.Fatalf("%v ended without saying it waits: %s", args, out)
 	return nil, nil, nil
+}
+
+// TestSocketNotOurs: a database held by a process whose socket another
+// user owns is refused, naming the socket.
+func TestSocketNotOurs(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to give the socket to another user")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "o.db")
+	st, err := store.OpenBolt(db, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sock := filepath.Join(dir, "o.db.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := os.Chown(sock, 12345, 12345); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "o.db.holder", fmt.Sprintf(`{"pid":%d,"command":"aslrun serve","api":"all","socket":%q}`, os.Getpid(), sock))
+	code, _, errOut := invoke(t, "", "list", "--db", db)
+	if code != exitUsage || !containsAll(errOut, []string{sock, "not yours"}) {
+		t.Errorf("list beside another user's socket: exit %d, %q; want 2 naming the socket", code, errOut)
+	}
 }
