@@ -50,21 +50,33 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, closeStore, err := c.openStore(*db)
+	h, err := c.open(ctx, *db, accessDecide, holderInfo{API: apiReads, Socket: socketPath(*db)})
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	x, err := c.executor(st, *maxPayload)
-	if err != nil {
-		return err
-	}
-	res, err := x.Decide(ctx, pos[0], d, engine.ResumeOptions{Agents: reg})
-	if err != nil {
-		if err := interrupted(ctx, pos[0]); err != nil {
+	defer h.close()
+	var res *engine.Result
+	if h.api != nil {
+		if err := notThroughAPI(h, fs, "approve", "mock", "agents", "max-payload"); err != nil {
 			return err
 		}
-		return engineError(err)
+		res, err = remoteDecide(ctx, h, pos[0], d)
+		if err != nil {
+			if err := remoteInterrupted(ctx, pos[0]); err != nil {
+				return err
+			}
+			return engineError(err)
+		}
+	} else {
+		x := executor(h.st, nil, *maxPayload)
+		reads := c.startReads(h.st, x, socketPath(*db))
+		defer reads.stop(ctx)
+		if res, err = x.Decide(ctx, pos[0], d, engine.ResumeOptions{Agents: reg}); err != nil {
+			if err := interrupted(ctx, pos[0]); err != nil {
+				return err
+			}
+			return engineError(err)
+		}
 	}
 	fmt.Fprintf(c.stderr, "execution: %s\n", pos[0])
 	return printResult(c, res)
@@ -138,15 +150,16 @@ func askDecision(in *bufio.Reader, w io.Writer, pa engine.PendingApproval) (engi
 }
 
 // decideInteractively asks the terminal for the decisions an execution
-// waits on and applies them, until it ends or waits for something else.
-func decideInteractively(ctx context.Context, c *cmdContext, x *engine.Executor, res *engine.Result) (*engine.Result, error) {
+// waits on and applies them with decide, until it ends or waits for
+// something else.
+func decideInteractively(c *cmdContext, res *engine.Result, decide func(engine.Decision) (*engine.Result, error)) (*engine.Result, error) {
 	in := bufio.NewReader(c.stdin)
 	for res.Status == engine.StatusWaiting && len(res.Approvals) > 0 {
 		d, err := askDecision(in, c.stderr, res.Approvals[0])
 		if err != nil {
 			return res, nil // leave it waiting: printResult says how to approve
 		}
-		next, err := x.Decide(ctx, res.ID, d, engine.ResumeOptions{})
+		next, err := decide(d)
 		if errors.Is(err, engine.ErrDecisionRefused) {
 			fmt.Fprintf(c.stderr, "refused: %v\n", err)
 			continue

@@ -6,13 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
-
-	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/store"
 )
 
 // Exit codes of every command.
@@ -70,30 +65,12 @@ type command struct {
 type cmdContext struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	// dir resolves relative file names; "" means the working directory.
-	// A worker running a command for a client sets it to the client's.
-	dir string
-	// store, when set, is the open database to use instead of opening --db
-	// (a worker runs its clients' commands on its own).
-	store store.Store
-	// exec, when set, is the worker's executor, shared by the commands it
-	// runs for clients, and execPayload its --max-payload.
-	exec        *engine.Executor
-	execPayload int
-	// remote is set for a command a worker runs for a client.
-	remote bool
+	// serveReads makes a run, resume or approve holding the database
+	// serve reads and decisions on its socket meanwhile (see
+	// serveReads). run sets it; tests that run commands inside a
+	// synctest bubble, where a listener would stop the clock, do not.
+	serveReads bool
 }
-
-// path resolves a file name given on the command line.
-func (c *cmdContext) path(name string) string {
-	if c.dir == "" || filepath.IsAbs(name) {
-		return name
-	}
-	return filepath.Join(c.dir, name)
-}
-
-// readFile reads a file named on the command line.
-func (c *cmdContext) readFile(name string) ([]byte, error) { return os.ReadFile(c.path(name)) }
 
 func commands() []*command {
 	return []*command{
@@ -106,7 +83,7 @@ func commands() []*command {
 		{name: "history", usage: "history ID [--json] [--verify] [--db PATH]", summary: "show an execution's history, or verify it is untampered", run: cmdHistory},
 		{name: "checkpoints", usage: "checkpoints ID [--json] [--db PATH]", summary: "list an execution's checkpoints", run: cmdCheckpoints},
 		{name: "serve", usage: "serve [--listen ADDR [--tokens FILE | --insecure] [--tls-cert FILE --tls-key FILE]] [--socket PATH] [--agents FILE] [--poll DURATION] [--log-format text|json] [--max-payload BYTES] [--db PATH]", summary: "run executions and serve the HTTP API on a unix socket (and TCP)", run: cmdServe},
-		{name: "worker", usage: "worker [--poll DURATION] [--max-payload BYTES] [--db PATH]", summary: "wake waiting executions, recover crashed ones, serve other commands", run: cmdWorker},
+		{name: "worker", usage: "worker [--poll DURATION] [--max-payload BYTES] [--db PATH]", summary: "another name for serve (the flags it shares: --poll, --max-payload, --db)", run: cmdWorker},
 		{name: "memory", usage: "memory [NAMESPACE [KEY]] [--json] [--db PATH]", summary: "list agent memory", run: cmdMemory},
 		{name: "gc", usage: "gc [--db PATH]", summary: "remove expired checkpoints, unreferenced snapshots and expired memory", run: cmdGC},
 		{name: "token", usage: "token create NAME --role ROLE [--tokens FILE]", summary: "create a bearer token for aslrun serve, print it once and store its hash", run: cmdToken},
@@ -115,13 +92,14 @@ func commands() []*command {
 	}
 }
 
-// run is the whole program: it dispatches args to a command. base, when
-// given, is the context of a worker running a client's command.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, base ...*cmdContext) error {
-	c := &cmdContext{stdin: stdin, stdout: stdout, stderr: stderr}
-	if len(base) > 0 {
-		c = base[0]
-	}
+// run is the whole program: it dispatches args to a command.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return dispatch(ctx, &cmdContext{stdin: stdin, stdout: stdout, stderr: stderr, serveReads: true}, args)
+}
+
+// dispatch runs the command args name.
+func dispatch(ctx context.Context, c *cmdContext, args []string) error {
+	stdout, stderr := c.stdout, c.stderr
 	if len(args) == 0 {
 		printHelp(stderr)
 		return &exitError{code: exitUsage}
@@ -134,13 +112,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	for _, cmd := range commands() {
 		if cmd.name == name {
-			err := cmd.run(ctx, c, args[1:])
-			var locked *lockedError
-			if errors.As(err, &locked) && !c.remote {
-				// A worker holds the database: it runs the command for us.
-				return forward(ctx, c, locked.db, args)
-			}
-			return err
+			return cmd.run(ctx, c, args[1:])
 		}
 	}
 	return usageErrorf("unknown command %q (run \"aslrun help\")", name)

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/conformance"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
@@ -50,7 +52,7 @@ func cmdValidate(_ context.Context, c *cmdContext, args []string) error {
 // validateFile returns the validation problems of a definition file, or an
 // error when the file cannot be read or is not strict JSON.
 func (c *cmdContext) validateFile(file string) ([]*states.ValidationError, error) {
-	data, err := c.readFile(file)
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -63,11 +65,11 @@ func (c *cmdContext) validateFile(file string) ([]*states.ValidationError, error
 }
 
 // loadMachine reads and validates a definition, or returns a usage error
-// naming the file and every problem.
-func (c *cmdContext) loadMachine(file string) (*states.Machine, error) {
-	data, err := c.readFile(file)
+// naming the file and every problem. It returns the file's content too.
+func (c *cmdContext) loadMachine(file string) (*states.Machine, []byte, error) {
+	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, usageErrorf("%v", err)
+		return nil, nil, usageErrorf("%v", err)
 	}
 	m, err := states.Parse(data)
 	if err != nil {
@@ -77,11 +79,11 @@ func (c *cmdContext) loadMachine(file string) (*states.Machine, error) {
 			for i, p := range list {
 				lines[i] = file + ": " + p.Error()
 			}
-			return nil, usageErrorf("%s", strings.Join(lines, "\n"))
+			return nil, nil, usageErrorf("%s", strings.Join(lines, "\n"))
 		}
-		return nil, usageErrorf("%s: %v", file, err)
+		return nil, nil, usageErrorf("%s: %v", file, err)
 	}
-	return m, nil
+	return m, data, nil
 }
 
 // readInput reads --input: JSON text, @FILE, or - for standard input.
@@ -99,7 +101,7 @@ func (c *cmdContext) readInput(arg string) (any, error) {
 		from = "standard input"
 	case strings.HasPrefix(arg, "@"):
 		from = arg[1:]
-		data, err = c.readFile(from)
+		data, err = os.ReadFile(from)
 	default:
 		data = []byte(arg)
 	}
@@ -128,7 +130,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if len(pos) != 1 {
 		return usageErrorf("run: want exactly one FILE, got %d (see \"aslrun run --help\")", len(pos))
 	}
-	m, err := c.loadMachine(pos[0])
+	m, def, err := c.loadMachine(pos[0])
 	if err != nil {
 		return err
 	}
@@ -141,26 +143,36 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if opts.Agents, opts.AgentsFile, opts.AgentsKind, err = af.load(c); err != nil {
 		return err
 	}
+	h, err := c.open(ctx, *db, accessRun, holderInfo{API: apiReads, Socket: socketPath(*db)})
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	if h.api != nil {
+		if err := notThroughAPI(h, fs, "run", "agents", "max-payload"); err != nil {
+			return err
+		}
+		var mock []byte
+		if opts.AgentsKind == "mock" {
+			mock = opts.AgentsFile
+		}
+		return runRemote(ctx, c, h, api.StartExecution{Definition: def, Name: *name, Mock: mock}, in, *noPrompt)
+	}
 	if opts.Agents == nil {
+		// Without a mock or agents file only registered agents serve.
 		opts.Agents = agents.NewRegistry()
 	}
 	if err := checkAgents(pos[0], m, opts.Agents); err != nil {
 		return err
 	}
-	st, closeStore, err := c.openStore(*db)
-	if err != nil {
-		return err
-	}
-	defer closeStore()
+	x := executor(h.st, nil, *maxPayload)
+	reads := c.startReads(h.st, x, socketPath(*db))
+	defer reads.stop(ctx)
 	// The id is printed once the execution exists, and only then.
 	var id string
 	opts.Created = func(created string) {
 		id = created
 		fmt.Fprintf(c.stderr, "execution: %s\n", id)
-	}
-	x, err := c.executor(st, *maxPayload)
-	if err != nil {
-		return err
 	}
 	res, err := x.Run(ctx, m, in, opts)
 	if err != nil {
@@ -169,13 +181,53 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 		}
 		return engineError(err)
 	}
-	if len(res.Approvals) > 0 && !*noPrompt && !c.remote && isTerminal(c.stdin) {
-		if res, err = decideInteractively(ctx, c, x, res); err != nil {
+	if len(res.Approvals) > 0 && !*noPrompt && isTerminal(c.stdin) {
+		decide := func(d engine.Decision) (*engine.Result, error) {
+			return x.Decide(ctx, res.ID, d, engine.ResumeOptions{})
+		}
+		if res, err = decideInteractively(c, res, decide); err != nil {
 			if err := interrupted(ctx, id); err != nil {
 				return err
 			}
 			return engineError(err)
 		}
+	}
+	return printResult(c, res)
+}
+
+// runRemote starts an execution through the API of the server holding the
+// database, waits until it is no longer RUNNING and prints it as a local
+// run does.
+func runRemote(ctx context.Context, c *cmdContext, h *handle, req api.StartExecution, in any, noPrompt bool) error {
+	var err error
+	if req.Input, err = jsonpath.Marshal(in); err != nil {
+		return err
+	}
+	e, err := h.api.Start(ctx, req)
+	if err != nil {
+		if err := interrupted(ctx, ""); err != nil {
+			return err
+		}
+		return remoteError(h, err)
+	}
+	fmt.Fprintf(c.stderr, "execution: %s\n", e.ID)
+	return waitAndPrint(ctx, c, h, e.ID, noPrompt)
+}
+
+// waitAndPrint waits until the execution id is no longer RUNNING, asks
+// the terminal for its decisions unless noPrompt, and prints it as a
+// local command does.
+func waitAndPrint(ctx context.Context, c *cmdContext, h *handle, id string, noPrompt bool) error {
+	res, err := h.wait(ctx, id)
+	if err == nil && len(res.Approvals) > 0 && !noPrompt && isTerminal(c.stdin) {
+		decide := func(d engine.Decision) (*engine.Result, error) { return remoteDecide(ctx, h, id, d) }
+		res, err = decideInteractively(c, res, decide)
+	}
+	if err != nil {
+		if err := remoteInterrupted(ctx, id); err != nil {
+			return err
+		}
+		return engineError(err)
 	}
 	return printResult(c, res)
 }
@@ -224,15 +276,31 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, closeStore, err := c.openStore(*db)
+	h, err := c.open(ctx, *db, accessRun, holderInfo{API: apiReads, Socket: socketPath(*db)})
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	x, err := c.executor(st, *maxPayload)
-	if err != nil {
-		return err
+	defer h.close()
+	if h.api != nil {
+		if *from != "" {
+			return usageErrorf("resume: --from-checkpoint and --fork are not served by the API of %s (pid %d) at %s yet (docs/api.md): stop the server to run them", h.holder.Command, h.holder.PID, h.sock)
+		}
+		if err := notThroughAPI(h, fs, "resume", "mock", "agents", "max-payload"); err != nil {
+			return err
+		}
+		e, err := h.api.Resume(ctx, pos[0])
+		if err != nil {
+			if err := interrupted(ctx, ""); err != nil {
+				return err
+			}
+			return remoteError(h, err)
+		}
+		fmt.Fprintf(c.stderr, "execution: %s\n", e.ID)
+		return waitAndPrint(ctx, c, h, e.ID, true)
 	}
+	x := executor(h.st, nil, *maxPayload)
+	reads := c.startReads(h.st, x, socketPath(*db))
+	defer reads.stop(ctx)
 	id := pos[0]
 	opts := engine.ResumeOptions{Agents: reg, Restore: what, ForkID: *name}
 	var res *engine.Result
@@ -285,16 +353,13 @@ func cmdConformance(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	skips := conformance.DefaultSkips()
 	if *skipFile != "" {
-		data, err := c.readFile(*skipFile)
+		data, err := os.ReadFile(*skipFile)
 		if err != nil {
 			return usageErrorf("%v", err)
 		}
 		if skips, err = conformance.ParseSkips(data); err != nil {
 			return usageErrorf("%s: %v", *skipFile, err)
 		}
-	}
-	for i, p := range paths {
-		paths[i] = c.path(p)
 	}
 	_, failed, err := conformance.Report(ctx, paths, skips, c.stdout)
 	if err != nil {

@@ -19,44 +19,13 @@ import (
 // defaultDB is the database every command uses unless --db says otherwise.
 const defaultDB = "aslrun.db"
 
-// lockTimeout is how long a command waits for the database lock before it
-// turns to the worker holding it.
+// lockTimeout is how long one attempt to open the database waits for its
+// lock (see open).
 const lockTimeout = 250 * time.Millisecond
-
-// lockedError says the database is held by another process; the command is
-// then forwarded to that process when it is a worker.
-type lockedError struct {
-	db  string
-	err error
-}
-
-func (e *lockedError) Error() string { return e.err.Error() }
-func (e *lockedError) Unwrap() error { return e.err }
 
 // dbFlag adds --db to fs.
 func dbFlag(fs *flag.FlagSet) *string {
 	return fs.String("db", defaultDB, "the database `PATH`")
-}
-
-// openStore opens the database at db (or returns the worker's own open
-// store) and a function that closes it.
-func (c *cmdContext) openStore(db string) (store.Store, func(), error) {
-	if c.store != nil {
-		return c.store, func() {}, nil
-	}
-	path := c.path(db)
-	codec, err := store.ParseCodec(os.Getenv("ASLRUN_SNAPSHOT_CODEC"))
-	if err != nil {
-		return nil, nil, usageErrorf("ASLRUN_SNAPSHOT_CODEC: %v", err)
-	}
-	st, err := store.OpenBolt(path, store.BoltOptions{LockTimeout: lockTimeout, Codec: codec})
-	if errors.Is(err, store.ErrLocked) {
-		return nil, nil, &lockedError{db: path, err: err}
-	}
-	if err != nil {
-		return nil, nil, &exitError{code: exitUsage, msg: err.Error()}
-	}
-	return st, func() { st.Close() }, nil
 }
 
 // mockAgents builds the agents of a mock file's content.
@@ -114,7 +83,7 @@ func (f agentFlags) load(c *cmdContext) (*agents.Registry, []byte, string, error
 	case *f.mock != "" && *f.agents != "":
 		return nil, nil, "", usageErrorf("--mock and --agents cannot be used together")
 	case *f.mock != "":
-		data, err := c.readFile(*f.mock)
+		data, err := os.ReadFile(*f.mock)
 		if err != nil {
 			return nil, nil, "", usageErrorf("%v", err)
 		}
@@ -124,11 +93,11 @@ func (f agentFlags) load(c *cmdContext) (*agents.Registry, []byte, string, error
 		}
 		return reg, data, "mock", nil
 	case *f.agents != "":
-		data, err := c.readFile(*f.agents)
+		data, err := os.ReadFile(*f.agents)
 		if err != nil {
 			return nil, nil, "", usageErrorf("%v", err)
 		}
-		reg, resolved, err := fileAgents(data, *f.agents, filepath.Dir(c.path(*f.agents)))
+		reg, resolved, err := fileAgents(data, *f.agents, filepath.Dir(*f.agents))
 		if err != nil {
 			return nil, nil, "", usageErrorf("%v", err)
 		}
@@ -150,18 +119,6 @@ func agentsOf(e *engine.Execution) (*agents.Registry, error) {
 		return reg, err
 	}
 	return nil, fmt.Errorf("execution %s was started with %s agents, which this version cannot rebuild", e.ID, e.AgentsKind)
-}
-
-// executor returns the executor a command runs executions with: the
-// worker's when the command runs in a worker.
-func (c *cmdContext) executor(st store.Store, maxPayload int) (*engine.Executor, error) {
-	if c.exec != nil {
-		if maxPayload != c.execPayload {
-			return nil, usageErrorf("the worker holding the database runs with --max-payload %d, not %d: restart it with the limit you need", c.execPayload, maxPayload)
-		}
-		return c.exec, nil
-	}
-	return executor(st, nil, maxPayload), nil
 }
 
 // payloadFlag is --max-payload, the limit of every state's input, result
@@ -205,7 +162,7 @@ func printResult(c *cmdContext, res *engine.Result) error {
 					res.ID, pa.State, res.ID, which, strings.Join(pa.Options, "|"))
 			}
 		} else {
-			fmt.Fprintf(c.stderr, "execution %s is waiting (%s at %s); `aslrun worker` wakes it, or `aslrun resume %s`\n", res.ID, res.WaitingFor, res.State, res.ID)
+			fmt.Fprintf(c.stderr, "execution %s is waiting (%s at %s); `aslrun serve` wakes it, or `aslrun resume %s`\n", res.ID, res.WaitingFor, res.State, res.ID)
 		}
 		return &exitError{code: exitWaiting}
 	default:

@@ -22,7 +22,7 @@ func cmdGraph(_ context.Context, c *cmdContext, args []string) error {
 	if len(pos) != 1 {
 		return usageErrorf("graph: want exactly one FILE, got %d (see \"aslrun graph --help\")", len(pos))
 	}
-	m, err := c.loadMachine(pos[0])
+	m, _, err := c.loadMachine(pos[0])
 	if err != nil {
 		return err
 	}

@@ -32,21 +32,21 @@ func timeJSON(t time.Time) any {
 }
 
 // openForID parses the flags and the single execution ID of an inspecting
-// command and opens its database. A nil store with a nil error means
+// command and opens its database. A nil handle with a nil error means
 // --help was shown.
-func (c *cmdContext) openForID(fs *flag.FlagSet, cmd string, args []string, db *string) (string, store.Store, func(), error) {
+func (c *cmdContext) openForID(ctx context.Context, fs *flag.FlagSet, cmd string, args []string, db *string, what access) (string, *handle, error) {
 	pos, err := parseFlags(fs, cmd, args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
-		return "", nil, nil, err
+		return "", nil, err
 	}
 	if len(pos) != 1 {
-		return "", nil, nil, usageErrorf("%s: want exactly one execution ID, got %d (see \"aslrun %s --help\")", cmd, len(pos), cmd)
+		return "", nil, usageErrorf("%s: want exactly one execution ID, got %d (see \"aslrun %s --help\")", cmd, len(pos), cmd)
 	}
-	st, closeStore, err := c.openStore(*db)
+	h, err := c.open(ctx, *db, what, holderInfo{})
 	if err != nil {
-		return "", nil, nil, err
+		return "", nil, err
 	}
-	return pos[0], st, closeStore, nil
+	return pos[0], h, nil
 }
 
 func cmdList(ctx context.Context, c *cmdContext, args []string) error {
@@ -68,16 +68,26 @@ func cmdList(ctx context.Context, c *cmdContext, args []string) error {
 	default:
 		return usageErrorf("list: --status %q is not a status", *status)
 	}
-	st, closeStore, err := c.openStore(*db)
+	h, err := c.open(ctx, *db, accessRead, holderInfo{})
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	list, err := st.List(ctx, store.ListOptions{Status: s, Limit: *limit})
+	defer h.close()
+	var list []store.Summary
+	if h.api != nil {
+		list, err = remoteList(ctx, c, h, string(s), *limit)
+	} else {
+		list, err = h.st.List(ctx, store.ListOptions{Status: s, Limit: *limit})
+	}
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	return printList(c, list, *asJSON)
+}
+
+// printList prints list as the list command does.
+func printList(c *cmdContext, list []store.Summary, asJSON bool) error {
+	if asJSON {
 		out := make([]any, len(list))
 		for i, e := range list {
 			out[i] = map[string]any{
@@ -118,32 +128,65 @@ func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON: id, status, output, error, cause, state, startedAt, stoppedAt, usage")
 	db := dbFlag(fs)
-	id, st, closeStore, err := c.openForID(fs, "status", args, db)
-	if err != nil || st == nil {
+	id, h, err := c.openForID(ctx, fs, "status", args, db, accessRead)
+	if err != nil || h == nil {
 		return err
 	}
-	defer closeStore()
-	e, err := st.Load(ctx, id)
-	if err != nil {
-		return engineError(err)
+	defer h.close()
+	var v statusView
+	if h.api != nil {
+		if v, err = remoteStatus(ctx, h, id); err != nil {
+			return err
+		}
+	} else {
+		e, err := h.st.Load(ctx, id)
+		if err != nil {
+			return engineError(err)
+		}
+		v = statusOf(e)
 	}
-	state := ""
+	return printStatus(c, v, *asJSON)
+}
+
+// statusView is what status prints of an execution.
+type statusView struct {
+	ID, MachineName, DefinitionHash string
+	Status                          engine.Status
+	State, WaitingFor               string
+	WakeAt, StartedAt, StoppedAt    time.Time
+	Approvals                       []engine.PendingApproval
+	// Usage is unknown (nil) through the API.
+	Usage                    *engine.Usage
+	Parent, ParentCheckpoint string
+	Error, Cause             string
+	Output                   any
+}
+
+func statusOf(e *engine.Execution) statusView {
+	v := statusView{ID: e.ID, MachineName: e.MachineName, DefinitionHash: e.DefinitionHash, Status: e.Status, WaitingFor: e.WaitingFor,
+		WakeAt: e.WakeAt, StartedAt: e.StartedAt, StoppedAt: e.StoppedAt, Approvals: engine.PendingOf(e), Usage: &e.Progress.Usage,
+		Parent: e.Parent, ParentCheckpoint: e.ParentCheckpoint, Error: e.Error, Cause: e.Cause}
 	if top := e.Progress.Scopes[""]; top != nil && !e.Status.Ended() {
-		state = top.Next
+		v.State = top.Next
 	}
-	if *asJSON {
-		var output any
-		if e.Status == engine.StatusSucceeded {
-			output = e.Output
+	if e.Status == engine.StatusSucceeded {
+		v.Output = e.Output
+	}
+	return v
+}
+
+// printStatus prints an execution as the status command does.
+func printStatus(c *cmdContext, e statusView, asJSON bool) error {
+	state := e.State
+	if asJSON {
+		var usage any
+		if u := e.Usage; u != nil {
+			usage = map[string]any{"inputTokens": u.InputTokens, "outputTokens": u.OutputTokens, "tokens": u.Tokens, "cost": u.Cost}
 		}
 		out := map[string]any{
-			"id": e.ID, "status": string(e.Status), "output": output, "error": nullable(e.Error), "cause": nullable(e.Cause),
+			"id": e.ID, "status": string(e.Status), "output": e.Output, "error": nullable(e.Error), "cause": nullable(e.Cause),
 			"state": nullable(state), "startedAt": timeJSON(e.StartedAt), "stoppedAt": timeJSON(e.StoppedAt),
-			"approvals": approvalsJSON(engine.PendingOf(e)),
-			"usage": map[string]any{
-				"inputTokens": e.Progress.Usage.InputTokens, "outputTokens": e.Progress.Usage.OutputTokens,
-				"tokens": e.Progress.Usage.Tokens, "cost": e.Progress.Usage.Cost,
-			},
+			"approvals": approvalsJSON(e.Approvals), "usage": usage,
 		}
 		return writeJSON(c.stdout, out)
 	}
@@ -161,7 +204,7 @@ func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 			fmt.Fprintf(w, "waiting for\t%s, next timer %s\n", e.WaitingFor, timeText(e.WakeAt))
 		}
 	}
-	for _, pa := range engine.PendingOf(e) {
+	for _, pa := range e.Approvals {
 		prompt, _ := jsonpath.Marshal(pa.Prompt)
 		fmt.Fprintf(w, "approval\t%s at %s: %s\n", pa.ID, pa.State, prompt)
 		fmt.Fprintf(w, "  options\t%s\n", strings.Join(pa.Options, ", "))
@@ -173,13 +216,15 @@ func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 		}
 		fmt.Fprintf(w, "  digest\t%s\n", pa.Digest)
 	}
-	if u := e.Progress.Usage; u != (engine.Usage{}) {
+	if u := e.Usage; u != nil && *u != (engine.Usage{}) {
 		fmt.Fprintf(w, "usage\t%d tokens (%d in, %d out), cost %s\n", u.Tokens, u.InputTokens, u.OutputTokens, strconv.FormatFloat(u.Cost, 'f', -1, 64))
 	}
 	fmt.Fprintf(w, "started\t%s\n", timeText(e.StartedAt))
 	fmt.Fprintf(w, "stopped\t%s\n", timeText(e.StoppedAt))
-	if e.Parent != "" {
+	if e.Parent != "" && e.ParentCheckpoint != "" {
 		fmt.Fprintf(w, "forked from\t%s at checkpoint %s\n", e.Parent, e.ParentCheckpoint)
+	} else if e.Parent != "" {
+		fmt.Fprintf(w, "forked from\t%s\n", e.Parent)
 	}
 	if e.Error != "" {
 		fmt.Fprintf(w, "error\t%s\n", e.Error)
@@ -202,18 +247,27 @@ func cmdHistory(ctx context.Context, c *cmdContext, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	verify := fs.Bool("verify", false, "check the hash chain of the history and report whether it is untampered")
 	db := dbFlag(fs)
-	id, st, closeStore, err := c.openForID(fs, "history", args, db)
-	if err != nil || st == nil {
+	id, h, err := c.openForID(ctx, fs, "history", args, db, accessRead)
+	if err != nil || h == nil {
 		return err
 	}
-	defer closeStore()
-	events, err := st.History(ctx, id)
+	defer h.close()
+	var events []engine.Event
+	var tampered error
+	if h.api != nil {
+		events, tampered, err = remoteHistory(ctx, h, id, *verify)
+	} else {
+		events, err = h.st.History(ctx, id)
+		if err == nil && *verify {
+			tampered = h.st.VerifyHistory(ctx, id)
+		}
+	}
 	if err != nil {
 		return engineError(err)
 	}
 	if *verify {
-		if err := st.VerifyHistory(ctx, id); err != nil {
-			fmt.Fprintf(c.stdout, "execution %s: history NOT verified: %v\n", id, err)
+		if tampered != nil {
+			fmt.Fprintf(c.stdout, "execution %s: history NOT verified: %v\n", id, tampered)
 			return &exitError{code: exitFailed}
 		}
 		fmt.Fprintf(c.stdout, "execution %s: history verified (%d events, hash chain intact)\n", id, len(events))
@@ -264,11 +318,12 @@ func cmdCheckpoints(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("checkpoints", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
 	db := dbFlag(fs)
-	id, st, closeStore, err := c.openForID(fs, "checkpoints", args, db)
-	if err != nil || st == nil {
+	id, h, err := c.openForID(ctx, fs, "checkpoints", args, db, accessLocal)
+	if err != nil || h == nil {
 		return err
 	}
-	defer closeStore()
+	defer h.close()
+	st := h.st
 	if _, err := st.Load(ctx, id); err != nil {
 		return engineError(err)
 	}
@@ -316,11 +371,12 @@ func cmdGC(ctx context.Context, c *cmdContext, args []string) error {
 	if len(pos) != 0 {
 		return usageErrorf("gc: unexpected argument %q", pos[0])
 	}
-	st, closeStore, err := c.openStore(*db)
+	h, err := c.open(ctx, *db, accessLocal, holderInfo{})
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer h.close()
+	st := h.st
 	rep, err := st.GC(ctx, time.Now())
 	if err != nil {
 		return err
@@ -348,11 +404,12 @@ func cmdMemory(ctx context.Context, c *cmdContext, args []string) error {
 	if len(pos) > 1 {
 		key = pos[1]
 	}
-	st, closeStore, err := c.openStore(*db)
+	h, err := c.open(ctx, *db, accessLocal, holderInfo{})
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer h.close()
+	st := h.st
 	list, err := st.ListMemory(ctx, ns, time.Now())
 	if err != nil {
 		return err

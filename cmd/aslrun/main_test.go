@@ -20,7 +20,9 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func invoke(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	// In process, possibly in a synctest bubble: no socket (see
+	// cmdContext.serveReads).
+	err := dispatch(context.Background(), &cmdContext{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut}, args)
 	var ee *exitError
 	switch {
 	case err == nil:

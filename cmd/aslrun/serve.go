@@ -73,9 +73,6 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	if len(pos) != 0 {
 		return usageErrorf("serve: unexpected argument %q", pos[0])
 	}
-	if c.remote {
-		return usageErrorf("serve: a server is already running on this database")
-	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usageErrorf("serve: --tls-cert and --tls-key go together")
 	}
@@ -84,7 +81,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	var tokens *server.Tokens
 	if *tokensFile != "" {
-		if tokens, err = server.LoadTokens(c.path(*tokensFile)); err != nil {
+		if tokens, err = server.LoadTokens(*tokensFile); err != nil {
 			return usageErrorf("serve: %v", err)
 		}
 	}
@@ -112,20 +109,25 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	var serverAgents *agents.Registry
 	var resolvedAgents []byte
 	if *agentsFile != "" {
-		data, err := c.readFile(*agentsFile)
+		data, err := os.ReadFile(*agentsFile)
 		if err != nil {
 			return usageErrorf("serve: %v", err)
 		}
-		if serverAgents, resolvedAgents, err = fileAgents(data, *agentsFile, filepath.Dir(c.path(*agentsFile))); err != nil {
+		if serverAgents, resolvedAgents, err = fileAgents(data, *agentsFile, filepath.Dir(*agentsFile)); err != nil {
 			return usageErrorf("serve: %v", err)
 		}
 	}
-	st, closeStore, err := c.openStore(*db)
+	dbPath := *db
+	sock := socketPath(dbPath)
+	if *socket != "" {
+		sock = *socket
+	}
+	h, err := c.open(ctx, dbPath, accessServe, holderInfo{API: apiAll, Socket: sock})
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	dbPath := c.path(*db)
+	defer h.close()
+	st := h.st
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := server.NewMetrics(reg, func() int { return pendingApprovals(ctx, st) }, func() int {
@@ -142,9 +144,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return err
 	}
-	sock := socketPath(dbPath)
 	if *socket != "" {
-		sock = c.path(*socket)
 		if err := os.WriteFile(serverFile(dbPath), []byte(sock+"\n"), 0o600); err != nil {
 			return fmt.Errorf("serve: record the socket beside the database: %w", err)
 		}
@@ -185,7 +185,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 			defer wg.Done()
 			var err error
 			if *tlsCert != "" {
-				err = hs.ServeTLS(tcpLn, c.path(*tlsCert), c.path(*tlsKey))
+				err = hs.ServeTLS(tcpLn, *tlsCert, *tlsKey)
 			} else {
 				err = hs.Serve(tcpLn)
 			}

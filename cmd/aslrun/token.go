@@ -33,7 +33,7 @@ func cmdToken(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return usageErrorf("token create: --role: %v", err)
 	}
-	path := c.path(*file)
+	path := *file
 	tok, err := server.CreateToken(path, name, role)
 	if err != nil {
 		if errors.Is(err, server.ErrDuplicateName) {

@@ -18,8 +18,9 @@ func TestTokenCreate(t *testing.T) {
 	dir := t.TempDir()
 	// The default --tokens file, relative to the command's directory.
 	var stdout, stderr bytes.Buffer
-	c := &cmdContext{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, dir: dir}
-	if err := run(context.Background(), []string{"token", "create", "ci", "--role", "operator"}, nil, nil, nil, c); err != nil {
+	cmd := aslrunCmd("token", "create", "ci", "--role", "operator")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &stdout, &stderr
+	if err := cmd.Run(); err != nil {
 		t.Fatalf("token create ci: %v (stderr %q)", err, stderr.String())
 	}
 	path := filepath.Join(dir, "aslrun.tokens")
@@ -27,7 +28,7 @@ func TestTokenCreate(t *testing.T) {
 	if !strings.HasPrefix(tok, "aslrun_") || strings.Contains(tok, "\n") {
 		t.Errorf("token create printed %q, want one line with the token", stdout.String())
 	}
-	if !strings.Contains(stderr.String(), path) || !strings.Contains(stderr.String(), "cannot be shown again") {
+	if !strings.Contains(stderr.String(), "aslrun.tokens") || !strings.Contains(stderr.String(), "cannot be shown again") {
 		t.Errorf("token create: stderr %q, want where the token is stored and that it cannot be shown again", stderr.String())
 	}
 	fi, err := os.Stat(path)

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -16,6 +16,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/aslrun/aslrun/client"
 )
 
 // workerLog collects the lines a worker logs, and lets a test wait for one.
@@ -68,58 +70,6 @@ func containsAll(s string, parts []string) bool {
 		}
 	}
 	return true
-}
-
-// startWorker runs `aslrun worker` on db as a subprocess until the test
-// ends, and waits until it has logged that it listens on its socket.
-func startWorker(t *testing.T, db string) *workerLog {
-	t.Helper()
-	w := aslrunCmd("worker", "--db", db, "--poll", "50ms")
-	stderr, err := w.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	logs := &workerLog{changed: make(chan struct{})}
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs.add(sc.Text())
-		}
-	}()
-	t.Cleanup(func() {
-		w.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { <-scanned; w.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			w.Process.Kill()
-			t.Errorf("the worker did not stop on interrupt; its log:\n%s", logs)
-		}
-	})
-	logs.waitFor(t, "worker started")
-	return logs
-}
-
-// cli runs aslrun as a subprocess and returns its exit code and outputs.
-func cli(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	cmd := aslrunCmd(args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, out.String(), errOut.String()
 }
 
 // status returns `status ID --json` of an execution (run in this process:
@@ -220,22 +170,47 @@ func unblock(fifo string) {
 	}
 }
 
-// TestWorker checks that a worker recovers an execution a killed process
-// left RUNNING and wakes a parked execution when it is due, that while it
-// holds the database every other command still works (through its socket),
-// and that it wakes no execution before it is due.
-func TestWorker(t *testing.T) {
+// result is the end of a CLI subprocess.
+type result struct {
+	code        int
+	out, errOut string
+	err         error
+}
+
+// cliIn runs aslrun in dir as a subprocess; safe to call from any goroutine.
+func cliIn(dir string, args ...string) result {
+	cmd := aslrunCmd(args...)
+	cmd.Dir = dir
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	r := result{out: out.String(), errOut: errOut.String()}
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+	} else {
+		r.err = err
+	}
+	return r
+}
+
+// TestServeBesideCLI: one `aslrun serve` holds the database; it recovers
+// an execution a killed process left RUNNING and wakes one whose Wait is
+// due, while CLI processes (run, list, status, approve, history) work
+// beside it at the same time through its API; a second serve (or
+// worker, its other name) is refused, and so is a command the API does
+// not serve.
+func TestServeBesideCLI(t *testing.T) {
 	if testing.Short() {
-		t.Skip("worker test skipped in -short mode")
+		t.Skip("serve test skipped in -short mode")
 	}
 	if runtime.GOOS == "windows" {
-		t.Skip("the worker test needs a POSIX shell and named pipes")
+		t.Skip("the serve test needs a POSIX shell and named pipes")
 	}
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "w.db")
 
-	// Before any worker: an execution left RUNNING by a killed process...
+	// Before any server: an execution left RUNNING by a killed process...
 	orphan(t, dir, db, "orphan")
 	wantStatus(t, db, "orphan", "RUNNING", "")
 	// ... and one parked on a Wait that is already due: a synctest bubble's
@@ -250,41 +225,90 @@ func TestWorker(t *testing.T) {
 	})
 	wantStatus(t, db, "early", "WAITING", "")
 
-	logs := startWorker(t, db)
-	logs.waitFor(t, "msg=execution", "id=orphan ")
-	wantStatus(t, db, "orphan", "SUCCEEDED", `{"n":1,"before":1,"held":{"n":1,"before":1},"after":2}`)
-	logs.waitFor(t, "msg=execution", "id=early ")
-	wantStatus(t, db, "early", "SUCCEEDED", `{"rested":true}`)
+	p := startServe(t, db)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := client.NewUnix(p.sock)
 	for _, id := range []string{"orphan", "early"} {
-		if code, out, _ := invoke(t, "", "history", id, "--verify", "--db", db); code != 0 {
-			t.Errorf("history %s --verify through the worker: exit %d, %s", id, code, out)
+		if e, err := c.Wait(ctx, id, 20*time.Millisecond); err != nil || e.Status != "SUCCEEDED" || (e.Status == "WAITING") {
+			t.Fatalf("%s under serve: %+v %v; log:\n%s", id, e, err, p.log)
+		}
+	}
+	wantStatus(t, db, "orphan", "SUCCEEDED", `{"n":1,"before":1,"held":{"n":1,"before":1},"after":2}`)
+	wantStatus(t, db, "early", "SUCCEEDED", `{"rested":true}`)
+
+	writeFile(t, dir, "slow.json", `{"StartAt":"Slow","States":{"Slow":{"Type":"Task","Agent":"Slow","ResultPath":"$.slow","End":true}}}`)
+	writeFile(t, dir, "mock.json", `{"Slow":{"0-99":{"Return":"done","DelaySeconds":0.2}}}`)
+	writeFile(t, dir, "ok.json", `{"StartAt":"Ok","States":{"Ok":{"Type":"Approval","Prompt":"ok?","ResultPath":"$.ok","End":true}}}`)
+
+	// Three CLI processes at once beside the server.
+	var wg sync.WaitGroup
+	var slow, ask, hist result
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		slow = cliIn(dir, "run", "slow.json", "--mock", "mock.json", "--input", `{"n":7}`, "--db", "w.db", "--name", "s1")
+	}()
+	go func() {
+		defer wg.Done()
+		ask = cliIn(dir, "run", "ok.json", "--no-prompt", "--db", "w.db", "--name", "a1")
+	}()
+	go func() { defer wg.Done(); hist = cliIn(dir, "history", "orphan", "--verify", "--db", "w.db") }()
+	wg.Wait()
+	if slow.code != 0 || !jsonEqual(t, slow.out, `{"n":7,"slow":"done"}`) || !strings.Contains(slow.errOut, "execution: s1") {
+		t.Errorf("run slow.json through serve: %+v", slow)
+	}
+	if ask.code != exitWaiting || !strings.Contains(ask.out, `"WAITING"`) || !strings.Contains(ask.errOut, "aslrun approve a1 --decision approve|reject") {
+		t.Errorf("run ok.json through serve: %+v", ask)
+	}
+	if hist.code != 0 || !strings.Contains(hist.out, "history verified") {
+		t.Errorf("history --verify through serve: %+v", hist)
+	}
+
+	var appr, list, stat result
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		appr = cliIn(dir, "approve", "a1", "--decision", "approve", "--by", "ana", "--comment", "fine", "--db", "w.db")
+	}()
+	go func() { defer wg.Done(); list = cliIn(dir, "list", "--db", "w.db") }()
+	go func() { defer wg.Done(); stat = cliIn(dir, "status", "s1", "--json", "--db", "w.db") }()
+	wg.Wait()
+	if appr.code != 0 || !strings.Contains(appr.out, `"approver": "ana (on behalf, by local admin`) || !strings.Contains(appr.out, `"fine"`) {
+		t.Errorf("approve through serve: %+v", appr)
+	}
+	if list.code != 0 || !containsAll(list.out, []string{"orphan", "early", "s1", "a1", "SUCCEEDED"}) {
+		t.Errorf("list through serve: %+v", list)
+	}
+	if stat.code != 0 || !strings.Contains(stat.out, `"SUCCEEDED"`) {
+		t.Errorf("status through serve: %+v", stat)
+	}
+
+	// What the API does not serve, and what it leaves to the server.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--db", "w.db"}, "already running"},
+		{[]string{"worker", "--db", "w.db"}, "already running"},
+		{[]string{"gc", "--db", "w.db"}, "docs/api.md"},
+		{[]string{"checkpoints", "s1", "--db", "w.db"}, p.sock},
+		{[]string{"run", "slow.json", "--agents", "agents.json", "--db", "w.db"}, "aslrun serve --agents FILE"},
+		{[]string{"resume", "s1", "--from-checkpoint", "x", "--db", "w.db"}, "not served by the API"},
+		{[]string{"run", "slow.json", "--mock", "mock.json", "--name", "s1", "--db", "w.db"}, "s1"},
+	} {
+		if r := cliIn(dir, tc.args...); r.code != exitUsage || !strings.Contains(r.errOut, tc.want) {
+			t.Errorf("%v beside serve: %+v, want exit 2 saying %q", tc.args, r, tc.want)
 		}
 	}
 
-	// Commands are served by the worker: run parks and exits 3.
+	// nap is due only in an hour: the server, polling every 50 ms, leaves
+	// it parked.
 	writeFile(t, dir, "sleepy.json", `{"StartAt":"Nap","States":{
 		"Nap":{"Type":"Wait","Seconds":3600,"Next":"Done"},
 		"Done":{"Type":"Pass","Result":{"rested":true},"End":true}}}`)
-	run := aslrunCmd("run", "sleepy.json", "--db", "w.db", "--name", "nap")
-	run.Dir = dir // relative paths are the client's
-	var rout bytes.Buffer
-	run.Stdout = &rout
-	err := run.Run()
-	code, out := 0, rout.String()
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-		code = ee.ExitCode()
+	if r := cliIn(dir, "run", "sleepy.json", "--db", "w.db", "--name", "nap"); r.code != exitWaiting || !strings.Contains(r.out, `"Nap"`) {
+		t.Fatalf("run sleepy.json through serve: %+v", r)
 	}
-	if code != exitWaiting || !strings.Contains(out, `"WAITING"`) || !strings.Contains(out, `"Nap"`) {
-		t.Fatalf("run through the worker: exit %d, %s", code, out)
-	}
-	code, out, _ = invoke(t, "", "list", "--status", "waiting", "--db", db)
-	if code != 0 || !strings.Contains(out, "nap") {
-		t.Errorf("list --status waiting: exit %d, %s", code, out)
-	}
-	if code, _, errOut := cli(t, "worker", "--db", db); code != exitUsage || !strings.Contains(errOut, "already running") {
-		t.Errorf("a second worker: exit %d, %s", code, errOut)
-	}
-	// nap is due only in an hour: the worker, polling every 50 ms, leaves
-	// it parked.
 	wantStatus(t, db, "nap", "WAITING", "")
 }
