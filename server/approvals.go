@@ -140,14 +140,14 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.x.Decide(r.Context(), e.ID, d, engine.ResumeOptions{RecordOnly: true}); err != nil {
 		return err
 	}
+	// The answer shows the execution as recorded, before it runs on.
 	id := e.ID
+	if e, err = s.st.Load(r.Context(), id); err != nil {
+		return err
+	}
 	s.background("continue after a decision", id, func(ctx context.Context) (*engine.Result, error) {
 		return s.x.Resume(ctx, id, engine.ResumeOptions{})
 	})
-	e, err = s.st.Load(r.Context(), id)
-	if err != nil {
-		return err
-	}
 	writeJSON(w, http.StatusAccepted, executionOf(e))
 	return nil
 }

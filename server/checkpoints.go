@@ -238,12 +238,12 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.x.Rollback(r.Context(), id, req.Checkpoint, engine.ResumeOptions{Restore: restore, RecordOnly: true}); err != nil {
 		return err
 	}
-	s.background("continue after a rollback", id, func(ctx context.Context) (*engine.Result, error) {
-		return s.x.Resume(ctx, id, engine.ResumeOptions{})
-	})
 	if e, err = s.st.Load(r.Context(), id); err != nil {
 		return err
 	}
+	s.background("continue after a rollback", id, func(ctx context.Context) (*engine.Result, error) {
+		return s.x.Resume(ctx, id, engine.ResumeOptions{})
+	})
 	writeJSON(w, http.StatusAccepted, executionOf(e))
 	return nil
 }

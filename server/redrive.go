@@ -35,13 +35,14 @@ func (s *Server) redriveExecution(w http.ResponseWriter, r *http.Request) error 
 	if _, err := s.x.Redrive(r.Context(), id, opts); err != nil {
 		return redriveProblem(err)
 	}
-	s.background("continue after a redrive", id, func(ctx context.Context) (*engine.Result, error) {
-		return s.x.Resume(ctx, id, engine.ResumeOptions{})
-	})
+	// The answer shows the execution as recorded, before it runs on.
 	e, err := s.st.Load(r.Context(), id)
 	if err != nil {
 		return err
 	}
+	s.background("continue after a redrive", id, func(ctx context.Context) (*engine.Result, error) {
+		return s.x.Resume(ctx, id, engine.ResumeOptions{})
+	})
 	writeJSON(w, http.StatusAccepted, executionOf(e))
 	return nil
 }
