@@ -145,6 +145,7 @@ func raw(v any) json.RawMessage {
 func (s *Server) handler(role Role, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := principalOf(r.Context())
+		noteRequest(r, p)
 		if role > 0 && p.Role < role {
 			writeProblem(w, &problem{status: http.StatusForbidden, kind: "forbidden", title: "forbidden",
 				detail: fmt.Sprintf("%s has the role %s; %s %s needs %s", p.Name, p.Role, r.Method, r.Pattern, role)})
@@ -234,12 +235,46 @@ func (s *statusRecorder) Flush() {
 	}
 }
 
-// logged logs every request: method, path, status, duration, caller.
+// requestInfo is what the request log learns from inside the routing:
+// the route, the caller and the execution the request is about.
+type requestInfo struct {
+	route, caller, execution string
+}
+
+type requestInfoKey struct{}
+
+// logged logs every request: method, path, route, status, duration, the
+// caller and the execution it is about.
 func (s *Server) logged(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		info := &requestInfo{}
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(rec, r)
-		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start)}
+		for _, a := range [][2]string{{"route", info.route}, {"caller", info.caller}, {"execution", info.execution}} {
+			if a[1] != "" {
+				attrs = append(attrs, a[0], a[1])
+			}
+		}
+		s.log.Info("request", attrs...)
 	})
+}
+
+// noteRequest tells the request log the route, the caller and, when the
+// route names one, the execution.
+func noteRequest(r *http.Request, p Principal) {
+	info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo)
+	if !ok {
+		return
+	}
+	info.route, info.caller = r.Pattern, p.Name
+	switch {
+	case strings.HasPrefix(r.Pattern, "GET /v1/approvals/{id}"), strings.HasPrefix(r.Pattern, "POST /v1/approvals/{id}"):
+		if execution, _, err := parseApprovalID(r.PathValue("id")); err == nil {
+			info.execution = execution
+		}
+	case strings.Contains(r.Pattern, "/v1/executions/{id}"):
+		info.execution = r.PathValue("id")
+	}
 }

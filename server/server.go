@@ -129,9 +129,19 @@ func (s *Server) background(what, id string, f func(ctx context.Context) (*engin
 	s.runs.Add(1)
 	go func() {
 		defer s.runs.Done()
-		_, err := f(s.runCtx)
-		if err != nil && s.runCtx.Err() == nil && !errors.Is(err, engine.ErrBusy) && !errors.Is(err, engine.ErrEnded) {
+		res, err := f(s.runCtx)
+		switch {
+		case err != nil && s.runCtx.Err() == nil && !errors.Is(err, engine.ErrBusy) && !errors.Is(err, engine.ErrEnded):
 			s.log.Error(what+" failed", "execution", id, "error", err)
+		case err == nil && res != nil:
+			attrs := []any{"execution", res.ID, "status", string(res.Status)}
+			if res.State != "" {
+				attrs = append(attrs, "state", res.State)
+			}
+			if res.Error != "" {
+				attrs = append(attrs, "error", res.Error)
+			}
+			s.log.Info("execution stopped running", attrs...)
 		}
 	}()
 }

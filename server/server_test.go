@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -453,4 +455,54 @@ func TestTraceParent(t *testing.T) {
 	if e, err := st.Load(context.Background(), "tp"); err != nil || e.Trace != "made-from:"+parent {
 		t.Errorf("stored trace %q, %v; want the one made from the header", e.Trace, err)
 	}
+}
+
+// TestRequestLog: the request log is structured and says the route, the
+// caller and the execution; a run's end is logged with its status.
+func TestRequestLog(t *testing.T) {
+	ts := newTestServer(t)
+	var buf syncBuffer
+	ts.s.log = slog.New(slog.NewJSONHandler(&buf, nil))
+	ts.call(t, RoleOperator, "POST", "/v1/executions", map[string]any{"name": "logged", "definition": json.RawMessage(`{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}`)}, nil)
+	ts.waitFor(t, "logged", func(e api.Execution) bool { return e.Status == "SUCCEEDED" })
+	var sawRequest, sawEnd bool
+	for deadline := time.Now().Add(5 * time.Second); !(sawRequest && sawEnd) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, line := range strings.Split(buf.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil {
+				continue
+			}
+			switch rec["msg"] {
+			case "request":
+				if rec["route"] == "GET /v1/executions/{id}" && rec["execution"] == "logged" && rec["caller"] == "viewer-bot" && rec["status"] == float64(200) {
+					sawRequest = true
+				}
+			case "execution stopped running":
+				if rec["execution"] == "logged" && rec["status"] == "SUCCEEDED" {
+					sawEnd = true
+				}
+			}
+		}
+	}
+	if !sawRequest || !sawEnd {
+		t.Errorf("log (request %v, end %v):\n%s", sawRequest, sawEnd, buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

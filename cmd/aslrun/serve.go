@@ -49,10 +49,6 @@ func pendingApprovals(ctx context.Context, st store.Store) int {
 	return n
 }
 
-// serverFile is where a server started with --socket records its socket,
-// beside the database, so that clients find it from --db alone.
-func serverFile(db string) string { return db + ".server" }
-
 func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	listen := fs.String("listen", "", "also serve the API on TCP `ADDR` (host:port); needs --tokens")
@@ -143,12 +139,6 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	srv, err := server.New(server.Config{Store: st, Executor: x, Agents: serverAgents, AgentsFile: resolvedAgents, Tokens: tokens, Logger: log, Poll: *poll, Metrics: reg})
 	if err != nil {
 		return err
-	}
-	if *socket != "" {
-		if err := os.WriteFile(serverFile(dbPath), []byte(sock+"\n"), 0o600); err != nil {
-			return fmt.Errorf("serve: record the socket beside the database: %w", err)
-		}
-		defer os.Remove(serverFile(dbPath))
 	}
 	unixLn, err := server.ListenUnix(sock)
 	if err != nil {

@@ -214,3 +214,23 @@ func unixTransport(sock string) *http.Transport {
 		return d.DialContext(ctx, "unix", sock)
 	}}
 }
+
+// TestServeSocketFoundFromDB: a server on a socket of its own choosing is
+// found by the other commands from --db alone.
+func TestServeSocketFoundFromDB(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	sock := filepath.Join(dir, "elsewhere.sock")
+	startServe(t, db, "--socket", sock)
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("the chosen socket: %v", err)
+	}
+	wf := writeFile(t, dir, "p.json", `{"StartAt":"P","States":{"P":{"Type":"Pass","Result":"ok","End":true}}}`)
+	if r := cliIn(dir, "run", wf, "--db", db, "--name", "via-socket"); r.err != nil || r.code != 0 || strings.TrimSpace(r.out) != `"ok"` {
+		t.Fatalf("run beside the server: %+v", r)
+	}
+	if r := cliIn(dir, "list", "--db", db); r.err != nil || r.code != 0 || !strings.Contains(r.out, "via-socket") {
+		t.Errorf("list beside the server: %+v", r)
+	}
+}
