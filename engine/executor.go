@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -100,6 +101,8 @@ type Executor struct {
 
 	mu     sync.Mutex
 	active map[string]*held // executions held in this process (stop.go)
+	// draining is set by Drain: runs stop at their next state boundary.
+	draining atomic.Bool
 	// limiters count tool uses under the RateLimits of each workflow's
 	// states, across the executions of this process.
 	limiters map[string]*limiter

@@ -319,6 +319,11 @@ func (r *run) machine(ctx context.Context, m *states.Machine, sc *scope, next st
 			sc.keepFailed(r, next, doc)
 			return nil, err
 		}
+		if r.x.draining.Load() {
+			// Stop at this boundary, as a process that stops here would:
+			// the execution stays at its last commit.
+			return nil, ErrDrained
+		}
 		st := m.States[next]
 		s, err := r.step(ctx, st, doc, size, sc)
 		if err != nil {

@@ -29,8 +29,8 @@ const (
 	readTimeout       = time.Minute
 	writeTimeout      = 2 * time.Minute
 	idleTimeout       = 2 * time.Minute
-	// shutdownGrace is how long requests in flight may take to finish
-	// when the server stops.
+	// shutdownGrace is how long requests in flight and running states may
+	// take to finish when the server stops (--grace).
 	shutdownGrace = 10 * time.Second
 )
 
@@ -58,6 +58,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	tlsCert := fs.String("tls-cert", "", "serve TCP with TLS: the certificate `FILE` (PEM)")
 	tlsKey := fs.String("tls-key", "", "serve TCP with TLS: the key `FILE` (PEM)")
 	poll := fs.Duration("poll", time.Second, "how often to look for due executions")
+	grace := fs.Duration("grace", shutdownGrace, "on SIGINT or SIGTERM, how long requests in flight and running states get to finish before they are cancelled at their last commit")
 	logFormat := fs.String("log-format", "text", "the log's `FORMAT`: text or json")
 	agentsFile := fs.String("agents", "", "the server's own agents `FILE` (built-in llm, exec and http agents) for executions started without a mock")
 	maxPayload := payloadFlag(fs)
@@ -158,8 +159,10 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 		}
 	}
 
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
+	// runCtx runs the executions, timers and garbage collection: a signal
+	// (which ends ctx) does not cancel them but starts the drain below.
+	runCtx, stopRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRuns()
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
 	wg.Add(1)
@@ -187,12 +190,12 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		collectGarbage(ctx, st, log)
+		collectGarbage(runCtx, st, log)
 	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := srv.Run(ctx); err != nil {
+		if err := srv.Run(runCtx); err != nil {
 			errs <- err
 		}
 	}()
@@ -202,14 +205,19 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	case <-ctx.Done():
 	case failure = <-errs:
 	}
-	// Stop: no new connections, requests in flight finish, executions stop
-	// at their last commit (the next serve resumes them).
-	stop()
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	// Stop: no new connections, requests in flight finish; then running
+	// states reach their next boundary (an agent call in flight finishes
+	// and is committed) within the grace period, and whatever still runs
+	// is cancelled at its last commit. The next serve resumes them all.
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {
 		hs.Close()
 	}
+	if err := x.Drain(shutdownCtx); err != nil {
+		log.Warn("executions still running after the grace period are cancelled at their last commit", "grace", *grace)
+	}
+	stopRuns()
 	srv.Close()
 	wg.Wait()
 	log.Info("stopped")
