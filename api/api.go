@@ -87,6 +87,10 @@ type StartExecution struct {
 	// Mock is a mock file's content scripting the agents; without it
 	// the server's own agents serve.
 	Mock json.RawMessage `json:"mock,omitempty"`
+	// MaxPayload is the execution's payload limit in bytes (the largest
+	// input, state result or output), stored with it for every later run
+	// of it: 0 or absent means the server's limit, -1 no limit.
+	MaxPayload int `json:"maxPayload,omitempty"`
 }
 
 // Execution is where an execution stands.
@@ -105,6 +109,9 @@ type Execution struct {
 	WakeAt     *time.Time      `json:"wakeAt,omitempty"`
 	Parent     string          `json:"parent,omitempty"`
 	Approvals  []Approval      `json:"approvals"`
+	// MaxPayload is the execution's own payload limit in bytes (-1: no
+	// limit), absent when it has none and runs with the server's.
+	MaxPayload int `json:"maxPayload,omitempty"`
 }
 
 // ExecutionList is a page of GET /v1/executions; Next, when set, is the

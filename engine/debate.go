@@ -84,7 +84,7 @@ func (h *stateRun) debate(ctx context.Context, s *states.Debate, raw any) (stepR
 		for _, v := range value {
 			transcript += jsonpath.Size(v) + 1
 		}
-		if limit := h.r.x.maxPayload; limit >= 0 && transcript > limit {
+		if limit := h.r.maxPayload; limit >= 0 && transcript > limit {
 			return stepResult{}, h.dataLimitError(turnsValue(turns))
 		}
 		h.r.ownEvent(Event{Type: EventDebateRound, State: h.name(), Scope: h.sc.prefix, Document: raw,

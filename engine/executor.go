@@ -69,7 +69,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxPayloadSize is the largest execution input, state result or
 	// output in bytes; 0 means DefaultMaxPayloadSize (AWS's limit) and a
-	// negative value means no limit (for large local batches).
+	// negative value means no limit (for large local batches). It is the
+	// limit of the executions that have none of their own
+	// (StartOptions.MaxPayloadSize, Execution.MaxPayload).
 	MaxPayloadSize int
 	// ParkAfter is how long a top-level Wait or Retry delay must be for a
 	// durable execution to stop as WAITING (to be woken by Serve) instead
@@ -152,6 +154,12 @@ type StartOptions struct {
 	// that resuming it later can rebuild the same agents.
 	AgentsFile []byte
 	AgentsKind string
+	// MaxPayloadSize is the execution's payload limit in bytes, stored
+	// with it so that every later run of it (Resume, Decide, Serve, in
+	// any process) keeps it: 0 means none of its own (the limit of the
+	// executor running it, Config.MaxPayloadSize) and a negative value
+	// means no limit.
+	MaxPayloadSize int
 	// TraceParent is the W3C trace context of the caller (an incoming
 	// traceparent header) the execution's trace continues; empty means a
 	// new trace. It is used only when tracing is on (Hooks.NewTrace).
@@ -215,11 +223,15 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
+	own := opts.MaxPayloadSize
+	if own < 0 {
+		own = -1
+	}
 	size := 0
-	if x.maxPayload >= 0 {
-		n, ok := jsonpath.SizeWithin(input, x.maxPayload)
+	if limit := x.limitOf(own); limit >= 0 {
+		n, ok := jsonpath.SizeWithin(input, limit)
 		if !ok {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidInput, &PayloadError{Size: jsonpath.Size(input), Limit: x.maxPayload})
+			return nil, fmt.Errorf("%w: %w", ErrInvalidInput, &PayloadError{Size: jsonpath.Size(input), Limit: limit})
 		}
 		size = n
 	}
@@ -229,6 +241,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	e := &Execution{
 		ID: opts.ID, MachineName: opts.MachineName, Input: input, Status: StatusRunning,
 		StartedAt: time.Now().UTC(), Agents: opts.AgentsFile, AgentsKind: opts.AgentsKind,
+		MaxPayload: own,
 	}
 	if e.ID == "" {
 		u, err := uuid.NewV7()
@@ -289,11 +302,24 @@ func (x *Executor) newRun(m *states.Machine, e *Execution, reg *agents.Registry)
 	if reg == nil {
 		reg = x.agents
 	}
-	r := &run{x: x, m: m, exec: e, agents: reg, invocations: make(map[string]int)}
-	if x.maxPayload >= 0 {
-		if n, ok := jsonpath.SizeWithin(e.Input, x.maxPayload); ok {
+	r := &run{x: x, m: m, exec: e, agents: reg, invocations: make(map[string]int), maxPayload: x.limitOf(e.MaxPayload)}
+	if r.maxPayload >= 0 {
+		if n, ok := jsonpath.SizeWithin(e.Input, r.maxPayload); ok {
 			r.inputSize = n
 		}
 	}
 	return r
+}
+
+// limitOf returns the payload limit of an execution whose own limit
+// (Execution.MaxPayload) is own: its own when it has one, else the
+// executor's; negative means no limit.
+func (x *Executor) limitOf(own int) int {
+	switch {
+	case own < 0:
+		return -1
+	case own > 0:
+		return own
+	}
+	return x.maxPayload
 }

@@ -24,7 +24,7 @@ func (h *stateRun) pass(ctx context.Context, s *states.Pass, raw any) (stepResul
 	result, size := input, inSize
 	switch {
 	case s.HasResult:
-		if h.r.x.maxPayload >= 0 && s.ResultSize > h.r.x.maxPayload {
+		if h.r.maxPayload >= 0 && s.ResultSize > h.r.maxPayload {
 			return stepResult{}, h.dataLimitError(s.Result)
 		}
 		result, size = s.Result, s.ResultSize

@@ -75,8 +75,8 @@ func (x *Executor) Redrive(ctx context.Context, id string, opts RedriveOptions) 
 		if doc, err = opts.Patch.Apply(top.Doc); err != nil {
 			return nil, fmt.Errorf("execution %s: %w", id, err)
 		}
-		if x.maxPayload >= 0 && jsonpath.SizeExceeds(doc, x.maxPayload) {
-			return nil, fmt.Errorf("execution %s: the patched input of state %q: %w: %w", id, top.Next, ErrInvalidInput, &PayloadError{State: top.Next, Size: jsonpath.Size(doc), Limit: x.maxPayload})
+		if limit := x.limitOf(e.MaxPayload); limit >= 0 && jsonpath.SizeExceeds(doc, limit) {
+			return nil, fmt.Errorf("execution %s: the patched input of state %q: %w: %w", id, top.Next, ErrInvalidInput, &PayloadError{State: top.Next, Size: jsonpath.Size(doc), Limit: limit})
 		}
 		if ext := m.Extensions; ext != nil {
 			if v := ext.Governance.Check(top.Doc, doc, top.Next); v != nil {

@@ -24,6 +24,9 @@ type run struct {
 	m      *states.Machine
 	exec   *Execution // the durable record: id, input, start time, agents
 	agents *agents.Registry
+	// maxPayload is the execution's payload limit in bytes (its own, else
+	// the executor's); negative means none.
+	maxPayload int
 	// inputSize is the execution input's size in bytes (0 without a limit).
 	inputSize int
 	// loaded holds the scopes found when resuming, by key; each is taken by
@@ -307,10 +310,10 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 // passes on a bound of its output and measures a document only when its
 // bound passes the payload limit (see size.go).
 func (r *run) machine(ctx context.Context, m *states.Machine, sc *scope, next string, doc any, size int) (any, error) {
-	if size == unknownSize && r.x.maxPayload >= 0 {
-		n, ok := sc.sizes.Within(doc, r.x.maxPayload)
+	if size == unknownSize && r.maxPayload >= 0 {
+		n, ok := sc.sizes.Within(doc, r.maxPayload)
 		if !ok {
-			n = r.x.maxPayload
+			n = r.maxPayload
 		}
 		size = n
 	}

@@ -26,7 +26,7 @@ const unknownSize = int(^uint(0) >> 1)
 // limit, measuring it only when bound passes the limit, and returns a bound
 // of its size no larger than the limit.
 func (h *stateRun) fits(v any, bound int) (int, error) {
-	limit := h.r.x.maxPayload
+	limit := h.r.maxPayload
 	if limit < 0 || bound <= limit {
 		return bound, nil
 	}
@@ -42,7 +42,7 @@ func (h *stateRun) fits(v any, bound int) (int, error) {
 // that loose bounds do not pile up state after state until every document
 // has to be measured.
 func (h *stateRun) settle(v any, bound int) (int, error) {
-	if limit := h.r.x.maxPayload; limit >= 0 && bound > limit/4 {
+	if limit := h.r.maxPayload; limit >= 0 && bound > limit/4 {
 		return h.fits(v, unknownSize)
 	}
 	return bound, nil
@@ -73,14 +73,16 @@ func saturatingAdd(a, b int) int {
 // cause; the sizes are in its *PayloadError.
 func (h *stateRun) dataLimitError(v any) *asl.Error {
 	e := asl.Errorf(asl.ErrDataLimitExceeded, "The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", h.name())
-	e.Err = &PayloadError{State: h.qualified(), Size: jsonpath.Size(v), Limit: h.r.x.maxPayload}
+	e.Err = &PayloadError{State: h.qualified(), Size: jsonpath.Size(v), Limit: h.r.maxPayload}
 	return e
 }
 
 // PayloadError is the Go error inside a States.DataLimitExceeded (the
-// *asl.Error's Err), or of an input Run refuses (State ""): the state, the size of the document in bytes of
-// compact JSON and the limit it passed (Config.MaxPayloadSize). The
-// error's cause stays AWS's, which names no sizes.
+// *asl.Error's Err), or of an input Run refuses (State ""): the state, the
+// size of the document in bytes of compact JSON and the limit it passed
+// (the execution's own, StartOptions.MaxPayloadSize, else
+// Config.MaxPayloadSize). The error's cause stays AWS's, which names no
+// sizes.
 type PayloadError struct {
 	State string
 	Size  int

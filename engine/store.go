@@ -68,6 +68,10 @@ type Execution struct {
 	// (Hooks.NewTrace) so that its spans share one trace id across waits
 	// and restarts; empty when tracing was off.
 	Trace string
+	// MaxPayload is the execution's own payload limit in bytes
+	// (StartOptions.MaxPayloadSize): 0 means none (the limit of the
+	// executor running it) and -1 no limit.
+	MaxPayload int
 	// WakeAt is when a WAITING execution is due; zero when it waits for
 	// something else than time. WaitingFor says what ("Wait", "Retry", …).
 	WakeAt     time.Time

@@ -88,6 +88,9 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	if err := checkExecutionID(req.Name); err != nil {
 		return err
 	}
+	if req.MaxPayload < -1 || req.MaxPayload > maxPayloadCeiling {
+		return badRequest("/maxPayload", "maxPayload must be a number of bytes up to %d, 0 (the server's limit) or -1 (no limit), not %d", maxPayloadCeiling, req.MaxPayload)
+	}
 	input, err := document(req.Input, "/input", map[string]any{})
 	if err != nil {
 		return err
@@ -122,7 +125,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	created := make(chan string, 1)
 	failed := make(chan error, 1)
 	opts := engine.StartOptions{ID: req.Name, MachineName: name, Agents: reg, AgentsFile: mock, Created: func(id string) { created <- id },
-		TraceParent: r.Header.Get("traceparent")}
+		TraceParent: r.Header.Get("traceparent"), MaxPayloadSize: req.MaxPayload}
 	switch {
 	case mock != nil:
 		opts.AgentsKind = "mock"
@@ -163,6 +166,10 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 		return r.Context().Err()
 	}
 }
+
+// maxPayloadCeiling is the largest payload limit a start may give an
+// execution (1 GiB): past it the limit is a mistake, not a choice.
+const maxPayloadCeiling = 1 << 30
 
 // existing answers a start whose name is taken: the same workflow and
 // input of an execution still running give it back (200); anything else
@@ -325,7 +332,8 @@ func (s *Server) resumeExecution(w http.ResponseWriter, r *http.Request) error {
 // executionOf is an execution as the API shows it.
 func executionOf(e *engine.Execution) api.Execution {
 	out := api.Execution{ID: e.ID, Workflow: e.MachineName, Hash: e.DefinitionHash, Status: string(e.Status), StartedAt: e.StartedAt,
-		StoppedAt: timePtr(e.StoppedAt), Error: e.Error, Cause: e.Cause, WaitingFor: e.WaitingFor, WakeAt: timePtr(e.WakeAt), Parent: e.Parent, Approvals: []api.Approval{}}
+		StoppedAt: timePtr(e.StoppedAt), Error: e.Error, Cause: e.Cause, WaitingFor: e.WaitingFor, WakeAt: timePtr(e.WakeAt), Parent: e.Parent, Approvals: []api.Approval{},
+		MaxPayload: e.MaxPayload}
 	if e.Status == engine.StatusSucceeded {
 		out.Output = raw(e.Output)
 		if out.Output == nil {

@@ -309,6 +309,12 @@ func TestRefusals(t *testing.T) {
 		{"input the schema refuses", `{"definition":{"StartAt":"P","Governance":{"Guard":{"Schema":{"type":"object","required":["order"]}}},"States":{"P":{"Type":"Pass","End":true}}},"input":{}}`, http.StatusUnprocessableEntity, "/input"},
 		{"too large", big, http.StatusRequestEntityTooLarge, ""},
 		{"bad name", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"name":"a\u0000b"}`, http.StatusBadRequest, "/name"},
+		{"negative maxPayload", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"maxPayload":-2}`, http.StatusBadRequest, "/maxPayload"},
+		{"absurd maxPayload", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"maxPayload":1073741825}`, http.StatusBadRequest, "/maxPayload"},
+		{"overflowing maxPayload", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"maxPayload":1e30}`, http.StatusBadRequest, "/maxPayload"},
+		{"fractional maxPayload", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"maxPayload":1.5}`, http.StatusBadRequest, "/maxPayload"},
+		{"input over its maxPayload", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"maxPayload":10,"input":{"a":"0123456789"}}`, http.StatusUnprocessableEntity, "/input"},
+		{"string maxPayload", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"maxPayload":"1000"}`, http.StatusBadRequest, "/maxPayload"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", tc.body, nil)
@@ -505,4 +511,46 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestStartMaxPayload: a start's maxPayload is the execution's limit,
+// stored with it and shown back; without one the server's limit applies
+// and none is shown.
+func TestStartMaxPayload(t *testing.T) {
+	ts := newTestServer(t)
+	// Big makes a document of 1,099 bytes.
+	def := `{"StartAt":"Big","States":{"Big":{"Type":"Pass","Parameters":{"s.$":"States.ArrayRange(1, 300, 1)"},"End":true}}}`
+	for _, tc := range []struct {
+		name, extra string
+		want        int
+		wantStatus  string
+	}{
+		{name: "small", extra: `,"maxPayload":100`, want: 100, wantStatus: "FAILED"},
+		{name: "none", extra: `,"maxPayload":-1`, want: -1, wantStatus: "SUCCEEDED"},
+		{name: "server's", extra: ``, want: 0, wantStatus: "SUCCEEDED"},
+		{name: "zero", extra: `,"maxPayload":0`, want: 0, wantStatus: "SUCCEEDED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var e api.Execution
+			code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", `{"name":"`+tc.name+`","definition":`+def+tc.extra+`}`, &e)
+			if code != http.StatusCreated {
+				t.Fatalf("start: %d %s", code, body)
+			}
+			if e.MaxPayload != tc.want {
+				t.Errorf("start answered maxPayload %d, want %d", e.MaxPayload, tc.want)
+			}
+			if tc.want == 0 && bytes.Contains(body, []byte(`"maxPayload"`)) {
+				t.Errorf("start answered %s, want no maxPayload", body)
+			}
+			e = ts.waitFor(t, e.ID, func(e api.Execution) bool { return e.Status != "RUNNING" })
+			if e.Status != tc.wantStatus || e.MaxPayload != tc.want {
+				t.Errorf("execution %s %s maxPayload %d, want %s maxPayload %d", e.Status, e.Error, e.MaxPayload, tc.wantStatus, tc.want)
+			}
+			if stored, err := ts.st.Load(t.Context(), e.ID); err != nil {
+				t.Fatal(err)
+			} else if stored.MaxPayload != tc.want {
+				t.Errorf("stored MaxPayload %d, want %d", stored.MaxPayload, tc.want)
+			}
+		})
+	}
 }

@@ -32,6 +32,9 @@ type execRecord struct {
 	// Trace is engine.Execution.Trace; records written before it have
 	// none.
 	Trace string `json:"trace,omitempty"`
+	// MaxPayload is engine.Execution.MaxPayload; records written before
+	// it have none (0: the limit of the executor running it).
+	MaxPayload int `json:"maxPayload,omitempty"`
 }
 
 // headRecord is where an execution stands (bucket heads), rewritten by
@@ -267,6 +270,7 @@ func newExecution(e *engine.Execution) (*created, error) {
 	x := execRecord{
 		MachineName: e.MachineName, DefinitionHash: e.DefinitionHash, StartedAt: utc(e.StartedAt),
 		Parent: e.Parent, ParentCheckpoint: e.ParentCheckpoint, Agents: e.Agents, AgentsKind: e.AgentsKind, Trace: e.Trace,
+		MaxPayload: e.MaxPayload,
 	}
 	if x.DefinitionHash == "" && len(e.Definition) > 0 {
 		def, err := jsonpath.Decode(e.Definition)
@@ -345,7 +349,7 @@ func execution(id string, x *execRecord, h *headRecord, definition []byte, scope
 	e := &engine.Execution{
 		ID: id, MachineName: x.MachineName, Definition: definition, DefinitionHash: x.DefinitionHash,
 		StartedAt: x.StartedAt, Parent: x.Parent, ParentCheckpoint: x.ParentCheckpoint,
-		Agents: x.Agents, AgentsKind: x.AgentsKind, Trace: x.Trace,
+		Agents: x.Agents, AgentsKind: x.AgentsKind, Trace: x.Trace, MaxPayload: x.MaxPayload,
 		Status: h.Status, Error: h.Error, Cause: h.Cause, StoppedAt: h.StoppedAt,
 		WakeAt: h.WakeAt, WaitingFor: h.WaitingFor, Seq: h.Seq, RedriveCount: h.RedriveCount, RedrivenAt: h.RedrivenAt,
 		Progress: engine.Progress{

@@ -11,8 +11,8 @@ import (
 )
 
 // TestBoltLoadsRecordWithoutTrace: an execution record written before
-// records had a trace context (format 6 without the optional "trace"
-// field) still loads, with no trace.
+// records had a trace context or a payload limit (format 6 without the
+// optional "trace" and "maxPayload" fields) still loads, with neither.
 func TestBoltLoadsRecordWithoutTrace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "aslrun.db")
 	b, err := OpenBolt(path, BoltOptions{})
@@ -20,7 +20,7 @@ func TestBoltLoadsRecordWithoutTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	e := &engine.Execution{ID: "old", MachineName: "m", StartedAt: time.Unix(1, 0), Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	e := &engine.Execution{ID: "old", MachineName: "m", StartedAt: time.Unix(1, 0), Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", MaxPayload: 2000}
 	if err := b.Create(ctx, e); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestBoltLoadsRecordWithoutTrace(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load(old) = %v", err)
 	}
-	if got.Trace != "" || got.MachineName != "m" {
-		t.Errorf("Load(old) = trace %q, machine %q; want no trace, machine m", got.Trace, got.MachineName)
+	if got.Trace != "" || got.MaxPayload != 0 || got.MachineName != "m" {
+		t.Errorf("Load(old) = trace %q, limit %d, machine %q; want no trace, limit 0, machine m", got.Trace, got.MaxPayload, got.MachineName)
 	}
 }

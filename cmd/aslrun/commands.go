@@ -121,7 +121,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	af := newAgentFlags(fs, false)
 	name := fs.String("name", "", "execution `ID` (default a new UUIDv7)")
 	noPrompt := fs.Bool("no-prompt", false, "at an Approval, exit 3 instead of asking on the terminal")
-	maxPayload := payloadFlag(fs)
+	maxPayload := runPayloadFlag(fs)
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "run", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -138,7 +138,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := engine.StartOptions{ID: *name}
+	opts := engine.StartOptions{ID: *name, MaxPayloadSize: ownPayload(fs, *maxPayload)}
 	opts.MachineName = strings.TrimSuffix(filepath.Base(pos[0]), filepath.Ext(pos[0]))
 	if opts.Agents, opts.AgentsFile, opts.AgentsKind, err = af.load(c); err != nil {
 		return err
@@ -149,14 +149,15 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	defer h.close()
 	if h.api != nil {
-		if err := notThroughAPI(h, fs, "run", "agents", "max-payload"); err != nil {
+		if err := notThroughAPI(h, fs, "run", "agents"); err != nil {
 			return err
 		}
 		var mock []byte
 		if opts.AgentsKind == "mock" {
 			mock = opts.AgentsFile
 		}
-		return runRemote(ctx, c, h, api.StartExecution{Definition: def, Name: *name, Mock: mock}, in, *noPrompt)
+		req := api.StartExecution{Definition: def, Name: *name, Mock: mock, MaxPayload: opts.MaxPayloadSize}
+		return runRemote(ctx, c, h, req, in, *noPrompt)
 	}
 	if opts.Agents == nil {
 		// Without a mock or agents file only registered agents serve.

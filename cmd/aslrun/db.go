@@ -121,10 +121,34 @@ func agentsOf(e *engine.Execution) (*agents.Registry, error) {
 	return nil, fmt.Errorf("execution %s was started with %s agents, which this version cannot rebuild", e.ID, e.AgentsKind)
 }
 
-// payloadFlag is --max-payload, the limit of every state's input, result
-// and output.
+// payloadFlag is --max-payload of the commands that continue executions
+// (resume, approve, serve, worker): the limit of every state's input,
+// result and output for the executions started without a limit of their
+// own.
 func payloadFlag(fs *flag.FlagSet) *int {
-	return fs.Int("max-payload", engine.DefaultMaxPayloadSize, "the largest state input, result or output in `BYTES` (AWS's limit by default; -1: no limit)")
+	return fs.Int("max-payload", engine.DefaultMaxPayloadSize, "the largest state input, result or output in `BYTES` for executions started without --max-payload (AWS's limit by default; -1: no limit); the limit an execution was started with wins")
+}
+
+// runPayloadFlag is --max-payload of run: the execution's own limit,
+// stored with it.
+func runPayloadFlag(fs *flag.FlagSet) *int {
+	return fs.Int("max-payload", engine.DefaultMaxPayloadSize, "the largest state input, result or output in `BYTES`, stored with the execution: every later resume, approve or serve keeps it (-1: no limit; not given, the execution has none of its own: AWS's limit, or the --max-payload of whatever continues it later)")
+}
+
+// ownPayload is the limit run stores with an execution: none (0) unless
+// --max-payload was given; -1 for no limit; AWS's for an explicit 0.
+func ownPayload(fs *flag.FlagSet, limit int) int {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "max-payload" })
+	switch {
+	case !set:
+		return 0
+	case limit < 0:
+		return -1
+	case limit == 0:
+		return engine.DefaultMaxPayloadSize
+	}
+	return limit
 }
 
 // executor returns an executor on st; reg, when set, overrides the agents
@@ -177,7 +201,7 @@ func printResult(c *cmdContext, res *engine.Result) error {
 			return err
 		}
 		if p := res.Payload; p != nil {
-			fmt.Fprintf(c.stderr, "%v; raise the limit with --max-payload BYTES\n", p)
+			fmt.Fprintf(c.stderr, "%v; raise the limit with --max-payload BYTES (of run: an execution started with a limit keeps it)\n", p)
 		}
 		return &exitError{code: exitFailed}
 	}

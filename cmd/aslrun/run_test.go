@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -79,6 +80,49 @@ func TestMaxPayload(t *testing.T) {
 		if code, _, errOut := invoke(t, "", "run", wf, "--db", filepath.Join(dir, "b"+limit+".db"), "--max-payload", limit); code != 0 {
 			t.Errorf("--max-payload %s: exit %d, %q", limit, code, errOut)
 		}
+	}
+}
+
+// TestStoredMaxPayload: run --max-payload stores the limit with the
+// execution; a resume, with no --max-payload or another one, keeps it. The
+// runs park on a Wait inside a synctest bubble, whose clock starts in 2000:
+// outside it the Wait is long due.
+func TestStoredMaxPayload(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "p.db")
+	// Big makes a document of 1,099 bytes.
+	wf := writeFile(t, dir, "nap.json", `{"StartAt":"Nap","States":{
+		"Nap":{"Type":"Wait","Seconds":60,"Next":"Big"},
+		"Big":{"Type":"Pass","Parameters":{"s.$":"States.ArrayRange(1, 300, 1)"},"End":true}}}`)
+	for _, tc := range []struct {
+		name, limit string
+		resume      []string // more flags of resume
+		wantCode    int
+		wantErr     string
+	}{
+		{name: "kept", limit: "1000", wantCode: exitFailed, wantErr: "state Big: a document of 1099 bytes passes the payload limit of 1000 bytes"},
+		{name: "raised", limit: "2000", resume: []string{"--max-payload", "100"}, wantCode: 0},
+		{name: "unlimited", limit: "-1", resume: []string{"--max-payload", "100"}, wantCode: 0},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			if code, out, errOut := invoke(t, "", "run", wf, "--db", db, "--name", tc.name, "--max-payload", tc.limit); code != exitWaiting {
+				t.Fatalf("run %s: exit %d, %s%s", tc.name, code, out, errOut)
+			}
+		})
+		code, out, errOut := invoke(t, "", append([]string{"resume", tc.name, "--db", db}, tc.resume...)...)
+		if code != tc.wantCode || !strings.Contains(errOut, tc.wantErr) {
+			t.Errorf("resume %s %q: exit %d, %s%s; want exit %d and %q", tc.name, tc.resume, code, out, errOut, tc.wantCode, tc.wantErr)
+		}
+	}
+	// Without a limit of its own, the resume's applies.
+	synctest.Test(t, func(t *testing.T) {
+		if code, out, errOut := invoke(t, "", "run", wf, "--db", db, "--name", "plain"); code != exitWaiting {
+			t.Fatalf("run plain: exit %d, %s%s", code, out, errOut)
+		}
+	})
+	if code, out, errOut := invoke(t, "", "resume", "plain", "--db", db, "--max-payload", "100"); code != exitFailed || !strings.Contains(errOut, "limit of 100 bytes") {
+		t.Errorf("resume plain --max-payload 100: exit %d, %s%s; want it failed at 100 bytes", code, out, errOut)
 	}
 }
 

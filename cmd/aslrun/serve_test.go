@@ -268,3 +268,42 @@ func TestServeDrains(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteRunMaxPayload: run --max-payload beside a serve passes the
+// limit to the server, which stores it with the execution; without it the
+// server's --max-payload applies.
+func TestRemoteRunMaxPayload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serve test skipped in -short mode")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	p := startServe(t, filepath.Join(dir, "p.db"), "--max-payload", "100")
+	// Big makes a document of 1,099 bytes.
+	writeFile(t, dir, "big.json", `{"StartAt":"Big","States":{"Big":{"Type":"Pass","Parameters":{"s.$":"States.ArrayRange(1, 300, 1)"},"End":true}}}`)
+	for _, tc := range []struct {
+		name, limit string
+		want        int // the execution's maxPayload
+		wantCode    int
+	}{
+		{name: "raised", limit: "2000", want: 2000, wantCode: 0},
+		{name: "unlimited", limit: "-5", want: -1, wantCode: 0},
+		{name: "server's", want: 0, wantCode: exitFailed},
+	} {
+		args := []string{"run", "big.json", "--db", "p.db", "--name", tc.name}
+		if tc.limit != "" {
+			args = append(args, "--max-payload", tc.limit)
+		}
+		r := cliIn(dir, args...)
+		if r.code != tc.wantCode || !strings.Contains(r.errOut, "execution: "+tc.name) {
+			t.Errorf("%v beside serve: %+v, want exit %d", args, r, tc.wantCode)
+		}
+		e, err := client.NewUnix(p.sock).Execution(context.Background(), tc.name)
+		if err != nil {
+			t.Fatalf("execution %s: %v", tc.name, err)
+		}
+		if e.MaxPayload != tc.want {
+			t.Errorf("execution %s: maxPayload %d, want %d", tc.name, e.MaxPayload, tc.want)
+		}
+	}
+}

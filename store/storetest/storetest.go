@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}{
 		{"CreateAndDuplicate", testCreate},
 		{"Trace", testTrace},
+		{"MaxPayload", testMaxPayload},
 		{"CommitAndLoad", testCommitAndLoad},
 		{"PartialCommits", testPartialCommits},
 		{"Usage", testUsage},
@@ -218,6 +219,9 @@ func checkExecution(t *testing.T, got, want *engine.Execution) {
 	if got.Seq != want.Seq {
 		t.Errorf("execution %s: Seq = %d, want %d", want.ID, got.Seq, want.Seq)
 	}
+	if got.MaxPayload != want.MaxPayload {
+		t.Errorf("execution %s: MaxPayload = %d, want %d", want.ID, got.MaxPayload, want.MaxPayload)
+	}
 	checkProgress(t, want.ID, &got.Progress, &want.Progress)
 }
 
@@ -305,6 +309,20 @@ func testTrace(t *testing.T, s store.Store) {
 	for _, e := range []*engine.Execution{traced, plain} {
 		if got := load(t, s, e.ID).Trace; got != e.Trace {
 			t.Errorf("Load(%s).Trace = %q, want %q", e.ID, got, e.Trace)
+		}
+	}
+}
+
+// testMaxPayload: an execution's own payload limit is stored with it and
+// kept by commits; an execution without one loads with 0.
+func testMaxPayload(t *testing.T, s store.Store) {
+	limited, unlimited, plain := newExecution(t, "limited"), newExecution(t, "unlimited"), newExecution(t, "plain")
+	limited.MaxPayload, unlimited.MaxPayload = 2000, -1
+	create(t, s, limited, unlimited, plain)
+	commit(t, s, step(t, "limited", 1))
+	for _, e := range []*engine.Execution{limited, unlimited, plain} {
+		if got := load(t, s, e.ID).MaxPayload; got != e.MaxPayload {
+			t.Errorf("Load(%s).MaxPayload = %d, want %d", e.ID, got, e.MaxPayload)
 		}
 	}
 }
