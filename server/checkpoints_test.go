@@ -453,12 +453,7 @@ func TestCheckpointRoles(t *testing.T) {
 	startCheckpointed(t, ts, "ck")
 	rollback := map[string]any{"checkpoint": "one"}
 	fork := map[string]any{"checkpoint": "one", "name": "f"}
-	for _, tc := range []struct {
-		role         Role
-		method, path string
-		body         any
-		want         int
-	}{
+	ts.checkRoles(t, []roleCase{
 		{0, "GET", "/v1/executions/ck/checkpoints", nil, http.StatusUnauthorized},
 		{0, "GET", "/v1/executions/ck/checkpoints/one", nil, http.StatusUnauthorized},
 		{0, "GET", "/v1/executions/ck/checkpoints/one/diff?to=two", nil, http.StatusUnauthorized},
@@ -475,17 +470,7 @@ func TestCheckpointRoles(t *testing.T) {
 		{RoleViewer, "GET", "/v1/executions/ck/checkpoints/one/diff?to=two", nil, http.StatusOK},
 		{RoleViewer, "GET", "/v1/memory", nil, http.StatusOK},
 		{RoleViewer, "GET", "/v1/memory/team", nil, http.StatusOK},
-	} {
-		code, body := ts.call(t, tc.role, tc.method, tc.path, tc.body, nil)
-		if code != tc.want {
-			t.Errorf("%v %s %s: %d %s, want %d", tc.role, tc.method, tc.path, code, body, tc.want)
-		}
-		if code >= 400 {
-			if p := problemIn(t, body); p.Status != code {
-				t.Errorf("%v %s %s: problem status %d", tc.role, tc.method, tc.path, p.Status)
-			}
-		}
-	}
+	})
 	if events := ts.events(t, "ck"); slices.Contains(events, engine.EventExecutionRolledBack) || slices.Contains(events, engine.EventForkedTo) {
 		t.Errorf("refused requests changed ck: %v", events)
 	}

@@ -30,7 +30,9 @@ type testServer struct {
 	tokens map[Role]string
 }
 
-func newTestServer(t *testing.T) *testServer {
+// newTestServer starts a test server; each option may change its Config
+// (whose Store is the memory store) before it is made.
+func newTestServer(t *testing.T, options ...func(*Config)) *testServer {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tokens")
 	tokens := map[Role]string{}
@@ -47,8 +49,12 @@ func newTestServer(t *testing.T) *testServer {
 	}
 	st := store.NewMemory()
 	quiet := func(context.Context, engine.EscalationNotice) error { return nil }
-	s, err := New(Config{Store: st, Executor: engine.New(engine.Config{Store: st, OnEscalation: quiet}), Tokens: ts,
-		Logger: nil, MaxBody: 64 << 10, Poll: 10 * time.Millisecond})
+	cfg := Config{Store: st, Executor: engine.New(engine.Config{Store: st, OnEscalation: quiet}), Tokens: ts,
+		Logger: nil, MaxBody: 64 << 10, Poll: 10 * time.Millisecond}
+	for _, o := range options {
+		o(&cfg)
+	}
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +110,31 @@ func (ts *testServer) call(t *testing.T, role Role, method, path string, body an
 		}
 	}
 	return resp.StatusCode, data
+}
+
+// roleCase is a request as a role and the status it must get.
+type roleCase struct {
+	role         Role
+	method, path string
+	body         any
+	want         int
+}
+
+// checkRoles sends each request and checks its status (a refusal is a
+// problem document with that status).
+func (ts *testServer) checkRoles(t *testing.T, cases []roleCase) {
+	t.Helper()
+	for _, tc := range cases {
+		code, body := ts.call(t, tc.role, tc.method, tc.path, tc.body, nil)
+		if code != tc.want {
+			t.Errorf("%v %s %s: %d %s, want %d", tc.role, tc.method, tc.path, code, body, tc.want)
+		}
+		if code >= 400 {
+			if p := problemIn(t, body); p.Status != code {
+				t.Errorf("%v %s %s: problem status %d", tc.role, tc.method, tc.path, p.Status)
+			}
+		}
+	}
 }
 
 // problemOf decodes a problem answer.
@@ -247,12 +278,7 @@ func TestStartDecideAndHistory(t *testing.T) {
 func TestRoles(t *testing.T) {
 	ts := newTestServer(t)
 	start := map[string]any{"definition": json.RawMessage(`{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}`)}
-	for _, tc := range []struct {
-		role         Role
-		method, path string
-		body         any
-		want         int
-	}{
+	ts.checkRoles(t, []roleCase{
 		{0, "GET", "/v1/executions", nil, http.StatusUnauthorized},
 		{0, "POST", "/v1/executions", start, http.StatusUnauthorized},
 		{0, "GET", "/healthz", nil, http.StatusOK},
@@ -265,17 +291,7 @@ func TestRoles(t *testing.T) {
 		{RoleViewer, "POST", "/v1/approvals/eA/check", map[string]any{"option": "x"}, http.StatusForbidden},
 		{RoleViewer, "POST", "/v1/executions/x/resume", nil, http.StatusForbidden},
 		{RoleViewer, "GET", "/v1/executions", nil, http.StatusOK},
-	} {
-		code, body := ts.call(t, tc.role, tc.method, tc.path, tc.body, nil)
-		if code != tc.want {
-			t.Errorf("%v %s %s: %d %s, want %d", tc.role, tc.method, tc.path, code, body, tc.want)
-		}
-		if code >= 400 {
-			if p := problemIn(t, body); p.Status != code {
-				t.Errorf("%v %s %s: problem status %d", tc.role, tc.method, tc.path, p.Status)
-			}
-		}
-	}
+	})
 	req, _ := http.NewRequest("GET", ts.URL+"/v1/executions", nil)
 	req.Header.Set("Authorization", "Bearer not-a-token")
 	if resp, err := ts.Client().Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
@@ -394,28 +410,12 @@ func TestOpenAPIDescribesTheRoutes(t *testing.T) {
 // server's own agents, and stores their file so that a resume rebuilds
 // them.
 func TestServerAgents(t *testing.T) {
-	st := store.NewMemory()
 	reg := agents.NewRegistry()
 	if err := reg.Register("Echo", agents.Func(func(ctx context.Context, req *agents.Request) (any, error) { return "echoed", nil })); err != nil {
 		t.Fatal(err)
 	}
 	file := []byte(`{"Echo":{"Type":"exec","Command":["echo"]}}`)
-	s, err := New(Config{Store: st, Executor: engine.New(engine.Config{Store: st}), Agents: reg, AgentsFile: file, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	path := filepath.Join(t.TempDir(), "tokens")
-	tok, err := CreateToken(path, "ops", RoleOperator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.tokens, err = LoadTokens(path); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	defer hs.Close()
-	ts := &testServer{Server: hs, s: s, st: st, tokens: map[Role]string{RoleOperator: tok, RoleViewer: tok}}
+	ts := newTestServer(t, func(c *Config) { c.Agents, c.AgentsFile = reg, file })
 	body := map[string]any{"definition": json.RawMessage(`{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"Echo","End":true}}}`), "name": "a"}
 	if code, b := ts.call(t, RoleOperator, "POST", "/v1/executions", body, nil); code != http.StatusCreated {
 		t.Fatalf("start: %d %s", code, b)
@@ -423,7 +423,7 @@ func TestServerAgents(t *testing.T) {
 	if e := ts.waitFor(t, "a", func(e api.Execution) bool { return e.Status != "RUNNING" }); string(e.Output) != `"echoed"` {
 		t.Errorf("output %s, want the server's agent's answer", e.Output)
 	}
-	e, err := st.Load(context.Background(), "a")
+	e, err := ts.st.Load(context.Background(), "a")
 	if err != nil || e.AgentsKind != "agents" || string(e.Agents) != string(file) {
 		t.Errorf("stored agents %q %s, want the server's agents file", e.AgentsKind, e.Agents)
 	}
@@ -432,33 +432,18 @@ func TestServerAgents(t *testing.T) {
 // TestTraceParent: a start request's traceparent header reaches the
 // engine, which stores the trace it makes of it with the execution.
 func TestTraceParent(t *testing.T) {
-	st := store.NewMemory()
 	hooks := engine.Hooks{NewTrace: func(parent string) string { return "made-from:" + parent }}
-	s, err := New(Config{Store: st, Executor: engine.New(engine.Config{Store: st, Hooks: hooks}), Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	path := filepath.Join(t.TempDir(), "tokens")
-	tok, err := CreateToken(path, "ops", RoleOperator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.tokens, err = LoadTokens(path); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	defer hs.Close()
-	req, _ := http.NewRequest("POST", hs.URL+"/v1/executions", strings.NewReader(`{"name":"tp","definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}}`))
-	req.Header.Set("Authorization", "Bearer "+tok)
+	ts := newTestServer(t, func(c *Config) { c.Executor = engine.New(engine.Config{Store: c.Store, Hooks: hooks}) })
+	req, _ := http.NewRequest("POST", ts.URL+"/v1/executions", strings.NewReader(`{"name":"tp","definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}}`))
+	req.Header.Set("Authorization", "Bearer "+ts.tokens[RoleOperator])
 	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	req.Header.Set("traceparent", parent)
-	resp, err := hs.Client().Do(req)
+	resp, err := ts.Client().Do(req)
 	if err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("start: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if e, err := st.Load(context.Background(), "tp"); err != nil || e.Trace != "made-from:"+parent {
+	if e, err := ts.st.Load(context.Background(), "tp"); err != nil || e.Trace != "made-from:"+parent {
 		t.Errorf("stored trace %q, %v; want the one made from the header", e.Trace, err)
 	}
 }
