@@ -180,6 +180,29 @@ func waitingResult(e *Execution) *Result {
 	return res
 }
 
+// CheckpointNames lists checkpoints by name for a message saying which
+// there are: the live ones, then the expired ones at now, or "none".
+func CheckpointNames(list []*Checkpoint, now time.Time) string {
+	var live, expired []string
+	for _, c := range list {
+		if c.ExpiresAt.IsZero() || c.ExpiresAt.After(now) {
+			live = append(live, c.Name)
+		} else {
+			expired = append(expired, c.Name)
+		}
+	}
+	sort.Strings(live)
+	sort.Strings(expired)
+	names := "none"
+	if len(live) > 0 {
+		names = strings.Join(live, ", ")
+	}
+	if len(expired) > 0 {
+		names += " (expired: " + strings.Join(expired, ", ") + ")"
+	}
+	return names
+}
+
 // checkpointOf loads an execution's named checkpoint, or says which ones
 // there are.
 func (x *Executor) checkpointOf(ctx context.Context, e *Execution, name string) (*Checkpoint, error) {
@@ -199,23 +222,7 @@ func (x *Executor) checkpointOf(ctx context.Context, e *Execution, name string) 
 	if lerr != nil {
 		return nil, fmt.Errorf("execution %s: checkpoints: %w", e.ID, lerr)
 	}
-	var live, expired []string
-	for _, c := range list {
-		if c.ExpiresAt.IsZero() || c.ExpiresAt.After(now) {
-			live = append(live, c.Name)
-		} else {
-			expired = append(expired, c.Name)
-		}
-	}
-	sort.Strings(live)
-	sort.Strings(expired)
-	avail := "none"
-	if len(live) > 0 {
-		avail = strings.Join(live, ", ")
-	}
-	if len(expired) > 0 {
-		avail += " (expired: " + strings.Join(expired, ", ") + ")"
-	}
+	avail := CheckpointNames(list, now)
 	if err == nil {
 		return nil, fmt.Errorf("execution %s: checkpoint %q expired at %s; available: %s: %w", e.ID, name, cp.ExpiresAt.Format(time.RFC3339), avail, ErrNotFound)
 	}

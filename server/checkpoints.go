@@ -89,23 +89,7 @@ func (s *Server) checkpoint(ctx context.Context, id, name string, live bool, poi
 	if lerr != nil {
 		return nil, lerr // the execution is not there
 	}
-	var names, gone []string
-	for _, c := range list {
-		if expired(c, now) {
-			gone = append(gone, c.Name)
-		} else {
-			names = append(names, c.Name)
-		}
-	}
-	slices.Sort(names)
-	slices.Sort(gone)
-	there := "none"
-	if len(names) > 0 {
-		there = strings.Join(names, ", ")
-	}
-	if len(gone) > 0 {
-		there += " (expired: " + strings.Join(gone, ", ") + ")"
-	}
+	there := engine.CheckpointNames(list, now)
 	detail := fmt.Sprintf("execution %s has no checkpoint %q; checkpoints: %s", id, name, there)
 	if err == nil {
 		detail = fmt.Sprintf("checkpoint %q of execution %s expired at %s; checkpoints: %s", name, id, cp.ExpiresAt.UTC().Format(time.RFC3339), there)
