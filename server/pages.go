@@ -442,7 +442,6 @@ func (s *Server) decidePage(w http.ResponseWriter, r *http.Request) error {
 	}
 	if refusal == "" {
 		_, err = s.x.Decide(r.Context(), e.ID, d, engine.ResumeOptions{RecordOnly: true})
-		var ge *engine.GovernanceError
 		switch {
 		case err == nil:
 			id := e.ID
@@ -453,8 +452,6 @@ func (s *Server) decidePage(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		case errors.Is(err, engine.ErrDecisionRefused):
 			status, refusal = http.StatusConflict, "decision refused: "+err.Error()
-		case errors.As(err, &ge):
-			status, refusal = http.StatusUnprocessableEntity, "refused by the workflow's governance: "+err.Error()
 		default:
 			return err
 		}
