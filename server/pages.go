@@ -94,8 +94,12 @@ func (s *Server) page(role Role, h func(w http.ResponseWriter, r *http.Request) 
 			sess, _ := r.Context().Value(sessionKey{}).(*session)
 			if sess == nil && p.Local {
 				// The unix socket's local admin is signed in without a form.
-				sess = s.sessions.start(p)
-				setSessionCookie(w, r, sess)
+				if old, ok := s.sessions.of(r); ok && old.principal == p {
+					sess = old
+				} else {
+					sess = s.sessions.start(p)
+					setSessionCookie(w, r, sess)
+				}
 				r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
 			}
 			if p.Role < role {

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -392,4 +394,35 @@ func TestSessionStream(t *testing.T) {
 			t.Errorf("the page's script does not listen to %s", ev)
 		}
 	}
+}
+
+// TestLocalAdminPages: the unix socket's local admin is signed in
+// without a form, and decides from the inbox with its forms' token.
+func TestLocalAdminPages(t *testing.T) {
+	ts := newTestServer(t)
+	ap := ts.waitingReview(t, "r1")
+	path := filepath.Join(socketDir(t), "s.sock")
+	ln := listenSocket(t, path)
+	srv := &http.Server{Handler: ts.s.Handler(), ConnContext: ConnContext, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Shutdown(context.Background()); <-done })
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}}
+	defer tr.CloseIdleConnections()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &browser{Client: &http.Client{Transport: tr, Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, base: "http://aslrun"}
+	code, body, _ := b.get(t, "/inbox")
+	if code != 200 || !strings.Contains(body, "local admin (uid") || !strings.Contains(body, `action="/inbox/`+ap.ID+`/decide"`) {
+		t.Fatalf("the local admin's inbox: %d\n%s", code, body)
+	}
+	form := url.Values{"csrf": {b.csrf(t)}, "digest": {ap.Digest}, "option": {"reject"}}
+	if code, _, h := b.post(t, "/inbox/"+ap.ID+"/decide", form); code != http.StatusSeeOther || h.Get("Location") != "/executions/r1" {
+		t.Fatalf("the local admin decides: %d to %q", code, h.Get("Location"))
+	}
+	ts.waitFor(t, "r1", func(e api.Execution) bool { return e.Status == "SUCCEEDED" })
 }
