@@ -30,7 +30,7 @@ var templateFiles embed.FS
 //go:embed static/*
 var staticFiles embed.FS
 
-// pageSize is how many executions a page of /executions shows.
+// executionsPerPage is how many executions a page of /executions shows.
 const executionsPerPage = 50
 
 // pageTemplates are the pages, each parsed with the layout.

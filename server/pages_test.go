@@ -426,3 +426,18 @@ func TestLocalAdminPages(t *testing.T) {
 	}
 	ts.waitFor(t, "r1", func(e api.Execution) bool { return e.Status == "SUCCEEDED" })
 }
+
+// TestTimelineMarksRefusals: a governance violation stands out in the
+// timeline.
+func TestTimelineMarksRefusals(t *testing.T) {
+	ts := newTestServer(t)
+	flow := `{"StartAt":"P","Governance":{"WritePolicy":{"Rules":[{"Deny":"value == 'forbidden'","Reason":"not that word"}]}},
+		"States":{"P":{"Type":"Pass","Result":"forbidden","ResultPath":"$.x","End":true}}}`
+	ts.call(t, RoleOperator, "POST", "/v1/executions", map[string]any{"definition": json.RawMessage(flow), "name": "g"}, nil)
+	ts.waitFor(t, "g", func(e api.Execution) bool { return e.Status == "FAILED" })
+	_, body, _ := ts.signedIn(t, RoleViewer).get(t, "/executions/g")
+	if !regexp.MustCompile(`<li class="event flagged" id="event-\d+" data-type="GovernanceViolation">`).MatchString(body) ||
+		!strings.Contains(body, `<strong class="flag">refused</strong>`) || !strings.Contains(body, `id="execution-error"`) {
+		t.Errorf("the violation is not marked:\n%s", body)
+	}
+}
