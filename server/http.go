@@ -167,11 +167,13 @@ func principalOf(ctx context.Context) (Principal, bool) {
 // openPaths are the routes anyone may call (role 0 in the table).
 var openPaths = map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true}
 
-// authenticated lets in the unix socket's local admin and callers with a
-// valid bearer token; everyone else gets 401, but for the open paths.
+// authenticated lets in the unix socket's local admin, callers with a
+// valid bearer token and browsers with a session (pages and API reads);
+// everyone else gets 401 (a page: a redirect to /signin), but for the
+// open paths and pages.
 func (s *Server) authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && openPaths[r.URL.Path] {
+		if r.Method == http.MethodGet && openPaths[r.URL.Path] || openPage(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -186,12 +188,29 @@ func (s *Server) authenticated(next http.Handler) http.Handler {
 				p, ok = s.tokens.Authenticate(token)
 			}
 		}
+		// A browser's session: for the pages, and for the API's reads
+		// (its event streams); never for the API's writes, which a form
+		// on another site could aim at.
+		var sess *session
+		if !ok && (isPage(r.URL.Path) || r.Method == http.MethodGet) {
+			if sess, ok = s.sessions.of(r); ok {
+				p = sess.principal
+			}
+		}
+		if !ok && isPage(r.URL.Path) {
+			http.Redirect(w, r, "/signin", http.StatusSeeOther)
+			return
+		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="aslrun"`)
 			writeProblem(w, &problem{status: http.StatusUnauthorized, kind: "unauthenticated", title: "unauthenticated", detail: "send a bearer token (aslrun token create) in the Authorization header"})
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		if sess != nil {
+			ctx = context.WithValue(ctx, sessionKey{}, sess)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

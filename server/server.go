@@ -72,6 +72,8 @@ type Server struct {
 
 	// streams are the open event streams (stream.go).
 	streams streams
+	// sessions are the signed-in browsers (session.go).
+	sessions sessions
 }
 
 // New returns a Server; call Run to run executions and Close to stop.
@@ -196,6 +198,10 @@ func (s *Server) table() []route {
 func (s *Server) routes() {
 	for _, rt := range s.table() {
 		s.mux.Handle(rt.pattern, s.handler(rt.role, rt.h))
+	}
+	// The pages for people (pages.go): not API routes.
+	for _, rt := range s.pageRoutes() {
+		s.mux.Handle(rt.pattern, s.page(rt.role, rt.h))
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, &problem{status: http.StatusNotFound, kind: "not-found", title: "no such route", detail: fmt.Sprintf("%s %s is not a route of this API (see /v1/openapi.json)", r.Method, r.URL.Path)})

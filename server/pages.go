@@ -1,0 +1,469 @@
+package server
+
+// The pages: server-rendered HTML for the people in the loop, behind the
+// same authentication as the API (a session cookie from /signin, or the
+// unix socket's local admin). Every form that changes something carries
+// its session's CSRF token.
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/store"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static/*
+var staticFiles embed.FS
+
+// executionsPerPage is how many executions a page of /executions shows.
+const executionsPerPage = 50
+
+// pageTemplates are the pages, each parsed with the layout.
+var pageTemplates = func() map[string]*template.Template {
+	funcs := template.FuncMap{"when": formatTime}
+	m := map[string]*template.Template{}
+	for _, name := range []string{"signin", "executions", "execution", "inbox", "error"} {
+		m[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html"))
+	}
+	return m
+}()
+
+// pageRoutes are the pages' routes; the role is the least that may see
+// (or, for a POST, do) it.
+func (s *Server) pageRoutes() []route {
+	return []route{
+		{"GET /{$}", RoleViewer, s.home},
+		{"GET /signin", 0, s.signinPage},
+		{"POST /signin", 0, s.signin},
+		{"POST /signout", RoleViewer, s.signout},
+		{"GET /executions", RoleViewer, s.executionsPage},
+		{"GET /executions/{id}", RoleViewer, s.executionPage},
+		{"GET /inbox", RoleViewer, s.inboxPage},
+		{"POST /inbox/{approval}/decide", RoleApprover, s.decidePage},
+		{"GET /static/", 0, s.static},
+	}
+}
+
+// isPage tells a page's path from the API's.
+func isPage(path string) bool {
+	if path == "/" || path == "/signin" || path == "/signout" || path == "/executions" || path == "/inbox" {
+		return true
+	}
+	for _, p := range []string{"/executions/", "/inbox/", "/static/"} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// openPage: the sign-in page and the static files need no caller.
+func openPage(r *http.Request) bool {
+	return r.URL.Path == "/signin" && (r.Method == http.MethodGet || r.Method == http.MethodPost) ||
+		r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/static/")
+}
+
+type sessionKey struct{}
+
+// page wraps a page's route: the caller must hold role, a POST (but the
+// sign-in's) must carry its session's CSRF token, and an error becomes an
+// error page.
+func (s *Server) page(role Role, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := principalOf(r.Context())
+		noteRequest(r, p)
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; form-action 'self'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		if role > 0 {
+			sess, _ := r.Context().Value(sessionKey{}).(*session)
+			if sess == nil && p.Local {
+				// The unix socket's local admin is signed in without a form.
+				if old, ok := s.sessions.of(r); ok && old.principal == p {
+					sess = old
+				} else {
+					sess = s.sessions.start(p)
+					setSessionCookie(w, r, sess)
+				}
+				r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
+			}
+			if p.Role < role {
+				s.errorPage(w, r, http.StatusForbidden, fmt.Sprintf("%s has the role %s; this needs %s", p.Name, p.Role, role))
+				return
+			}
+			if r.Method == http.MethodPost && !sess.validCSRF(r.PostFormValue("csrf")) {
+				s.errorPage(w, r, http.StatusForbidden, "the form is not one this server gave your session (reload the page and try again)")
+				return
+			}
+		}
+		if err := h(w, r); err != nil {
+			pr := problemOf(err)
+			s.errorPage(w, r, pr.status, pr.detail)
+		}
+	})
+}
+
+// base is what every page shows: who is signed in, and the CSRF token
+// its forms carry.
+type base struct {
+	Title     string
+	Principal Principal
+	SignedIn  bool
+	CSRF      string
+	Error     string
+}
+
+func baseOf(r *http.Request, title string) base {
+	b := base{Title: title}
+	b.Principal, b.SignedIn = principalOf(r.Context())
+	if sess, ok := r.Context().Value(sessionKey{}).(*session); ok {
+		b.CSRF = sess.csrf
+	}
+	return b
+}
+
+// render writes a page: into a buffer first, so that a template error
+// is an error page and not half a page.
+func (s *Server) render(w http.ResponseWriter, status int, name string, data any) error {
+	var buf bytes.Buffer
+	if err := pageTemplates[name].Execute(&buf, data); err != nil {
+		return fmt.Errorf("render the %s page: %w", name, err)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	b := baseOf(r, http.StatusText(status))
+	b.Error = msg
+	if err := s.render(w, status, "error", b); err != nil {
+		http.Error(w, msg, status)
+	}
+}
+
+func (s *Server) home(w http.ResponseWriter, r *http.Request) error {
+	http.Redirect(w, r, "/executions", http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) static(w http.ResponseWriter, r *http.Request) error {
+	sub, err := fs.Sub(staticFiles, "static")
+	if err != nil {
+		return err
+	}
+	http.StripPrefix("/static/", http.FileServerFS(sub)).ServeHTTP(w, r)
+	return nil
+}
+
+func (s *Server) signinPage(w http.ResponseWriter, r *http.Request) error {
+	return s.render(w, http.StatusOK, "signin", baseOf(r, "Sign in"))
+}
+
+// signin checks a token and opens a session for its holder.
+func (s *Server) signin(w http.ResponseWriter, r *http.Request) error {
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	var p Principal
+	ok := false
+	if s.tokens != nil && token != "" {
+		p, ok = s.tokens.Authenticate(token)
+	}
+	if !ok {
+		b := baseOf(r, "Sign in")
+		b.Error = "this token is not one the server accepts"
+		return s.render(w, http.StatusUnauthorized, "signin", b)
+	}
+	setSessionCookie(w, r, s.sessions.start(p))
+	http.Redirect(w, r, "/executions", http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) signout(w http.ResponseWriter, r *http.Request) error {
+	if sess, ok := r.Context().Value(sessionKey{}).(*session); ok {
+		s.sessions.end(sess)
+	}
+	setSessionCookie(w, r, nil)
+	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+	return nil
+}
+
+// executionsPage lists executions, newest first, filtered by status and
+// workflow, a page at a time.
+func (s *Server) executionsPage(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	data := struct {
+		base
+		Status, Workflow string
+		Statuses         []engine.Status
+		Executions       []store.Summary
+		Next             string
+	}{base: baseOf(r, "Executions"), Status: strings.ToUpper(q.Get("status")), Workflow: q.Get("workflow"),
+		Statuses: []engine.Status{engine.StatusRunning, engine.StatusWaiting, engine.StatusSucceeded, engine.StatusFailed, engine.StatusTimedOut, engine.StatusAborted}}
+	if data.Status != "" && !contains(data.Statuses, engine.Status(data.Status)) {
+		data.Error = fmt.Sprintf("status %q is not one of RUNNING, WAITING, SUCCEEDED, FAILED, TIMED_OUT or ABORTED", q.Get("status"))
+		return s.render(w, http.StatusBadRequest, "executions", data)
+	}
+	list, err := s.st.List(r.Context(), store.ListOptions{Status: engine.Status(data.Status), MachineName: data.Workflow, After: q.Get("after"), Limit: executionsPerPage})
+	if errors.Is(err, engine.ErrNotFound) {
+		data.Error = fmt.Sprintf("after %q names no execution: follow the next link of the previous page", q.Get("after"))
+		return s.render(w, http.StatusBadRequest, "executions", data)
+	}
+	if err != nil {
+		return err
+	}
+	data.Executions = list
+	if len(list) == executionsPerPage {
+		next := url.Values{"after": {list[len(list)-1].ID}}
+		if data.Status != "" {
+			next.Set("status", data.Status)
+		}
+		if data.Workflow != "" {
+			next.Set("workflow", data.Workflow)
+		}
+		data.Next = "/executions?" + next.Encode()
+	}
+	return s.render(w, http.StatusOK, "executions", data)
+}
+
+func contains[T comparable](list []T, v T) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// eventView is a history event as the execution page shows it.
+type eventView struct {
+	Seq                       int64
+	Type, State, Error, Cause string
+	Time                      time.Time
+	Input, Output, Detail     string
+	Flagged, Superseded       bool
+}
+
+// flagged are the events a reader must not miss: refusals of the
+// workflow's governance, guardrails and tool policies.
+func flagged(e engine.Event) bool {
+	switch e.Type {
+	case engine.EventGovernanceViolation, engine.EventToolDenied, engine.EventBudgetExceeded:
+		return true
+	case engine.EventGuardrail:
+		return e.Error != ""
+	}
+	return false
+}
+
+// approvalView is a pending approval as the pages show it.
+type approvalView struct {
+	ID, Execution, State  string
+	Prompt                string
+	Options               []string
+	Editable              string // the editable values as indented JSON; "" when none
+	Digest                string
+	RequestedAt           time.Time
+	Deadline, EscalatesAt string // time left; "" when none
+}
+
+func approvalViewOf(execution string, pa engine.PendingApproval, now time.Time) approvalView {
+	v := approvalView{ID: approvalID(execution, pa.ID), Execution: execution, State: pa.State, Options: pa.Options, Digest: pa.Digest,
+		RequestedAt: pa.RequestedAt, Deadline: timeLeft(pa.Deadline, now), EscalatesAt: timeLeft(pa.NextEscalation, now)}
+	if str, ok := pa.Prompt.(string); ok {
+		v.Prompt = str
+	} else {
+		v.Prompt = pretty(pa.Prompt)
+	}
+	if pa.Editable != nil {
+		v.Editable = pretty(pa.Editable)
+	}
+	return v
+}
+
+// timeLeft says how long until t; "" for the zero time.
+func timeLeft(t, now time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := t.Sub(now).Round(time.Second)
+	if d <= 0 {
+		return "due now"
+	}
+	return d.String()
+}
+
+// pretty is a document as indented JSON; "" for none.
+func pretty(v any) string {
+	if v == nil {
+		return ""
+	}
+	b, err := jsonpath.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, b, "", "  ") != nil {
+		return string(b)
+	}
+	return buf.String()
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// streamEvents are the event names of an execution's stream, for the
+// page's script to listen to (an EventSource has no catch-all).
+func streamEvents() string {
+	names := []string{engine.EventExecutionStarted, engine.EventExecutionSucceeded, engine.EventExecutionFailed, engine.EventExecutionTimedOut,
+		engine.EventExecutionAborted, engine.EventExecutionResumed, engine.EventExecutionRedriven, engine.EventExecutionRolledBack,
+		engine.EventExecutionForked, engine.EventForkedTo, engine.EventTaskScheduled, engine.EventTaskStarted, engine.EventTaskSucceeded,
+		engine.EventTaskFailed, engine.EventTaskTimedOut, engine.EventApprovalRequested, engine.EventApprovalEscalated,
+		engine.EventApprovalDecided, engine.EventApprovalTimedOut, engine.EventGovernanceViolation, engine.EventGuardrail,
+		engine.EventReasoning, engine.EventCheckpointSaved, engine.EventContext, engine.EventDebateRound, engine.EventMemoryRead,
+		engine.EventMemoryWritten, engine.EventToolDenied, engine.EventToolRateLimited, engine.EventBudgetAlert, engine.EventBudgetExceeded,
+		engine.EventBudgetOverridden, engine.EventMapIterationStart, engine.EventMapIterationOK, engine.EventMapIterationFailed,
+		engine.EventMapStateStarted, engine.EventMapStateSucceeded, engine.EventMapStateFailed, engine.EventParallelStarted,
+		engine.EventParallelSucceeded, engine.EventParallelFailed}
+	for _, t := range []string{"Pass", "Task", "Choice", "Wait", "Succeed", "Fail", "Map", "Parallel", "Approval", "Debate", "Checkpoint"} {
+		names = append(names, t+"StateEntered", t+"StateExited")
+	}
+	return strings.Join(names, " ")
+}
+
+// executionPage shows an execution: its summary, its pending approvals
+// and its history.
+func (s *Server) executionPage(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	e, err := s.st.Load(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	events, err := s.st.History(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	data := struct {
+		base
+		Execution    *engine.Execution
+		Output       string
+		Approvals    []approvalView
+		Events       []eventView
+		StreamEvents string
+	}{base: baseOf(r, "Execution "+id), Execution: e, StreamEvents: streamEvents()}
+	if e.Status == engine.StatusSucceeded {
+		data.Output = pretty(e.Output)
+	}
+	now := time.Now()
+	for _, pa := range engine.PendingOf(e) {
+		data.Approvals = append(data.Approvals, approvalViewOf(id, pa, now))
+	}
+	for i, ev := range events {
+		data.Events = append(data.Events, eventView{Seq: int64(i + 1), Type: ev.Type, State: ev.Scope + ev.State, Error: ev.Error, Cause: ev.Cause, Time: ev.Timestamp,
+			Input: pretty(ev.Input), Output: pretty(ev.Output), Detail: pretty(ev.Detail), Flagged: flagged(ev), Superseded: ev.Superseded})
+	}
+	return s.render(w, http.StatusOK, "execution", data)
+}
+
+// inboxData is the inbox page's data.
+type inboxData struct {
+	base
+	CanDecide bool
+	Approvals []approvalView
+	// Failed is the approval whose decision was refused, shown with Error.
+	Failed string
+}
+
+// inbox gathers the pending approvals, oldest execution first.
+func (s *Server) inbox(r *http.Request) (inboxData, error) {
+	data := inboxData{base: baseOf(r, "Inbox")}
+	data.CanDecide = data.Principal.Role >= RoleApprover
+	list, err := s.st.List(r.Context(), store.ListOptions{Status: engine.StatusWaiting})
+	if err != nil {
+		return data, err
+	}
+	now := time.Now()
+	for i := len(list) - 1; i >= 0; i-- {
+		e, err := s.st.Load(r.Context(), list[i].ID)
+		if errors.Is(err, engine.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return data, err
+		}
+		for _, pa := range engine.PendingOf(e) {
+			data.Approvals = append(data.Approvals, approvalViewOf(e.ID, pa, now))
+		}
+	}
+	return data, nil
+}
+
+func (s *Server) inboxPage(w http.ResponseWriter, r *http.Request) error {
+	data, err := s.inbox(r)
+	if err != nil {
+		return err
+	}
+	return s.render(w, http.StatusOK, "inbox", data)
+}
+
+// decidePage records a decision from the inbox as the signed-in caller
+// and continues the execution in the background; a refused decision
+// shows the inbox again with the reason.
+func (s *Server) decidePage(w http.ResponseWriter, r *http.Request) error {
+	e, pa, err := s.pending(r.Context(), r.PathValue("approval"))
+	if err != nil {
+		return err
+	}
+	p, _ := principalOf(r.Context())
+	d := engine.Decision{Approval: r.PostFormValue("option"), Approver: p.Name, Comment: r.PostFormValue("comment"), ApprovalID: pa.ID, Digest: r.PostFormValue("digest")}
+	status, refusal := http.StatusOK, ""
+	if text := strings.TrimSpace(r.PostFormValue("edit")); text != "" && pa.Editable != nil {
+		if d.Edit, err = jsonpath.Decode([]byte(text)); err != nil {
+			status, refusal = http.StatusBadRequest, fmt.Sprintf("the edited document is not JSON: %v", err)
+		}
+	}
+	if refusal == "" && d.Approval == "" {
+		status, refusal = http.StatusBadRequest, "choose one of the options"
+	}
+	if refusal == "" {
+		_, err = s.x.Decide(r.Context(), e.ID, d, engine.ResumeOptions{RecordOnly: true})
+		switch {
+		case err == nil:
+			id := e.ID
+			s.background("continue after a decision", id, func(ctx context.Context) (*engine.Result, error) {
+				return s.x.Resume(ctx, id, engine.ResumeOptions{})
+			})
+			http.Redirect(w, r, "/executions/"+url.PathEscape(id), http.StatusSeeOther)
+			return nil
+		case errors.Is(err, engine.ErrDecisionRefused):
+			status, refusal = http.StatusConflict, "decision refused: "+err.Error()
+		default:
+			return err
+		}
+	}
+	data, err := s.inbox(r)
+	if err != nil {
+		return err
+	}
+	data.Error, data.Failed = refusal, approvalID(e.ID, pa.ID)
+	return s.render(w, status, "inbox", data)
+}
