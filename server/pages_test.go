@@ -20,13 +20,13 @@ import (
 	"github.com/aslrun/aslrun/engine"
 )
 
-// browser is a client with a cookie jar that does not follow redirects.
-type browser struct {
+// webClient is a client with a cookie jar that does not follow redirects.
+type webClient struct {
 	*http.Client
 	base string
 }
 
-func (ts *testServer) browser(t *testing.T) *browser {
+func (ts *testServer) web(t *testing.T) *webClient {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
@@ -34,20 +34,20 @@ func (ts *testServer) browser(t *testing.T) *browser {
 	}
 	c := &http.Client{Jar: jar, Transport: ts.Client().Transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &browser{Client: c, base: ts.URL}
+	return &webClient{Client: c, base: ts.URL}
 }
 
 // signedIn is a browser signed in with role's token.
-func (ts *testServer) signedIn(t *testing.T, role Role) *browser {
+func (ts *testServer) signedIn(t *testing.T, role Role) *webClient {
 	t.Helper()
-	b := ts.browser(t)
+	b := ts.web(t)
 	if code, _, h := b.post(t, "/signin", url.Values{"token": {ts.tokens[role]}}); code != http.StatusSeeOther || h.Get("Location") != "/executions" {
 		t.Fatalf("sign in as %v: %d to %q", role, code, h.Get("Location"))
 	}
 	return b
 }
 
-func (b *browser) get(t *testing.T, path string) (int, string, http.Header) {
+func (b *webClient) get(t *testing.T, path string) (int, string, http.Header) {
 	t.Helper()
 	resp, err := b.Get(b.base + path)
 	if err != nil {
@@ -56,7 +56,7 @@ func (b *browser) get(t *testing.T, path string) (int, string, http.Header) {
 	return read(t, resp)
 }
 
-func (b *browser) post(t *testing.T, path string, form url.Values) (int, string, http.Header) {
+func (b *webClient) post(t *testing.T, path string, form url.Values) (int, string, http.Header) {
 	t.Helper()
 	resp, err := b.PostForm(b.base+path, form)
 	if err != nil {
@@ -78,7 +78,7 @@ func read(t *testing.T, resp *http.Response) (int, string, http.Header) {
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // csrf is the CSRF token of the browser's session, read from a page.
-func (b *browser) csrf(t *testing.T) string {
+func (b *webClient) csrf(t *testing.T) string {
 	t.Helper()
 	_, body, _ := b.get(t, "/inbox")
 	m := csrfField.FindStringSubmatch(body)
@@ -99,7 +99,7 @@ func (ts *testServer) waitingReview(t *testing.T, name string) api.Approval {
 
 func TestSignIn(t *testing.T) {
 	ts := newTestServer(t)
-	b := ts.browser(t)
+	b := ts.web(t)
 	// Without a session, a page sends to the sign-in page.
 	if code, _, h := b.get(t, "/executions"); code != http.StatusSeeOther || h.Get("Location") != "/signin" {
 		t.Errorf("GET /executions signed out: %d to %q, want 303 to /signin", code, h.Get("Location"))
@@ -335,14 +335,14 @@ func TestPageForgery(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		b    *browser
+		b    *webClient
 		form url.Values
 		want int
 	}{
 		{"viewer", viewer, good(viewer.csrf(t)), http.StatusForbidden},
 		{"no CSRF token", approver, url.Values{"digest": {ap.Digest}, "option": {"publish"}}, http.StatusForbidden},
 		{"another session's token", approver, good(other.csrf(t)), http.StatusForbidden},
-		{"no session", ts.browser(t), good(approver.csrf(t)), http.StatusSeeOther}, // to /signin
+		{"no session", ts.web(t), good(approver.csrf(t)), http.StatusSeeOther}, // to /signin
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, _ := tc.b.post(t, "/inbox/"+ap.ID+"/decide", tc.form)
@@ -415,7 +415,7 @@ func TestLocalAdminPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &browser{Client: &http.Client{Transport: tr, Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, base: "http://aslrun"}
+	b := &webClient{Client: &http.Client{Transport: tr, Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, base: "http://aslrun"}
 	code, body, _ := b.get(t, "/inbox")
 	if code != 200 || !strings.Contains(body, "local admin (uid") || !strings.Contains(body, `action="/inbox/`+ap.ID+`/decide"`) {
 		t.Fatalf("the local admin's inbox: %d\n%s", code, body)
