@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/aslrun/aslrun/api"
 )
 
 // updateScreenshots makes the browser tests rewrite the screenshots under
@@ -61,7 +65,7 @@ func browser(t *testing.T) context.Context {
 // temporary folder when unset), and under docs/ with -update.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -93,5 +97,80 @@ func TestBrowserOpensTheAPI(t *testing.T) {
 	}
 	if !strings.Contains(body, `"status":"ok"`) {
 		t.Errorf("the browser shows %q", body)
+	}
+}
+
+// signInBrowser signs the browser in with role's token through the form.
+func signInBrowser(t *testing.T, ctx context.Context, ts *testServer, role Role) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/signin"),
+		chromedp.WaitVisible("#token"),
+		chromedp.SendKeys("#token", ts.tokens[role]),
+		chromedp.Click("#signin"),
+		chromedp.WaitVisible("#principal"),
+	); err != nil {
+		t.Fatalf("sign in as %v: %v", role, err)
+	}
+}
+
+// TestBrowserInboxDecision: an approver signs in, opens the inbox, picks
+// an option with a comment, and watches the execution page turn
+// SUCCEEDED without a reload; a viewer sees no decision form.
+func TestBrowserInboxDecision(t *testing.T) {
+	ts := newTestServer(t)
+	def := json.RawMessage(`{"StartAt":"Review","States":{
+		"Review":{"Type":"Approval","Prompt":{"Title":"Publish the release notes?","Description":"3 sections, 412 words"},"Options":["publish","reject"],"ResultPath":"$.review","Next":"Publish"},
+		"Publish":{"Type":"Task","Agent":"Publisher","ResultPath":"$.published","End":true}}}`)
+	mock := json.RawMessage(`{"Publisher":{"0":{"Return":{"url":"https://example.com/notes"},"DelaySeconds":2}}}`)
+	if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", map[string]any{"name": "notes-1", "definition": def, "mock": mock}, nil); code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	ts.waitFor(t, "notes-1", func(e api.Execution) bool { return e.Status == "WAITING" })
+
+	viewer := browser(t)
+	signInBrowser(t, viewer, ts, RoleViewer)
+	if err := chromedp.Do(viewer, chromedp.Navigate(ts.URL+"/inbox"), chromedp.WaitVisible("article.approval")); err != nil {
+		t.Fatal(err)
+	}
+	if forms, err := chromedp.Run(viewer, chromedp.Evaluate[int](`document.querySelectorAll("form.decision-form").length`)); err != nil || forms != 0 {
+		t.Errorf("a viewer sees %d decision forms (%v), want none", forms, err)
+	}
+
+	ctx := browser(t)
+	signInBrowser(t, ctx, ts, RoleApprover)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/inbox"), chromedp.WaitVisible("form.decision-form")); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "inbox")
+	if err := chromedp.Do(ctx,
+		chromedp.Click(`input[name=option][value=publish]`),
+		chromedp.SendKeys(`textarea[name=comment]`, "ship it"),
+		chromedp.Submit("form.decision-form"),
+		chromedp.WaitVisible("#status"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	// The page is not reloaded: a marker set now survives until the
+	// status turns.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__notReloaded = true`)); err != nil {
+		t.Fatal(err)
+	}
+	status, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const s = document.querySelector("#status").textContent.trim(); return s === "SUCCEEDED" ? s : null })()`, chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil || status != "SUCCEEDED" {
+		screenshot(t, ctx, "execution-failed")
+		loc, _ := chromedp.Run(ctx, chromedp.Location())
+		shown, _ := chromedp.Run(ctx, chromedp.Text("#status"))
+		t.Fatalf("status %q (%v) at %s shows %q; want SUCCEEDED without a reload", status, err, loc, shown)
+	}
+	if kept, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__notReloaded === true`)); err != nil || !kept {
+		t.Errorf("the page was reloaded (%v)", err)
+	}
+	screenshot(t, ctx, "execution")
+	var e api.Execution
+	ts.call(t, RoleViewer, "GET", "/v1/executions/notes-1", nil, &e)
+	var out map[string]any
+	if err := json.Unmarshal(e.Output, &out); err != nil || out["review"].(map[string]any)["approver"] != "approver-bot" || out["review"].(map[string]any)["comment"] != "ship it" {
+		t.Errorf("output %s: want the approver and the comment recorded", e.Output)
 	}
 }

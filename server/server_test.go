@@ -49,7 +49,7 @@ func newTestServer(t *testing.T, options ...func(*Config)) *testServer {
 	}
 	st := store.NewMemory()
 	quiet := func(context.Context, engine.EscalationNotice) error { return nil }
-	cfg := Config{Store: st, Executor: engine.New(engine.Config{Store: st, OnEscalation: quiet}), Tokens: ts,
+	cfg := Config{Store: st, Executor: engine.New(engine.Config{Store: st, OnEscalation: quiet, AgentsFor: storedMocks}), Tokens: ts,
 		Logger: nil, MaxBody: 64 << 10, Poll: 10 * time.Millisecond}
 	for _, o := range options {
 		o(&cfg)
@@ -110,6 +110,20 @@ func (ts *testServer) call(t *testing.T, role Role, method, path string, body an
 		}
 	}
 	return resp.StatusCode, data
+}
+
+// storedMocks rebuilds the agents of an execution started with a mock, as
+// aslrun serve's executor does (cmd/aslrun's agentsOf).
+func storedMocks(e *engine.Execution) (*agents.Registry, error) {
+	reg := agents.NewRegistry()
+	if e.AgentsKind != "mock" {
+		return reg, nil
+	}
+	mocks, err := agents.ParseMocks(e.Agents)
+	if err != nil {
+		return nil, err
+	}
+	return reg, mocks.Register(reg)
 }
 
 // roleCase is a request as a role and the status it must get.

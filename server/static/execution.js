@@ -10,6 +10,10 @@
   var flaggedTypes = { GovernanceViolation: true, ToolDenied: true, BudgetExceeded: true };
   var source = new EventSource("/v1/executions/" + encodeURIComponent(id) + "/events?after=" + timeline.dataset.lastSeq);
 
+  // shortTime writes an RFC 3339 time as the page does: 2006-01-02 15:04:05Z.
+  function shortTime(t) {
+    return String(t).replace("T", " ").replace(/\.\d+/, "");
+  }
   function setStatus(s) {
     status.textContent = s;
     status.className = "status status-" + s;
@@ -37,7 +41,8 @@
     add(li, "span", "seq", String(ev.seq));
     add(li, "span", "type", ev.type);
     if (ev.state) add(li, "span", "state", (ev.scope || "") + ev.state);
-    add(li, "time", "", ev.timestamp);
+    var when = add(li, "time", "", shortTime(ev.timestamp));
+    when.dateTime = ev.timestamp;
     if (flagged) add(li, "strong", "flag", "refused");
     if (ev.error) add(li, "div", "event-error", ev.error + " " + (ev.cause || ""));
     details(li, "Input", ev.input);
@@ -51,7 +56,10 @@
     source.addEventListener(t, onEvent);
   });
   source.addEventListener("end", function (msg) {
-    setStatus(JSON.parse(msg.data).status);
+    var e = JSON.parse(msg.data);
+    setStatus(e.status);
+    var stopped = document.getElementById("stopped");
+    if (stopped && e.stoppedAt) stopped.textContent = shortTime(e.stoppedAt);
     source.close();
   });
 })();
