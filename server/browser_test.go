@@ -136,6 +136,18 @@ func TestBrowserInboxDecision(t *testing.T) {
 	if forms, err := chromedp.Run(viewer, chromedp.Evaluate[int](`document.querySelectorAll("form.decision-form").length`)); err != nil || forms != 0 {
 		t.Errorf("a viewer sees %d decision forms (%v), want none", forms, err)
 	}
+	// A forged POST from the viewer's page is refused.
+	approvalURL, err := chromedp.Run(viewer, chromedp.Evaluate[string](`document.querySelector("article.approval").id.replace("approval-", "/inbox/") + "/decide"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, err := chromedp.Run(viewer, chromedp.Evaluate[int](`fetch("`+approvalURL+`", {method: "POST", redirect: "manual", headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "option=publish"}).then(r => r.status)`, chromedp.EvalAwaitPromise))
+	if err != nil || forged != http.StatusForbidden {
+		t.Errorf("a forged decision from the viewer's page: %d (%v), want 403", forged, err)
+	}
+	if e := ts.waitFor(t, "notes-1", func(api.Execution) bool { return true }); e.Status != "WAITING" {
+		t.Fatalf("after the forged POST the execution is %s, want WAITING", e.Status)
+	}
 
 	ctx := browser(t)
 	signInBrowser(t, ctx, ts, RoleApprover)
@@ -172,5 +184,38 @@ func TestBrowserInboxDecision(t *testing.T) {
 	var out map[string]any
 	if err := json.Unmarshal(e.Output, &out); err != nil || out["review"].(map[string]any)["approver"] != "approver-bot" || out["review"].(map[string]any)["comment"] != "ship it" {
 		t.Errorf("output %s: want the approver and the comment recorded", e.Output)
+	}
+}
+
+// TestBrowserEditRefusedByGovernance: an Editable approval whose edit
+// breaks the workflow's schema is refused in the inbox with the violation
+// shown, and nothing is recorded.
+func TestBrowserEditRefusedByGovernance(t *testing.T) {
+	ts := newTestServer(t)
+	def := json.RawMessage(`{"StartAt":"Edit","Governance":{"Guard":{"Schema":{"type":"object","properties":{"draft":{"type":"object","properties":{"words":{"type":"integer","maximum":500}}}}}}},
+		"States":{"Edit":{"Type":"Approval","Prompt":"Check the draft","Editable":{"Fields":["$.draft.words"],"ResultPath":"$"},"ResultPath":"$.review","End":true}}}`)
+	if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", map[string]any{"name": "draft-1", "definition": def, "input": json.RawMessage(`{"draft":{"words":412}}`)}, nil); code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	ts.waitFor(t, "draft-1", func(e api.Execution) bool { return e.Status == "WAITING" })
+	ctx := browser(t)
+	signInBrowser(t, ctx, ts, RoleApprover)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/inbox"),
+		chromedp.WaitVisible("form.decision-form textarea[name=edit]"),
+		chromedp.Click(`input[name=option][value=approve]`),
+		chromedp.SetValue(`textarea[name=edit]`, `{"draft":{"words":9000}}`),
+		chromedp.Submit("form.decision-form"),
+		chromedp.WaitVisible("#error"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := chromedp.Run(ctx, chromedp.Text("#error"))
+	if err != nil || !strings.Contains(msg, "Governance.SchemaViolation") || !strings.Contains(msg, "$.draft.words") {
+		t.Errorf("the inbox says %q (%v), want the schema violation at $.draft.words", msg, err)
+	}
+	screenshot(t, ctx, "inbox-refused")
+	if e := ts.waitFor(t, "draft-1", func(api.Execution) bool { return true }); e.Status != "WAITING" {
+		t.Errorf("after the refused edit the execution is %s, want WAITING", e.Status)
 	}
 }

@@ -445,6 +445,14 @@ func (s *Server) decidePage(w http.ResponseWriter, r *http.Request) error {
 		status, refusal = http.StatusBadRequest, "choose one of the options"
 	}
 	if refusal == "" {
+		// The workflow's governance checks the decision's write first: a
+		// refused edit is shown, not recorded (Decide checks again).
+		var ge *engine.GovernanceError
+		if err := s.x.CheckDecision(r.Context(), e.ID, d); errors.As(err, &ge) {
+			status, refusal = http.StatusUnprocessableEntity, fmt.Sprintf("refused by the workflow's governance: %s: %s", ge.Violation.Name, ge.Violation.Cause)
+		}
+	}
+	if refusal == "" {
 		_, err = s.x.Decide(r.Context(), e.ID, d, engine.ResumeOptions{RecordOnly: true})
 		switch {
 		case err == nil:
