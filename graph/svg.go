@@ -259,7 +259,7 @@ func (g *Graph) layout(blk int) *block {
 				w += textWidth(g.edges[e.index].label) + 8
 			}
 			e.bends = append(e.bends, len(items))
-			items = append(items, &item{cluster: -1, w: w, layer: l})
+			items = append(items, &item{cluster: -1, w: w, h: lineH, layer: l})
 		}
 	}
 	nLayers := 0
@@ -339,15 +339,73 @@ func (g *Graph) layout(blk int) *block {
 	for _, w := range rowW {
 		width = max(width, w)
 	}
+	for k, l := range layers {
+		x := (width - rowW[k]) / 2
+		for _, i := range l {
+			items[i].x = x
+			x += items[i].w + itemGap
+		}
+	}
+	// Then pull each item over its neighbours (an edge's line runs at a
+	// bend point's left, past its label), pushing the rest of the row
+	// right so nothing overlaps.
+	anchor := func(i int) float64 {
+		if items[i].node == "" && items[i].sub == nil {
+			return dummyW / 2
+		}
+		return items[i].w / 2
+	}
+	// Packing the row from the left and from the right, and taking the
+	// mean of the two, keeps the row in order and free of overlaps
+	// without drifting one way.
+	pull := func(l []int, nb [][]int) {
+		want := make([]float64, len(l))
+		for n, i := range l {
+			want[n] = items[i].x
+			if len(nb[i]) > 0 {
+				s := 0.0
+				for _, j := range nb[i] {
+					s += items[j].x + anchor(j)
+				}
+				want[n] = s/float64(len(nb[i])) - anchor(i)
+			}
+		}
+		fromLeft := make([]float64, len(l))
+		right := math.Inf(-1)
+		for n, i := range l {
+			fromLeft[n] = max(want[n], right+itemGap)
+			right = fromLeft[n] + items[i].w
+		}
+		left := math.Inf(1)
+		for n := len(l) - 1; n >= 0; n-- {
+			i := l[n]
+			x := min(want[n], left-itemGap-items[i].w)
+			left = x
+			items[i].x = (x + fromLeft[n]) / 2
+		}
+	}
+	for range 2 {
+		for k := 1; k < nLayers; k++ {
+			pull(layers[k], up)
+		}
+		for k := nLayers - 2; k >= 0; k-- {
+			pull(layers[k], down)
+		}
+	}
+	left, width := math.Inf(1), 0.0
+	for _, it := range items {
+		left = min(left, it.x)
+	}
+	for _, it := range items {
+		it.x -= left
+		width = max(width, it.x+it.w)
+	}
 	rowY := make([]float64, nLayers)
 	y := 0.0
 	for k, l := range layers {
 		rowY[k] = y
-		x := (width - rowW[k]) / 2
 		for _, i := range l {
-			it := items[i]
-			it.x, it.y = x, y+(rowH[k]-it.h)/2
-			x += it.w + itemGap
+			items[i].y = y + (rowH[k]-items[i].h)/2
 		}
 		y += rowH[k] + layerGap
 	}
