@@ -1,6 +1,3 @@
-// Package graph draws a state machine: Build turns a *states.Machine into
-// nodes, labelled edges and nested clusters, which WriteDOT, WriteMermaid
-// and WriteSVG render. WriteSVG lays the graph out itself, in pure Go.
 package graph
 
 import (

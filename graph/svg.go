@@ -207,9 +207,11 @@ func (g *Graph) layout(blk int) *block {
 	)
 	mark := make([]int, len(items))
 	var order []int // reverse postorder: a topological order of the rest
+	var found []int // discovery order: the first order within a layer
 	var dfs func(int)
 	dfs = func(u int) {
 		mark[u] = onStack
+		found = append(found, u)
 		for _, e := range out[u] {
 			switch mark[e.to] {
 			case unseen:
@@ -267,13 +269,14 @@ func (g *Graph) layout(blk int) *block {
 		nLayers = max(nLayers, it.layer+1)
 	}
 	layers := make([][]int, nLayers)
-	// Initial order: the DFS order, entry first.
+	// Initial order: the DFS discovery order, entry first; bend points
+	// after the rest.
 	rank := make([]int, len(items))
 	for i := range rank {
 		rank[i] = len(items) + i
 	}
-	for i := len(order) - 1; i >= 0; i-- {
-		rank[order[i]] = len(order) - 1 - i
+	for k, u := range found {
+		rank[u] = k
 	}
 	for i, it := range items {
 		it.pos = float64(rank[i])
