@@ -87,7 +87,7 @@ func commands() []*command {
 		{name: "memory", usage: "memory [NAMESPACE [KEY]] [--json] [--db PATH]", summary: "list agent memory", run: cmdMemory},
 		{name: "gc", usage: "gc [--db PATH]", summary: "remove expired checkpoints, unreferenced snapshots and expired memory", run: cmdGC},
 		{name: "token", usage: "token create NAME --role ROLE [--tokens FILE]", summary: "create a bearer token for aslrun serve, print it once and store its hash", run: cmdToken},
-		{name: "graph", usage: "graph FILE [--format dot|mermaid]", summary: "draw a workflow as a Graphviz or Mermaid graph", run: cmdGraph},
+		{name: "graph", usage: "graph FILE [--format dot|mermaid|svg]", summary: "draw a workflow as a Graphviz or Mermaid graph or an SVG picture", run: cmdGraph},
 		{name: "conformance", usage: "conformance PATH... [--skip FILE]", summary: "run conformance case files and folders", run: cmdConformance},
 	}
 }

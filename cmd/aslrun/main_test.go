@@ -218,8 +218,11 @@ func TestGraph(t *testing.T) {
 			}
 		})
 	}
-	if code, _, errOut := invoke(t, "", "graph", def, "--format", "svg"); code != exitUsage || !strings.Contains(errOut, "dot or mermaid") {
-		t.Errorf("--format svg: code %d, stderr %q", code, errOut)
+	if code, out, errOut := invoke(t, "", "graph", def, "--format", "svg"); code != 0 || !strings.HasPrefix(out, "<svg ") {
+		t.Errorf("--format svg: code %d, stdout starts %.40q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := invoke(t, "", "graph", def, "--format", "png"); code != exitUsage || !strings.Contains(errOut, "dot, mermaid or svg") {
+		t.Errorf("--format png: code %d, stderr %q", code, errOut)
 	}
 }
 

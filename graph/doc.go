@@ -1,0 +1,26 @@
+// Package graph draws a state machine: Build turns a *states.Machine into
+// nodes, labelled edges and nested clusters, which WriteDOT (Graphviz),
+// WriteMermaid and WriteSVG render.
+//
+// WriteSVG lays the graph out itself, with no Graphviz, as a simplified
+// Sugiyama drawing from top to bottom:
+//
+//   - Each Map processor and Parallel branch is laid out first, on its own,
+//     and then placed as one block in the machine around it (recursively).
+//   - A depth-first search from Start (or a nested machine's StartAt)
+//     finds the back edges of loops; the other edges set the layers, by
+//     longest path. A labelled edge spans two layers, the middle one
+//     holding its label.
+//   - An edge that spans layers gets a bend point in each layer it
+//     crosses, so it runs between boxes rather than through them.
+//   - Two barycenter sweeps (down, then up) order each layer to cut
+//     crossings, and two more pull each item over its neighbours, packing
+//     every row from both sides so nothing overlaps.
+//   - Back edges climb in lanes on the right of their block.
+//
+// What it does not do: it does not count crossings or promise a minimum,
+// long edges bend at every layer they cross, a back edge's first leg can
+// cross boxes on its source's row, an edge into a cluster crosses the
+// cluster's border (and sometimes its label), and text widths are
+// estimated from the label's length, not measured.
+package graph
