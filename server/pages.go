@@ -369,7 +369,11 @@ func (s *Server) executionPage(w http.ResponseWriter, r *http.Request) error {
 		Approvals    []approvalView
 		Events       []eventView
 		StreamEvents string
+		Graph        template.HTML
 	}{base: baseOf(r, "Execution "+id), Execution: e, StreamEvents: streamEvents()}
+	if data.Graph, err = executionGraph(e, events); err != nil {
+		s.log.Warn("draw the execution's graph", "execution", id, "error", err)
+	}
 	if e.Status == engine.StatusSucceeded {
 		data.Output = pretty(e.Output)
 	}

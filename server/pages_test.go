@@ -172,7 +172,7 @@ func TestPagesRender(t *testing.T) {
 		{"/executions", []string{`<a href="/executions/x%3cy">x&lt;y</a>`, `status-WAITING">WAITING`, `<a href="/executions/done">done</a>`, `id="filter-form"`}, nil},
 		{"/executions?status=succeeded", []string{`<a href="/executions/done">`, `<option value="SUCCEEDED" selected>`}, []string{"x&lt;y"}},
 		{"/executions?workflow=StateMachine&status=WAITING", []string{"x&lt;y"}, []string{`href="/executions/done"`}},
-		{"/executions/x%3Cy", []string{`<span id="status" class="status status-WAITING">WAITING</span>`, `<div id="graph" data-execution="x&lt;y"></div>`,
+		{"/executions/x%3Cy", []string{`<span id="status" class="status status-WAITING">WAITING</span>`, `<div id="graph" data-execution="x&lt;y"><svg`, `class="node current"`,
 			`id="timeline"`, `<span class="type">ApprovalRequested</span>`, `<span class="state">&lt;script&gt;S&lt;/script&gt;</span>`, `<section id="approvals">`,
 			`<script src="/static/execution.js" defer></script>`}, nil},
 		{"/executions/done", []string{`status-SUCCEEDED">SUCCEEDED`, `id="output"`, `<span class="type">ExecutionSucceeded</span>`}, []string{`id="approvals"`}},

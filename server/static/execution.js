@@ -31,6 +31,20 @@
     add(d, "summary", "", label);
     add(d, "pre", "", JSON.stringify(value, null, 2));
   }
+  // markState sets the class of a state's node in the graph (its <title>
+  // is "Name (Type)"); "" clears it.
+  function markState(name, cls) {
+    var titles = document.querySelectorAll("#graph g.node > title, #graph g.node > a > title");
+    for (var i = 0; i < titles.length; i++) {
+      if (titles[i].textContent.indexOf(name + " (") !== 0) continue;
+      var g = titles[i].closest("g.node");
+      g.setAttribute("class", "node" + (cls ? " " + cls : ""));
+    }
+  }
+  function clearCurrent() {
+    var cur = document.querySelectorAll("#graph g.node.current");
+    for (var i = 0; i < cur.length; i++) cur[i].setAttribute("class", "node visited");
+  }
   function onEvent(msg) {
     var ev = JSON.parse(msg.data);
     if (document.getElementById("event-" + ev.seq)) return;
@@ -49,6 +63,11 @@
     details(li, "Output", ev.output);
     details(li, "Detail", ev.detail);
     timeline.dataset.lastSeq = String(ev.seq);
+    if (ev.state && !ev.scope) {
+      if (/StateEntered$/.test(ev.type)) { clearCurrent(); markState(ev.state, "current"); }
+      if (/StateExited$/.test(ev.type)) markState(ev.state, "visited");
+      if (/(Failed|TimedOut)$/.test(ev.type)) markState(ev.state, "failed");
+    }
     if (ev.type === "ApprovalRequested") setStatus("WAITING");
     if (ev.type === "ApprovalDecided" || ev.type === "ExecutionResumed") setStatus("RUNNING");
   }
