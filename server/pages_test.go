@@ -231,6 +231,7 @@ func TestExecutionsPaging(t *testing.T) {
 		if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", map[string]any{"definition": json.RawMessage(`{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}`), "name": name}, nil); code != http.StatusCreated {
 			t.Fatalf("start: %d %s", code, body)
 		}
+		ts.waitFor(t, name, func(e api.Execution) bool { return e.Status == "SUCCEEDED" })
 	}
 	b := ts.signedIn(t, RoleViewer)
 	_, body, _ := b.get(t, "/executions?status=SUCCEEDED")
