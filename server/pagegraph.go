@@ -60,6 +60,15 @@ func executionGraph(e *engine.Execution, events []engine.Event) (template.HTML, 
 	return template.HTML(buf.String()), nil
 }
 
+// workflowGraph draws a workflow without progress.
+func workflowGraph(m *states.Machine) (template.HTML, error) {
+	var buf bytes.Buffer
+	if err := graph.Build(m).WriteSVG(&buf, graph.SVGOptions{}); err != nil {
+		return "", err
+	}
+	return template.HTML(buf.String()), nil
+}
+
 // failedLast reports whether the last event of state name is a failure.
 func failedLast(events []engine.Event, m *states.Machine, name string) bool {
 	for i := len(events) - 1; i >= 0; i-- {

@@ -37,7 +37,7 @@ const executionsPerPage = 50
 var pageTemplates = func() map[string]*template.Template {
 	funcs := template.FuncMap{"when": formatTime}
 	m := map[string]*template.Template{}
-	for _, name := range []string{"signin", "executions", "execution", "inbox", "error"} {
+	for _, name := range []string{"signin", "executions", "execution", "inbox", "error", "workflows", "workflow"} {
 		m[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return m
@@ -56,15 +56,19 @@ func (s *Server) pageRoutes() []route {
 		{"GET /inbox", RoleViewer, s.inboxPage},
 		{"POST /inbox/{approval}/decide", RoleApprover, s.decidePage},
 		{"GET /static/", 0, s.static},
+		{"GET /workflows", RoleViewer, s.workflowsPage},
+		{"POST /workflows", RoleViewer, s.workflowsPage},
+		{"GET /workflows/{name}", RoleViewer, s.workflowPage},
+		{"POST /workflows/{name}/start", RoleOperator, s.startPage},
 	}
 }
 
 // isPage tells a page's path from the API's.
 func isPage(path string) bool {
-	if path == "/" || path == "/signin" || path == "/signout" || path == "/executions" || path == "/inbox" {
+	if path == "/" || path == "/signin" || path == "/signout" || path == "/executions" || path == "/inbox" || path == "/workflows" {
 		return true
 	}
-	for _, p := range []string{"/executions/", "/inbox/", "/static/"} {
+	for _, p := range []string{"/executions/", "/inbox/", "/static/", "/workflows/"} {
 		if strings.HasPrefix(path, p) {
 			return true
 		}

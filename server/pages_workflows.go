@@ -1,0 +1,159 @@
+package server
+
+import (
+	"context"
+	"html/template"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/aslrun/aslrun/api"
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/store"
+)
+
+// workflowsPage lists the registered workflows (their latest versions),
+// with a form that validates a definition and shows every problem at its
+// place.
+func (s *Server) workflowsPage(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.st.Workflows(r.Context())
+	if err != nil {
+		return err
+	}
+	data := struct {
+		base
+		Workflows  []store.WorkflowVersion
+		Definition string
+		Checked    bool
+		Problems   []api.FieldError
+	}{base: baseOf(r, "Workflows"), Workflows: list}
+	if r.Method == http.MethodPost {
+		data.Definition, data.Checked = r.PostFormValue("definition"), true
+		if _, err := states.Parse([]byte(data.Definition)); err != nil {
+			var problems states.ErrorList
+			if errors.As(err, &problems) {
+				data.Problems = invalidDefinition(problems, "").errors
+			} else {
+				data.Problems = []api.FieldError{{Pointer: "", Detail: err.Error()}}
+			}
+		}
+	}
+	return s.render(w, http.StatusOK, "workflows", data)
+}
+
+// workflowPage shows a workflow's versions and one version's definition
+// (the latest, or ?version=N), drawn and as text, with a form that starts
+// an execution of it (operators).
+func (s *Server) workflowPage(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	version := 0
+	if q := r.URL.Query().Get("version"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 {
+			return &problem{status: http.StatusBadRequest, kind: "bad-request", title: "bad request", detail: fmt.Sprintf("version %q must be a number from 1", q)}
+		}
+		version = n
+	}
+	data, err := s.workflowData(r, name, version)
+	if err != nil {
+		return err
+	}
+	return s.render(w, http.StatusOK, "workflow", data)
+}
+
+type workflowData struct {
+	base
+	Workflow   store.WorkflowVersion
+	Versions   []store.WorkflowVersion
+	Definition string
+	Graph      template.HTML
+	CanStart   bool
+	Input      string
+	Name       string
+}
+
+func (s *Server) workflowData(r *http.Request, name string, version int) (*workflowData, error) {
+	v, err := s.st.Workflow(r.Context(), name, version)
+	if err != nil {
+		return nil, err
+	}
+	versions, err := s.st.WorkflowVersions(r.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	data := &workflowData{base: baseOf(r, "Workflow "+name), Workflow: v, Versions: versions, Input: "{}"}
+	data.CanStart = data.Principal.Role >= RoleOperator
+	if def, err := jsonpath.Decode(v.Definition); err == nil {
+		data.Definition = pretty(def)
+	}
+	if m, err := states.Parse(v.Definition); err == nil {
+		data.Graph, _ = workflowGraph(m)
+	}
+	return data, nil
+}
+
+// startPage starts an execution of a workflow version from the form and
+// goes to its page; a refused input shows the workflow page again with
+// the reason.
+func (s *Server) startPage(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	version, err := strconv.Atoi(r.PostFormValue("version"))
+	if err != nil || version < 1 {
+		return &problem{status: http.StatusBadRequest, kind: "bad-request", title: "bad request", detail: "the form names no version"}
+	}
+	data, err := s.workflowData(r, name, version)
+	if err != nil {
+		return err
+	}
+	data.Input, data.Name = r.PostFormValue("input"), strings.TrimSpace(r.PostFormValue("name"))
+	refuse := func(status int, format string, args ...any) error {
+		data.Error = fmt.Sprintf(format, args...)
+		return s.render(w, status, "workflow", data)
+	}
+	input, err := jsonpath.Decode([]byte(data.Input))
+	if err != nil {
+		return refuse(http.StatusBadRequest, "the input is not JSON: %v", err)
+	}
+	if p := checkExecutionID(data.Name); p != nil {
+		return refuse(http.StatusBadRequest, "%v", p)
+	}
+	m, err := states.Parse(data.Workflow.Definition)
+	if err != nil {
+		return err
+	}
+	if p := missingAgents(m, s.agents); p != nil {
+		var msgs []string
+		for _, e := range p.errors {
+			msgs = append(msgs, e.State+": "+e.Detail)
+		}
+		return refuse(http.StatusUnprocessableEntity, "%s", strings.Join(msgs, "; "))
+	}
+	created := make(chan string, 1)
+	failed := make(chan error, 1)
+	opts := engine.StartOptions{ID: data.Name, MachineName: name, Agents: s.agents, Created: func(id string) { created <- id }}
+	if s.agentsFile != nil {
+		opts.AgentsFile, opts.AgentsKind = s.agentsFile, "agents"
+	}
+	s.background("run", data.Name, func(ctx context.Context) (*engine.Result, error) {
+		res, err := s.x.Run(ctx, m, input, opts)
+		if err != nil {
+			failed <- err
+		}
+		return res, err
+	})
+	select {
+	case id := <-created:
+		http.Redirect(w, r, "/executions/"+url.PathEscape(id), http.StatusSeeOther)
+		return nil
+	case err := <-failed:
+		p := problemOf(err)
+		return refuse(p.status, "%s", p.detail)
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
+}
