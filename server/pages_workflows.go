@@ -2,9 +2,9 @@ package server
 
 import (
 	"context"
-	"html/template"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
