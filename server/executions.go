@@ -122,9 +122,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	created := make(chan string, 1)
-	failed := make(chan error, 1)
-	opts := engine.StartOptions{ID: req.Name, MachineName: name, Agents: reg, AgentsFile: mock, Created: func(id string) { created <- id },
+	opts := engine.StartOptions{ID: req.Name, MachineName: name, Agents: reg, AgentsFile: mock,
 		TraceParent: r.Header.Get("traceparent"), MaxPayloadSize: req.MaxPayload}
 	switch {
 	case mock != nil:
@@ -132,7 +130,38 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	case s.agentsFile != nil:
 		opts.AgentsFile, opts.AgentsKind = s.agentsFile, "agents"
 	}
-	s.background("run", req.Name, func(ctx context.Context) (*engine.Result, error) {
+	id, err := s.launch(r.Context(), m, input, opts)
+	var ge *engine.GovernanceError
+	switch {
+	case err == nil:
+		e, err := s.st.Load(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Location", "/v1/executions/"+id)
+		writeJSON(w, http.StatusCreated, executionOf(e))
+		return nil
+	case errors.As(err, &ge):
+		p := problemOf(err)
+		p.errors = []api.FieldError{{Pointer: "/input", Detail: fmt.Sprintf("%s: %s", ge.Violation.Name, ge.Violation.Cause)}}
+		return p
+	case errors.Is(err, engine.ErrExists):
+		// Started meanwhile under the same name.
+		if e, lerr := s.st.Load(r.Context(), req.Name); lerr == nil {
+			return s.existing(w, e, m, input)
+		}
+	}
+	return err
+}
+
+// launch starts an execution of m that runs in the background, and
+// returns its id once it exists, or why it was refused (the input, the
+// name); a ctx that ends first is its error, the run going on.
+func (s *Server) launch(ctx context.Context, m *states.Machine, input any, opts engine.StartOptions) (string, error) {
+	created := make(chan string, 1)
+	failed := make(chan error, 1)
+	opts.Created = func(id string) { created <- id }
+	s.background("run", opts.ID, func(ctx context.Context) (*engine.Result, error) {
 		res, err := s.x.Run(ctx, m, input, opts)
 		if err != nil {
 			failed <- err
@@ -141,29 +170,11 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	})
 	select {
 	case id := <-created:
-		e, err := s.st.Load(r.Context(), id)
-		if err != nil {
-			return err
-		}
-		w.Header().Set("Location", "/v1/executions/"+id)
-		writeJSON(w, http.StatusCreated, executionOf(e))
-		return nil
+		return id, nil
 	case err := <-failed:
-		var ge *engine.GovernanceError
-		if errors.As(err, &ge) {
-			p := problemOf(err)
-			p.errors = []api.FieldError{{Pointer: "/input", Detail: fmt.Sprintf("%s: %s", ge.Violation.Name, ge.Violation.Cause)}}
-			return p
-		}
-		if errors.Is(err, engine.ErrExists) {
-			// Started meanwhile under the same name.
-			if e, lerr := s.st.Load(r.Context(), req.Name); lerr == nil {
-				return s.existing(w, e, m, input)
-			}
-		}
-		return err
-	case <-r.Context().Done():
-		return r.Context().Err()
+		return "", err
+	case <-ctx.Done():
+		return "", ctx.Err()
 	}
 }
 

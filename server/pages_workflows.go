@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -133,27 +132,15 @@ func (s *Server) startPage(w http.ResponseWriter, r *http.Request) error {
 		}
 		return refuse(http.StatusUnprocessableEntity, "%s", strings.Join(msgs, "; "))
 	}
-	created := make(chan string, 1)
-	failed := make(chan error, 1)
-	opts := engine.StartOptions{ID: data.Name, MachineName: name, Agents: s.agents, Created: func(id string) { created <- id }}
+	opts := engine.StartOptions{ID: data.Name, MachineName: name, Agents: s.agents}
 	if s.agentsFile != nil {
 		opts.AgentsFile, opts.AgentsKind = s.agentsFile, "agents"
 	}
-	s.background("run", data.Name, func(ctx context.Context) (*engine.Result, error) {
-		res, err := s.x.Run(ctx, m, input, opts)
-		if err != nil {
-			failed <- err
-		}
-		return res, err
-	})
-	select {
-	case id := <-created:
-		http.Redirect(w, r, "/executions/"+url.PathEscape(id), http.StatusSeeOther)
-		return nil
-	case err := <-failed:
+	id, err := s.launch(r.Context(), m, input, opts)
+	if err != nil {
 		p := problemOf(err)
 		return refuse(p.status, "%s", p.detail)
-	case <-r.Context().Done():
-		return r.Context().Err()
 	}
+	http.Redirect(w, r, "/executions/"+url.PathEscape(id), http.StatusSeeOther)
+	return nil
 }
