@@ -145,9 +145,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 	if e, err = s.st.Load(r.Context(), id); err != nil {
 		return err
 	}
-	s.background("continue after a decision", id, func(ctx context.Context) (*engine.Result, error) {
-		return s.x.Resume(ctx, id, engine.ResumeOptions{})
-	})
+	s.continueLater("continue after a decision", id)
 	writeJSON(w, http.StatusAccepted, executionOf(e))
 	return nil
 }

@@ -465,9 +465,7 @@ func (s *Server) decidePage(w http.ResponseWriter, r *http.Request) error {
 		switch {
 		case err == nil:
 			id := e.ID
-			s.background("continue after a decision", id, func(ctx context.Context) (*engine.Result, error) {
-				return s.x.Resume(ctx, id, engine.ResumeOptions{})
-			})
+			s.continueLater("continue after a decision", id)
 			http.Redirect(w, r, "/executions/"+url.PathEscape(id), http.StatusSeeOther)
 			return nil
 		case errors.Is(err, engine.ErrDecisionRefused):

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -40,9 +39,7 @@ func (s *Server) redriveExecution(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	s.background("continue after a redrive", id, func(ctx context.Context) (*engine.Result, error) {
-		return s.x.Resume(ctx, id, engine.ResumeOptions{})
-	})
+	s.continueLater("continue after a redrive", id)
 	writeJSON(w, http.StatusAccepted, executionOf(e))
 	return nil
 }

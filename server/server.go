@@ -125,6 +125,14 @@ func (s *Server) Close() {
 	s.runs.Wait()
 }
 
+// continueLater resumes an execution in the background: one a decision, a
+// rollback or a redrive has just been recorded for.
+func (s *Server) continueLater(what, id string) {
+	s.background(what, id, func(ctx context.Context) (*engine.Result, error) {
+		return s.x.Resume(ctx, id, engine.ResumeOptions{})
+	})
+}
+
 // background runs f as an execution's run, until it ends or the server
 // stops.
 func (s *Server) background(what, id string, f func(ctx context.Context) (*engine.Result, error)) {
