@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/aslrun/aslrun/api"
+	"github.com/aslrun/aslrun/engine"
 )
 
 // updateScreenshots makes the browser tests rewrite the screenshots under
@@ -218,4 +220,41 @@ func TestBrowserEditRefusedByGovernance(t *testing.T) {
 	if e := ts.waitFor(t, "draft-1", func(api.Execution) bool { return true }); e.Status != "WAITING" {
 		t.Errorf("after the refused edit the execution is %s, want WAITING", e.Status)
 	}
+}
+
+// TestBrowserRollbackFromCheckpoints: an operator rolls an execution back
+// to its first checkpoint through the form and its confirmation, and the
+// execution page shows the rollback in its timeline.
+func TestBrowserRollbackFromCheckpoints(t *testing.T) {
+	ts := newTestServer(t)
+	startCheckpointed(t, ts, "ck")
+	ctx := browser(t)
+	signInBrowser(t, ctx, ts, RoleOperator)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/executions/ck"),
+		chromedp.WaitVisible(`section#checkpoints tr[data-checkpoint="two"]`),
+		chromedp.Click(`tr[data-checkpoint="one"] form.rollback-form button`),
+		chromedp.WaitVisible("#confirm-form"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := chromedp.Run(ctx, chromedp.Text("#confirm-message"))
+	if err != nil || !strings.Contains(msg, `checkpoint "one"`) {
+		t.Errorf("the confirmation says %q (%v), want the checkpoint named", msg, err)
+	}
+	if evs := ts.events(t, "ck"); slices.Contains(evs, engine.EventExecutionRolledBack) {
+		t.Fatalf("rolled back before the confirmation: %v", evs)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Click("#confirm"),
+		chromedp.WaitVisible(`#timeline li[data-type="ExecutionRolledBack"]`),
+	); err != nil {
+		loc, _ := chromedp.Run(ctx, chromedp.Location())
+		t.Fatalf("after the confirmation at %s: %v", loc, err)
+	}
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || loc != ts.URL+"/executions/ck" {
+		t.Errorf("after the rollback the browser is at %q (%v), want the execution page", loc, err)
+	}
+	ts.waitFor(t, "ck", func(e api.Execution) bool { return e.Status == "SUCCEEDED" })
+	screenshot(t, ctx, "checkpoints")
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -440,5 +442,332 @@ func TestTimelineMarksRefusals(t *testing.T) {
 	if !regexp.MustCompile(`<li class="event flagged" id="event-\d+" data-type="GovernanceViolation">`).MatchString(body) ||
 		!strings.Contains(body, `<strong class="flag">refused</strong>`) || !strings.Contains(body, `id="execution-error"`) {
 		t.Errorf("the violation is not marked:\n%s", body)
+	}
+}
+
+// confirm posts form to path twice, as a person does: the first POST
+// must show the confirmation page and change nothing (unchanged checks
+// it), the second carries confirm=yes; it returns the second's answer.
+func (b *webClient) confirm(t *testing.T, path string, form url.Values, unchanged func()) (int, string, http.Header) {
+	t.Helper()
+	code, body, _ := b.post(t, path, form)
+	if code != http.StatusOK || !strings.Contains(body, `id="confirm-form"`) || !strings.Contains(body, `name="confirm" value="yes"`) || !strings.Contains(body, `id="confirm-message"`) {
+		t.Fatalf("POST %s unconfirmed: %d, want 200 with the confirmation form\n%s", path, code, body)
+	}
+	unchanged()
+	confirmed := url.Values{"confirm": {"yes"}}
+	for k, v := range form {
+		confirmed[k] = v
+	}
+	return b.post(t, path, confirmed)
+}
+
+// status is the execution's status in the store.
+func (ts *testServer) status(t *testing.T, id string) engine.Status {
+	t.Helper()
+	e, err := ts.st.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Status
+}
+
+// TestCheckpointsSection: everyone sees the checkpoints; only an operator
+// sees the rollback and fork forms, each with the CSRF token.
+func TestCheckpointsSection(t *testing.T) {
+	ts := newTestServer(t)
+	startCheckpointed(t, ts, "ck")
+	_, body, _ := ts.signedIn(t, RoleViewer).get(t, "/executions/ck")
+	for _, w := range []string{`<section id="checkpoints">`, `data-checkpoint="one"`, `data-checkpoint="two"`, `id="diff-form"`} {
+		if !strings.Contains(body, w) {
+			t.Errorf("the viewer's page: no %s in\n%s", w, body)
+		}
+	}
+	for _, w := range []string{"rollback-form", "fork-form", `id="controls"`} {
+		if strings.Contains(body, w) {
+			t.Errorf("the viewer's page shows %s", w)
+		}
+	}
+	op := ts.signedIn(t, RoleOperator)
+	_, body, _ = op.get(t, "/executions/ck")
+	csrf := op.csrf(t)
+	if n := strings.Count(body, `class="rollback-form"`); n != 2 {
+		t.Errorf("the operator's page has %d rollback forms, want 2", n)
+	}
+	if n := strings.Count(body, `class="fork-form"`); n != 2 {
+		t.Errorf("the operator's page has %d fork forms, want 2", n)
+	}
+	if n := strings.Count(body, `name="csrf" value="`+csrf+`"`); n < 5 { // sign out, 2 rollbacks, 2 forks
+		t.Errorf("the operator's page has %d forms with the CSRF token, want at least 5", n)
+	}
+	// A succeeded execution has no control to stop, resume or redrive.
+	if strings.Contains(body, `id="controls"`) {
+		t.Errorf("a SUCCEEDED execution shows the controls")
+	}
+}
+
+// TestOperatorPagesRefused: a viewer's POSTs, and an operator's without
+// its session's CSRF token, are refused and change nothing.
+func TestOperatorPagesRefused(t *testing.T) {
+	ts := newTestServer(t)
+	startCheckpointed(t, ts, "ck")
+	ts.startWaiting(t, "w1")
+	failedExecution(t, ts, "f1")
+	viewer, op, other := ts.signedIn(t, RoleViewer), ts.signedIn(t, RoleOperator), ts.signedIn(t, RoleOperator)
+	_, body, _ := viewer.get(t, "/executions/w1")
+	if strings.Contains(body, `id="stop-form"`) || strings.Contains(body, `id="resume-form"`) {
+		t.Errorf("the viewer's page of a waiting execution shows the controls\n%s", body)
+	}
+	_, body, _ = op.get(t, "/executions/w1")
+	if !strings.Contains(body, `id="stop-form"`) || !strings.Contains(body, `id="resume-form"`) || strings.Contains(body, `id="redrive-form"`) {
+		t.Errorf("the operator's page of a waiting execution: want stop and resume, no redrive\n%s", body)
+	}
+	_, body, _ = op.get(t, "/executions/f1")
+	if !strings.Contains(body, `id="redrive-form"`) || strings.Contains(body, `id="stop-form"`) {
+		t.Errorf("the operator's page of a failed execution: want redrive, no stop\n%s", body)
+	}
+	with := func(csrf string, kv ...string) url.Values {
+		v := url.Values{"confirm": {"yes"}}
+		if csrf != "" {
+			v.Set("csrf", csrf)
+		}
+		for i := 0; i < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+	vc, oc := viewer.csrf(t), other.csrf(t)
+	for _, tc := range []struct {
+		name, path string
+		b          *webClient
+		form       url.Values
+	}{
+		{"viewer rollback", "/executions/ck/rollback", viewer, with(vc, "checkpoint", "one")},
+		{"viewer fork", "/executions/ck/fork", viewer, with(vc, "checkpoint", "one", "name", "forked")},
+		{"viewer stop", "/executions/w1/stop", viewer, with(vc)},
+		{"viewer resume", "/executions/w1/resume", viewer, with(vc)},
+		{"viewer redrive", "/executions/f1/redrive", viewer, with(vc)},
+		{"no CSRF token", "/executions/w1/stop", op, with("")},
+		{"another session's token", "/executions/w1/stop", op, with(oc)},
+		{"no CSRF token rollback", "/executions/ck/rollback", op, with("", "checkpoint", "one")},
+		{"wrong token fork", "/executions/ck/fork", op, with("x", "checkpoint", "one", "name", "forked")},
+		{"wrong token redrive", "/executions/f1/redrive", op, with(oc)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, _, _ := tc.b.post(t, tc.path, tc.form); code != http.StatusForbidden {
+				t.Errorf("POST %s: %d, want 403", tc.path, code)
+			}
+			if got := ts.status(t, "w1"); got != engine.StatusWaiting {
+				t.Errorf("w1 is %s, want WAITING", got)
+			}
+			if got := ts.status(t, "f1"); got != engine.StatusFailed {
+				t.Errorf("f1 is %s, want FAILED", got)
+			}
+			if evs := ts.events(t, "ck"); slices.Contains(evs, engine.EventExecutionRolledBack) || slices.Contains(evs, engine.EventForkedTo) {
+				t.Errorf("ck's history %v: want no rollback and no fork", evs)
+			}
+			if _, err := ts.st.Load(context.Background(), "forked"); !errors.Is(err, engine.ErrNotFound) {
+				t.Errorf("the fork exists (%v)", err)
+			}
+		})
+	}
+}
+
+// TestRollbackPage: a rollback needs its confirmation; confirmed, the
+// execution goes back to the checkpoint and runs on.
+func TestRollbackPage(t *testing.T) {
+	ts := newTestServer(t)
+	startCheckpointed(t, ts, "ck")
+	op := ts.signedIn(t, RoleOperator)
+	form := url.Values{"csrf": {op.csrf(t)}, "checkpoint": {"one"}, "restore": {"document"}}
+	code, _, h := op.confirm(t, "/executions/ck/rollback", form, func() {
+		if evs := ts.events(t, "ck"); slices.Contains(evs, engine.EventExecutionRolledBack) {
+			t.Errorf("the unconfirmed rollback rolled back: %v", evs)
+		}
+	})
+	if code != http.StatusSeeOther || h.Get("Location") != "/executions/ck" {
+		t.Fatalf("confirmed rollback: %d to %q, want 303 to /executions/ck", code, h.Get("Location"))
+	}
+	ts.waitFor(t, "ck", func(e api.Execution) bool {
+		return e.Status == "SUCCEEDED" && slices.Contains(ts.events(t, "ck"), engine.EventExecutionRolledBack)
+	})
+	_, body, _ := op.get(t, "/executions/ck")
+	if !strings.Contains(body, `data-type="ExecutionRolledBack"`) || !strings.Contains(body, `class="event superseded"`) {
+		t.Errorf("the page does not show the rollback and the superseded events\n%s", body)
+	}
+	// Refusals show the execution page with the reason.
+	for _, tc := range []struct {
+		name string
+		form url.Values
+		want int
+	}{
+		{"no checkpoint", url.Values{}, http.StatusBadRequest},
+		{"unknown checkpoint", url.Values{"checkpoint": {"three"}}, http.StatusNotFound},
+		{"bad restore", url.Values{"checkpoint": {"one"}, "restore": {"all"}}, http.StatusBadRequest},
+		{"memory alone of an ended execution", url.Values{"checkpoint": {"one"}, "restore": {"memory"}, "confirm": {"yes"}}, http.StatusConflict},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.form.Set("csrf", form.Get("csrf"))
+			code, body, _ := op.post(t, "/executions/ck/rollback", tc.form)
+			if code != tc.want || !strings.Contains(body, `id="error" role="alert"`) || !strings.Contains(body, `id="timeline"`) {
+				t.Errorf("%d, want %d with the reason on the execution page\n%s", code, tc.want, body)
+			}
+		})
+	}
+	if code, _, _ := op.post(t, "/executions/none/rollback", url.Values{"csrf": {form.Get("csrf")}, "checkpoint": {"one"}}); code != http.StatusNotFound {
+		t.Errorf("rollback of an unknown execution: %d, want 404", code)
+	}
+}
+
+// TestForkPage: a confirmed fork creates the linked execution and shows
+// its page; a name taken is refused.
+func TestForkPage(t *testing.T) {
+	ts := newTestServer(t)
+	startCheckpointed(t, ts, "ck")
+	op := ts.signedIn(t, RoleOperator)
+	csrf := op.csrf(t)
+	form := url.Values{"csrf": {csrf}, "checkpoint": {"one"}, "name": {"ck-fork"}}
+	code, _, h := op.confirm(t, "/executions/ck/fork", form, func() {
+		if _, err := ts.st.Load(context.Background(), "ck-fork"); !errors.Is(err, engine.ErrNotFound) {
+			t.Errorf("the unconfirmed fork exists (%v)", err)
+		}
+	})
+	if code != http.StatusSeeOther || h.Get("Location") != "/executions/ck-fork" {
+		t.Fatalf("confirmed fork: %d to %q, want 303 to /executions/ck-fork", code, h.Get("Location"))
+	}
+	child := ts.waitFor(t, "ck-fork", func(e api.Execution) bool { return e.Status == "SUCCEEDED" })
+	if child.Parent != "ck" {
+		t.Errorf("the fork's parent is %q, want ck", child.Parent)
+	}
+	if !slices.Contains(ts.events(t, "ck"), engine.EventForkedTo) {
+		t.Errorf("ck's history %v does not say it was forked", ts.events(t, "ck"))
+	}
+	// Without a name: a new id.
+	code, _, h = op.post(t, "/executions/ck/fork", url.Values{"csrf": {csrf}, "checkpoint": {"two"}, "confirm": {"yes"}})
+	id, ok := strings.CutPrefix(h.Get("Location"), "/executions/")
+	if code != http.StatusSeeOther || !ok || id == "" || id == "ck" {
+		t.Fatalf("fork without a name: %d to %q", code, h.Get("Location"))
+	}
+	if e := ts.waitFor(t, id, func(e api.Execution) bool { return e.Status == "SUCCEEDED" }); e.Parent != "ck" {
+		t.Errorf("the unnamed fork's parent is %q, want ck", e.Parent)
+	}
+	for _, tc := range []struct {
+		name string
+		form url.Values
+		want int
+	}{
+		{"name taken", url.Values{"checkpoint": {"one"}, "name": {"ck-fork"}, "confirm": {"yes"}}, http.StatusConflict},
+		{"name with a slash", url.Values{"checkpoint": {"one"}, "name": {"a/b"}}, http.StatusBadRequest},
+		{"unknown checkpoint", url.Values{"checkpoint": {"nope"}, "name": {"x"}}, http.StatusNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.form.Set("csrf", csrf)
+			code, body, _ := op.post(t, "/executions/ck/fork", tc.form)
+			if code != tc.want || !strings.Contains(body, `id="error" role="alert"`) {
+				t.Errorf("%d, want %d with the reason\n%s", code, tc.want, body)
+			}
+		})
+	}
+}
+
+// TestStopPage: a confirmed stop ends a waiting execution as ABORTED; a
+// second is refused on the execution page, as is a resume.
+func TestStopPage(t *testing.T) {
+	ts := newTestServer(t)
+	ts.startWaiting(t, "w1")
+	op := ts.signedIn(t, RoleOperator)
+	csrf := op.csrf(t)
+	code, _, h := op.confirm(t, "/executions/w1/stop", url.Values{"csrf": {csrf}}, func() { ts.checkPending(t, "w1", 1) })
+	if code != http.StatusSeeOther || h.Get("Location") != "/executions/w1" {
+		t.Fatalf("confirmed stop: %d to %q", code, h.Get("Location"))
+	}
+	if e := ts.waitFor(t, "w1", func(api.Execution) bool { return true }); e.Status != "ABORTED" || !strings.Contains(e.Cause, "operator-bot") {
+		t.Errorf("stopped: %s with cause %q, want ABORTED naming the operator", e.Status, e.Cause)
+	}
+	for _, path := range []string{"/executions/w1/stop", "/executions/w1/resume"} {
+		code, body, _ := op.post(t, path, url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+		if code != http.StatusConflict || !strings.Contains(body, `id="error" role="alert"`) || !strings.Contains(body, `id="timeline"`) {
+			t.Errorf("POST %s of an ABORTED execution: %d, want 409 with the reason on its page\n%s", path, code, body)
+		}
+	}
+}
+
+// TestResumePage: a resume of a waiting execution goes back to its page
+// and changes nothing while it waits for a decision.
+func TestResumePage(t *testing.T) {
+	ts := newTestServer(t)
+	ts.startWaiting(t, "w1")
+	op := ts.signedIn(t, RoleOperator)
+	code, _, h := op.post(t, "/executions/w1/resume", url.Values{"csrf": {op.csrf(t)}})
+	if code != http.StatusSeeOther || h.Get("Location") != "/executions/w1" {
+		t.Fatalf("resume: %d to %q", code, h.Get("Location"))
+	}
+	ts.checkPending(t, "w1", 1)
+}
+
+// TestRedrivePage: a confirmed redrive runs a failed execution again from
+// the state that failed; one that succeeded is refused.
+func TestRedrivePage(t *testing.T) {
+	ts := newTestServer(t)
+	failedExecution(t, ts, "f1")
+	startCheckpointed(t, ts, "ck")
+	op := ts.signedIn(t, RoleOperator)
+	csrf := op.csrf(t)
+	code, _, h := op.confirm(t, "/executions/f1/redrive", url.Values{"csrf": {csrf}}, func() {
+		if evs := ts.events(t, "f1"); slices.Contains(evs, engine.EventExecutionRedriven) {
+			t.Errorf("the unconfirmed redrive redrove: %v", evs)
+		}
+	})
+	if code != http.StatusSeeOther || h.Get("Location") != "/executions/f1" {
+		t.Fatalf("confirmed redrive: %d to %q", code, h.Get("Location"))
+	}
+	// The same input fails again, after the redrive.
+	ts.waitFor(t, "f1", func(e api.Execution) bool {
+		evs := ts.events(t, "f1")
+		return e.Status == "FAILED" && slices.Contains(evs, engine.EventExecutionRedriven) && evs[len(evs)-1] == engine.EventExecutionFailed
+	})
+	code, body, _ := op.post(t, "/executions/ck/redrive", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	if code != http.StatusConflict || !strings.Contains(body, `id="error" role="alert"`) {
+		t.Errorf("redrive of a SUCCEEDED execution: %d, want 409 with the reason\n%s", code, body)
+	}
+}
+
+// TestCheckpointDiffPage: the difference of two checkpoints is a table
+// of the JSON Patch's operations.
+func TestCheckpointDiffPage(t *testing.T) {
+	ts := newTestServer(t)
+	startCheckpointed(t, ts, "ck")
+	b := ts.signedIn(t, RoleViewer)
+	code, body, _ := b.get(t, "/executions/ck/checkpoints/diff?from=one&to=two")
+	if code != 200 {
+		t.Fatalf("diff: %d\n%s", code, body)
+	}
+	for _, w := range []string{`<table id="checkpoint-diff">`,
+		"<td class=\"op\">replace</td>\n<td class=\"path\"><code>/first/n</code></td>\n<td class=\"value\"><code>2</code></td>",
+		"<td class=\"op\">add</td>\n<td class=\"path\"><code>/first/x~1y</code></td>\n<td class=\"value\"><code>true</code></td>",
+		"<td class=\"op\">remove</td>\n<td class=\"path\"><code>/topic</code></td>\n<td class=\"value\"></td>",
+		"<td class=\"op\">add</td>\n<td class=\"path\"><code>/tags~0</code></td>\n<td class=\"value\"><code>[&#34;a&#34;]</code></td>",
+	} {
+		if !strings.Contains(body, w) {
+			t.Errorf("diff: no %s in\n%s", w, body)
+		}
+	}
+	if n := strings.Count(body, `class="patch-op`); n != 4 {
+		t.Errorf("diff has %d rows, want 4", n)
+	}
+	if _, body, _ := b.get(t, "/executions/ck/checkpoints/diff?from=two&to=two"); !strings.Contains(body, `id="no-difference"`) {
+		t.Errorf("diff two → two: want no difference\n%s", body)
+	}
+	for _, tc := range []struct {
+		path string
+		want int
+	}{
+		{"/executions/ck/checkpoints/diff?from=one", http.StatusBadRequest},
+		{"/executions/ck/checkpoints/diff?from=one&to=three", http.StatusNotFound},
+		{"/executions/none/checkpoints/diff?from=one&to=two", http.StatusNotFound},
+	} {
+		if code, _, _ := b.get(t, tc.path); code != tc.want {
+			t.Errorf("GET %s: %d, want %d", tc.path, code, tc.want)
+		}
 	}
 }
