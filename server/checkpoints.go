@@ -207,27 +207,46 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.checkpoint(r.Context(), id, req.Checkpoint, true, "/checkpoint"); err != nil {
 		return err
 	}
-	switch {
-	case e.Status == engine.StatusRunning:
-		// In a server a RUNNING execution runs (those a crash left are
-		// recovered when it starts): the rollback would find it busy.
-		return fmt.Errorf("execution %s: %w: roll it back once it waits or has ended", id, engine.ErrBusy)
-	case restore == engine.RestoreMemory && e.Status.Ended():
-		return &problem{status: http.StatusConflict, kind: "ended", title: "the execution has ended",
-			detail: fmt.Sprintf("execution %s has ended (%s): restoring the memory alone leaves nothing to run; restore the document too", id, e.Status),
-			errors: []api.FieldError{{Pointer: "/restore", Detail: "memory alone needs an execution that has not ended"}}}
-	}
-	// The rollback is committed (or refused) before the answer; the run
-	// goes on in the background.
-	if _, err := s.x.Rollback(r.Context(), id, req.Checkpoint, engine.ResumeOptions{Restore: restore, RecordOnly: true}); err != nil {
+	if err := s.rollbackNow(r.Context(), e, req.Checkpoint, restore); err != nil {
 		return err
 	}
 	if e, err = s.st.Load(r.Context(), id); err != nil {
 		return err
 	}
-	s.continueLater("continue after a rollback", id)
 	writeJSON(w, http.StatusAccepted, executionOf(e))
 	return nil
+}
+
+// rollbackNow commits a rollback of e to a checkpoint (or refuses it) and
+// continues the execution in the background.
+func (s *Server) rollbackNow(ctx context.Context, e *engine.Execution, checkpoint string, restore engine.Restore) error {
+	switch {
+	case e.Status == engine.StatusRunning:
+		// In a server a RUNNING execution runs (those a crash left are
+		// recovered when it starts): the rollback would find it busy.
+		return fmt.Errorf("execution %s: %w: roll it back once it waits or has ended", e.ID, engine.ErrBusy)
+	case restore == engine.RestoreMemory && e.Status.Ended():
+		return &problem{status: http.StatusConflict, kind: "ended", title: "the execution has ended",
+			detail: fmt.Sprintf("execution %s has ended (%s): restoring the memory alone leaves nothing to run; restore the document too", e.ID, e.Status),
+			errors: []api.FieldError{{Pointer: "/restore", Detail: "memory alone needs an execution that has not ended"}}}
+	}
+	if _, err := s.x.Rollback(ctx, e.ID, checkpoint, engine.ResumeOptions{Restore: restore, RecordOnly: true}); err != nil {
+		return err
+	}
+	s.continueLater("continue after a rollback", e.ID)
+	return nil
+}
+
+// startFork launches a fork of execution id from a checkpoint (see
+// launch); a taken name is nameTaken.
+func (s *Server) startFork(ctx context.Context, id, checkpoint string, restore engine.Restore, name string) (string, error) {
+	child, err := s.launch(ctx, "fork", id, func(ctx context.Context, created func(string)) (*engine.Result, error) {
+		return s.x.Fork(ctx, id, checkpoint, engine.ResumeOptions{Restore: restore, ForkID: name, Created: created})
+	})
+	if errors.Is(err, engine.ErrExists) {
+		return "", nameTaken(name)
+	}
+	return child, err
 }
 
 // fork starts a new execution from a checkpoint of another and answers
@@ -258,18 +277,10 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	created := make(chan string, 1)
-	failed := make(chan error, 1)
-	opts := engine.ResumeOptions{Restore: restore, ForkID: req.Name, Created: func(id string) { created <- id }}
-	s.background("fork", id, func(ctx context.Context) (*engine.Result, error) {
-		res, err := s.x.Fork(ctx, id, req.Checkpoint, opts)
-		if err != nil {
-			failed <- err
-		}
-		return res, err
-	})
-	select {
-	case child := <-created:
+	child, err := s.startFork(r.Context(), id, req.Checkpoint, restore, req.Name)
+	var ge *engine.GovernanceError
+	switch {
+	case err == nil:
 		e, err := s.st.Load(r.Context(), child)
 		if err != nil {
 			return err
@@ -277,19 +288,11 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Location", "/v1/executions/"+child)
 		writeJSON(w, http.StatusCreated, executionOf(e))
 		return nil
-	case err := <-failed:
-		var ge *engine.GovernanceError
-		switch {
-		case errors.Is(err, engine.ErrExists):
-			return nameTaken(req.Name)
-		case errors.As(err, &ge):
-			return &problem{status: http.StatusUnprocessableEntity, kind: "governance", title: "refused by the workflow's governance", detail: err.Error(),
-				errors: []api.FieldError{{Pointer: "/checkpoint", Detail: fmt.Sprintf("%s: %s", ge.Violation.Name, ge.Violation.Cause)}}}
-		}
-		return err
-	case <-r.Context().Done():
-		return r.Context().Err()
+	case errors.As(err, &ge):
+		return &problem{status: http.StatusUnprocessableEntity, kind: "governance", title: "refused by the workflow's governance", detail: err.Error(),
+			errors: []api.FieldError{{Pointer: "/checkpoint", Detail: fmt.Sprintf("%s: %s", ge.Violation.Name, ge.Violation.Cause)}}}
 	}
+	return err
 }
 
 func nameTaken(name string) *problem {

@@ -130,7 +130,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	case s.agentsFile != nil:
 		opts.AgentsFile, opts.AgentsKind = s.agentsFile, "agents"
 	}
-	id, err := s.launch(r.Context(), m, input, opts)
+	id, err := s.startRun(r.Context(), m, input, opts)
 	var ge *engine.GovernanceError
 	switch {
 	case err == nil:
@@ -154,15 +154,15 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	return err
 }
 
-// launch starts an execution of m that runs in the background, and
-// returns its id once it exists, or why it was refused (the input, the
-// name); a ctx that ends first is its error, the run going on.
-func (s *Server) launch(ctx context.Context, m *states.Machine, input any, opts engine.StartOptions) (string, error) {
+// launch starts an execution that runs in the background (run calls Run
+// or Fork with created as its Created), and returns its id once it exists,
+// or why it was refused (the input, the name); a ctx that ends first is
+// its error, the run going on.
+func (s *Server) launch(ctx context.Context, what, name string, run func(ctx context.Context, created func(id string)) (*engine.Result, error)) (string, error) {
 	created := make(chan string, 1)
 	failed := make(chan error, 1)
-	opts.Created = func(id string) { created <- id }
-	s.background("run", opts.ID, func(ctx context.Context) (*engine.Result, error) {
-		res, err := s.x.Run(ctx, m, input, opts)
+	s.background(what, name, func(ctx context.Context) (*engine.Result, error) {
+		res, err := run(ctx, func(id string) { created <- id })
 		if err != nil {
 			failed <- err
 		}
@@ -176,6 +176,14 @@ func (s *Server) launch(ctx context.Context, m *states.Machine, input any, opts 
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
+}
+
+// startRun launches an execution of m (see launch).
+func (s *Server) startRun(ctx context.Context, m *states.Machine, input any, opts engine.StartOptions) (string, error) {
+	return s.launch(ctx, "run", opts.ID, func(ctx context.Context, created func(string)) (*engine.Result, error) {
+		opts.Created = created
+		return s.x.Run(ctx, m, input, opts)
+	})
 }
 
 // maxPayloadCeiling is the largest payload limit a start may give an

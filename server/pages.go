@@ -513,24 +513,18 @@ func (s *Server) rollbackPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.refusePage(w, r, id, err)
 	}
-	switch {
-	case e.Status == engine.StatusRunning:
-		return s.refusePage(w, r, id, fmt.Errorf("execution %s: %w: roll it back once it waits or has ended", id, engine.ErrBusy))
-	case restore == engine.RestoreMemory && e.Status.Ended():
-		return s.refusePage(w, r, id, &problem{status: http.StatusConflict,
-			detail: fmt.Sprintf("execution %s has ended (%s): restoring the memory alone leaves nothing to run; restore the document too", id, e.Status)})
+	if e.Status == engine.StatusRunning || restore == engine.RestoreMemory && e.Status.Ended() {
+		// Refused as the rollback itself would be, before asking.
+		return s.refusePage(w, r, id, s.rollbackNow(r.Context(), e, name, restore))
 	}
 	msg := fmt.Sprintf("Execution %s goes back to checkpoint %q (saved by state %s at %s), restoring %s, and runs on from there. The events after the checkpoint stay in the history, marked superseded.",
 		id, name, cp.State, formatTime(cp.CreatedAt), restoreText(restore))
 	if ok, err := s.confirmed(w, r, id, "Roll back execution "+id+"?", msg, "Roll back", "checkpoint", "restore"); !ok {
 		return err
 	}
-	if _, err := s.x.Rollback(r.Context(), id, name, engine.ResumeOptions{Restore: restore, RecordOnly: true}); err != nil {
+	if err := s.rollbackNow(r.Context(), e, name, restore); err != nil {
 		return s.refusePage(w, r, id, err)
 	}
-	s.background("continue after a rollback", id, func(ctx context.Context) (*engine.Result, error) {
-		return s.x.Resume(ctx, id, engine.ResumeOptions{})
-	})
 	seeExecution(w, r, id)
 	return nil
 }
@@ -584,28 +578,12 @@ func (s *Server) forkPage(w http.ResponseWriter, r *http.Request) error {
 	if ok, err := s.confirmed(w, r, id, "Fork execution "+id+"?", msg, "Fork", "checkpoint", "restore", "name"); !ok {
 		return err
 	}
-	created := make(chan string, 1)
-	failed := make(chan error, 1)
-	opts := engine.ResumeOptions{Restore: restore, ForkID: child, Created: func(id string) { created <- id }}
-	s.background("fork", id, func(ctx context.Context) (*engine.Result, error) {
-		res, err := s.x.Fork(ctx, id, name, opts)
-		if err != nil {
-			failed <- err
-		}
-		return res, err
-	})
-	select {
-	case c := <-created:
-		seeExecution(w, r, c)
-		return nil
-	case err := <-failed:
-		if errors.Is(err, engine.ErrExists) {
-			err = nameTaken(child)
-		}
+	c, err := s.startFork(r.Context(), id, name, restore, child)
+	if err != nil {
 		return s.refusePage(w, r, id, err)
-	case <-r.Context().Done():
-		return r.Context().Err()
 	}
+	seeExecution(w, r, c)
+	return nil
 }
 
 // stopPage ends an execution as ABORTED once confirmed.

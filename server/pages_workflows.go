@@ -136,7 +136,7 @@ func (s *Server) startPage(w http.ResponseWriter, r *http.Request) error {
 	if s.agentsFile != nil {
 		opts.AgentsFile, opts.AgentsKind = s.agentsFile, "agents"
 	}
-	id, err := s.launch(r.Context(), m, input, opts)
+	id, err := s.startRun(r.Context(), m, input, opts)
 	if err != nil {
 		p := problemOf(err)
 		return refuse(p.status, "%s", p.detail)
