@@ -268,6 +268,14 @@ type eventView struct {
 	Time                      time.Time
 	Input, Output, Detail     string
 	Flagged, Superseded       bool
+	// Changes is what a state changed: the JSON Patch from its input
+	// (the entered event's) to its output (the exited event's).
+	Changes []changeView
+}
+
+// changeView is one operation of a state's changes, as shown.
+type changeView struct {
+	Op, Path, Value string
 }
 
 // flagged are the events a reader must not miss: refusals of the
@@ -317,6 +325,18 @@ func timeLeft(t, now time.Time) string {
 		return "due now"
 	}
 	return d.String()
+}
+
+// compactValue writes a patch operation's value on one line ("" for none).
+func compactValue(v json.RawMessage) string {
+	if len(v) == 0 {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, v); err != nil {
+		return string(v)
+	}
+	return buf.String()
 }
 
 // pretty is a document as indented JSON; "" for none.
@@ -440,9 +460,21 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 	for _, cp := range cps {
 		data.Checkpoints = append(data.Checkpoints, checkpointView{Name: cp.Name, State: cp.State, Next: cp.Next, CreatedAt: cp.CreatedAt, ExpiresAt: cp.ExpiresAt, Expired: expired(cp, now)})
 	}
+	entered := map[string]any{}
 	for i, ev := range events {
-		data.Events = append(data.Events, eventView{Seq: int64(i + 1), Type: ev.Type, State: ev.Scope + ev.State, Error: ev.Error, Cause: ev.Cause, Time: ev.Timestamp,
-			Input: pretty(ev.Input), Output: pretty(ev.Output), Detail: pretty(ev.Detail), Flagged: flagged(ev), Superseded: ev.Superseded})
+		view := eventView{Seq: int64(i + 1), Type: ev.Type, State: ev.Scope + ev.State, Error: ev.Error, Cause: ev.Cause, Time: ev.Timestamp,
+			Input: pretty(ev.Input), Output: pretty(ev.Output), Detail: pretty(ev.Detail), Flagged: flagged(ev), Superseded: ev.Superseded}
+		switch {
+		case ev.State != "" && strings.HasSuffix(ev.Type, "StateEntered"):
+			entered[view.State] = ev.Input
+		case ev.State != "" && strings.HasSuffix(ev.Type, "StateExited"):
+			if in, ok := entered[view.State]; ok {
+				for _, op := range jsonPatch(in, ev.Output) {
+					view.Changes = append(view.Changes, changeView{Op: op.Op, Path: op.Path, Value: compactValue(op.Value)})
+				}
+			}
+		}
+		data.Events = append(data.Events, view)
 	}
 	return data, nil
 }

@@ -66,3 +66,24 @@ func TestWorkflowPages(t *testing.T) {
 		t.Errorf("an unknown workflow: %d, want 404", code)
 	}
 }
+
+// TestTimelineChanges: the timeline says what each state changed, as the
+// JSON Patch from its input to its output.
+func TestTimelineChanges(t *testing.T) {
+	ts := newTestServer(t)
+	def := json.RawMessage(`{"StartAt":"Greet","States":{"Greet":{"Type":"Pass","Result":"hi","ResultPath":"$.greeting","Next":"Drop"},
+		"Drop":{"Type":"Pass","Parameters":{"greeting.$":"$.greeting"},"End":true}}}`)
+	if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", map[string]any{"name": "c-1", "definition": def, "input": json.RawMessage(`{"who":"ana"}`)}, nil); code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	ts.waitFor(t, "c-1", func(e api.Execution) bool { return e.Status == "SUCCEEDED" })
+	_, body, _ := ts.signedIn(t, RoleViewer).get(t, "/executions/c-1")
+	for _, want := range []string{
+		`<tr class="change op-add"><td>add</td><td><code>/greeting</code></td><td><code>&#34;hi&#34;</code></td></tr>`,
+		`<tr class="change op-remove"><td>remove</td><td><code>/who</code></td><td><code></code></td></tr>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the timeline lacks %s", want)
+		}
+	}
+}
