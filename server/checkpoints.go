@@ -177,6 +177,15 @@ func escapePointer(k string) string {
 }
 
 // restoreOf reads a request's restore field.
+// checkpointRequest checks a rollback's or fork's checkpoint name and
+// reads its restore.
+func checkpointRequest(checkpoint, restore string) (engine.Restore, error) {
+	if checkpoint == "" {
+		return 0, badRequest("/checkpoint", "checkpoint is required")
+	}
+	return restoreOf(restore)
+}
+
 func restoreOf(v string) (engine.Restore, error) {
 	restore, err := engine.ParseRestore(v)
 	if err != nil {
@@ -192,10 +201,7 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	if req.Checkpoint == "" {
-		return badRequest("/checkpoint", "checkpoint is required")
-	}
-	restore, err := restoreOf(req.Restore)
+	restore, err := checkpointRequest(req.Checkpoint, req.Restore)
 	if err != nil {
 		return err
 	}
@@ -256,10 +262,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	if req.Checkpoint == "" {
-		return badRequest("/checkpoint", "checkpoint is required")
-	}
-	restore, err := restoreOf(req.Restore)
+	restore, err := checkpointRequest(req.Checkpoint, req.Restore)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -89,17 +88,8 @@ func TestCommandsBesideRun(t *testing.T) {
 		holding <- cliIn(dir, "run", "hold.json", "--agents", "agents.json", "--name", "held", "--input", `{"n":1}`, "--db", "h.db")
 	}()
 	// Wait until the task runs: the script writes to started.
-	read := make(chan error, 1)
-	go func() {
-		f, err := os.Open(started)
-		if err == nil {
-			_, err = io.ReadAll(f)
-			f.Close()
-		}
-		read <- err
-	}()
 	select {
-	case err := <-read:
+	case err := <-readFIFO(started):
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -130,17 +130,8 @@ func orphan(t *testing.T, dir, db, id string) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	signalled := make(chan error, 1)
-	go func() {
-		f, err := os.Open(started) // blocks until the script opens it to write
-		if err == nil {
-			_, err = io.ReadAll(f)
-			f.Close()
-		}
-		signalled <- err
-	}()
 	select {
-	case err := <-signalled:
+	case err := <-readFIFO(started):
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,6 +159,22 @@ func unblock(fifo string) {
 	if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 		f.Close()
 	}
+}
+
+// readFIFO reads the named pipe path to its end in the background: the
+// channel gets the error once the writer has closed it (opening it blocks
+// until a writer opens it).
+func readFIFO(path string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		f, err := os.Open(path)
+		if err == nil {
+			_, err = io.ReadAll(f)
+			f.Close()
+		}
+		done <- err
+	}()
+	return done
 }
 
 // result is the end of a CLI subprocess.
