@@ -121,7 +121,7 @@ func ParseAgentsFile(data []byte) (*AgentsFile, error) {
 	}
 	f := &AgentsFile{agents: make(map[string]fileAgent, len(top)), raw: top}
 	for _, name := range slices.Sorted(maps.Keys(top)) {
-		ptr := "/" + escapePointer(name)
+		ptr := "/" + jsonpath.EscapePointer(name)
 		if name == "" {
 			return nil, fileErrorf(ptr, "an agent name must not be empty")
 		}
@@ -319,7 +319,7 @@ func (p *fieldParser) unknown(kind, known string) {
 	allowed := strings.Split(known, ", ")
 	for _, k := range slices.Sorted(maps.Keys(p.obj)) {
 		if !slices.Contains(allowed, k) {
-			p.fail(escapePointer(k), "unknown field %q (an %s agent has %s)", k, kind, known)
+			p.fail(jsonpath.EscapePointer(k), "unknown field %q (an %s agent has %s)", k, kind, known)
 			return
 		}
 	}
@@ -390,7 +390,7 @@ func (p *fieldParser) exec() *ExecConfig {
 		p.fail("Command/0", "the program must not be empty")
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
-		rel := "Env/" + escapePointer(k)
+		rel := "Env/" + jsonpath.EscapePointer(k)
 		if err := checkEnv(k, c.Env[k]); err != nil {
 			p.fail(rel, "%v", err)
 		} else if secretName(k) && !refersToSecret(c.Env[k]) {
@@ -413,7 +413,7 @@ func (p *fieldParser) http() *HTTPConfig {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
-		rel := "Headers/" + escapePointer(name)
+		rel := "Headers/" + jsonpath.EscapePointer(name)
 		if err := checkHeader(name, c.Headers[name]); err != nil {
 			p.fail(rel, "%v", err)
 		} else if secretName(name) && !refersToSecret(c.Headers[name]) {
@@ -544,7 +544,7 @@ func (p *fieldParser) strMap(key string) map[string]string {
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		s, isStr := obj[k].(string)
 		if !isStr {
-			p.fail(key+"/"+escapePointer(k), "%s values must be strings, not %s", key, jsonpath.TypeName(obj[k]))
+			p.fail(key+"/"+jsonpath.EscapePointer(k), "%s values must be strings, not %s", key, jsonpath.TypeName(obj[k]))
 			return nil
 		}
 		out[k] = s
@@ -564,9 +564,4 @@ func describe(v any) string {
 		return string(x)
 	}
 	return jsonpath.TypeName(v)
-}
-
-// escapePointer escapes a JSON Pointer segment (RFC 6901).
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

@@ -255,7 +255,7 @@ func patchPointerOf(tokens []string) string {
 	var b strings.Builder
 	for _, t := range tokens {
 		b.WriteByte('/')
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
+		b.WriteString(jsonpath.EscapePointer(t))
 	}
 	return b.String()
 }

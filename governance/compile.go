@@ -202,15 +202,7 @@ func comparePointers(a, b string) int {
 	return len(at) - len(bt)
 }
 
-// pointerEscape escapes one JSON Pointer reference token (RFC 6901).
-func pointerEscape(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
-}
-
-func join(ptr, tok string) string { return ptr + "/" + pointerEscape(tok) }
+func join(ptr, tok string) string { return ptr + "/" + jsonpath.EscapePointer(tok) }
 
 func (c *compiler) object(v any, ptr, name string) (map[string]any, bool) {
 	m, ok := v.(map[string]any)

@@ -124,7 +124,7 @@ func schemaPointer(tokens []string) string {
 	var b strings.Builder
 	for _, t := range tokens {
 		b.WriteByte('/')
-		b.WriteString(pointerEscape(t))
+		b.WriteString(jsonpath.EscapePointer(t))
 	}
 	return b.String()
 }

@@ -137,7 +137,7 @@ func (t *Template) compileObject(m map[string]any, pointer string) *tnode {
 	literal := true
 	seen := make(map[string]string, len(m))
 	for _, key := range slices.Sorted(maps.Keys(m)) {
-		ptr := pointer + "/" + escapePointer(key)
+		ptr := pointer + "/" + EscapePointer(key)
 		out := key
 		var child *tnode
 		if name, ok := strings.CutSuffix(key, ".$"); ok {
@@ -191,14 +191,6 @@ func compileField(key string, v any) (*Expr, error) {
 		return nil, &fieldError{msg: msg, err: err}
 	}
 	return e, nil
-}
-
-// escapePointer escapes a key for a JSON Pointer (RFC 6901).
-func escapePointer(key string) string {
-	if !strings.ContainsAny(key, "~/") {
-		return key
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
 
 // UsesContext reports whether evaluating the template may read the context

@@ -2,6 +2,7 @@ package jsonpath
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -34,6 +35,15 @@ func AppendMember(b []byte, key string) []byte {
 		i += size
 	}
 	return append(b, '\'', ']')
+}
+
+// EscapePointer escapes one reference token of a JSON Pointer (RFC 6901):
+// ~ as ~0, / as ~1.
+func EscapePointer(token string) string {
+	if !strings.ContainsAny(token, "~/") {
+		return token
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(token, "~", "~0"), "/", "~1")
 }
 
 // AppendIndex appends the step to the array index i to a written path.

@@ -25,3 +25,11 @@ func TestWrittenPaths(t *testing.T) {
 		t.Errorf("AppendIndex = %s", got)
 	}
 }
+
+func TestEscapePointer(t *testing.T) {
+	for in, want := range map[string]string{"a": "a", "a/b": "a~1b", "~": "~0", "~1": "~01", "/~": "~1~0", "": ""} {
+		if got := EscapePointer(in); got != want {
+			t.Errorf("EscapePointer(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

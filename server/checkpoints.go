@@ -135,7 +135,7 @@ func diffInto(ops *[]api.PatchOp, path string, a, b any) {
 			break
 		}
 		for _, k := range slices.Sorted(maps.Keys(av)) {
-			p := path + "/" + escapePointer(k)
+			p := path + "/" + jsonpath.EscapePointer(k)
 			if bx, ok := bv[k]; ok {
 				diffInto(ops, p, av[k], bx)
 			} else {
@@ -144,7 +144,7 @@ func diffInto(ops *[]api.PatchOp, path string, a, b any) {
 		}
 		for _, k := range slices.Sorted(maps.Keys(bv)) {
 			if _, ok := av[k]; !ok {
-				*ops = append(*ops, api.PatchOp{Op: "add", Path: path + "/" + escapePointer(k), Value: rawOrNull(bv[k])})
+				*ops = append(*ops, api.PatchOp{Op: "add", Path: path + "/" + jsonpath.EscapePointer(k), Value: rawOrNull(bv[k])})
 			}
 		}
 		return
@@ -170,13 +170,6 @@ func diffInto(ops *[]api.PatchOp, path string, a, b any) {
 	}
 }
 
-// escapePointer escapes a key as a JSON Pointer reference token (RFC
-// 6901): "~" first, then "/".
-func escapePointer(k string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
-}
-
-// restoreOf reads a request's restore field.
 // checkpointRequest checks a rollback's or fork's checkpoint name and
 // reads its restore.
 func checkpointRequest(checkpoint, restore string) (engine.Restore, error) {
@@ -186,6 +179,7 @@ func checkpointRequest(checkpoint, restore string) (engine.Restore, error) {
 	return restoreOf(restore)
 }
 
+// restoreOf reads a request's restore field.
 func restoreOf(v string) (engine.Restore, error) {
 	restore, err := engine.ParseRestore(v)
 	if err != nil {

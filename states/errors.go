@@ -49,11 +49,3 @@ func (l ErrorList) Err() error {
 	}
 	return l
 }
-
-// pointerEscape escapes one JSON Pointer reference token (RFC 6901).
-func pointerEscape(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
-}

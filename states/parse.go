@@ -257,7 +257,7 @@ func (p *parser) checkGraph(m *Machine, raw map[string]any, statesPtr string) {
 		if !ok {
 			continue
 		}
-		targets, ptrs := transitions(st, statesPtr+"/"+pointerEscape(n))
+		targets, ptrs := transitions(st, statesPtr+"/"+jsonpath.EscapePointer(n))
 		for i, t := range targets {
 			if _, ok := raw[t]; !ok {
 				p.errorf(ptrs[i], n, "transition to state %q, which does not exist", t)
@@ -286,7 +286,7 @@ func (p *parser) checkGraph(m *Machine, raw map[string]any, statesPtr string) {
 	}
 	for _, n := range names {
 		if !seen[n] {
-			p.errorf(statesPtr+"/"+pointerEscape(n), n, "state %q is not reachable from StartAt", n)
+			p.errorf(statesPtr+"/"+jsonpath.EscapePointer(n), n, "state %q is not reachable from StartAt", n)
 		}
 	}
 }
@@ -554,7 +554,7 @@ func (p *parser) assign(o *object, key string) *jsonpath.Template {
 	for _, k := range sortedKeys(m) {
 		name := strings.TrimSuffix(k, ".$")
 		if !variableName.MatchString(name) || len(name) > 80 {
-			p.errorf(o.at(key)+"/"+pointerEscape(k), o.state, "%q is not a valid variable name (a letter or _ followed by letters, digits or _, at most 80 characters)", name)
+			p.errorf(o.at(key)+"/"+jsonpath.EscapePointer(k), o.state, "%q is not a valid variable name (a letter or _ followed by letters, digits or _, at most 80 characters)", name)
 		}
 	}
 	return p.template(o, key)

@@ -48,7 +48,7 @@ func (p *parser) newObject(v any, ptr, state, what string) *object {
 	return &object{p: p, ptr: ptr, state: state, m: m, used: make(map[string]bool, len(m))}
 }
 
-func (o *object) at(key string) string { return o.ptr + "/" + pointerEscape(key) }
+func (o *object) at(key string) string { return o.ptr + "/" + jsonpath.EscapePointer(key) }
 
 func (o *object) errorf(key, format string, args ...any) {
 	ptr := o.ptr
