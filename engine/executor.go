@@ -85,6 +85,14 @@ type Config struct {
 	// Hooks are told what executions do (for metrics and tracing); the
 	// zero value tells nobody.
 	Hooks Hooks
+	// Durability is the durability of the executions that do not choose
+	// their own (StartOptions.Durability): "" is DurabilityStrict.
+	// DurabilityNone is an executor without a Store; with a Store it is
+	// DurabilityStrict.
+	Durability Durability
+	// BatchWindow is how long the commits of a batched execution may wait
+	// to be written; 0 means DefaultBatchWindow.
+	BatchWindow time.Duration
 }
 
 // Executor runs executions of state machines. It is safe for concurrent
@@ -164,6 +172,12 @@ type StartOptions struct {
 	// traceparent header) the execution's trace continues; empty means a
 	// new trace. It is used only when tracing is on (Hooks.NewTrace).
 	TraceParent string
+	// Durability is the execution's durability, stored with it so that
+	// every later run of it keeps it: "" means the executor's
+	// (Config.Durability). DurabilityNone is refused by an executor with a
+	// store (its executions are all kept), as DurabilityStrict and
+	// DurabilityBatched are by one without.
+	Durability Durability
 	// Created, when set, is called with the execution's id once it exists
 	// (its input accepted and, with a store, its record created), before
 	// its first state runs.

@@ -72,6 +72,9 @@ type Execution struct {
 	// (StartOptions.MaxPayloadSize): 0 means none (the limit of the
 	// executor running it) and -1 no limit.
 	MaxPayload int
+	// Durability is the execution's own durability mode
+	// (StartOptions.Durability); "" means the executor's.
+	Durability Durability
 	// WakeAt is when a WAITING execution is due; zero when it waits for
 	// something else than time. WaitingFor says what ("Wait", "Retry", …).
 	WakeAt     time.Time
