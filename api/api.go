@@ -91,6 +91,10 @@ type StartExecution struct {
 	// input, state result or output), stored with it for every later run
 	// of it: 0 or absent means the server's limit, -1 no limit.
 	MaxPayload int `json:"maxPayload,omitempty"`
+	// Durability is the execution's durability, stored with it: "strict"
+	// or "batched"; empty means the server's. ("none" is a server without
+	// a database, which aslrun serve is not.)
+	Durability string `json:"durability,omitempty"`
 }
 
 // Execution is where an execution stands.
@@ -112,6 +116,9 @@ type Execution struct {
 	// MaxPayload is the execution's own payload limit in bytes (-1: no
 	// limit), absent when it has none and runs with the server's.
 	MaxPayload int `json:"maxPayload,omitempty"`
+	// Durability is the execution's own durability, absent when it runs
+	// with the server's.
+	Durability string `json:"durability,omitempty"`
 }
 
 // ExecutionList is a page of GET /v1/executions; Next, when set, is the

@@ -11,7 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/governance"
@@ -357,9 +356,22 @@ func TestApprovalsInMapItems(t *testing.T) {
 	}
 }
 
+// TestApprovalNeedsAStore: without a store (durability none) a workflow
+// that could wait for a decision is refused before it starts, wherever its
+// Approval is nested.
 func TestApprovalNeedsAStore(t *testing.T) {
-	res := execute(t, `{"StartAt":"A","States":{"A":{"Type":"Approval","Prompt":"ok?","End":true}}}`, `{}`, nil)
-	wantError(t, res, asl.ErrRuntime, "needs an executor with a store")
+	for _, tc := range []struct{ def, where string }{
+		{`{"StartAt":"A","States":{"A":{"Type":"Approval","Prompt":"ok?","End":true}}}`, `state "A" is an Approval`},
+		{`{"StartAt":"M","States":{"M":{"Type":"Map","ItemProcessor":{"StartAt":"P","States":{"P":{"Type":"Parallel","End":true,
+			"Branches":[{"StartAt":"X","States":{"X":{"Type":"Pass","End":true}}},{"StartAt":"A","States":{"A":{"Type":"Approval","Prompt":"ok?","End":true}}}]}}},"End":true}}}`, `state "M/P/1/A" is an Approval`},
+		{`{"StartAt":"W","States":{"W":{"Type":"Wait","Seconds":6,"End":true}}}`, `state "W" waits 6 seconds (longer than 5s)`},
+	} {
+		x := engine.New(engine.Config{})
+		res, err := x.Run(context.Background(), mustParse(t, tc.def), map[string]any{}, engine.StartOptions{})
+		if !errors.Is(err, engine.ErrDurability) || !strings.Contains(err.Error(), tc.where) || res != nil {
+			t.Errorf("%s: Run = %v, %v; want ErrDurability naming %s", tc.def, res, err, tc.where)
+		}
+	}
 }
 
 // TestCheckDecision: the dry run accepts what Decide would, refuses what

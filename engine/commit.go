@@ -103,7 +103,101 @@ func (r *run) commit(ctx context.Context, e *stateExit, c *Commit) error {
 	*queued = *c
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.deferrable(e, c) {
+		return r.deferLocked(ctx, queued)
+	}
 	return r.commitLocked(ctx, queued)
+}
+
+// maxDeferredEvents bounds the history a run keeps unwritten: a long run of
+// pure states (a Map of many pure items) is written in batches of about
+// this many events, so that its memory does not grow with its length.
+const maxDeferredEvents = 512
+
+// deferrable reports whether commit c (of completion e, nil for other
+// commits) may wait for the next commit instead of being written now.
+//
+// Under every durable mode, the completion of a state without effects —
+// Pass (without agent memory), Choice, Succeed, a Wait that did not park —
+// that read nothing that could differ on another run (the context object,
+// a random draw) waits:
+// a resumed execution runs it again from the last commit and gets the same
+// result. So does a nested machine's end (its Map item's or Parallel
+// branch's output), which running its pure states again gives back. Under
+// DurabilityBatched the completion of any state waits too, up to the batch
+// window (flushBatch). How an execution ends or parks, a checkpoint, a
+// rollback, a redrive and a state's progress between attempts are written
+// at once in every mode.
+func (r *run) deferrable(e *stateExit, c *Commit) bool {
+	if c.Status != "" && c.Status != StatusRunning || c.Checkpoint != nil || c.Rollback != nil || !c.Redriven.IsZero() {
+		return false
+	}
+	if e == nil {
+		return c.nestedEnd
+	}
+	if r.batched {
+		return true
+	}
+	if e.h.envData.chance || len(c.Memory) > 0 || len(c.AddNamespaces) > 0 {
+		return false
+	}
+	switch s := e.h.st.(type) {
+	case *states.Pass:
+		// Agent memory is shared with other executions: reading it is
+		// not the same on another run, and writing it is an effect.
+		return s.Memory == nil
+	case *states.Choice, *states.Succeed, *states.Wait:
+		return true
+	}
+	return false
+}
+
+// deferLocked adds c to the commits waiting to be written with r.mu held.
+// c's scopes are the scopes' positions now: the visits they count are
+// copied, since their scopes go on counting in place.
+func (r *run) deferLocked(ctx context.Context, c *Commit) error {
+	for _, s := range c.Scopes {
+		if s.Visits != nil {
+			s.Visits = maps.Clone(s.Visits)
+		}
+	}
+	if err := r.batchErr; err != nil {
+		return err
+	}
+	r.queue.pending = mergeCommit(r.queue.pending, c)
+	if len(r.events) >= maxDeferredEvents {
+		return r.commitLocked(ctx, &Commit{})
+	}
+	if r.batched && r.batchTimer == nil {
+		r.batchTimer = time.AfterFunc(r.x.batchWindow, r.flushBatch)
+	}
+	return nil
+}
+
+// flushBatch writes the commits of a batched run that waited for the batch
+// window. A failure is kept and returned by the run's next commit.
+func (r *run) flushBatch() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.batchTimer = nil
+	if r.queue.pending == nil && len(r.events) == 0 {
+		return
+	}
+	if err := r.commitLocked(context.Background(), &Commit{}); err != nil && r.batchErr == nil {
+		r.batchErr = err
+	}
+}
+
+// flush writes whatever waits to be written: a run that stops without
+// ending (its context cancelled, the executor drained) keeps all it did.
+// Its error is the store's, already logged by the caller's path.
+func (r *run) flush(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.queue.pending == nil && len(r.events) == 0 {
+		return nil
+	}
+	return r.commitLocked(ctx, &Commit{})
 }
 
 // stateExit is a state's completion handed to the commit point.

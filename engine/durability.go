@@ -1,8 +1,13 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
+
+	"github.com/aslrun/aslrun/states"
 )
 
 // Durability is what an acknowledged commit of an execution promises.
@@ -54,4 +59,76 @@ func ParseDurability(s string) (Durability, error) {
 		return d, nil
 	}
 	return "", fmt.Errorf("durability %q: want strict, batched or none", s)
+}
+
+// ErrDurability is returned (wrapped) by Run when an execution's
+// durability cannot be had: a mode the executor cannot give, or a workflow
+// that could park under DurabilityNone.
+var ErrDurability = errors.New("durability")
+
+// Durability returns the durability of the executions that do not choose
+// their own.
+func (x *Executor) Durability() Durability { return x.durability }
+
+// durabilityOf checks the durability asked for a new execution of m (""
+// for the executor's) and returns what the execution records: what was
+// asked, "" when nothing was (or without a store).
+func (x *Executor) durabilityOf(m *states.Machine, asked Durability) (Durability, error) {
+	if asked != "" {
+		if _, err := ParseDurability(string(asked)); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrDurability, err)
+		}
+	}
+	switch {
+	case !x.durable && asked != "" && asked != DurabilityNone:
+		return "", fmt.Errorf("%w: the execution asks for %s durability, but the executor has no store (durability none)", ErrDurability, asked)
+	case x.durable && asked == DurabilityNone:
+		return "", fmt.Errorf("%w: the execution asks for durability none, but the executor keeps every execution in its store; run one without a store for none", ErrDurability)
+	case !x.durable:
+		if where := parksAt(m, x.parkAfter); where != "" {
+			return "", fmt.Errorf("%w: %s, which needs a store to wait; durability none keeps nothing (give a database)", ErrDurability, where)
+		}
+		return "", nil
+	}
+	return asked, nil
+}
+
+// parksAt names the first place where an execution of m could stop to wait
+// (and so needs a store): an Approval state anywhere, or a top-level Wait
+// whose Seconds is longer than parkAfter (and than the execution's
+// TimeoutSeconds). "" when there is none. (A Wait whose time comes from its
+// input or a timestamp sleeps without a store.)
+func parksAt(m *states.Machine, parkAfter time.Duration) string {
+	if t := m.TimeoutSeconds; t > 0 && time.Duration(t)*time.Second <= parkAfter {
+		// It times out before any Wait could park.
+		return approvalIn(m, "")
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.States)) {
+		if w, ok := m.States[name].(*states.Wait); ok && w.HasSeconds && time.Duration(w.Seconds)*time.Second > parkAfter {
+			return fmt.Sprintf("state %q waits %d seconds (longer than %s)", name, w.Seconds, parkAfter)
+		}
+	}
+	return approvalIn(m, "")
+}
+
+// approvalIn names the first Approval state of m or of a machine nested in
+// it, its name qualified by where it is nested; "" when there is none.
+func approvalIn(m *states.Machine, prefix string) string {
+	for _, name := range slices.Sorted(maps.Keys(m.States)) {
+		switch s := m.States[name].(type) {
+		case *states.Approval:
+			return fmt.Sprintf("state %q is an Approval", prefix+name)
+		case *states.Map:
+			if where := approvalIn(s.Processor, prefix+name+"/"); where != "" {
+				return where
+			}
+		case *states.Parallel:
+			for i, b := range s.Branches {
+				if where := approvalIn(b, fmt.Sprintf("%s%s/%d/", prefix, name, i)); where != "" {
+					return where
+				}
+			}
+		}
+	}
+	return ""
 }

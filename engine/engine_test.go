@@ -364,14 +364,16 @@ func TestParallelFailureCancelsOtherBranches(t *testing.T) {
 
 func TestExecutionTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		def := `{"StartAt":"W","TimeoutSeconds":10,"States":{"W":{"Type":"Wait","Seconds":60,"End":true}}}`
+		// Without a store a 60 s Wait is refused (it would park), unless
+		// the execution times out before it could: here after 4 s.
+		def := `{"StartAt":"W","TimeoutSeconds":4,"States":{"W":{"Type":"Wait","Seconds":60,"End":true}}}`
 		start := time.Now()
 		res := execute(t, def, `{}`, nil)
 		if res.Status != engine.StatusTimedOut || res.Error != string(asl.ErrTimeout) {
 			t.Errorf("status %s error %q, want TIMED_OUT States.Timeout", res.Status, res.Error)
 		}
-		if d := time.Since(start); d != 10*time.Second {
-			t.Errorf("timed out after %v, want 10s", d)
+		if d := time.Since(start); d != 4*time.Second {
+			t.Errorf("timed out after %v, want 4s", d)
 		}
 	})
 }

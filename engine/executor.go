@@ -108,6 +108,10 @@ type Executor struct {
 	// onEscalation is Config.OnEscalation.
 	onEscalation func(ctx context.Context, n EscalationNotice) error
 	hooks        Hooks
+	// durability is the mode of executions without their own, and
+	// batchWindow how long a batched execution's commits may wait.
+	durability  Durability
+	batchWindow time.Duration
 
 	mu     sync.Mutex
 	active map[string]*held // executions held in this process (stop.go)
@@ -139,6 +143,18 @@ func New(cfg Config) *Executor {
 	x.durable = x.store != nil
 	if x.store == nil {
 		x.store = volatileStore{}
+	}
+	switch {
+	case !x.durable:
+		x.durability = DurabilityNone
+	case cfg.Durability == DurabilityBatched:
+		x.durability = DurabilityBatched
+	default:
+		x.durability = DurabilityStrict
+	}
+	x.batchWindow = cfg.BatchWindow
+	if x.batchWindow <= 0 {
+		x.batchWindow = DefaultBatchWindow
 	}
 	if x.log == nil {
 		x.log = slog.Default()
@@ -252,10 +268,14 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if err := checkInput(m, input); err != nil {
 		return nil, err
 	}
+	durability, err := x.durabilityOf(m, opts.Durability)
+	if err != nil {
+		return nil, err
+	}
 	e := &Execution{
 		ID: opts.ID, MachineName: opts.MachineName, Input: input, Status: StatusRunning,
 		StartedAt: time.Now().UTC(), Agents: opts.AgentsFile, AgentsKind: opts.AgentsKind,
-		MaxPayload: own,
+		MaxPayload: own, Durability: durability,
 	}
 	if e.ID == "" {
 		u, err := uuid.NewV7()
@@ -317,6 +337,7 @@ func (x *Executor) newRun(m *states.Machine, e *Execution, reg *agents.Registry)
 		reg = x.agents
 	}
 	r := &run{x: x, m: m, exec: e, agents: reg, invocations: make(map[string]int), maxPayload: x.limitOf(e.MaxPayload)}
+	r.batched = x.durable && (e.Durability == DurabilityBatched || e.Durability == "" && x.durability == DurabilityBatched)
 	if r.maxPayload >= 0 {
 		if n, ok := jsonpath.SizeWithin(e.Input, r.maxPayload); ok {
 			r.inputSize = n

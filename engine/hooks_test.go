@@ -155,7 +155,7 @@ func TestHooks(t *testing.T) {
 // TestHooksCommitError: a failing Store.Commit is reported to Committed,
 // and an execution whose end is not committed has not finished.
 func TestHooksCommitError(t *testing.T) {
-	def := `{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"B"},"B":{"Type":"Pass","End":true}}}`
+	def := `{"StartAt":"A","States":{"A":{"Type":"Pass","Parameters":{"at.$":"$$.State.EnteredTime"},"Next":"B"},"B":{"Type":"Pass","End":true}}}`
 	st := &countingStore{Store: store.NewMemory(), failAt: 2}
 	var log hookLog
 	x := engine.New(engine.Config{Store: st, Hooks: log.hooks()})

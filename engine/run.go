@@ -53,6 +53,12 @@ type run struct {
 	// lastCheckpoint is the checkpoint of a Checkpoint state that ended
 	// the execution, written with its end.
 	lastCheckpoint *Checkpoint
+	// batched is set when the execution's durability is
+	// DurabilityBatched; batchTimer then writes the commits that wait
+	// (flushBatch), and batchErr keeps the failure of such a write.
+	batched    bool
+	batchTimer *time.Timer
+	batchErr   error
 	// failedAt is the top-level machine's position at the state that
 	// failed (or was running when the execution timed out), kept in the
 	// final commit for Redrive.
@@ -176,11 +182,18 @@ type env struct {
 	retry     int
 	item      *mapItem
 	ctxObject map[string]any
+	// chance is set when the state read something that could differ on
+	// another run of it: the context object, or a random draw.
+	chance bool
 }
+
+// Drew implements jsonpath.Chance.
+func (e *env) Drew() { e.chance = true }
 
 func (e *env) Variable(name string) (any, bool) { return e.sc.lookup(name) }
 
 func (e *env) Context() any {
+	e.chance = true
 	if e.ctxObject != nil {
 		return e.ctxObject
 	}
@@ -267,7 +280,14 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		var ae *asl.Error
 		if !errors.As(err, &ae) {
 			// An engine failure (store, cancelled context): not an outcome of
-			// the execution, which stays RUNNING and can be resumed.
+			// the execution, which stays RUNNING and can be resumed. A run
+			// stopped on purpose (cancelled, drained) writes the commits
+			// still waiting, so that it resumes from all it did.
+			if ctx.Err() != nil || errors.Is(err, ErrDrained) {
+				if ferr := r.flush(context.WithoutCancel(ctx)); ferr != nil {
+					r.x.log.Warn("the commits of a run that stopped could not be written: it resumes from its last commit", "execution", r.exec.ID, "error", ferr)
+				}
+			}
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return nil, fmt.Errorf("execution %s: %w", r.exec.ID, ctxErr)
 			}

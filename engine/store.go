@@ -225,6 +225,10 @@ type Commit struct {
 	// Transition is what the commit point checked (nil for history-only
 	// commits); stores need not keep it.
 	Transition *Transition
+
+	// nestedEnd marks the commit of a nested machine's end, which may wait
+	// for the next commit (run.deferrable).
+	nestedEnd bool
 }
 
 // Checkpoint is a named snapshot of an execution, written by a Checkpoint

@@ -13,3 +13,18 @@ type Env interface {
 	// whether it is defined.
 	Variable(name string) (any, bool)
 }
+
+// Chance is implemented by an Env that wants to know when an expression
+// drew a value that differs from one evaluation to the next: States.UUID,
+// and States.MathRandom without a seed. (The engine commits a state that
+// did at once, so that running it again after a crash cannot draw another.)
+type Chance interface {
+	Drew()
+}
+
+// drew tells env, when it asks, that an expression drew a random value.
+func drew(env Env) {
+	if c, ok := env.(Chance); ok {
+		c.Drew()
+	}
+}

@@ -758,7 +758,7 @@ func evalJSONMerge(_ *call, args []any, _ Env) (any, error) {
 
 // Math
 
-func evalMathRandom(_ *call, args []any, _ Env) (any, error) {
+func evalMathRandom(_ *call, args []any, env Env) (any, error) {
 	const fn = "States.MathRandom"
 	start, err := intArg(fn, args, 0)
 	if err != nil {
@@ -773,6 +773,7 @@ func evalMathRandom(_ *call, args []any, _ Env) (any, error) {
 		return nil, invalidArgs(fn, "the end (%d) must be greater than the start (%d), by at most 2147483647", end, start)
 	}
 	if len(args) == 2 {
+		drew(env)
 		return IntNumber(start + mrand.Int64N(bound)), nil
 	}
 	seed, err := intArg(fn, args, 2)
@@ -870,7 +871,8 @@ func evalStringSplit(_ *call, args []any, _ Env) (any, error) {
 }
 
 // evalUUID returns a random version 4 UUID.
-func evalUUID(_ *call, _ []any, _ Env) (any, error) {
+func evalUUID(_ *call, _ []any, env Env) (any, error) {
+	drew(env)
 	var u [16]byte
 	rand.Read(u[:])
 	u[6] = u[6]&0x0f | 0x40 // version 4

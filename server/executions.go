@@ -91,6 +91,13 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	if req.MaxPayload < -1 || req.MaxPayload > maxPayloadCeiling {
 		return badRequest("/maxPayload", "maxPayload must be a number of bytes up to %d, 0 (the server's limit) or -1 (no limit), not %d", maxPayloadCeiling, req.MaxPayload)
 	}
+	switch engine.Durability(req.Durability) {
+	case "", engine.DurabilityStrict, engine.DurabilityBatched:
+	case engine.DurabilityNone:
+		return badRequest("/durability", "durability none keeps nothing, and the server keeps every execution it runs: want strict or batched")
+	default:
+		return badRequest("/durability", "durability %q: want strict or batched", req.Durability)
+	}
 	input, err := document(req.Input, "/input", map[string]any{})
 	if err != nil {
 		return err
@@ -123,7 +130,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	opts := engine.StartOptions{ID: req.Name, MachineName: name, Agents: reg, AgentsFile: mock,
-		TraceParent: r.Header.Get("traceparent"), MaxPayloadSize: req.MaxPayload}
+		TraceParent: r.Header.Get("traceparent"), MaxPayloadSize: req.MaxPayload, Durability: engine.Durability(req.Durability)}
 	switch {
 	case mock != nil:
 		opts.AgentsKind = "mock"
@@ -352,7 +359,7 @@ func (s *Server) resumeExecution(w http.ResponseWriter, r *http.Request) error {
 func executionOf(e *engine.Execution) api.Execution {
 	out := api.Execution{ID: e.ID, Workflow: e.MachineName, Hash: e.DefinitionHash, Status: string(e.Status), StartedAt: e.StartedAt,
 		StoppedAt: timePtr(e.StoppedAt), Error: e.Error, Cause: e.Cause, WaitingFor: e.WaitingFor, WakeAt: timePtr(e.WakeAt), Parent: e.Parent, Approvals: []api.Approval{},
-		MaxPayload: e.MaxPayload}
+		MaxPayload: e.MaxPayload, Durability: string(e.Durability)}
 	if e.Status == engine.StatusSucceeded {
 		out.Output = raw(e.Output)
 		if out.Output == nil {

@@ -122,6 +122,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	name := fs.String("name", "", "execution `ID` (default a new UUIDv7)")
 	noPrompt := fs.Bool("no-prompt", false, "at an Approval, exit 3 instead of asking on the terminal")
 	maxPayload := runPayloadFlag(fs)
+	durability := durabilityFlag(fs, "stored with the execution: every later resume, approve or serve keeps it")
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "run", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -129,6 +130,10 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	if len(pos) != 1 {
 		return usageErrorf("run: want exactly one FILE, got %d (see \"aslrun run --help\")", len(pos))
+	}
+	mode, err := durabilityOf(fs, "run", *durability, *db)
+	if err != nil {
+		return err
 	}
 	m, def, err := c.loadMachine(pos[0])
 	if err != nil {
@@ -143,6 +148,10 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if opts.Agents, opts.AgentsFile, opts.AgentsKind, err = af.load(c); err != nil {
 		return err
 	}
+	opts.Durability = mode
+	if mode == engine.DurabilityNone {
+		return runInMemory(ctx, c, pos[0], m, in, opts, *maxPayload)
+	}
 	h, err := c.open(ctx, *db, accessRun, holderInfo{API: apiReads, Socket: socketPath(*db)})
 	if err != nil {
 		return err
@@ -156,7 +165,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 		if opts.AgentsKind == "mock" {
 			mock = opts.AgentsFile
 		}
-		req := api.StartExecution{Definition: def, Name: *name, Mock: mock, MaxPayload: opts.MaxPayloadSize}
+		req := api.StartExecution{Definition: def, Name: *name, Mock: mock, MaxPayload: opts.MaxPayloadSize, Durability: string(mode)}
 		return runRemote(ctx, c, h, req, in, *noPrompt)
 	}
 	if opts.Agents == nil {
@@ -192,6 +201,29 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 			}
 			return engineError(err)
 		}
+	}
+	return printResult(c, res)
+}
+
+// runInMemory runs an execution without a database (durability none): it
+// cannot be resumed, and a workflow that could park is refused at start.
+func runInMemory(ctx context.Context, c *cmdContext, file string, m *states.Machine, in any, opts engine.StartOptions, maxPayload int) error {
+	if opts.Agents == nil {
+		opts.Agents = agents.NewRegistry()
+	}
+	if err := checkAgents(file, m, opts.Agents); err != nil {
+		return err
+	}
+	x := engine.New(engine.Config{MaxPayloadSize: maxPayload})
+	res, err := x.Run(ctx, m, in, opts)
+	if err != nil {
+		if errors.Is(err, engine.ErrDurability) {
+			return usageErrorf("run: %v", err)
+		}
+		if err := interrupted(ctx, ""); err != nil {
+			return err
+		}
+		return engineError(err)
 	}
 	return printResult(c, res)
 }

@@ -121,6 +121,36 @@ func agentsOf(e *engine.Execution) (*agents.Registry, error) {
 	return nil, fmt.Errorf("execution %s was started with %s agents, which this version cannot rebuild", e.ID, e.AgentsKind)
 }
 
+// memoryDB is the --db of durability none: no database at all.
+const memoryDB = ":memory:"
+
+// durabilityFlag adds --durability to fs; what says what it chooses.
+func durabilityFlag(fs *flag.FlagSet, what string) *string {
+	return fs.String("durability", "", "`MODE`: strict (the default: what is acknowledged survives a power cut), batched (commits written together within 10ms: a crash may lose the last window) or none (no database, as --db :memory:); "+what+" (docs/durability.md)")
+}
+
+// durabilityOf reads --durability (and --db :memory:, which is none):
+// "" when neither chose.
+func durabilityOf(fs *flag.FlagSet, cmd, flagValue, db string) (engine.Durability, error) {
+	d, err := engine.ParseDurability(flagValue)
+	if err != nil {
+		return "", usageErrorf("%s: --durability: %v", cmd, err)
+	}
+	dbSet := false
+	fs.Visit(func(f *flag.Flag) { dbSet = dbSet || f.Name == "db" })
+	switch {
+	case db == memoryDB && flagValue != "" && d != engine.DurabilityNone:
+		return "", usageErrorf("%s: --db %s keeps nothing, which is --durability none, not %s", cmd, memoryDB, d)
+	case db == memoryDB:
+		return engine.DurabilityNone, nil
+	case d == engine.DurabilityNone && dbSet:
+		return "", usageErrorf("%s: --durability none keeps nothing: drop --db %s (or use --db %s)", cmd, db, memoryDB)
+	case flagValue == "":
+		return "", nil
+	}
+	return d, nil
+}
+
 // payloadFlag is --max-payload of the commands that continue executions
 // (resume, approve, serve, worker): the limit of every state's input,
 // result and output for the executions started without a limit of their

@@ -277,3 +277,43 @@ func TestDatabaseNotOurs(t *testing.T) {
 		t.Errorf("list on a missing file: exit %d, %q; want a new database", code, errOut)
 	}
 }
+
+// TestRunDurability: --durability and --db :memory: choose how a run is
+// kept; what cannot be had is refused before anything runs, naming why.
+func TestRunDurability(t *testing.T) {
+	dir := t.TempDir()
+	pass := writeFile(t, dir, "pass.json", `{"StartAt":"P","States":{"P":{"Type":"Pass","Result":{"ok":true},"End":true}}}`)
+	approval := writeFile(t, dir, "approval.json", `{"StartAt":"A","States":{"A":{"Type":"Approval","Prompt":"ok?","End":true}}}`)
+	_, statErr := os.Stat(defaultDB)
+	hadDefault := statErr == nil
+	db := filepath.Join(dir, "a.db")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		out  string // stdout or stderr contains
+	}{
+		{"memory", []string{"run", pass, "--db", ":memory:"}, 0, `"ok": true`},
+		{"none", []string{"run", pass, "--durability", "none"}, 0, `"ok": true`},
+		{"batched", []string{"run", pass, "--durability", "batched", "--db", db, "--name", "b"}, 0, `"ok": true`},
+		{"strict", []string{"run", pass, "--durability", "strict", "--db", db, "--name", "s"}, 0, `"ok": true`},
+		{"unknown mode", []string{"run", pass, "--durability", "fast", "--db", db}, exitUsage, `--durability: durability "fast": want strict, batched or none`},
+		{"none with a database", []string{"run", pass, "--durability", "none", "--db", db}, exitUsage, "--durability none keeps nothing: drop --db"},
+		{"memory but batched", []string{"run", pass, "--durability", "batched", "--db", ":memory:"}, exitUsage, "--db :memory: keeps nothing, which is --durability none, not batched"},
+		{"none cannot park", []string{"run", approval, "--db", ":memory:"}, exitUsage, `state "A" is an Approval, which needs a store to wait`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := invoke(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(out+errOut, tc.out) {
+				t.Errorf("aslrun %v: exit %d, %s%s; want exit %d and %q", tc.args, code, out, errOut, tc.code, tc.out)
+			}
+		})
+	}
+	if _, err := os.Stat(defaultDB); !hadDefault && !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("durability none made the default database: %v", err)
+	}
+	code, out, _ := invoke(t, "", "status", "b", "--json", "--db", db)
+	if code != 0 || !strings.Contains(out, `"SUCCEEDED"`) {
+		t.Errorf("status of the batched run: exit %d, %s", code, out)
+	}
+}

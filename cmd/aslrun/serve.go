@@ -62,6 +62,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	logFormat := fs.String("log-format", "text", "the log's `FORMAT`: text or json")
 	agentsFile := fs.String("agents", "", "the server's own agents `FILE` (built-in llm, exec and http agents) for executions started without a mock")
 	maxPayload := payloadFlag(fs)
+	durability := durabilityFlag(fs, "of the executions started without one of their own; the server keeps every execution, so not none")
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "serve", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -69,6 +70,13 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	if len(pos) != 0 {
 		return usageErrorf("serve: unexpected argument %q", pos[0])
+	}
+	mode, err := durabilityOf(fs, "serve", *durability, *db)
+	if err != nil {
+		return err
+	}
+	if mode == engine.DurabilityNone {
+		return usageErrorf("serve: durability none keeps nothing, and a server lists, wakes and resumes the executions it keeps: want strict or batched, with a database")
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usageErrorf("serve: --tls-cert and --tls-key go together")
@@ -136,7 +144,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer tr.Shutdown(context.WithoutCancel(ctx)) // flushes the spans left
-	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf, Logger: log, MaxPayloadSize: *maxPayload, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{}))})
+	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf, Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{}))})
 	srv, err := server.New(server.Config{Store: st, Executor: x, Agents: serverAgents, AgentsFile: resolvedAgents, Tokens: tokens, Logger: log, Poll: *poll, Metrics: reg})
 	if err != nil {
 		return err

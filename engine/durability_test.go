@@ -1,0 +1,251 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/store"
+)
+
+// effectLoop is the loop of the durability tests: a Task between pure
+// states, ten turns. %s is the Parameters of its first Pass.
+const effectLoop = `{"StartAt":"Start","States":{
+	"Start":{"Type":"Pass","Parameters":{"n.$":"States.MathAdd($.n, 1)"%s},"Next":"Call"},
+	"Call":{"Type":"Task","Agent":"Worker","ResultPath":"$.r","Next":"P1"},
+	"P1":{"Type":"Pass","Result":"x","ResultPath":"$.p1","Next":"P2"},
+	"P2":{"Type":"Pass","Next":"Loop"},
+	"Loop":{"Type":"Choice","Choices":[{"Variable":"$.n","NumericLessThan":10,"Next":"Start"}],"Default":"Done"},
+	"Done":{"Type":"Succeed"}}}`
+
+// dyingStore is a store whose process "dies" after a number of commits:
+// every later commit fails and nothing of it is written, as after a
+// kill -9 nothing more reaches the disk.
+type dyingStore struct {
+	*store.Memory
+	commits atomic.Int64
+	dieAt   int64 // the commit that fails first; 0: never
+}
+
+func (s *dyingStore) Commit(ctx context.Context, c *engine.Commit) error {
+	if n := s.commits.Add(1); s.dieAt > 0 && n >= s.dieAt {
+		return errors.New("the process died")
+	}
+	return s.Memory.Commit(ctx, c)
+}
+
+// recordingAgent answers with its input and records each call's idempotency key
+// and input.
+type recordingAgent struct {
+	mu     sync.Mutex
+	keys   []string
+	inputs map[string][]string
+}
+
+func (a *recordingAgent) agent() agents.Agent {
+	return agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
+		in, _ := jsonpath.Marshal(req.Input)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.keys = append(a.keys, req.IdempotencyKey())
+		if a.inputs == nil {
+			a.inputs = map[string][]string{}
+		}
+		a.inputs[req.IdempotencyKey()] = append(a.inputs[req.IdempotencyKey()], string(in))
+		return map[string]any{"echo": req.Input}, nil
+	})
+}
+
+func loopDef(t *testing.T, extra string) string {
+	t.Helper()
+	return strings.Replace(effectLoop, "%s", extra, 1)
+}
+
+// TestCommitAtEffects: the pure states of a loop are written with its next
+// Task (one commit per turn and one for the end), a pure state that reads
+// the context object or draws a random value is written at once, and the
+// history has every state's events either way.
+func TestCommitAtEffects(t *testing.T) {
+	for _, tc := range []struct {
+		name, extra string
+		commits     int64
+	}{
+		{"pure", "", 10 + 1},
+		{"uuid", `,"id.$":"States.UUID()"`, 2*10 + 1},
+		{"random", `,"r.$":"States.MathRandom(1, 100)"`, 2*10 + 1},
+		{"seeded random", `,"r.$":"States.MathRandom(1, 100, 7)"`, 10 + 1},
+		{"context", `,"at.$":"$$.State.EnteredTime"`, 2*10 + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &dyingStore{Memory: store.NewMemory()}
+			a := &recordingAgent{}
+			x := engine.New(engine.Config{Agents: registry(t, a.agent(), "Worker"), Store: st})
+			res, err := x.Run(context.Background(), mustParse(t, loopDef(t, tc.extra)), mustJSON(t, `{"n":0}`), engine.StartOptions{ID: "e"})
+			if err != nil || res.Status != engine.StatusSucceeded {
+				t.Fatalf("run: %v %+v", err, res)
+			}
+			if got := st.commits.Load(); got != tc.commits {
+				t.Errorf("%d commits, want %d", got, tc.commits)
+			}
+			hist, err := st.History(context.Background(), "e")
+			if err != nil {
+				t.Fatal(err)
+			}
+			entered := map[string]int{}
+			for _, e := range hist {
+				if strings.HasSuffix(string(e.Type), "StateEntered") {
+					entered[e.State]++
+				}
+			}
+			for _, s := range []string{"Start", "Call", "P1", "P2", "Loop"} {
+				if entered[s] != 10 {
+					t.Errorf("state %s entered %d times in the history, want 10", s, entered[s])
+				}
+			}
+			if err := st.VerifyHistory(context.Background(), "e"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestReplayAfterDeath kills the "process" at every commit of the loop in
+// turn (nothing more is written), resumes, and checks that the execution
+// ends as an uninterrupted run does, that no call whose result was written
+// is made again, and (strict) that a call made again gets the input of the
+// first — a random value drawn before it included.
+func TestReplayAfterDeath(t *testing.T) {
+	for _, mode := range []engine.Durability{engine.DurabilityStrict, engine.DurabilityBatched} {
+		for _, extra := range []string{"", `,"id.$":"States.UUID()"`} {
+			m := mustParse(t, loopDef(t, extra))
+			clean := &recordingAgent{}
+			cst := &dyingStore{Memory: store.NewMemory()}
+			x := engine.New(engine.Config{Agents: registry(t, clean.agent(), "Worker"), Store: cst, Durability: mode})
+			want, err := x.Run(context.Background(), m, mustJSON(t, `{"n":0}`), engine.StartOptions{ID: "clean"})
+			if err != nil || want.Status != engine.StatusSucceeded {
+				t.Fatalf("uninterrupted run: %v %+v", err, want)
+			}
+			for die := int64(1); die <= cst.commits.Load(); die++ {
+				st := &dyingStore{Memory: store.NewMemory(), dieAt: die}
+				a := &recordingAgent{}
+				x := engine.New(engine.Config{Agents: registry(t, a.agent(), "Worker"), Store: st, Durability: mode, BatchWindow: time.Hour})
+				if _, err := x.Run(context.Background(), m, mustJSON(t, `{"n":0}`), engine.StartOptions{ID: "e"}); err == nil {
+					t.Fatalf("%s %q: the run went on after the process died at commit %d", mode, extra, die)
+				}
+				written := st.commits.Load()
+				st.dieAt = 0
+				x2 := engine.New(engine.Config{Agents: registry(t, a.agent(), "Worker"), Store: st, Durability: mode})
+				res, err := x2.Resume(context.Background(), "e", engine.ResumeOptions{})
+				if err != nil {
+					t.Fatalf("%s %q died at %d: resume: %v", mode, extra, die, err)
+				}
+				if extra == "" && !jsonpath.Equal(res.Output, want.Output) {
+					got, _ := jsonpath.Marshal(res.Output)
+					w, _ := jsonpath.Marshal(want.Output)
+					t.Errorf("%s died at %d: output %s, want %s", mode, die, got, w)
+				}
+				repeated := 0
+				for key, ins := range a.inputs {
+					if len(ins) > 1 {
+						repeated++
+						// Batched: a lost window is lost whole, the random
+						// values drawn in it too.
+						if mode == engine.DurabilityStrict && ins[0] != ins[1] {
+							t.Errorf("%s %q died at %d: call %s made again with another input:\n%s\n%s", mode, extra, die, key, ins[0], ins[1])
+						}
+					}
+				}
+				// Strict: only the call whose commit died is made again.
+				// Batched: the calls of the window lost (here the whole
+				// run before the death, its window never ending).
+				if mode == engine.DurabilityStrict && repeated > 1 {
+					t.Errorf("strict, %q, died at commit %d (of %d written): %d calls made again, want at most 1", extra, die, written, repeated)
+				}
+				if err := st.VerifyHistory(context.Background(), "e"); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}
+}
+
+// TestBatchedWritesWithinTheWindow: a batched execution's commits reach
+// the store without another commit to carry them, within the window.
+func TestBatchedWritesWithinTheWindow(t *testing.T) {
+	st := &dyingStore{Memory: store.NewMemory()}
+	release := make(chan struct{})
+	reached := make(chan struct{}, 1)
+	reg := agents.NewRegistry()
+	calls := 0
+	reg.Register("Worker", agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
+		calls++
+		if calls == 2 {
+			reached <- struct{}{}
+			<-release
+		}
+		return map[string]any{}, nil
+	}))
+	x := engine.New(engine.Config{Agents: reg, Store: st, Durability: engine.DurabilityBatched, BatchWindow: time.Millisecond})
+	done := make(chan error, 1)
+	go func() {
+		_, err := x.Run(context.Background(), mustParse(t, loopDef(t, "")), mustJSON(t, `{"n":0}`), engine.StartOptions{ID: "b"})
+		done <- err
+	}()
+	<-reached
+	// The first turn's Task completed before the second call: the window
+	// writes it while the second call is still running.
+	for st.commits.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	e, err := st.Load(context.Background(), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Durability != engine.DurabilityBatched && e.Durability != "" {
+		t.Errorf("execution durability %q", e.Durability)
+	}
+	if e.Progress.Invocations["Worker"] != 1 {
+		t.Errorf("written invocations %v, want the first call", e.Progress.Invocations)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDurabilityRefused: the modes an executor cannot give are refused at
+// start, naming what was asked.
+func TestDurabilityRefused(t *testing.T) {
+	def := mustParse(t, `{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}`)
+	for _, tc := range []struct {
+		store bool
+		asked engine.Durability
+		want  string
+	}{
+		{false, engine.DurabilityStrict, "asks for strict durability, but the executor has no store"},
+		{false, engine.DurabilityBatched, "asks for batched durability"},
+		{true, engine.DurabilityNone, "asks for durability none"},
+		{true, "fast", `durability "fast": want strict, batched or none`},
+	} {
+		cfg := engine.Config{}
+		if tc.store {
+			cfg.Store = store.NewMemory()
+		}
+		_, err := engine.New(cfg).Run(context.Background(), def, map[string]any{}, engine.StartOptions{Durability: tc.asked})
+		if !errors.Is(err, engine.ErrDurability) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("store %v, durability %q: %v, want ErrDurability saying %q", tc.store, tc.asked, err, tc.want)
+		}
+	}
+	for _, ok := range []engine.Durability{"", engine.DurabilityNone} {
+		if res, err := engine.New(engine.Config{}).Run(context.Background(), def, map[string]any{}, engine.StartOptions{Durability: ok}); err != nil || res.Status != engine.StatusSucceeded {
+			t.Errorf("no store, durability %q: %v", ok, err)
+		}
+	}
+}
