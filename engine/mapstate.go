@@ -210,7 +210,8 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 				itemInput = v
 			}
 			r.event(Event{Type: EventMapIterationStart, State: h.name(), Scope: h.sc.prefix, Input: itemInput, Document: itemInput, Detail: r.indexDetail(i)})
-			child := &scope{parent: parent, key: key + itoa(i) + "/", prefix: prefix + itoa(i) + "/", item: mi}
+			n := itoa(i) + "/"
+			child := &scope{parent: parent, key: key + n, prefix: prefix + n, item: mi}
 			out, err := h.nested(gctx, s.Processor, child, itemInput, size)
 			if errors.Is(err, errParked) {
 				// The item waits (an Approval): the others go on.

@@ -38,6 +38,9 @@ func (h *stateRun) nested(ctx context.Context, m *states.Machine, child *scope, 
 		}
 		return nil, err
 	}
+	if !r.x.durable {
+		return out, nil
+	}
 	c := child.settle(&Commit{Scopes: map[string]*Scope{child.key: {Done: true, Output: out}}, nestedEnd: true})
 	if err := r.commit(ctx, nil, c); err != nil {
 		return nil, err

@@ -131,7 +131,12 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 	n := r.invocations[name]
 	r.invocations[name] = n + 1
 	r.mu.Unlock()
-	key := map[string]any{"step": step, "attempt": jsonpath.IntNumber(int64(h.env.retry)), "invocation": jsonpath.IntNumber(int64(n))}
+	// The call's key, in its history events (an executor without a store
+	// keeps no history).
+	var key any
+	if r.x.durable {
+		key = map[string]any{"step": step, "attempt": jsonpath.IntNumber(int64(h.env.retry)), "invocation": jsonpath.IntNumber(int64(n))}
+	}
 	if logged == nil {
 		logged = input
 	}
@@ -151,24 +156,9 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		Input:      input,
 		Violation:  h.violation,
 	}
-	var (
-		denied  string // the first tool refused
-		usageMu sync.Mutex
-		used    Usage
-		badUse  *agents.Usage // a report that is negative or not finite
-	)
-	req.Tools = h.toolSet(s.Tools, &denied)
-	req.OnUsage = func(u agents.Usage) {
-		usageMu.Lock()
-		defer usageMu.Unlock()
-		if !u.Valid() {
-			if badUse == nil {
-				badUse = &u
-			}
-			return
-		}
-		used.add(u)
-	}
+	usage := new(callUsage)
+	req.Tools = h.toolSet(s.Tools, &usage.denied)
+	req.OnUsage = usage.report
 	r.event(Event{Type: EventTaskStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	start := time.Now()
 	result, err := invoke(ctx, a, req, timeout, heartbeat)
@@ -177,23 +167,21 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		if err != nil && ctx.Err() == nil {
 			herr = classify(err, timeout, heartbeat)
 		}
-		usageMu.Lock()
-		u := used
-		usageMu.Unlock()
+		u, _ := usage.get()
 		f(ctx, r.exec.ID, name, time.Since(start), u, herr)
 	}
 	if ctx.Err() == nil || err == nil {
 		// The call completed (not cut short by the run stopping): the
 		// commit that makes its outcome durable counts it, and its usage.
-		h.sc.callsMu.Lock()
-		if h.sc.calls == nil {
-			h.sc.calls = make(map[string]int)
+		if r.x.durable {
+			h.sc.callsMu.Lock()
+			if h.sc.calls == nil {
+				h.sc.calls = make(map[string]int)
+			}
+			h.sc.calls[name]++
+			h.sc.callsMu.Unlock()
 		}
-		h.sc.calls[name]++
-		h.sc.callsMu.Unlock()
-		usageMu.Lock()
-		u, bad := used, badUse
-		usageMu.Unlock()
+		u, bad := usage.get()
 		// Budget errors come before the agent's own: the money is spent
 		// whatever the agent made of it.
 		if bad != nil {
@@ -203,7 +191,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 			result, err = nil, berr
 		} else if berr := h.checkStateBudget(s.Budget, u); berr != nil {
 			result, err = nil, berr
-		} else if denied != "" && err == nil {
+		} else if denied := usage.denied; denied != "" && err == nil {
 			// The agent went on after a tool was refused: the call
 			// still fails.
 			result, err = nil, h.permissionError(denied)
@@ -221,10 +209,12 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 			size, err = h.fits(result, unknownSize)
 		}
 	}
-	if skip := (*skipNode)(nil); errors.As(err, &skip) {
-		// SKIP_NODE dropped the result governance refused.
-		r.event(Event{Type: EventTaskFailed, State: h.name(), Scope: h.sc.prefix, Error: string(skip.v.Name), Cause: skip.v.Cause, Document: h.raw, Detail: key})
-		return nil, 0, err
+	if err != nil {
+		if skip := (*skipNode)(nil); errors.As(err, &skip) {
+			// SKIP_NODE dropped the result governance refused.
+			r.event(Event{Type: EventTaskFailed, State: h.name(), Scope: h.sc.prefix, Error: string(skip.v.Name), Cause: skip.v.Cause, Document: h.raw, Detail: key})
+			return nil, 0, err
+		}
 	}
 	if err != nil {
 		var ae *asl.Error
@@ -242,6 +232,34 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 	}
 	r.event(Event{Type: EventTaskSucceeded, State: h.name(), Scope: h.sc.prefix, Output: result, Document: h.raw, Detail: key})
 	return result, size, nil
+}
+
+// callUsage sums what an agent reports consuming during one call
+// (agents.Request.OnUsage, which may be called from any goroutine), and
+// keeps the first tool it was refused (set by its tool set).
+type callUsage struct {
+	mu     sync.Mutex
+	used   Usage
+	bad    *agents.Usage // the first report that is negative or not finite
+	denied string
+}
+
+func (c *callUsage) report(u agents.Usage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !u.Valid() {
+		if c.bad == nil {
+			c.bad = &u
+		}
+		return
+	}
+	c.used.add(u)
+}
+
+func (c *callUsage) get() (Usage, *agents.Usage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used, c.bad
 }
 
 type invokeResult struct {
