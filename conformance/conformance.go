@@ -305,11 +305,18 @@ func optString(m map[string]any, key string) (*string, error) {
 
 // Run runs a case in real time and returns nil when the engine did what
 // the case expects, or an error saying what differed.
-func Run(ctx context.Context, c *Case) error { return run(ctx, c, false) }
+func Run(ctx context.Context, c *Case) error { return run(ctx, c, false, engine.DurabilityStrict) }
 
-// run runs a case; exactTime says the clock is the test suite's fake
-// clock, so elapsed time can be checked exactly.
-func run(ctx context.Context, c *Case, exactTime bool) error {
+// ErrNeedsStore is returned (wrapped) by a case run under DurabilityNone
+// that the engine refused at start because it could park (an Approval, a
+// long Wait), or that seeds or checks agent memory: it needs a store.
+var ErrNeedsStore = errors.New("the case needs a store")
+
+// run runs a case under durability mode; exactTime says the clock is the
+// test suite's fake clock, so elapsed time can be checked exactly. Under
+// DurabilityNone there is no store: the history and the memory are not
+// checked (there are none), only how the execution ended.
+func run(ctx context.Context, c *Case, exactTime bool, mode engine.Durability) error {
 	m, err := states.ParseValue(c.Definition)
 	if c.Expect.Status == "INVALID_DEFINITION" {
 		if err == nil {
@@ -329,21 +336,34 @@ func run(ctx context.Context, c *Case, exactTime bool) error {
 			return err
 		}
 	}
-	// Every case runs durably, on the memory store: an execution that
-	// stops to wait is resumed when it is due, as a worker would.
-	st := store.NewMemory()
+	// Every case runs durably, on the memory store (but under
+	// DurabilityNone): an execution that stops to wait is resumed when it
+	// is due, as a worker would.
+	var st *store.Memory
 	// Escalations are checked in the history (expect.events), not logged.
 	quiet := func(context.Context, engine.EscalationNotice) error { return nil }
-	x := engine.New(engine.Config{Agents: reg, Store: st, OnEscalation: quiet})
+	cfg := engine.Config{Agents: reg, OnEscalation: quiet, Durability: mode}
+	if mode != engine.DurabilityNone {
+		st = store.NewMemory()
+		cfg.Store = st
+	} else if c.Memory != nil || c.Expect.Memory != nil {
+		return fmt.Errorf("%w: it seeds or checks agent memory", ErrNeedsStore)
+	}
+	x := engine.New(cfg)
 	ctx, cancel := context.WithTimeout(ctx, caseTimeout)
 	defer cancel()
-	if err := seedMemory(ctx, st, c.Memory); err != nil {
-		return err
+	if st != nil {
+		if err := seedMemory(ctx, st, c.Memory); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	res, err := x.Run(ctx, m, c.Input, engine.StartOptions{MachineName: c.Name})
 	if c.Expect.Status == StatusInputRefused {
 		return checkRefused(c, err)
+	}
+	if mode == engine.DurabilityNone && errors.Is(err, engine.ErrDurability) {
+		return fmt.Errorf("%w: %w", ErrNeedsStore, err)
 	}
 	if err == nil {
 		res, err = Drive(ctx, x, res, c.Decisions)
@@ -352,17 +372,19 @@ func run(ctx context.Context, c *Case, exactTime bool) error {
 	if err != nil {
 		return fmt.Errorf("engine error: %v", err)
 	}
-	if err := checkMemory(ctx, st, c.Expect.Memory); err != nil {
-		return err
+	var history []engine.Event
+	if st != nil {
+		if err := checkMemory(ctx, st, c.Expect.Memory); err != nil {
+			return err
+		}
+		if history, err = st.History(ctx, res.ID); err != nil {
+			return fmt.Errorf("history: %v", err)
+		}
+		if err := st.VerifyHistory(ctx, res.ID); err != nil {
+			return fmt.Errorf("history does not verify: %v", err)
+		}
 	}
-	history, err := st.History(ctx, res.ID)
-	if err != nil {
-		return fmt.Errorf("history: %v", err)
-	}
-	if err := st.VerifyHistory(ctx, res.ID); err != nil {
-		return fmt.Errorf("history does not verify: %v", err)
-	}
-	if err := check(c, res, history); err != nil {
+	if err := check(c, res, history, st != nil); err != nil {
 		return err
 	}
 	if e := c.Expect; e.HasElapsedSeconds {
@@ -399,7 +421,9 @@ func checkRefused(c *Case, err error) error {
 // instead of hanging the run.
 const caseTimeout = 10 * time.Minute
 
-func check(c *Case, res *engine.Result, history []engine.Event) error {
+// check compares how a case ended with what it expects, and its history
+// when it has one.
+func check(c *Case, res *engine.Result, history []engine.Event, hasHistory bool) error {
 	e := &c.Expect
 	if string(res.Status) != e.Status {
 		return fmt.Errorf("status %s (error %q, cause %q), want %s", res.Status, res.Error, res.Cause, e.Status)
@@ -416,6 +440,9 @@ func check(c *Case, res *engine.Result, history []engine.Event) error {
 		if err := checkCause(e, res.Cause); err != nil {
 			return err
 		}
+	}
+	if !hasHistory {
+		return nil
 	}
 	for typ, want := range e.Events {
 		n := 0
