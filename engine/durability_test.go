@@ -249,3 +249,52 @@ func TestDurabilityRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestMapDiscardingResults: a Map whose results are thrown away keeps none
+// of them, and resumes after a death mid-way to the same output.
+func TestMapDiscardingResults(t *testing.T) {
+	def := mustParse(t, `{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.items","MaxConcurrency":4,"ResultPath":null,
+		"ItemProcessor":{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"Worker","Next":"P"},"P":{"Type":"Pass","End":true}}},"End":true}}}`)
+	items := make([]any, 50)
+	for i := range items {
+		items[i] = map[string]any{"i": jsonpath.IntNumber(int64(i))}
+	}
+	input := map[string]any{"items": items}
+	for _, die := range []int64{0, 10, 30} {
+		st := &dyingStore{Memory: store.NewMemory(), dieAt: die}
+		a := &recordingAgent{}
+		x := engine.New(engine.Config{Agents: registry(t, a.agent(), "Worker"), Store: st, MaxPayloadSize: -1})
+		res, err := x.Run(context.Background(), def, input, engine.StartOptions{ID: "m"})
+		if die > 0 {
+			if err == nil {
+				t.Fatalf("died at %d: the run went on", die)
+			}
+			e, lerr := st.Load(context.Background(), "m")
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			done := 0
+			for key, sc := range e.Progress.Scopes {
+				if sc.Done {
+					done++
+					if sc.Output != nil {
+						t.Errorf("died at %d: finished item %s keeps its output %v", die, key, sc.Output)
+					}
+				}
+			}
+			if done == 0 {
+				t.Errorf("died at %d: no finished item recorded", die)
+			}
+			st.dieAt = 0
+			if res, err = x.Resume(context.Background(), "m", engine.ResumeOptions{}); err != nil {
+				t.Fatalf("died at %d: resume: %v", die, err)
+			}
+		}
+		if err != nil || res.Status != engine.StatusSucceeded || !jsonpath.Equal(res.Output, input) {
+			t.Fatalf("died at %d: %v %+v", die, err, res)
+		}
+		if len(a.inputs) != len(items) {
+			t.Errorf("died at %d: %d items called, want %d", die, len(a.inputs), len(items))
+		}
+	}
+}

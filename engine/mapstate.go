@@ -184,6 +184,10 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 		// A distributed Map's iterations cannot see outer variables (AWS).
 		parent = nil
 	}
+	// A Map whose results are thrown away (ResultPath null, no
+	// ResultSelector) and held to no payload limit keeps none of them, so
+	// that its memory does not grow with its items.
+	discard := s.ResultPath.Discard && s.ResultSelector == nil && r.maxPayload < 0
 	prefix := h.qualified() + "/"
 	key := h.nestedKey()
 	h.drop = append(h.drop, h.nestedPrefix())
@@ -211,7 +215,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 			}
 			r.event(Event{Type: EventMapIterationStart, State: h.name(), Scope: h.sc.prefix, Input: itemInput, Document: itemInput, Detail: r.indexDetail(i)})
 			n := itoa(i) + "/"
-			child := &scope{parent: parent, key: key + n, prefix: prefix + n, item: mi}
+			child := &scope{parent: parent, key: key + n, prefix: prefix + n, item: mi, discard: discard}
 			out, err := h.nested(gctx, s.Processor, child, itemInput, size)
 			if errors.Is(err, errParked) {
 				// The item waits (an Approval): the others go on.
@@ -237,7 +241,9 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 				return nil
 			}
 			r.event(Event{Type: EventMapIterationOK, State: h.name(), Scope: h.sc.prefix, Document: out, Detail: r.indexDetail(i)})
-			results[i] = out
+			if !discard {
+				results[i] = out
+			}
 			return nil
 		})
 	}

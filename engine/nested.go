@@ -41,7 +41,11 @@ func (h *stateRun) nested(ctx context.Context, m *states.Machine, child *scope, 
 	if !r.x.durable {
 		return out, nil
 	}
-	c := child.settle(&Commit{Scopes: map[string]*Scope{child.key: {Done: true, Output: out}}, nestedEnd: true})
+	done := &Scope{Done: true, Output: out}
+	if child.discard {
+		done.Output = nil
+	}
+	c := child.settle(&Commit{Scopes: map[string]*Scope{child.key: done}, nestedEnd: true})
 	if err := r.commit(ctx, nil, c); err != nil {
 		return nil, err
 	}

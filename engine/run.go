@@ -94,6 +94,9 @@ type scope struct {
 	item *mapItem
 	// top is true for the execution's own machine.
 	top bool
+	// discard is set on the items of a Map that keeps no results: their
+	// outputs are not recorded when they end.
+	discard bool
 	// resume is the step progress loaded for the first state to run, if
 	// the scope was resumed in the middle of a state.
 	resume *StepProgress
