@@ -313,11 +313,11 @@ func (s *Server) decidePage(w http.ResponseWriter, r *http.Request) error {
 // It answers JSON (an editCheck) with the status the decision would get.
 func (s *Server) checkPage(w http.ResponseWriter, r *http.Request) error {
 	e, pa, err := s.pending(r.Context(), r.PathValue("approval"))
-	if pr := problemOf(err); err != nil && pr.status == http.StatusNotFound {
-		writeJSON(w, http.StatusNotFound, editCheck{Gone: true, Refused: pr.detail, Problems: []editProblem{}})
-		return nil
-	}
 	if err != nil {
+		if pr := problemOf(err); pr.status == http.StatusNotFound {
+			writeJSON(w, http.StatusNotFound, editCheck{Gone: true, Refused: pr.detail, Problems: []editProblem{}})
+			return nil
+		}
 		return err
 	}
 	_, refusal, err := s.formDecision(r, e, pa, true)
