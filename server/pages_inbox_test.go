@@ -147,7 +147,9 @@ func TestCheckPage(t *testing.T) {
 
 	// Refused: a viewer, a form without the session's token, no session.
 	viewer := ts.signedIn(t, RoleViewer)
-	good := func(csrf string) url.Values { return url.Values{"csrf": {csrf}, "digest": {ap.Digest}, "option": {"publish"}} }
+	good := func(csrf string) url.Values {
+		return url.Values{"csrf": {csrf}, "digest": {ap.Digest}, "option": {"publish"}}
+	}
 	for _, tc := range []struct {
 		name string
 		b    *webClient
@@ -290,4 +292,3 @@ func FuzzSyntaxProblem(f *testing.F) {
 		}
 	})
 }
-
