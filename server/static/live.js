@@ -121,13 +121,14 @@
     });
   }
 
-  // span writes a duration: 2d 3h, 3h 04m, 4m 05s, 12s.
+  // span writes a duration in whole seconds: 2d 03h 04m, 3h 04m 05s,
+  // 4m 05s, 12s.
   function span(ms) {
-    var s = Math.ceil(ms / 1000), d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
+    var s = Math.floor(ms / 1000), d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
     s = s % 60;
     function two(n) { return (n < 10 ? "0" : "") + n; }
-    if (d > 0) return d + "d " + h + "h";
-    if (h > 0) return h + "h " + two(m) + "m";
+    if (d > 0) return d + "d " + two(h) + "h " + two(m) + "m";
+    if (h > 0) return h + "h " + two(m) + "m " + two(s) + "s";
     if (m > 0) return m + "m " + two(s) + "s";
     return s + "s";
   }
@@ -157,7 +158,8 @@
   function countdown(times, kind, label, at) {
     var el = times.querySelector('.countdown[data-kind="' + kind + '"]');
     if (!at) {
-      if (el && !el.classList.contains("passed")) el.remove();
+      // None left: one that has just fallen stays, to say so.
+      if (el && Date.parse(el.querySelector("time").dateTime) > Date.now()) el.remove();
       return;
     }
     if (!el) {
@@ -178,7 +180,7 @@
   function checker(form) {
     var edit = form.querySelector("textarea[name=edit]");
     if (!edit || !form.dataset.check) return;
-    var list = document.getElementById(edit.getAttribute("aria-describedby"));
+    var list = form.querySelector("ul.problems");
     var timer = null, checked = null, seq = 0;
     function show(res) {
       list.textContent = "";
