@@ -178,8 +178,10 @@ func (f *executionFeed) refresh(ctx context.Context, st store.Store) error {
 			current[s.ID], watch[s.ID] = s, true
 		}
 	}
-	// An execution that was running or waiting and is in neither list
-	// now has ended (or is gone): read it once more, for its end.
+	// An execution that was running or waiting and is in none of the
+	// lists now has ended (or is gone), or changed between two of the
+	// reads: read it once more, for its end, and keep watching it if it
+	// has not ended.
 	for id, old := range f.known {
 		if _, ok := current[id]; ok || old.Status.Ended() {
 			continue
@@ -191,7 +193,7 @@ func (f *executionFeed) refresh(ctx context.Context, st store.Store) error {
 		if err != nil {
 			return err
 		}
-		current[id] = storeSummary(e)
+		current[id], watch[id] = storeSummary(e), !e.Status.Ended()
 	}
 	ids := make([]string, 0, len(current))
 	for id := range current {

@@ -361,6 +361,9 @@
   var box = document.getElementById("inbox");
   if (box) {
     box.querySelectorAll("form.decision-form").forEach(checker);
+    // A refused form holds what was sent: it is not lost if the approval
+    // goes meanwhile.
+    box.querySelectorAll("article.refused form").forEach(function (f) { f.dataset.touched = "true"; });
     if (document.querySelector(".countdown")) tick();
     setInterval(tick, 1000);
     if (box.dataset.stream && window.EventSource) followInbox(box);
