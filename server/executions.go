@@ -266,9 +266,7 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := api.ExecutionList{Executions: []api.Execution{}}
 	for _, sum := range list {
-		e := api.Execution{ID: sum.ID, Workflow: sum.MachineName, Hash: sum.DefinitionHash, Status: string(sum.Status), StartedAt: sum.StartedAt,
-			StoppedAt: timePtr(sum.StoppedAt), Error: sum.Error, WaitingFor: sum.WaitingFor, WakeAt: timePtr(sum.WakeAt), Parent: sum.Parent, Approvals: []api.Approval{}}
-		out.Executions = append(out.Executions, e)
+		out.Executions = append(out.Executions, summaryOf(sum))
 	}
 	if len(list) == limit {
 		out.Next = list[len(list)-1].ID

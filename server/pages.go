@@ -21,7 +21,6 @@ import (
 
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
-	"github.com/aslrun/aslrun/store"
 )
 
 //go:embed templates/*.html
@@ -55,6 +54,7 @@ func (s *Server) pageRoutes() []route {
 		{"GET /executions/{id}", RoleViewer, s.executionPage},
 		{"GET /inbox", RoleViewer, s.inboxPage},
 		{"POST /inbox/{approval}/decide", RoleApprover, s.decidePage},
+		{"POST /inbox/{approval}/check", RoleApprover, s.checkPage},
 		{"GET /static/", 0, s.static},
 		{"GET /workflows", RoleViewer, s.workflowsPage},
 		{"POST /workflows", RoleViewer, s.workflowsPage},
@@ -212,44 +212,6 @@ func (s *Server) signout(w http.ResponseWriter, r *http.Request) error {
 	setSessionCookie(w, r, nil)
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 	return nil
-}
-
-// executionsPage lists executions, newest first, filtered by status and
-// workflow, a page at a time.
-func (s *Server) executionsPage(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	data := struct {
-		base
-		Status, Workflow string
-		Statuses         []engine.Status
-		Executions       []store.Summary
-		Next             string
-	}{base: baseOf(r, "Executions"), Status: strings.ToUpper(q.Get("status")), Workflow: q.Get("workflow"),
-		Statuses: []engine.Status{engine.StatusRunning, engine.StatusWaiting, engine.StatusSucceeded, engine.StatusFailed, engine.StatusTimedOut, engine.StatusAborted}}
-	if data.Status != "" && !contains(data.Statuses, engine.Status(data.Status)) {
-		data.Error = fmt.Sprintf("status %q is not one of RUNNING, WAITING, SUCCEEDED, FAILED, TIMED_OUT or ABORTED", q.Get("status"))
-		return s.render(w, http.StatusBadRequest, "executions", data)
-	}
-	list, err := s.st.List(r.Context(), store.ListOptions{Status: engine.Status(data.Status), MachineName: data.Workflow, After: q.Get("after"), Limit: executionsPerPage})
-	if errors.Is(err, engine.ErrNotFound) {
-		data.Error = fmt.Sprintf("after %q names no execution: follow the next link of the previous page", q.Get("after"))
-		return s.render(w, http.StatusBadRequest, "executions", data)
-	}
-	if err != nil {
-		return err
-	}
-	data.Executions = list
-	if len(list) == executionsPerPage {
-		next := url.Values{"after": {list[len(list)-1].ID}}
-		if data.Status != "" {
-			next.Set("status", data.Status)
-		}
-		if data.Workflow != "" {
-			next.Set("workflow", data.Workflow)
-		}
-		data.Next = "/executions?" + next.Encode()
-	}
-	return s.render(w, http.StatusOK, "executions", data)
 }
 
 func contains[T comparable](list []T, v T) bool {
@@ -706,94 +668,4 @@ func (s *Server) checkpointDiffPage(w http.ResponseWriter, r *http.Request) erro
 		data.Rows = append(data.Rows, row)
 	}
 	return s.render(w, http.StatusOK, "checkpoint-diff", data)
-}
-
-// inboxData is the inbox page's data.
-type inboxData struct {
-	base
-	CanDecide bool
-	Approvals []approvalView
-	// Failed is the approval whose decision was refused, shown with Error.
-	Failed string
-}
-
-// inbox gathers the pending approvals, oldest execution first.
-func (s *Server) inbox(r *http.Request) (inboxData, error) {
-	data := inboxData{base: baseOf(r, "Inbox")}
-	data.CanDecide = data.Principal.Role >= RoleApprover
-	list, err := s.st.List(r.Context(), store.ListOptions{Status: engine.StatusWaiting})
-	if err != nil {
-		return data, err
-	}
-	now := time.Now()
-	for i := len(list) - 1; i >= 0; i-- {
-		e, err := s.st.Load(r.Context(), list[i].ID)
-		if errors.Is(err, engine.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return data, err
-		}
-		for _, pa := range engine.PendingOf(e) {
-			data.Approvals = append(data.Approvals, approvalViewOf(e.ID, pa, now))
-		}
-	}
-	return data, nil
-}
-
-func (s *Server) inboxPage(w http.ResponseWriter, r *http.Request) error {
-	data, err := s.inbox(r)
-	if err != nil {
-		return err
-	}
-	return s.render(w, http.StatusOK, "inbox", data)
-}
-
-// decidePage records a decision from the inbox as the signed-in caller
-// and continues the execution in the background; a refused decision
-// shows the inbox again with the reason.
-func (s *Server) decidePage(w http.ResponseWriter, r *http.Request) error {
-	e, pa, err := s.pending(r.Context(), r.PathValue("approval"))
-	if err != nil {
-		return err
-	}
-	p, _ := principalOf(r.Context())
-	d := engine.Decision{Approval: r.PostFormValue("option"), Approver: p.Name, Comment: r.PostFormValue("comment"), ApprovalID: pa.ID, Digest: r.PostFormValue("digest")}
-	status, refusal := http.StatusOK, ""
-	if text := strings.TrimSpace(r.PostFormValue("edit")); text != "" && pa.Editable != nil {
-		if d.Edit, err = jsonpath.Decode([]byte(text)); err != nil {
-			status, refusal = http.StatusBadRequest, fmt.Sprintf("the edited document is not JSON: %v", err)
-		}
-	}
-	if refusal == "" && d.Approval == "" {
-		status, refusal = http.StatusBadRequest, "choose one of the options"
-	}
-	if refusal == "" {
-		// The workflow's governance checks the decision's write first: a
-		// refused edit is shown, not recorded (Decide checks again).
-		var ge *engine.GovernanceError
-		if err := s.x.CheckDecision(r.Context(), e.ID, d); errors.As(err, &ge) {
-			status, refusal = http.StatusUnprocessableEntity, fmt.Sprintf("refused by the workflow's governance: %s: %s", ge.Violation.Name, ge.Violation.Cause)
-		}
-	}
-	if refusal == "" {
-		_, err = s.x.Decide(r.Context(), e.ID, d, engine.ResumeOptions{RecordOnly: true})
-		switch {
-		case err == nil:
-			id := e.ID
-			s.continueLater("continue after a decision", id)
-			http.Redirect(w, r, "/executions/"+url.PathEscape(id), http.StatusSeeOther)
-			return nil
-		case errors.Is(err, engine.ErrDecisionRefused):
-			status, refusal = http.StatusConflict, "decision refused: "+err.Error()
-		default:
-			return err
-		}
-	}
-	data, err := s.inbox(r)
-	if err != nil {
-		return err
-	}
-	data.Error, data.Failed = refusal, approvalID(e.ID, pa.ID)
-	return s.render(w, status, "inbox", data)
 }

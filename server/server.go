@@ -74,6 +74,8 @@ type Server struct {
 	streams streams
 	// sessions are the signed-in browsers (session.go).
 	sessions sessions
+	// feed follows the executions for the list streams (stream_list.go).
+	feed executionFeed
 }
 
 // New returns a Server; call Run to run executions and Close to stop.
@@ -196,6 +198,7 @@ func (s *Server) table() []route {
 		// Server-Sent Events streams (stream.go).
 		{"GET /v1/executions/{id}/events", RoleViewer, s.streamHistory},
 		{"GET /v1/approvals/events", RoleViewer, s.streamApprovals},
+		{"GET /v1/execution-events", RoleViewer, s.streamExecutions},
 		// Redrive: restart a failed execution from the state that failed.
 		{"POST /v1/executions/{id}/redrive", RoleOperator, s.redriveExecution},
 		// Control of executions (control.go).
