@@ -62,6 +62,7 @@ func (s *Server) pageRoutes() []route {
 		{"POST /workflows/{name}/start", RoleOperator, s.startPage},
 		// The execution page's checkpoints and operator controls.
 		{"GET /executions/{id}/checkpoints/diff", RoleViewer, s.checkpointDiffPage},
+		{"GET /executions/{id}/live", RoleViewer, s.executionLive},
 		{"POST /executions/{id}/rollback", RoleOperator, s.rollbackPage},
 		{"POST /executions/{id}/fork", RoleOperator, s.forkPage},
 		{"POST /executions/{id}/stop", RoleOperator, s.stopPage},

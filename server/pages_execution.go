@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/states"
 )
 
 // eventView is a history event as the execution page shows it.
@@ -29,6 +31,9 @@ type eventView struct {
 	// Changes is what a state changed: the JSON Patch from its input
 	// (the entered event's) to its output (the exited event's).
 	Changes []changeView
+	// Usage is what an agent call consumed, on the event of its outcome;
+	// nil when its agent reported nothing.
+	Usage *usageView
 }
 
 // changeView is one operation of a state's changes, as shown.
@@ -92,6 +97,17 @@ type executionData struct {
 	// CanOperate: the caller may roll back, fork, stop, resume and
 	// redrive (the forms are shown).
 	CanOperate bool
+	// Usage is what the execution's agents consumed (nil when nothing)
+	// and Budget the workflow's Budget (nil when none).
+	Usage  *usageView
+	Budget *budgetView
+	// Debates are the transcripts of its Debate states.
+	Debates []debateView
+	// RedriveState is the state a redrive runs again and RedriveInput
+	// that state's input; RedrivePatch is the JSON Patch typed into the
+	// redrive form (kept when refused) and PatchError why it was refused.
+	RedriveState, RedriveInput string
+	RedrivePatch, PatchError   string
 }
 
 // checkpointView is a checkpoint as the execution page lists it.
@@ -104,6 +120,12 @@ type checkpointView struct {
 // Running is true while the execution may be stopped or resumed.
 func (d executionData) Running() bool {
 	return d.Execution.Status == engine.StatusRunning || d.Execution.Status == engine.StatusWaiting
+}
+
+// Rollbackable is true when the execution may be rolled back: not while
+// a run of it is under way.
+func (d executionData) Rollbackable() bool {
+	return d.Execution.Status != engine.StatusRunning
 }
 
 // LastCheckpoint is the newest checkpoint's name; "" when none.
@@ -145,8 +167,28 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 	}
 	data := executionData{base: baseOf(r, "Execution "+id), Execution: e, StreamEvents: streamEvents()}
 	data.CanOperate = data.Principal.Role >= RoleOperator
-	if data.Graph, err = executionGraph(e, events); err != nil {
-		s.log.Warn("draw the execution's graph", "execution", id, "error", err)
+	// A definition stored by an older version may not parse any more:
+	// the page still shows the history.
+	m, err := states.Parse(e.Definition)
+	if err != nil {
+		s.log.Warn("parse the execution's workflow", "execution", id, "error", err)
+		m = nil
+	}
+	currency := ""
+	if b, ok := budgetOf(m); ok {
+		data.Budget, currency = &b, b.Currency
+	}
+	if u, ok := totalUsage(e.Progress.Usage, currency); ok {
+		data.Usage = &u
+	}
+	if m != nil {
+		if data.Graph, err = executionGraph(m, e, events); err != nil {
+			s.log.Warn("draw the execution's graph", "execution", id, "error", err)
+		}
+		data.Debates = debates(m, events, currency)
+	}
+	if top := e.Progress.Scopes[""]; data.Redrivable() && top != nil && top.Done && top.Next != "" {
+		data.RedriveState, data.RedriveInput = top.Next, pretty(top.Doc)
 	}
 	if e.Status == engine.StatusSucceeded {
 		data.Output = pretty(e.Output)
@@ -162,6 +204,9 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 	for i, ev := range events {
 		view := eventView{Seq: int64(i + 1), Type: ev.Type, State: ev.Scope + ev.State, Error: ev.Error, Cause: ev.Cause, Time: ev.Timestamp,
 			Input: pretty(ev.Input), Output: pretty(ev.Output), Detail: pretty(ev.Detail), Flagged: flagged(ev), Superseded: ev.Superseded}
+		if u, ok := callUsage(ev.Detail, currency); ok && isCallOutcome(ev.Type) {
+			view.Usage = &u
+		}
 		switch {
 		case ev.State != "" && strings.HasSuffix(ev.Type, "StateEntered"):
 			entered[view.State] = ev.Input
@@ -351,18 +396,53 @@ func (s *Server) resumePage(w http.ResponseWriter, r *http.Request) error {
 }
 
 // redrivePage restarts a FAILED or TIMED_OUT execution from the state
-// that failed once confirmed, and runs it in the background.
+// that failed once confirmed, with the form's JSON Patch (RFC 6902, none
+// when blank) applied to that state's input first, and runs it in the
+// background. A patch that is not JSON, not a patch, or does not apply to
+// the input is refused before the confirmation, one the workflow's
+// governance refuses after it: the execution page shows why, next to the
+// patch as it was typed.
 func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	e, err := s.st.Load(r.Context(), id)
 	if err != nil {
 		return err
 	}
+	text := r.PostFormValue("patch")
+	var opts engine.RedriveOptions
+	if strings.TrimSpace(text) != "" {
+		if opts.Patch, err = readPatch(text); err != nil {
+			return s.redriveRefused(w, r, id, text, http.StatusBadRequest, err.Error())
+		}
+		if top := e.Progress.Scopes[""]; top != nil && top.Done && top.Next != "" {
+			// Tried on the input now, so that the confirmation is not
+			// asked for a patch that cannot apply.
+			if _, err := opts.Patch.Apply(top.Doc); err != nil {
+				return s.redriveRefused(w, r, id, text, http.StatusBadRequest, patchMessage(err))
+			}
+		}
+	}
 	msg := fmt.Sprintf("Execution %s (%s) runs again from the state that failed, with the input that state had.", id, e.Status)
-	if ok, err := s.confirmed(w, r, id, "Redrive execution "+id+"?", msg, "Redrive"); !ok {
+	if len(opts.Patch) > 0 {
+		msg = fmt.Sprintf("Execution %s (%s) runs again from the state that failed, with the input that state had changed by the JSON Patch below (%d operations), if the workflow's governance accepts the change.",
+			id, e.Status, len(opts.Patch))
+	}
+	if ok, err := s.confirmed(w, r, id, "Redrive execution "+id+"?", msg, "Redrive", "patch"); !ok {
 		return err
 	}
-	if _, err := s.x.Redrive(r.Context(), id, engine.RedriveOptions{RecordOnly: true}); err != nil {
+	opts.RecordOnly = true
+	if _, err := s.x.Redrive(r.Context(), id, opts); err != nil {
+		var pe *engine.PatchError
+		var ge *engine.GovernanceError
+		switch {
+		case errors.As(err, &pe):
+			return s.redriveRefused(w, r, id, text, http.StatusBadRequest, patchMessage(pe))
+		case errors.As(err, &ge):
+			return s.redriveRefused(w, r, id, text, http.StatusUnprocessableEntity,
+				fmt.Sprintf("the workflow's governance refuses the patched input: %s: %s", ge.Violation.Name, ge.Violation.Cause))
+		case errors.Is(err, engine.ErrInvalidInput):
+			return s.redriveRefused(w, r, id, text, http.StatusUnprocessableEntity, err.Error())
+		}
 		return s.refusePage(w, r, id, redriveProblem(err))
 	}
 	s.background("continue after a redrive", id, func(ctx context.Context) (*engine.Result, error) {
@@ -370,6 +450,78 @@ func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request) error {
 	})
 	seeExecution(w, r, id)
 	return nil
+}
+
+// readPatch reads a JSON Patch typed into a form; the error says where
+// the text is at fault: its line and column, or the operation and member.
+func readPatch(text string) (engine.Patch, error) {
+	v, err := jsonpath.Decode([]byte(text))
+	if err != nil {
+		var je *jsonpath.JSONError
+		if errors.As(err, &je) && je.Offset >= 0 {
+			line, col := lineColumn(text, je.Offset)
+			return nil, fmt.Errorf("the patch is not JSON: line %d, column %d (%s): %s", line, col, je.Path, je.Msg)
+		}
+		return nil, fmt.Errorf("the patch is not JSON: %v", err)
+	}
+	p, err := engine.ParsePatch(v)
+	if err != nil {
+		return nil, errors.New(patchMessage(err))
+	}
+	return p, nil
+}
+
+// patchMessage names the operation of a patch at fault, by its index and
+// JSON Pointer in the patch.
+func patchMessage(err error) string {
+	var pe *engine.PatchError
+	if !errors.As(err, &pe) {
+		return err.Error()
+	}
+	if pe.Index < 0 {
+		return "the patch: " + pe.Msg
+	}
+	return fmt.Sprintf("operation %d of the patch (at %s): %s", pe.Index, pe.Pointer(), pe.Msg)
+}
+
+// lineColumn turns a byte offset of text into a line and a column (of
+// characters), both from 1.
+func lineColumn(text string, offset int) (line, col int) {
+	offset = min(max(offset, 0), len(text))
+	before := text[:offset]
+	line = strings.Count(before, "\n") + 1
+	col = len([]rune(before[strings.LastIndex(before, "\n")+1:])) + 1
+	return line, col
+}
+
+// redriveRefused shows the execution page again with the patch as it was
+// typed and why the redrive was refused, beside it.
+func (s *Server) redriveRefused(w http.ResponseWriter, r *http.Request, id, patch string, status int, why string) error {
+	data, err := s.execution(r, id)
+	if err != nil {
+		return err
+	}
+	data.RedrivePatch, data.PatchError = patch, why
+	data.Error = "The redrive was refused: " + why
+	return s.render(w, status, "execution", data)
+}
+
+// executionLive is the live part of the execution page alone (summary,
+// approvals, graph, controls, debates, checkpoints), which the page's
+// script fetches again when the execution's status may have changed.
+func (s *Server) executionLive(w http.ResponseWriter, r *http.Request) error {
+	data, err := s.execution(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := pageTemplates["execution"].ExecuteTemplate(&buf, "live", data); err != nil {
+		return fmt.Errorf("render the execution's live part: %w", err)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, err = w.Write(buf.Bytes())
+	return err
 }
 
 // patchRow is an operation of a checkpoints' difference as the page
