@@ -45,6 +45,11 @@ func executionGraph(m *states.Machine, e *engine.Execution, events []engine.Even
 			status[name] = "visited"
 		}
 	}
+	if top := e.Progress.Scopes[""]; top != nil && (e.Status == engine.StatusFailed || e.Status == engine.StatusTimedOut) && top.Done && top.Next != "" {
+		// The state the execution failed in (and a redrive runs again),
+		// even when it recorded no failure of its own (a Choice).
+		status[top.Next] = "failed"
+	}
 	var buf bytes.Buffer
 	err := graph.Build(m).WriteSVG(&buf, graph.SVGOptions{Status: status, Notes: mapNotes(m, events, e.Status.Ended()), Link: func(state string) string {
 		if seq, ok := first[state]; ok {

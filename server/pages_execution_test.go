@@ -406,6 +406,9 @@ func TestRedrivePatchPage(t *testing.T) {
 		!strings.Contains(body, `<details id="redrive-input"><summary>Input of Route</summary>`) || typedPatch(t, body) != "" {
 		t.Errorf("the redrive form does not offer a patch of Route's input:\n%s", body)
 	}
+	if !strings.Contains(body, `<g class="node failed"><title>Route (Choice)</title>`) {
+		t.Errorf("the graph does not mark Route, where the execution failed")
+	}
 	for _, tc := range []struct {
 		name, patch string
 		confirm     bool

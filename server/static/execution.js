@@ -72,17 +72,20 @@
       });
   }
   // replaceLive puts the fetched live part in place of the shown one,
-  // keeping the keyboard focus (by id, or by form and name) and a patch
-  // being typed.
+  // keeping the keyboard focus (by id, or by form and name).
   function replaceLive(html) {
     var tpl = document.createElement("template");
     tpl.innerHTML = html;
     var next = tpl.content.getElementById("live");
     var live = document.getElementById("live");
     if (!next || !live) return;
-    var typed = document.getElementById("redrive-patch");
-    var nextPatch = next.querySelector("#redrive-patch");
-    if (typed && nextPatch && typed.value && !nextPatch.value) nextPatch.value = typed.value;
+    // Nothing changed: the shown part stays, focus and typing with it.
+    if (next.outerHTML === live.outerHTML) return;
+    // The redrive form stays as the operator left it: the patch typed,
+    // and why the server refused it.
+    var form = live.querySelector("#redrive-form"), nextForm = next.querySelector("#redrive-form");
+    var patch = form && form.querySelector("#redrive-patch");
+    if (nextForm && patch && (patch.value || form.querySelector("#redrive-patch-error"))) nextForm.replaceWith(form.cloneNode(true));
     var focused = document.activeElement, selector = null;
     if (focused && live.contains(focused)) {
       if (focused.id) selector = "#" + CSS.escape(focused.id);
