@@ -181,31 +181,3 @@ func graphName(m *states.Machine, qualified string) string {
 	}
 	return strings.Join(parts, "/")
 }
-
-// findState is the definition of the state package graph names name
-// (see graphName); nil when there is none.
-func findState(m *states.Machine, name string) states.State {
-	if m == nil {
-		return nil
-	}
-	parts := strings.Split(name, "/")
-	cur := m
-	for i := 0; i+1 < len(parts); i += 2 {
-		switch s := cur.States[parts[i]].(type) {
-		case *states.Map:
-			cur = s.Processor
-		case *states.Parallel:
-			n, err := strconv.Atoi(parts[i+1])
-			if err != nil || n < 0 || n >= len(s.Branches) {
-				return nil
-			}
-			cur = s.Branches[n]
-		default:
-			return nil
-		}
-		if cur == nil {
-			return nil
-		}
-	}
-	return cur.States[parts[len(parts)-1]]
-}

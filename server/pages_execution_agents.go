@@ -195,15 +195,13 @@ func debates(m *states.Machine, events []engine.Event, currency string) []debate
 		agent string
 	}
 	usage := map[string]map[callKey]usageView{}
+	defs := debateStates(m)
 	for i, ev := range events {
-		if ev.Superseded || ev.State == "" {
+		d := defs[ev.State]
+		if ev.Superseded || d == nil {
 			continue
 		}
 		name := ev.Scope + ev.State
-		d, isDebate := findState(m, graphName(m, name)).(*states.Debate)
-		if !isDebate {
-			continue
-		}
 		k, running := open[name]
 		switch {
 		case ev.Type == "DebateStateEntered":
@@ -259,6 +257,32 @@ func debates(m *states.Machine, events []engine.Event, currency string) []debate
 			delete(open, name)
 		}
 	}
+	return out
+}
+
+// debateStates are the Debate states of m and of its nested machines, by
+// name (state names are unique across a definition).
+func debateStates(m *states.Machine) map[string]*states.Debate {
+	out := map[string]*states.Debate{}
+	var walk func(*states.Machine)
+	walk = func(m *states.Machine) {
+		if m == nil {
+			return
+		}
+		for name, st := range m.States {
+			switch s := st.(type) {
+			case *states.Debate:
+				out[name] = s
+			case *states.Map:
+				walk(s.Processor)
+			case *states.Parallel:
+				for _, b := range s.Branches {
+					walk(b)
+				}
+			}
+		}
+	}
+	walk(m)
 	return out
 }
 

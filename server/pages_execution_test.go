@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -590,4 +591,40 @@ var tags = regexp.MustCompile(`<[^>]*>`)
 // plain is HTML as the words a reader sees, on one line.
 func plain(s string) string {
 	return strings.Join(strings.Fields(html.UnescapeString(tags.ReplaceAllString(s, " "))), " ")
+}
+
+// BenchmarkLiveParts measures what the live part costs to build for a Map
+// of 1000 items (4 events each): the graph with its notes, and the
+// debates (none, but every event is looked at).
+func BenchmarkLiveParts(b *testing.B) {
+	const flow = `{"StartAt":"Each","States":{"Each":{"Type":"Map","ItemProcessor":{"StartAt":"Work","States":{"Work":{"Type":"Task","Agent":"W","End":true}}},"End":true}}}`
+	m, err := states.Parse([]byte(flow))
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &engine.Execution{ID: "b", Status: engine.StatusRunning, Definition: []byte(flow)}
+	events := []engine.Event{{Type: "MapStateEntered", State: "Each"}, {Type: engine.EventMapStateStarted, State: "Each"}}
+	for i := range 1000 {
+		scope := "Each/" + strconv.Itoa(i) + "/"
+		done := engine.EventMapIterationOK
+		if i%50 == 0 {
+			done = engine.EventMapIterationFailed
+		}
+		events = append(events, engine.Event{Type: engine.EventMapIterationStart, State: "Each"},
+			engine.Event{Type: "TaskStateEntered", State: "Work", Scope: scope},
+			engine.Event{Type: "TaskStateExited", State: "Work", Scope: scope},
+			engine.Event{Type: done, State: "Each"})
+	}
+	b.Run("graph", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := executionGraph(m, e, events); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("debates", func(b *testing.B) {
+		for b.Loop() {
+			debates(m, events, "")
+		}
+	})
 }
