@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -197,6 +198,16 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 			result, err = nil, h.permissionError(denied)
 		}
 	}
+	// The outcome's event says what the call consumed, when its agent
+	// reported usage: the execution page shows it per call.
+	outcome := key
+	if km, ok := key.(map[string]any); ok {
+		if used, _ := usage.get(); used != (Usage{}) {
+			km = maps.Clone(km)
+			km["usage"] = used.json()
+			outcome = km
+		}
+	}
 	size := 0
 	if err == nil {
 		if normal, nerr := jsonpath.Normalize(result); nerr != nil {
@@ -212,7 +223,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 	if err != nil {
 		if skip := (*skipNode)(nil); errors.As(err, &skip) {
 			// SKIP_NODE dropped the result governance refused.
-			r.event(Event{Type: EventTaskFailed, State: h.name(), Scope: h.sc.prefix, Error: string(skip.v.Name), Cause: skip.v.Cause, Document: h.raw, Detail: key})
+			r.event(Event{Type: EventTaskFailed, State: h.name(), Scope: h.sc.prefix, Error: string(skip.v.Name), Cause: skip.v.Cause, Document: h.raw, Detail: outcome})
 			return nil, 0, err
 		}
 	}
@@ -227,10 +238,10 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		if ae.Name == asl.ErrTimeout || ae.Name == asl.ErrHeartbeatTimeout {
 			typ = EventTaskTimedOut
 		}
-		r.event(Event{Type: typ, State: h.name(), Scope: h.sc.prefix, Error: string(ae.Name), Cause: ae.Cause, Document: h.raw, Detail: key})
+		r.event(Event{Type: typ, State: h.name(), Scope: h.sc.prefix, Error: string(ae.Name), Cause: ae.Cause, Document: h.raw, Detail: outcome})
 		return nil, 0, ae
 	}
-	r.event(Event{Type: EventTaskSucceeded, State: h.name(), Scope: h.sc.prefix, Output: result, Document: h.raw, Detail: key})
+	r.event(Event{Type: EventTaskSucceeded, State: h.name(), Scope: h.sc.prefix, Output: result, Document: h.raw, Detail: outcome})
 	return result, size, nil
 }
 

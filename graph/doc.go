@@ -7,6 +7,9 @@
 //
 //   - Each Map processor and Parallel branch is laid out first, on its own,
 //     and then placed as one block in the machine around it (recursively).
+//     A Map's processor is one cluster whatever the number of its
+//     iterations (SVGOptions.Notes may say how many ran); a cluster is at
+//     least as wide as its label and note.
 //   - A depth-first search from Start (or a nested machine's StartAt)
 //     finds the back edges of loops; the other edges set the layers, by
 //     longest path. A labelled edge spans two layers, the middle one

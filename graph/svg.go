@@ -18,6 +18,10 @@ type SVGOptions struct {
 	Status map[string]string
 	// Link returns the href of a state's node, "" for none. Nil: no links.
 	Link func(state string) string
+	// Notes maps a Map or Parallel state's qualified name to a note drawn
+	// after the label of its clusters, like "128 items, 2 failed": a Map's
+	// iterations are one cluster, whatever their number.
+	Notes map[string]string
 }
 
 // Layout sizes, in pixels.
@@ -119,9 +123,30 @@ func nodeSize(n gnode) (w, h float64) {
 	return w, h
 }
 
-// layoutAll lays the whole graph out, in absolute coordinates.
+// layoutAll lays the whole graph out, in absolute coordinates, each
+// cluster at least as wide as its label.
 func (g *Graph) layoutAll() *block {
-	b := g.layout(-1)
+	return g.layoutLabelled(g.labels(nil))
+}
+
+// labels are the clusters' labels, each followed by its owner's note.
+func (g *Graph) labels(notes map[string]string) []string {
+	owner := map[string]string{}
+	for _, n := range g.nodes {
+		owner[n.id] = n.name
+	}
+	out := make([]string, len(g.clusters))
+	for i, c := range g.clusters {
+		out[i] = c.label
+		if note := notes[owner[c.owner]]; note != "" {
+			out[i] += " — " + note
+		}
+	}
+	return out
+}
+
+func (g *Graph) layoutLabelled(labels []string) *block {
+	b := g.layout(-1, labels)
 	out := &block{w: b.w + 2*margin, h: b.h + 2*margin, boxes: map[string]rect{}, clusters: map[int]rect{}, routes: map[int]route{}}
 	b.shift(margin, margin, out)
 	return out
@@ -147,7 +172,7 @@ func (g *Graph) ancestor(c, blk int) int {
 // simplified Sugiyama drawing: layers by longest path, bend points for
 // long edges, barycenter ordering, centered rows, back edges in lanes
 // on the right.
-func (g *Graph) layout(blk int) *block {
+func (g *Graph) layout(blk int, labels []string) *block {
 	b := &block{boxes: map[string]rect{}, clusters: map[int]rect{}, routes: map[int]route{}}
 	var items []*item
 	nodeItem := map[string]int{}
@@ -161,7 +186,7 @@ func (g *Graph) layout(blk int) *block {
 	}
 	for c := range g.clusters {
 		if g.clusters[c].parent == blk {
-			sub := g.layout(c)
+			sub := g.layout(c, labels)
 			clusterItem[c] = len(items)
 			items = append(items, &item{cluster: c, w: sub.w, h: sub.h, sub: sub})
 		}
@@ -403,6 +428,16 @@ func (g *Graph) layout(blk int) *block {
 		it.x -= left
 		width = max(width, it.x+it.w)
 	}
+	// A cluster is as wide as its label (drawn 8 from its left), the
+	// content centered under it.
+	if blk >= 0 {
+		if lw := textWidth(labels[blk]) + 16 - 2*clusterPad; lw > width {
+			for _, it := range items {
+				it.x += (lw - width) / 2
+			}
+			width = lw
+		}
+	}
 	rowY := make([]float64, nLayers)
 	y := 0.0
 	for k, l := range layers {
@@ -486,7 +521,11 @@ func (g *Graph) layout(blk int) *block {
 // WriteSVG draws the graph as a standalone SVG picture, laid out top to
 // bottom by the package itself.
 func (g *Graph) WriteSVG(w io.Writer, opts SVGOptions) error {
-	l := g.layoutAll()
+	l := g.layoutLabelled(g.labels(opts.Notes))
+	owner := map[string]string{}
+	for _, n := range g.nodes {
+		owner[n.id] = n.name
+	}
 	ew := &errWriter{w: w}
 	p := func(ss ...string) {
 		for _, s := range ss {
@@ -503,6 +542,7 @@ func (g *Graph) WriteSVG(w io.Writer, opts SVGOptions) error {
 .node text { fill: #111111; }
 .cluster rect { fill: #f5f7fa; stroke: #8895a7; }
 .cluster text { fill: #445066; font-style: italic; }
+.cluster .note { font-style: normal; font-weight: bold; }
 .edge path { fill: none; stroke: #555555; stroke-width: 1.2; }
 .edge.dashed path { stroke-dasharray: 5 4; }
 .edge text { fill: #333333; font-size: 10px; }
@@ -513,7 +553,11 @@ a .shape { cursor: pointer; }
 	for c, cl := range g.clusters {
 		r := l.clusters[c]
 		p(`<g class="cluster"><rect x="`, num(r.x), `" y="`, num(r.y), `" width="`, num(r.w), `" height="`, num(r.h), `" rx="8"/>`,
-			`<text x="`, num(r.x+8), `" y="`, num(r.y+16), `">`, esc(cl.label), "</text></g>\n")
+			`<text x="`, num(r.x+8), `" y="`, num(r.y+16), `">`, esc(cl.label))
+		if note := opts.Notes[owner[cl.owner]]; note != "" {
+			p(` — <tspan class="note">`, esc(note), `</tspan>`)
+		}
+		p("</text></g>\n")
 	}
 	for i, e := range g.edges {
 		rt, ok := l.routes[i]

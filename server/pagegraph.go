@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"strconv"
 	"strings"
@@ -11,15 +12,12 @@ import (
 	"github.com/aslrun/aslrun/states"
 )
 
-// executionGraph draws an execution's workflow with its progress: the
-// states it visited, the one it is at, the one it failed in; each state
+// executionGraph draws an execution's workflow m with its progress: the
+// states it visited, the one it is at, the one it failed in, and on each
+// Map's cluster how many items its iterations ran and failed; each state
 // links to its first event in the timeline. It is SVG written by package
 // graph, which escapes every text, so the page may include it as is.
-func executionGraph(e *engine.Execution, events []engine.Event) (template.HTML, error) {
-	m, err := states.Parse(e.Definition)
-	if err != nil {
-		return "", err
-	}
+func executionGraph(m *states.Machine, e *engine.Execution, events []engine.Event) (template.HTML, error) {
 	status := map[string]string{}
 	first := map[string]int{}
 	for i, ev := range events {
@@ -47,8 +45,13 @@ func executionGraph(e *engine.Execution, events []engine.Event) (template.HTML, 
 			status[name] = "visited"
 		}
 	}
+	if top := e.Progress.Scopes[""]; top != nil && (e.Status == engine.StatusFailed || e.Status == engine.StatusTimedOut) && top.Done && top.Next != "" {
+		// The state the execution failed in (and a redrive runs again),
+		// even when it recorded no failure of its own (a Choice).
+		status[top.Next] = "failed"
+	}
 	var buf bytes.Buffer
-	err = graph.Build(m).WriteSVG(&buf, graph.SVGOptions{Status: status, Link: func(state string) string {
+	err := graph.Build(m).WriteSVG(&buf, graph.SVGOptions{Status: status, Notes: mapNotes(m, events, e.Status.Ended()), Link: func(state string) string {
 		if seq, ok := first[state]; ok {
 			return "#event-" + strconv.Itoa(seq)
 		}
@@ -58,6 +61,76 @@ func executionGraph(e *engine.Execution, events []engine.Event) (template.HTML, 
 		return "", err
 	}
 	return template.HTML(buf.String()), nil
+}
+
+// iterations counts the items of one run of a Map state.
+type iterations struct {
+	started, succeeded, failed int
+	done                       bool // the Map state finished
+	running                    int  // in sums: items of runs not finished
+}
+
+// mapNotes says, for each Map state (by its graph name), how many items
+// its last run went through and how many failed, over every instance of
+// it when it is nested in another Map.
+func mapNotes(m *states.Machine, events []engine.Event, ended bool) map[string]string {
+	runs := map[string]*iterations{} // by qualified name: the last run
+	for _, ev := range events {
+		if ev.Superseded || ev.State == "" {
+			continue
+		}
+		name := ev.Scope + ev.State
+		switch ev.Type {
+		case engine.EventMapStateStarted:
+			runs[name] = &iterations{}
+		case engine.EventMapStateSucceeded, engine.EventMapStateFailed:
+			if it := runs[name]; it != nil {
+				it.done = true
+			}
+		case engine.EventMapIterationStart, engine.EventMapIterationOK, engine.EventMapIterationFailed:
+			it := runs[name]
+			if it == nil {
+				it = &iterations{}
+				runs[name] = it
+			}
+			switch ev.Type {
+			case engine.EventMapIterationStart:
+				it.started++
+			case engine.EventMapIterationOK:
+				it.succeeded++
+			default:
+				it.failed++
+			}
+		}
+	}
+	sums := map[string]*iterations{}
+	for name, it := range runs {
+		g := graphName(m, name)
+		if sums[g] == nil {
+			sums[g] = &iterations{}
+		}
+		sums[g].started += it.started
+		sums[g].succeeded += it.succeeded
+		sums[g].failed += it.failed
+		if !it.done && !ended {
+			sums[g].running += it.started - it.succeeded - it.failed
+		}
+	}
+	notes := map[string]string{}
+	for g, it := range sums {
+		note := fmt.Sprintf("%d items", it.started)
+		if it.started == 1 {
+			note = "1 item"
+		}
+		if it.failed > 0 {
+			note += fmt.Sprintf(", %d failed", it.failed)
+		}
+		if it.running > 0 {
+			note += fmt.Sprintf(", %d running", it.running)
+		}
+		notes[g] = note
+	}
+	return notes
 }
 
 // workflowGraph draws a workflow without progress.

@@ -1,12 +1,15 @@
 // The execution page follows the execution's event stream: new events
-// are appended to the timeline and the status is kept current. Without
-// this script the page is the same, as of its loading.
+// are appended to the timeline, and the page's live part (status, usage,
+// approvals, graph, controls, debates, checkpoints) is fetched again from
+// the server when the execution may have changed, so that the controls
+// shown are always those its status allows. Without this script the page
+// is the same, as of its loading.
 "use strict";
 (function () {
   var timeline = document.getElementById("timeline");
-  var status = document.getElementById("status");
   if (!timeline || !window.EventSource) return;
   var id = timeline.dataset.execution;
+  var currency = timeline.dataset.currency || "";
   var flaggedTypes = { GovernanceViolation: true, ToolDenied: true, BudgetExceeded: true };
   var source = new EventSource("/v1/executions/" + encodeURIComponent(id) + "/events?after=" + timeline.dataset.lastSeq);
 
@@ -15,6 +18,8 @@
     return String(t).replace("T", " ").replace(/\.\d+/, "");
   }
   function setStatus(s) {
+    var status = document.getElementById("status");
+    if (!status) return;
     status.textContent = s;
     status.className = "status status-" + s;
   }
@@ -31,6 +36,68 @@
     add(d, "summary", "", label);
     add(d, "pre", "", JSON.stringify(value, null, 2));
   }
+  // usageText writes a call's usage as the page does.
+  function usageText(u) {
+    var s = (u.tokens || 0) + " tokens (" + (u.inputTokens || 0) + " in, " + (u.outputTokens || 0) + " out)";
+    if (u.cost) s += ", cost " + u.cost + (currency ? " " + currency : "");
+    return s;
+  }
+
+  // The live part is fetched again soon after an event that may change
+  // the execution's status or controls, and at most every few seconds
+  // after the others (usage, debate rounds, Map items); one fetch at a
+  // time.
+  var soon = 100, later = 2000;
+  var timer = null, due = 0, fetching = false, again = false;
+  function refresh(delay) {
+    var at = Date.now() + delay;
+    if (timer && due <= at) return;
+    clearTimeout(timer);
+    due = at;
+    timer = setTimeout(fetchLive, delay);
+  }
+  function fetchLive() {
+    timer = null;
+    if (fetching) { again = true; return; }
+    var live = document.getElementById("live");
+    if (!live) return;
+    fetching = true;
+    fetch(live.dataset.live, { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) { if (html) replaceLive(html); })
+      .catch(function () {})
+      .then(function () {
+        fetching = false;
+        if (again) { again = false; refresh(soon); }
+      });
+  }
+  // replaceLive puts the fetched live part in place of the shown one,
+  // keeping the keyboard focus (by id, or by form and name).
+  function replaceLive(html) {
+    var tpl = document.createElement("template");
+    tpl.innerHTML = html;
+    var next = tpl.content.getElementById("live");
+    var live = document.getElementById("live");
+    if (!next || !live) return;
+    // Nothing changed: the shown part stays, focus and typing with it.
+    if (next.outerHTML === live.outerHTML) return;
+    // The redrive form stays as the operator left it: the patch typed,
+    // and why the server refused it.
+    var form = live.querySelector("#redrive-form"), nextForm = next.querySelector("#redrive-form");
+    var patch = form && form.querySelector("#redrive-patch");
+    if (nextForm && patch && (patch.value || form.querySelector("#redrive-patch-error"))) nextForm.replaceWith(form.cloneNode(true));
+    var focused = document.activeElement, selector = null;
+    if (focused && live.contains(focused)) {
+      if (focused.id) selector = "#" + CSS.escape(focused.id);
+      else if (focused.form && focused.form.id && focused.name) selector = "#" + CSS.escape(focused.form.id) + " [name='" + CSS.escape(focused.name) + "']";
+    }
+    live.replaceWith(next);
+    if (selector) {
+      var el = next.querySelector(selector);
+      if (el) el.focus();
+    }
+  }
+
   // markState sets the class of a state's node in the graph (its <title>
   // is "Name (Type)"); "" clears it.
   function markState(name, cls) {
@@ -45,6 +112,11 @@
     var cur = document.querySelectorAll("#graph g.node.current");
     for (var i = 0; i < cur.length; i++) cur[i].setAttribute("class", "node visited");
   }
+  // changesControls tells the events after which the controls may differ:
+  // the execution's own, approvals and checkpoints.
+  function changesControls(type) {
+    return /^(Execution|Approval|ForkedTo|CheckpointSaved)/.test(type);
+  }
   function onEvent(msg) {
     var ev = JSON.parse(msg.data);
     if (document.getElementById("event-" + ev.seq)) return;
@@ -58,6 +130,7 @@
     var when = add(li, "time", "", shortTime(ev.timestamp));
     when.dateTime = ev.timestamp;
     if (flagged) add(li, "strong", "flag", "refused");
+    if (ev.detail && ev.detail.usage && /^Task(Succeeded|Failed|TimedOut)$/.test(ev.type)) add(li, "span", "usage", usageText(ev.detail.usage));
     if (ev.error) add(li, "div", "event-error", ev.error + " " + (ev.cause || ""));
     details(li, "Input", ev.input);
     details(li, "Output", ev.output);
@@ -69,7 +142,8 @@
       if (/(Failed|TimedOut)$/.test(ev.type)) markState(ev.state, "failed");
     }
     if (ev.type === "ApprovalRequested") setStatus("WAITING");
-    if (ev.type === "ApprovalDecided" || ev.type === "ExecutionResumed") setStatus("RUNNING");
+    if (ev.type === "ApprovalDecided" || ev.type === "ExecutionResumed" || ev.type === "ExecutionRedriven") setStatus("RUNNING");
+    refresh(changesControls(ev.type) ? soon : later);
   }
   timeline.dataset.events.split(" ").forEach(function (t) {
     source.addEventListener(t, onEvent);
@@ -80,5 +154,6 @@
     var stopped = document.getElementById("stopped");
     if (stopped && e.stoppedAt) stopped.textContent = shortTime(e.stoppedAt);
     source.close();
+    refresh(0);
   });
 })();

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/aslrun/aslrun/api"
+)
+
+// pollTrue waits until the JavaScript expression cond is true on the page.
+func pollTrue(t *testing.T, ctx context.Context, what, cond string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => (`+cond+`) || null)()`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main").innerText`))
+		t.Fatalf("%s: %v; the page shows\n%s", what, err, shown)
+	}
+}
+
+// TestBrowserExecutionLiveControls: an operator watches an execution run
+// to an Approval and, once it is decided through the API, succeed: the
+// status badge and the controls follow without a reload.
+func TestBrowserExecutionLiveControls(t *testing.T) {
+	ts := newTestServer(t)
+	mock := `{"Writer":{"0":{"Return":{"title":"Hello"},"DelaySeconds":2}}}`
+	ts.startFlow(t, "live-1", reviewFlow, "", mock, func(e api.Execution) bool { return e.Status == "RUNNING" })
+	ctx := browser(t)
+	signInBrowser(t, ctx, ts, RoleOperator)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/executions/live-1"), chromedp.WaitVisible("#status")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__notReloaded = true`)); err != nil {
+		t.Fatal(err)
+	}
+	// RUNNING, then WAITING at the approval, whose link appears.
+	pollTrue(t, ctx, "the execution waits at its approval",
+		`document.querySelector("#status").textContent === "WAITING" && document.querySelector("#approvals a.approval-link") !== null && document.querySelector("#stop-form") !== null`)
+	screenshot(t, ctx, "execution-waiting")
+	ts.decideReview(t, "live-1")
+	ts.waitFor(t, "live-1", succeeded)
+	pollTrue(t, ctx, "the badge turns SUCCEEDED and the controls go",
+		`document.querySelector("#status").textContent === "SUCCEEDED" && document.querySelector("#stop-form") === null && document.querySelector("#controls") === null && document.querySelector("#approvals") === null`)
+	if kept, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__notReloaded === true`)); err != nil || !kept {
+		t.Errorf("the page was reloaded (%v)", err)
+	}
+	if cls, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#status").className`)); err != nil || cls != "status status-SUCCEEDED" {
+		t.Errorf("the badge's class is %q (%v)", cls, err)
+	}
+	// Without the script, a reload shows the same.
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible("#status")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#stop-form, #resume-form, #redrive-form").length`)); err != nil || n != 0 {
+		t.Errorf("after a reload, %d controls (%v), want none", n, err)
+	}
+}
+
+// TestBrowserDebateTranscript: the Debate of the technical-debate example,
+// run with mocked debaters that report their usage, reads as a
+// conversation with the tokens and cost of every turn, and the summary
+// gives the execution's totals.
+func TestBrowserDebateTranscript(t *testing.T) {
+	ts := newTestServer(t)
+	def, input, mock := debateFiles(t)
+	// A Budget in euros: the costs are shown in its currency.
+	var flow map[string]any
+	if err := json.Unmarshal([]byte(def), &flow); err != nil {
+		t.Fatal(err)
+	}
+	flow["Budget"] = map[string]any{"MaxCost": 1, "Currency": "EUR"}
+	withBudget, err := json.Marshal(flow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.startFlow(t, "debate-1", string(withBudget), input, mock, succeeded)
+	ctx := browser(t)
+	signInBrowser(t, ctx, ts, RoleViewer)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/executions/debate-1"), chromedp.WaitVisible("#debates article.debate")); err != nil {
+		t.Fatal(err)
+	}
+	transcript, err := chromedp.Run(ctx, chromedp.Text("#debates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"Round 1", "Round 3", "Architect", "typed contracts between services", "Arbiter", "CTO",
+		"1025 tokens (1000 in, 25 out), cost 0.002 EUR", "No consensus (67% agreement): the arbiter CTO decided grpc-internal-rest-public"} {
+		if !strings.Contains(transcript, w) {
+			t.Errorf("the transcript has no %q:\n%s", w, transcript)
+		}
+	}
+	usage, err := chromedp.Run(ctx, chromedp.Text("#usage"))
+	if err != nil || !strings.Contains(usage, "tokens") || !strings.Contains(usage, "cost 0.02 EUR") || !strings.Contains(usage, "Budget: 1 EUR") {
+		t.Errorf("the summary's usage is %q (%v)", usage, err)
+	}
+	// The picture leaves the timeline out: it is long.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#timeline").closest("section").hidden = true`)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "execution-debate")
+}
+
+// TestBrowserRedrivePatchRefused: an operator types a patch the workflow's
+// guard refuses into the redrive form, confirms it, and gets the page back
+// with the error beside the patch as typed.
+func TestBrowserRedrivePatchRefused(t *testing.T) {
+	ts := newTestServer(t)
+	failedExecution(t, ts, "f1")
+	ctx := browser(t)
+	signInBrowser(t, ctx, ts, RoleOperator)
+	patch := `[{"op": "remove", "path": "/kind"}]`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/executions/f1"),
+		chromedp.WaitVisible("#redrive-patch"),
+		chromedp.SendKeys("#redrive-patch", patch),
+		chromedp.Submit("#redrive-form"),
+		chromedp.WaitVisible("#confirm-patch"),
+		chromedp.Click("#confirm"),
+		chromedp.WaitVisible("#redrive-patch-error"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := chromedp.Run(ctx, chromedp.Text("#redrive-patch-error"))
+	if err != nil || !strings.Contains(msg, "Governance.SchemaViolation") {
+		t.Errorf("the patch's error is %q (%v)", msg, err)
+	}
+	if kept, err := chromedp.Run(ctx, chromedp.Value("#redrive-patch")); err != nil || kept != patch {
+		t.Errorf("the patch is now %q (%v), want it as typed", kept, err)
+	}
+	screenshot(t, ctx, "execution-redrive-refused")
+	if code, _ := ts.call(t, RoleViewer, "GET", "/v1/executions/f1", nil, nil); code != http.StatusOK || ts.status(t, "f1") != "FAILED" {
+		t.Errorf("f1 is %s, want FAILED", ts.status(t, "f1"))
+	}
+}
