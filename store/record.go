@@ -424,8 +424,9 @@ func newer(a *checkpointRecord, an string, b *checkpointRecord, bn string) bool 
 	return an > bn
 }
 
-// decodeHead reads a headRecord; its error is a recordError.
-func decodeHead(id string, data []byte) (*headRecord, error) {
+// decodeHeadJSON reads a headRecord of format 6 or older, JSON; its error
+// is a recordError.
+func decodeHeadJSON(id string, data []byte) (*headRecord, error) {
 	var h headRecord
 	if err := json.Unmarshal(data, &h); err != nil {
 		return nil, &recordError{fmt.Errorf("execution %s: head record: %w", id, err)}
