@@ -568,8 +568,11 @@ func BenchmarkMemoryCommitStates(b *testing.B) {
 // per commit (write calls, from /proc/self/io) against the bytes the
 // database grew by.
 func BenchmarkCommitStates(b *testing.B) {
-	s := openBench(b, "bench")
-	l := newStateLoop(b, "bench")
+	commitStates(b, openBench(b, "bench"), newStateLoop(b, "bench"))
+}
+
+// commitStates runs BenchmarkCommitStates on s.
+func commitStates(b *testing.B, s *Bolt, l *stateLoop) {
 	for range 10 {
 		if err := s.Commit(b.Context(), l.next()); err != nil {
 			b.Fatal(err)
@@ -620,4 +623,39 @@ func bytesWritten(b *testing.B) int64 {
 	}
 	b.Skip("no wchar in /proc/self/io")
 	return 0
+}
+
+// BenchmarkBoltOptions is BenchmarkCommitStates under bbolt options other
+// than the store's: page sizes, the array freelist, the freelist synced,
+// and an initial mmap of 256 MiB.
+func BenchmarkBoltOptions(b *testing.B) {
+	variant := func(change func(o *bbolt.Options)) *bbolt.Options {
+		o := boltOptions(time.Second)
+		change(o)
+		return o
+	}
+	for _, v := range []struct {
+		name string
+		o    *bbolt.Options
+	}{
+		{"store", boltOptions(time.Second)},
+		{"page=4KiB", variant(func(o *bbolt.Options) { o.PageSize = 4 << 10 })},
+		{"page=8KiB", variant(func(o *bbolt.Options) { o.PageSize = 8 << 10 })},
+		{"page=32KiB", variant(func(o *bbolt.Options) { o.PageSize = 32 << 10 })},
+		{"freelist=array", variant(func(o *bbolt.Options) { o.FreelistType = bbolt.FreelistArrayType })},
+		{"freelist-synced", variant(func(o *bbolt.Options) { o.NoFreelistSync = false })},
+		{"mmap=256MiB", variant(func(o *bbolt.Options) { o.InitialMmapSize = 256 << 20 })},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			s, err := OpenBolt(filepath.Join(b.TempDir(), "bench.db"), BoltOptions{bbolt: v.o})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Create(b.Context(), &engine.Execution{ID: "bench"}); err != nil {
+				b.Fatal(err)
+			}
+			commitStates(b, s, newStateLoop(b, "bench"))
+		})
+	}
 }

@@ -85,6 +85,19 @@ type BoltOptions struct {
 	// Migrations upgrade snapshots of older formats when they are loaded
 	// (default none).
 	Migrations *Migrations
+
+	// bbolt replaces boltOptions, for the benchmarks that choose them.
+	bbolt *bbolt.Options
+}
+
+// bboltOptions are the bbolt options OpenBolt uses.
+func (o *BoltOptions) bboltOptions() *bbolt.Options {
+	if o.bbolt == nil {
+		return boltOptions(o.LockTimeout)
+	}
+	c := *o.bbolt
+	c.Timeout = o.LockTimeout
+	return &c
 }
 
 // Bolt is the store on a bbolt database file: every commit is durable
@@ -137,7 +150,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	}
 	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := createDatabase(path, opts.LockTimeout); err != nil {
+		if err := createDatabase(path, opts.bboltOptions()); err != nil {
 			return nil, dbErr(path, "create: %w", err)
 		}
 		info, err = os.Stat(path)
@@ -154,7 +167,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	var db *bbolt.DB
 	err = guard(path, func() error {
 		var err error
-		db, err = bbolt.Open(path, 0o600, boltOptions(opts.LockTimeout))
+		db, err = bbolt.Open(path, 0o600, opts.bboltOptions())
 		return err
 	})
 	if err != nil {
@@ -193,7 +206,7 @@ func boltOptions(lockTimeout time.Duration) *bbolt.Options {
 // createDatabase makes a new database at path, which did not exist: it
 // writes it to a temporary file beside path, with its buckets, and links
 // it to path (when another process made path meanwhile, that one stays).
-func createDatabase(path string, lockTimeout time.Duration) error {
+func createDatabase(path string, options *bbolt.Options) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.new")
 	if err != nil {
 		return err
@@ -203,7 +216,7 @@ func createDatabase(path string, lockTimeout time.Duration) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	db, err := bbolt.Open(tmp, 0o600, boltOptions(lockTimeout))
+	db, err := bbolt.Open(tmp, 0o600, options)
 	if err != nil {
 		return err
 	}

@@ -189,7 +189,7 @@ func (p *prepared) committed(cache *docCache) {
 		cache.forget(p.id)
 		return
 	}
-	if p.docs == nil || len(p.history.values) == 0 {
+	if p.docs == nil {
 		return
 	}
 	e := cache.get(p.id)

@@ -344,11 +344,13 @@ type execDocs struct {
 	last   map[string]cachedDoc
 }
 
-// cachedDoc is a document and its canonical hash; holding the document
-// keeps its memory from being reused by another.
+// cachedDoc is a document and its canonical hash, and its
+// jsonpath.Marshal form when it was encoded; holding the document keeps
+// its memory from being reused by another.
 type cachedDoc struct {
 	v   any
 	sum [sha256.Size]byte
+	raw []byte
 }
 
 func (e *execDocs) has(sum [sha256.Size]byte) bool {
@@ -402,7 +404,7 @@ func (e *execDocs) committed(w *docWriter, memo *docMemo) {
 		if ent.hash != "" {
 			var d cachedDoc
 			if _, err := hex.Decode(d.sum[:], []byte(ent.hash)); err == nil {
-				d.v = ent.v
+				d.v, d.raw = ent.v, ent.raw
 				e.byID[id] = d
 			}
 		}
@@ -411,7 +413,8 @@ func (e *execDocs) committed(w *docWriter, memo *docMemo) {
 
 // docMemo remembers the encoding and canonical hash of documents within
 // one commit, by identity: the events of a step share one document. It
-// also knows the documents of the execution's previous commit (prev).
+// also knows the documents of the execution's previous commit (prev), so
+// that a document unchanged since is neither hashed nor encoded again.
 type docMemo struct {
 	m    map[docIdentity]memoEntry
 	prev map[docIdentity]cachedDoc
@@ -456,11 +459,17 @@ func (m *docMemo) raw(v any) ([]byte, error) {
 	}
 	ent := m.m[id]
 	if ent.raw == nil {
-		b, err := jsonpath.Marshal(v)
-		if err != nil {
-			return nil, err
+		if d, ok := m.prev[id]; ok && d.raw != nil {
+			// Stored records are never changed, so the bytes can be shared.
+			ent.raw = d.raw
+		} else {
+			b, err := jsonpath.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			ent.raw = b
 		}
-		ent.raw, ent.v = b, v
+		ent.v = v
 		m.m[id] = ent
 	}
 	return ent.raw, nil
