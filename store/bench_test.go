@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -489,6 +493,169 @@ func BenchmarkListPage(b *testing.B) {
 					b.Fatalf("List(%+v) = %d summaries, %v, want 50", bc.opts, len(got), err)
 				}
 			}
+		})
+	}
+}
+
+// statesPerCommit is how many states each commit of the effect-sized
+// benchmarks carries, as the engine commits pure states with the next
+// step that has an effect.
+const statesPerCommit = 4
+
+// stateLoop makes commits of statesPerCommit states each: every state has
+// an Entered event (its input) and an Exited event (its output), its
+// output is its input with one field changed, and the commit carries the
+// one scope with the last document.
+type stateLoop struct {
+	id    string
+	doc   map[string]any
+	seq   int64
+	event int64
+	c     engine.Commit
+}
+
+func newStateLoop(tb testing.TB, id string) *stateLoop {
+	d, err := jsonpath.Decode([]byte(commitBenchDoc))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &stateLoop{id: id, doc: d.(map[string]any)}
+}
+
+// next returns the loop's next commit; the engine's way, it reuses one
+// Commit and copies a document only along the path it changes.
+func (l *stateLoop) next() *engine.Commit {
+	l.seq++
+	now := time.Now()
+	events := l.c.Events[:0]
+	for range statesPerCommit {
+		in := l.doc
+		out := maps.Clone(in)
+		out["step_count"] = jsonpath.IntNumber(int64(l.event))
+		l.doc = out
+		l.event++
+		events = append(events, engine.Event{ID: 2*l.event - 1, Type: "PassStateEntered", State: "Step", Timestamp: now, Input: in, Document: in})
+		events = append(events, engine.Event{ID: 2 * l.event, Type: "PassStateExited", State: "Step", Timestamp: now, Output: out, Document: out})
+	}
+	l.c = engine.Commit{
+		Execution: l.id, Seq: l.seq, Status: engine.StatusRunning, LastEvent: 2 * l.event, Events: events,
+		Scopes: map[string]*engine.Scope{"": {Next: "Step", Doc: l.doc, Visits: map[string]int{"Step": int(l.event)}}},
+	}
+	return &l.c
+}
+
+// BenchmarkMemoryCommitStates is BenchmarkMemoryCommit with commits of
+// statesPerCommit states of a 1 KiB document that changes one field per
+// state.
+func BenchmarkMemoryCommitStates(b *testing.B) {
+	m := NewMemory()
+	if err := m.Create(b.Context(), &engine.Execution{ID: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	l := newStateLoop(b, "bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := m.Commit(b.Context(), l.next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*statesPerCommit), "ns/state")
+}
+
+// BenchmarkCommitStates is BenchmarkCommitDurable with the commits of
+// BenchmarkMemoryCommitStates. It reports the database's growth per state
+// (the pages in use, free pages excepted) and the bytes the process wrote
+// per commit (write calls, from /proc/self/io) against the bytes the
+// database grew by.
+func BenchmarkCommitStates(b *testing.B) {
+	commitStates(b, openBench(b, "bench"), newStateLoop(b, "bench"))
+}
+
+// commitStates runs BenchmarkCommitStates on s.
+func commitStates(b *testing.B, s *Bolt, l *stateLoop) {
+	for range 10 {
+		if err := s.Commit(b.Context(), l.next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	used0, written0 := dbInUse(b, s), bytesWritten(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.Commit(b.Context(), l.next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	grown, written := float64(dbInUse(b, s)-used0), float64(bytesWritten(b)-written0)
+	b.ReportMetric(grown/float64(b.N*statesPerCommit), "db-B/state")
+	b.ReportMetric(written/float64(b.N), "written-B/commit")
+	if grown > 0 {
+		b.ReportMetric(written/grown, "written/stored")
+	}
+}
+
+// dbInUse is the size of the database's pages in use: its size less its
+// free pages.
+func dbInUse(b *testing.B, s *Bolt) int64 {
+	var size int64
+	if err := s.db.View(func(t *bbolt.Tx) error { size = t.Size(); return nil }); err != nil {
+		b.Fatal(err)
+	}
+	st := s.db.Stats()
+	return size - int64(st.FreePageN+st.PendingPageN)*int64(s.db.Info().PageSize)
+}
+
+// bytesWritten is the bytes the process has handed to write calls.
+func bytesWritten(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		b.Skip("no /proc/self/io")
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "wchar: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Skip("no wchar in /proc/self/io")
+	return 0
+}
+
+// BenchmarkBoltOptions is BenchmarkCommitStates under bbolt options other
+// than the store's: page sizes, the array freelist, the freelist synced,
+// and an initial mmap of 256 MiB.
+func BenchmarkBoltOptions(b *testing.B) {
+	variant := func(change func(o *bbolt.Options)) *bbolt.Options {
+		o := boltOptions(time.Second)
+		change(o)
+		return o
+	}
+	for _, v := range []struct {
+		name string
+		o    *bbolt.Options
+	}{
+		{"store", boltOptions(time.Second)},
+		{"page=4KiB", variant(func(o *bbolt.Options) { o.PageSize = 4 << 10 })},
+		{"page=8KiB", variant(func(o *bbolt.Options) { o.PageSize = 8 << 10 })},
+		{"page=32KiB", variant(func(o *bbolt.Options) { o.PageSize = 32 << 10 })},
+		{"freelist=array", variant(func(o *bbolt.Options) { o.FreelistType = bbolt.FreelistArrayType })},
+		{"freelist-synced", variant(func(o *bbolt.Options) { o.NoFreelistSync = false })},
+		{"mmap=256MiB", variant(func(o *bbolt.Options) { o.InitialMmapSize = 256 << 20 })},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			s, err := OpenBolt(filepath.Join(b.TempDir(), "bench.db"), BoltOptions{bbolt: v.o})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Create(b.Context(), &engine.Execution{ID: "bench"}); err != nil {
+				b.Fatal(err)
+			}
+			commitStates(b, s, newStateLoop(b, "bench"))
 		})
 	}
 }

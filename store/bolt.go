@@ -23,15 +23,16 @@ import (
 
 // The format of the database: the meta bucket holds formatKey =
 // formatMarker and versionKey = formatVersion (decimal), written when the
-// database is created. Format 5 had no workflow registry and no machines
+// database is created. Format 6 wrote history records of format 1, whose
+// events held their documents, and heads as sealed JSON. Format 5 had no workflow registry and no machines
 // index, format 4 also stored heads and checkpoints as bare JSON (no seal,
 // no binding to the history), format 3 had no namespaces bucket either,
 // format 2 no agent memory; format 1 also kept each history event under
 // its own key in bucket history. OpenBolt converts them all (migrateV1,
-// the new buckets, migrateV5, migrateV6).
+// the new buckets, migrateV5, migrateV6, migrateV7).
 const (
 	formatMarker  = "aslrun"
-	formatVersion = 6
+	formatVersion = 7
 )
 
 var (
@@ -84,6 +85,19 @@ type BoltOptions struct {
 	// Migrations upgrade snapshots of older formats when they are loaded
 	// (default none).
 	Migrations *Migrations
+
+	// bbolt replaces boltOptions, for the benchmarks that choose them.
+	bbolt *bbolt.Options
+}
+
+// bboltOptions are the bbolt options OpenBolt uses.
+func (o *BoltOptions) bboltOptions() *bbolt.Options {
+	if o.bbolt == nil {
+		return boltOptions(o.LockTimeout)
+	}
+	c := *o.bbolt
+	c.Timeout = o.LockTimeout
+	return &c
 }
 
 // Bolt is the store on a bbolt database file: every commit is durable
@@ -108,6 +122,8 @@ type Bolt struct {
 
 	// heads is the commit loop's cache of heads; only the loop uses it.
 	heads headCache
+	// docs knows the documents of the executions' histories.
+	docs docCache
 }
 
 var _ Store = (*Bolt)(nil)
@@ -134,7 +150,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	}
 	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := createDatabase(path, opts.LockTimeout); err != nil {
+		if err := createDatabase(path, opts.bboltOptions()); err != nil {
 			return nil, dbErr(path, "create: %w", err)
 		}
 		info, err = os.Stat(path)
@@ -151,7 +167,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	var db *bbolt.DB
 	err = guard(path, func() error {
 		var err error
-		db, err = bbolt.Open(path, 0o600, boltOptions(opts.LockTimeout))
+		db, err = bbolt.Open(path, 0o600, opts.bboltOptions())
 		return err
 	})
 	if err != nil {
@@ -190,7 +206,7 @@ func boltOptions(lockTimeout time.Duration) *bbolt.Options {
 // createDatabase makes a new database at path, which did not exist: it
 // writes it to a temporary file beside path, with its buckets, and links
 // it to path (when another process made path meanwhile, that one stays).
-func createDatabase(path string, lockTimeout time.Duration) error {
+func createDatabase(path string, options *bbolt.Options) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.new")
 	if err != nil {
 		return err
@@ -200,7 +216,7 @@ func createDatabase(path string, lockTimeout time.Duration) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	db, err := bbolt.Open(tmp, 0o600, boltOptions(lockTimeout))
+	db, err := bbolt.Open(tmp, 0o600, options)
 	if err != nil {
 		return err
 	}
@@ -283,7 +299,12 @@ func checkFormat(db *bbolt.DB, path string) error {
 					return err
 				}
 			}
-			if err := migrateV6(t); err != nil {
+			if v < 6 {
+				if err := migrateV6(t); err != nil {
+					return err
+				}
+			}
+			if err := migrateV7(t); err != nil {
 				return err
 			}
 			return t.Bucket(bucketMeta).Put(versionKey, []byte(strconv.Itoa(formatVersion)))
@@ -343,7 +364,7 @@ func migrateV1(t *bbolt.Tx) error {
 		return err
 	}
 	for _, id := range ids {
-		h, err := decodeHead(id, heads.Get([]byte(id)))
+		h, err := decodeHeadJSON(id, heads.Get([]byte(id)))
 		if err != nil {
 			return err
 		}
@@ -365,7 +386,12 @@ func migrateV1(t *bbolt.Tx) error {
 		if err != nil {
 			return fmt.Errorf("execution %s: history event %d: %w", id, n, err)
 		}
-		if err := heads.Put([]byte(id), encodeHead(h)); err != nil {
+		// Heads stay JSON, as format 4 had them, for migrateV5.
+		body, err := marshalRecord(h)
+		if err != nil {
+			return err
+		}
+		if err := heads.Put([]byte(id), body); err != nil {
 			return err
 		}
 	}
@@ -410,7 +436,7 @@ func migrateV5(t *bbolt.Tx) error {
 		return err
 	}
 	for _, id := range ids {
-		h, err := decodeHead(id, heads.Get([]byte(id)))
+		h, err := decodeHeadJSON(id, heads.Get([]byte(id)))
 		if err != nil {
 			return err
 		}
@@ -451,6 +477,31 @@ func migrateV6(t *bbolt.Tx) error {
 	}
 	for _, k := range keys {
 		if err := machines.Put(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrateV7 converts a database of format 6 or older to format 7: it
+// rewrites every head in the binary form (heads of format 6 are sealed
+// JSON). The history records of format 1 stay as they are: they are read
+// as they were, and new commits append records of format 2 after them.
+func migrateV7(t *bbolt.Tx) error {
+	heads := t.Bucket(bucketHeads)
+	if heads == nil {
+		return fmt.Errorf("bucket %s is missing", bucketHeads)
+	}
+	ids, err := keysOf(heads)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		h, err := decodeSealedHead(id, heads.Get([]byte(id)))
+		if err != nil {
+			return err
+		}
+		if err := heads.Put([]byte(id), encodeSealedHead(id, h)); err != nil {
 			return err
 		}
 	}
@@ -788,17 +839,12 @@ func (b *Bolt) History(ctx context.Context, id string) ([]engine.Event, error) {
 		if h == nil {
 			return err
 		}
-		values, err := x.historyValues(id, h)
+		records, err := x.historyRecords(id, h)
 		if err != nil {
 			return err
 		}
-		out = make([]engine.Event, len(values))
-		for i, v := range values {
-			if out[i], err = decodeEvent(v, false); err != nil {
-				return fmt.Errorf("execution %s: history event %d: %w", id, i+1, err)
-			}
-		}
-		return nil
+		out, err = readHistory(id, records)
+		return err
 	})
 	return out, err
 }
@@ -817,13 +863,13 @@ func (b *Bolt) VerifyHistory(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		var values [][]byte
+		parsed := make([]historyRecord, len(records))
 		keys := make(map[uint64]bool, len(records))
-		for _, r := range records {
-			values = append(values, r.events...)
+		for i, r := range records {
+			parsed[i] = r.historyRecord
 			keys[r.key] = true
 		}
-		if err := verifyHistory(id, values, h); err != nil {
+		if err := verifyHistory(id, parsed, h); err != nil {
 			return err
 		}
 		if sealErr != nil {
@@ -889,20 +935,6 @@ func (x *tx) historyRecords(id string, h *headRecord) ([]storedRecord, error) {
 	}
 	slices.Reverse(out)
 	return out, nil
-}
-
-// historyValues returns the stored values of an execution's events, in
-// order; they are the transaction's memory.
-func (x *tx) historyValues(id string, h *headRecord) ([][]byte, error) {
-	records, err := x.historyRecords(id, h)
-	if err != nil {
-		return nil, err
-	}
-	var values [][]byte
-	for _, r := range records {
-		values = append(values, r.events...)
-	}
-	return values, nil
 }
 
 // Definition returns the definition text stored under hash.

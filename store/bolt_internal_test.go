@@ -122,7 +122,7 @@ func TestBoltMigratesFormat1(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			values, err := x.historyValues(id, h)
+			values, err := v1Values(x, id, h)
 			if err != nil {
 				return err
 			}
@@ -132,7 +132,7 @@ func TestBoltMigratesFormat1(t *testing.T) {
 				}
 			}
 			h.LastRecord = 0
-			if err := x.heads.Put([]byte(id), encodeHead(h)); err != nil {
+			if err := x.heads.Put([]byte(id), encodeHeadJSON(h)); err != nil {
 				return err
 			}
 		}
@@ -217,7 +217,7 @@ func TestCommitBatchRejects(t *testing.T) {
 			r.apply = func(x *tx) error { return x.create(ce) }
 			return r
 		}
-		p, err := prepareCommit(c, &b.codecs, b.codec)
+		p, err := prepareCommit(c, &b.codecs, b.codec, &b.docs)
 		if err != nil {
 			t.Fatal(err)
 		}

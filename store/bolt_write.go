@@ -301,13 +301,14 @@ func (x *tx) create(c *created) error {
 // Commit applies one step of an execution atomically and durably,
 // sharing the transaction with concurrent commits.
 func (b *Bolt) Commit(ctx context.Context, c *engine.Commit) error {
-	p, err := prepareCommit(c, &b.codecs, b.codec)
+	p, err := prepareCommit(c, &b.codecs, b.codec, &b.docs)
 	if err != nil {
 		return fmt.Errorf("commit execution %s: %w", c.Execution, err)
 	}
 	if err := b.write(ctx, func(x *tx) error { return x.apply(p) }); err != nil {
 		return fmt.Errorf("commit execution %s: %w", p.id, err)
 	}
+	p.committed(&b.docs)
 	return nil
 }
 

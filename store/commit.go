@@ -41,6 +41,11 @@ type prepared struct {
 	memory       []memWrite
 	namespaces   []string
 	redriven     time.Time
+
+	// docs and memo are what the commit's history record holds, for the
+	// docCache once the commit succeeded.
+	docs *docWriter
+	memo *docMemo
 }
 
 // preparedCheckpoint is a checkpoint encoded for writing: its record and
@@ -57,12 +62,16 @@ type preparedCheckpoint struct {
 	data      []byte
 }
 
-// prepareCommit encodes c, a checkpoint's document with codecs and codec.
-func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, error) {
+// prepareCommit encodes c, a checkpoint's document with codecs and codec;
+// cache says which documents the execution's history holds.
+func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec, cache *docCache) (*prepared, error) {
 	if err := checkName("execution id", c.Execution); err != nil {
 		return nil, err
 	}
+	known := cache.get(c.Execution)
+	defer known.mu.Unlock()
 	memo := newDocMemo()
+	memo.prev = known.byID
 	p := &prepared{
 		id: c.Execution, seq: c.Seq, status: c.Status, errMsg: c.Error, cause: c.Cause,
 		stoppedAt: utc(c.StoppedAt), wakeAt: utc(c.WakeAt), waitingFor: c.WaitingFor,
@@ -92,8 +101,9 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, er
 		}
 	}
 	events := make([]preparedEvent, len(c.Events))
+	p.docs, p.memo = newDocWriter(memo, known), memo
 	for i := range c.Events {
-		if events[i], err = prepareEvent(&c.Events[i], memo); err != nil {
+		if events[i], err = prepareEvent(&c.Events[i], memo, p.docs); err != nil {
 			return nil, fmt.Errorf("event %d (%s): %w", i+1, c.Events[i].Type, err)
 		}
 	}
@@ -102,11 +112,11 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec) (*prepared, er
 		// the chain (integrity.go).
 		if cp.event = bindingEvent(c.Events, cp.name); cp.event >= 0 {
 			e := &events[cp.event]
-			e.record.Checkpoint = cp.hash
+			e.value = setEventCheckpoint(e.value, cp.hash)
 			e.digest = appendCheckpointDigest(e.digest, cp.hash)
 		}
 	}
-	p.history = newPreparedHistory(c.Execution, events)
+	p.history = newPreparedHistory(c.Execution, events, p.docs.buf, p.docs.n)
 	if rb := c.Rollback; rb != nil {
 		p.rollback = &engine.Rollback{ToEvent: rb.ToEvent, ToOwnEvent: rb.ToOwnEvent}
 	}
@@ -171,6 +181,20 @@ func prepareCheckpoint(id string, cp *engine.Checkpoint, memo *docMemo, codecs *
 		return nil, where("snapshot", err)
 	}
 	return p, nil
+}
+
+// committed tells cache what the commit, which succeeded, wrote.
+func (p *prepared) committed(cache *docCache) {
+	if p.status.Ended() {
+		cache.forget(p.id)
+		return
+	}
+	if p.docs == nil {
+		return
+	}
+	e := cache.get(p.id)
+	e.committed(p.docs, p.memo)
+	e.mu.Unlock()
 }
 
 // applyHead sets what the commit changes in the execution's head (its

@@ -10,18 +10,20 @@
 // inside them (inputs, outputs, scope documents, variables, event
 // payloads) is written by jsonpath.Marshal and read back by
 // jsonpath.Decode, so numbers keep their exact text. The records written
-// by every commit (heads, scopes, events) are written without reflection
-// (recordWriter); the others by encoding/json. Times are stored in UTC.
+// by every commit are written without reflection: heads (head.go), events
+// and history records in binary, scopes as JSON by recordWriter; the
+// others by encoding/json. Times are stored in UTC.
 // The engine's Commit is encoded by the committing goroutine before the
 // write transaction starts, and nothing of it is kept.
 //
 // # History
 //
-// Each history event is stored with a header (format, flags, PrevHash,
-// Hash) and a JSON body; the events of one commit are stored together, as
-// one history record (history.go has its layout). The store computes DocHash, the canonical hash of
-// the event's document (the document itself is not kept), and chains the
-// events: Hash is the SHA-256 of a canonical encoding of the event's fields
+// Each history event is stored with a header (format, flags, Hash) and a
+// binary body; the events of one commit are stored together, as one
+// history record, with the documents they introduce, each once, whole or
+// as a delta (history.go, history_record.go and docs.go have the
+// layouts). The store computes DocHash, the canonical hash of the event's
+// document (the document itself is not kept), and chains the events: Hash is the SHA-256 of a canonical encoding of the event's fields
 // (type, ids, timestamp in UTC RFC 3339 with nanoseconds, state, scope,
 // error, cause, the canonical hashes of input, output and detail, DocHash)
 // followed by PrevHash, the previous event's Hash ("" for the first).
@@ -47,14 +49,14 @@
 // 8-byte big-endian Unix nanoseconds; n is an 8-byte big-endian number.
 //
 //	bucket       key                             value
-//	meta         "format", "version"             "aslrun", "6"
+//	meta         "format", "version"             "aslrun", "7"
 //	executions   id                              what never changes: machine name, definition hash, input, start, parent, agents
 //	heads        id                              seal, then where it stands: status, output, error, wake-up, counters, history length, last hash and last record
 //	status       status \x00 id                  (empty) — Unfinished and List by status are prefix scans
 //	started      startedAt \x00 id               (empty) — List reads it backwards, newest first
 //	machines     h(machine) startedAt \x00 id    (empty) — the same, per machine; h is the name's 8-byte FNV-1a hash
 //	scopes       id \x00 scopeKey                a scope of the execution's progress — DropScopes deletes a prefix
-//	events       n (the bucket's sequence)       a history record: the events one commit added to one execution's history
+//	events       n (the bucket's sequence)       a history record: the events one commit added to one execution's history, and the documents they introduced
 //	timers       wakeAt \x00 id                  (empty) for WAITING executions with a wake-up time — Due scans up to now
 //	checkpoints  id \x00 name                    binding (history record key, event position), then the checkpoint record; its document is in blobs
 //	expiry       expiresAt \x00 id \x00 name     (empty) — GC scans up to now
@@ -117,7 +119,10 @@
 // status index for each execution it passes, or, when at most 256
 // executions have the status, reads those and sorts them.
 //
-// Format 6 is this layout. Format 5 had no workflows and machines buckets
+// Format 7 is this layout. Format 6 stored heads as sealed JSON and
+// history records of format 1, whose events held their documents inline
+// (OpenBolt rewrites the heads; the old records are read as they are).
+// Format 5 had no workflows and machines buckets
 // (OpenBolt adds them and indexes the executions). Format 4 kept heads and checkpoint records as
 // bare JSON (OpenBolt seals the heads and binds the checkpoints to them),
 // format 3 had no namespaces bucket and format 2 no agent memory (OpenBolt

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
 )
 
@@ -51,13 +50,6 @@ func (w *recordWriter) int(k string, v int64) {
 	}
 }
 
-func (w *recordWriter) uint(k string, v uint64) {
-	if v != 0 {
-		w.key(k)
-		w.b = strconv.AppendUint(w.b, v, 10)
-	}
-}
-
 func (w *recordWriter) bool(k string, v bool) {
 	if v {
 		w.key(k)
@@ -88,11 +80,6 @@ func (w *recordWriter) counts(k string, m map[string]int) {
 	writeSorted(w, k, m, func(b []byte, n int) []byte { return strconv.AppendInt(b, int64(n), 10) })
 }
 
-// strMap writes a map of strings, keys sorted, omitted when empty.
-func (w *recordWriter) strMap(k string, m map[string]string) {
-	writeSorted(w, k, m, appendString)
-}
-
 // writeSorted writes a map as an object, keys sorted, each value with
 // appendValue; nothing when the map is empty.
 func writeSorted[V any](w *recordWriter, k string, m map[string]V, appendValue func([]byte, V) []byte) {
@@ -110,31 +97,6 @@ func writeSorted[V any](w *recordWriter, k string, m map[string]V, appendValue f
 		w.b = appendValue(w.b, m[name])
 	}
 	w.b = append(w.b, '}')
-}
-
-// float writes a finite number, omitted when zero.
-func (w *recordWriter) float(k string, v float64) {
-	if v == 0 {
-		return
-	}
-	w.key(k)
-	w.b = strconv.AppendFloat(w.b, v, 'g', -1, 64)
-}
-
-// strs writes a list of strings, omitted when empty.
-func (w *recordWriter) strs(k string, v []string) {
-	if len(v) == 0 {
-		return
-	}
-	w.key(k)
-	w.b = append(w.b, '[')
-	for i, s := range v {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		w.b = appendString(w.b, s)
-	}
-	w.b = append(w.b, ']')
 }
 
 // ints writes a list of integers.
@@ -172,43 +134,6 @@ func appendString(dst []byte, s string) []byte {
 	return out
 }
 
-// encodeHead writes a headRecord.
-func encodeHead(h *headRecord) []byte {
-	return appendHead(make([]byte, 0, 256+len(h.Output)), h)
-}
-
-// appendHead appends a headRecord's JSON to dst.
-func appendHead(dst []byte, h *headRecord) []byte {
-	w := &recordWriter{b: append(dst, '{')}
-	w.str("status", string(h.Status), false)
-	w.raw("output", h.Output)
-	w.str("error", h.Error, true)
-	w.str("cause", h.Cause, true)
-	w.time("stoppedAt", h.StoppedAt)
-	w.time("wakeAt", h.WakeAt)
-	w.str("waitingFor", h.WaitingFor, true)
-	w.counts("invocations", h.Invocations)
-	if u := h.Usage; u != (engine.Usage{}) {
-		w.object("usage", func(w *recordWriter) {
-			w.int("inputTokens", u.InputTokens)
-			w.int("outputTokens", u.OutputTokens)
-			w.int("tokens", u.Tokens)
-			w.float("cost", u.Cost)
-		})
-	}
-	w.strs("notices", h.Notices)
-	w.int("lastEvent", h.LastEvent)
-	w.int("lastOwnEvent", h.LastOwnEvent)
-	w.int("seq", h.Seq)
-	w.int("events", h.Events)
-	w.str("lastHash", h.LastHash, true)
-	w.uint("lastRecord", h.LastRecord)
-	w.strMap("unboundCheckpoints", h.Unbound)
-	w.int("redriveCount", int64(h.RedriveCount))
-	w.time("redrivenAt", h.RedrivenAt)
-	return w.bytes()
-}
-
 // encodeScopeRecord writes a scopeRecord.
 func encodeScopeRecord(r *scopeRecord) []byte {
 	w := newRecordWriter(128 + len(r.Doc) + len(r.Vars) + len(r.Output))
@@ -233,33 +158,4 @@ func encodeScopeRecord(r *scopeRecord) []byte {
 	w.str("error", r.Error, true)
 	w.str("cause", r.Cause, true)
 	return w.bytes()
-}
-
-// appendEventValue appends the stored value of an event: a header of
-// eventHeaderLen bytes whose hashes are left zero, then its eventRecord.
-func appendEventValue(dst []byte, r *eventRecord) []byte {
-	var header [eventHeaderLen]byte
-	header[0] = eventFormat
-	w := recordWriter{b: append(append(dst, header[:]...), '{')}
-	w.int("id", r.ID)
-	w.int("own", r.Own)
-	w.str("type", r.Type, false)
-	w.str("timestamp", r.Timestamp, false)
-	w.str("state", r.State, true)
-	w.str("scope", r.Scope, true)
-	w.raw("input", r.Input)
-	w.raw("output", r.Output)
-	w.str("error", r.Error, true)
-	w.str("cause", r.Cause, true)
-	w.raw("detail", r.Detail)
-	w.str("docHash", r.DocHash, false)
-	w.str("checkpoint", r.Checkpoint, true)
-	return w.bytes()
-}
-
-// eventValueSize is about the length of the stored value of an event,
-// for sizing buffers.
-func eventValueSize(r *eventRecord) int {
-	return eventHeaderLen + 200 + len(r.Type) + len(r.Timestamp) + len(r.State) + len(r.Scope) +
-		len(r.Input) + len(r.Output) + len(r.Error) + len(r.Cause) + len(r.Detail) + len(r.DocHash) + len(r.Checkpoint)
 }

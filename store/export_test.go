@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"time"
 
@@ -15,13 +16,21 @@ type TamperMemory struct{ *Memory }
 
 // TamperHistory implements storetest.Tamperer.
 func (m TamperMemory) TamperHistory(id string, change func([]engine.Event) []engine.Event) error {
-	values, err := tamperedValues(m, id, change)
+	h, err := m.History(context.Background(), id)
 	if err != nil {
 		return err
 	}
+	var records [][]byte
+	for i, e := range change(h) {
+		rec, err := storedRecord1(id, 0, int64(i+1), e)
+		if err != nil {
+			return err
+		}
+		records = append(records, rec)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.execs[id].history = values
+	m.execs[id].history = records
 	return nil
 }
 
@@ -33,10 +42,11 @@ type TamperBolt struct{ *Bolt }
 // the execution's history records, one record each, through the commit
 // loop (which caches heads).
 func (b TamperBolt) TamperHistory(id string, change func([]engine.Event) []engine.Event) error {
-	values, err := tamperedValues(b, id, change)
+	events, err := b.History(context.Background(), id)
 	if err != nil {
 		return err
 	}
+	events = change(events)
 	return b.write(context.Background(), func(x *tx) error {
 		h, err := x.headForWrite(id)
 		if err != nil {
@@ -52,12 +62,15 @@ func (b TamperBolt) TamperHistory(id string, change func([]engine.Event) []engin
 			}
 		}
 		h.LastRecord = 0
-		for i, v := range values {
+		for i, e := range events {
 			key, err := x.events.NextSequence()
 			if err != nil {
 				return err
 			}
-			rec := encodeHistoryRecord(id, h.LastRecord, int64(i+1), [][]byte{v})
+			rec, err := storedRecord1(id, h.LastRecord, int64(i+1), e)
+			if err != nil {
+				return err
+			}
 			if err := x.events.Put(recordKey(key), rec); err != nil {
 				return err
 			}
@@ -67,30 +80,62 @@ func (b TamperBolt) TamperHistory(id string, change func([]engine.Event) []engin
 	})
 }
 
-// tamperedValues returns the stored values of an execution's history after
-// change.
-func tamperedValues(s Store, id string, change func([]engine.Event) []engine.Event) ([][]byte, error) {
-	h, err := s.History(context.Background(), id)
-	if err != nil {
-		return nil, err
+// storedRecord1 encodes e as a history record of one event, with the
+// hashes and flag it carries, recomputing nothing; its input and output
+// are stored whole, under their canonical hashes.
+func storedRecord1(id string, prev uint64, first int64, e engine.Event) ([]byte, error) {
+	r := eventRecord{
+		ID: e.ID, Own: e.Own, Type: e.Type, time: e.Timestamp.UTC(),
+		State: e.State, Scope: e.Scope, Error: e.Error, Cause: e.Cause, DocHash: e.DocHash,
 	}
-	var values [][]byte
-	for _, e := range change(h) {
-		v, err := storedEvent(e)
+	var docs []byte
+	ndocs := 0
+	for _, f := range []struct {
+		dst *string
+		has *bool
+		v   any
+	}{{&r.InputHash, &r.hasInput, e.Input}, {&r.OutputHash, &r.hasOutput, e.Output}} {
+		if f.v == nil {
+			continue
+		}
+		raw, err := jsonpath.Marshal(f.v)
 		if err != nil {
 			return nil, err
 		}
-		values = append(values, v)
+		if *f.dst, err = jsonpath.CanonicalHash(f.v); err != nil {
+			return nil, err
+		}
+		*f.has = true
+		var sum [32]byte
+		hex.Decode(sum[:], []byte(*f.dst))
+		docs = appendBytes(append(append(docs, sum[:]...), docFull), raw)
+		ndocs++
 	}
-	return values, nil
+	if e.Detail != nil {
+		var err error
+		if r.Detail, err = jsonpath.Marshal(e.Detail); err != nil {
+			return nil, err
+		}
+	}
+	v := appendEventValue(nil, &r)
+	if e.Superseded {
+		v[1] = eventSuperseded
+	}
+	hex.Decode(v[eventHashAt:eventHeaderLen], []byte(e.Hash))
+	p := newPreparedHistory(id, []preparedEvent{{value: v}}, docs, ndocs)
+	binary.BigEndian.PutUint64(p.record[historyPrevAt:], prev)
+	binary.BigEndian.PutUint64(p.record[historyFirstAt:], uint64(first))
+	hex.Decode(p.record[p.prevAt:p.prevAt+32], []byte(e.PrevHash))
+	return p.record, nil
 }
 
-// storedEvent encodes e as a stored history event with the hashes and flag
-// it carries, recomputing nothing.
-func storedEvent(e engine.Event) ([]byte, error) {
+// storedEventV1 encodes e as a stored history event of format 1 (a JSON
+// body), with the hashes and flag it carries and the hash of the
+// checkpoint record it binds, recomputing nothing.
+func storedEventV1(e engine.Event, checkpoint string) ([]byte, error) {
 	r := eventRecord{
 		ID: e.ID, Own: e.Own, Type: e.Type, Timestamp: e.Timestamp.UTC().Format(time.RFC3339Nano),
-		State: e.State, Scope: e.Scope, Error: e.Error, Cause: e.Cause, DocHash: e.DocHash,
+		State: e.State, Scope: e.Scope, Error: e.Error, Cause: e.Cause, DocHash: e.DocHash, Checkpoint: checkpoint,
 	}
 	var err error
 	for _, f := range []struct {
@@ -107,12 +152,12 @@ func storedEvent(e engine.Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := make([]byte, eventHeaderLen, eventHeaderLen+len(body))
-	v[0] = eventFormat
+	v := make([]byte, eventHeaderLenV1, eventHeaderLenV1+len(body))
+	v[0] = eventFormatV1
 	if e.Superseded {
 		v[1] = eventSuperseded
 	}
-	hex.Decode(v[eventPrevAt:eventHashAt], []byte(e.PrevHash))
-	hex.Decode(v[eventHashAt:eventHeaderLen], []byte(e.Hash))
+	hex.Decode(v[eventPrevAtV1:eventHashAtV1], []byte(e.PrevHash))
+	hex.Decode(v[eventHashAtV1:eventHeaderLenV1], []byte(e.Hash))
 	return append(v, body...), nil
 }

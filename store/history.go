@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -18,27 +17,46 @@ import (
 	"github.com/aslrun/aslrun/jsonpath"
 )
 
-// A history event is stored as a value of eventHeaderLen bytes of header
-// followed by the JSON of its eventRecord:
+// A history event is stored as a value of a few bytes of header followed
+// by its body. Format 2, which the store writes, is binary:
 //
 //	[0]      format of the value (eventFormat)
 //	[1]      flags: eventSuperseded
-//	[2:34]   PrevHash (32 zero bytes for the first event)
-//	[34:66]  Hash
+//	[2:34]   Hash
+//	then     ID and Own (varints), the timestamp (Unix seconds, varint,
+//	         and nanoseconds, uvarint), type, state, scope, error and cause
+//	         (each its length, uvarint, and its bytes), the references to
+//	         DocHash, the input and the output (appendRef), the detail
+//	         (length and jsonpath.Marshal form, empty when absent) and the
+//	         hash of the checkpoint record it binds (a string, often empty)
+//
+// Its PrevHash is the previous event's Hash: the one before it in its
+// history record, or the record's own (history_record.go). The input and
+// output are documents of the history record's document table, named by
+// their canonical hashes (docs.go). Format 1, written before format 7 of
+// the database, has a header of eventHeaderLenV1 bytes (format, flags,
+// PrevHash, Hash) and a JSON body (eventRecord) holding input, output and
+// detail inline; it is still read.
 //
 // Hash is the SHA-256 of the event's canonical encoding (eventDigest)
 // followed by PrevHash. Superseded is outside the hash: a rollback sets it
 // on events written long before.
 const (
-	eventFormat     = 1
+	eventFormat     = 2
+	eventFormatV1   = 1
 	eventSuperseded = 1 << 0
-	eventPrevAt     = 2
-	eventHashAt     = eventPrevAt + sha256.Size
+	eventHashAt     = 2
 	eventHeaderLen  = eventHashAt + sha256.Size
+
+	eventPrevAtV1    = 2
+	eventHashAtV1    = eventPrevAtV1 + sha256.Size
+	eventHeaderLenV1 = eventHashAtV1 + sha256.Size
 )
 
 // eventRecord is the body of a stored event. Input, Output and Detail are
-// documents; the event's own document is kept only as DocHash.
+// documents (a format 1 event's input and output inline, a format 2
+// event's as InputHash and OutputHash, references to its record's
+// document table); the event's own document is kept only as DocHash.
 type eventRecord struct {
 	ID        int64           `json:"id,omitempty"`
 	Own       int64           `json:"own,omitempty"`
@@ -55,45 +73,136 @@ type eventRecord struct {
 	// Checkpoint is the hash of the record of the checkpoint its commit
 	// wrote (checkpointHash), on the one event that binds it.
 	Checkpoint string `json:"checkpoint,omitempty"`
+
+	// time is the timestamp, and InputHash and OutputHash the canonical
+	// hashes of the input and output (hasInput, hasOutput: present) of a
+	// format 2 event.
+	time                time.Time
+	InputHash           string `json:"-"`
+	OutputHash          string `json:"-"`
+	hasInput, hasOutput bool
 }
 
-// preparedEvent is an event encoded outside the transaction: its record
-// (documents encoded) and the start of its digest, which only lacks
+// preparedEvent is an event encoded outside the transaction: its stored
+// value with Hash left zero and the start of its digest, which only lacks
 // PrevHash.
 type preparedEvent struct {
-	record eventRecord
+	value  []byte
 	digest []byte
 }
 
-// prepareEvent encodes e.
-func prepareEvent(e *engine.Event, memo *docMemo) (preparedEvent, error) {
+// prepareEvent encodes e, adding its input and output to the commit's
+// documents.
+func prepareEvent(e *engine.Event, memo *docMemo, docs *docWriter) (preparedEvent, error) {
 	// The strings are hashed as they are stored: made valid UTF-8.
 	r := eventRecord{
-		ID: e.ID, Own: e.Own, Type: validUTF8(e.Type), Timestamp: e.Timestamp.UTC().Format(time.RFC3339Nano),
+		ID: e.ID, Own: e.Own, Type: validUTF8(e.Type), time: e.Timestamp.UTC(),
 		State: validUTF8(e.State), Scope: validUTF8(e.Scope), Error: validUTF8(e.Error), Cause: validUTF8(e.Cause),
 	}
-	var hashes [3]string
-	for i, f := range []struct {
-		dst *json.RawMessage
-		v   any
-		n   string
-	}{{&r.Input, e.Input, "input"}, {&r.Output, e.Output, "output"}, {&r.Detail, e.Detail, "detail"}} {
-		if f.v == nil {
-			continue
-		}
-		var err error
-		if *f.dst, err = memo.raw(f.v); err != nil {
-			return preparedEvent{}, fmt.Errorf("%s: %w", f.n, err)
-		}
-		if hashes[i], err = memo.hash(f.v); err != nil {
-			return preparedEvent{}, fmt.Errorf("%s: %w", f.n, err)
-		}
-	}
+	r.Timestamp = r.time.Format(time.RFC3339Nano)
 	var err error
 	if r.DocHash, err = memo.hash(e.Document); err != nil {
 		return preparedEvent{}, fmt.Errorf("document: %w", err)
 	}
-	return preparedEvent{record: r, digest: eventDigest(&r, hashes)}, nil
+	for _, f := range []struct {
+		dst  *string
+		has  *bool
+		v    any
+		name string
+	}{{&r.InputHash, &r.hasInput, e.Input, "input"}, {&r.OutputHash, &r.hasOutput, e.Output, "output"}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.dst, err = docs.add(f.v, r.Scope); err != nil {
+			return preparedEvent{}, fmt.Errorf("%s: %w", f.name, err)
+		}
+		*f.has = true
+	}
+	var detailHash string
+	if e.Detail != nil {
+		if r.Detail, err = memo.raw(e.Detail); err != nil {
+			return preparedEvent{}, fmt.Errorf("detail: %w", err)
+		}
+		if detailHash, err = memo.hash(e.Detail); err != nil {
+			return preparedEvent{}, fmt.Errorf("detail: %w", err)
+		}
+	}
+	return preparedEvent{value: appendEventValue(nil, &r), digest: eventDigest(&r, [3]string{r.InputHash, r.OutputHash, detailHash})}, nil
+}
+
+// appendEventValue appends the stored value of a format 2 event, its Hash
+// left zero (or as the record's Checkpoint says nothing of it).
+func appendEventValue(b []byte, r *eventRecord) []byte {
+	b = append(b, eventFormat, 0)
+	b = append(b, make([]byte, sha256.Size)...)
+	b = binary.AppendVarint(b, r.ID)
+	b = binary.AppendVarint(b, r.Own)
+	b = appendTime(b, r.time)
+	for _, s := range []string{r.Type, r.State, r.Scope, r.Error, r.Cause} {
+		b = appendStr(b, s)
+	}
+	b = appendRef(b, r.DocHash, "", true)
+	b = appendRef(b, r.InputHash, r.DocHash, r.hasInput)
+	b = appendRef(b, r.OutputHash, r.DocHash, r.hasOutput)
+	b = appendBytes(b, r.Detail)
+	return appendStr(b, r.Checkpoint)
+}
+
+// setEventCheckpoint records the hash of a checkpoint record on a prepared
+// format 2 event value, which ends with it (empty).
+func setEventCheckpoint(v []byte, hash string) []byte {
+	return appendStr(v[:len(v)-1], hash)
+}
+
+// eventHash returns the Hash of a stored event (of either format); nil
+// when the value is malformed.
+func eventHash(v []byte) []byte {
+	switch {
+	case len(v) >= eventHeaderLen && v[0] == eventFormat:
+		return v[eventHashAt:eventHeaderLen]
+	case len(v) >= eventHeaderLenV1 && v[0] == eventFormatV1:
+		return v[eventHashAtV1:eventHeaderLenV1]
+	}
+	return nil
+}
+
+// parseEvent reads the body of a stored event of either format; its error
+// wraps ErrTampered.
+func parseEvent(v []byte) (eventRecord, error) {
+	var r eventRecord
+	switch {
+	case len(v) >= eventHeaderLen && v[0] == eventFormat:
+		rd := reader{b: v[eventHeaderLen:]}
+		r.ID, r.Own = rd.varint(), rd.varint()
+		r.time = rd.time()
+		r.Type, r.State, r.Scope, r.Error, r.Cause = rd.str(), rd.str(), rd.str(), rd.str(), rd.str()
+		r.DocHash, _ = rd.ref("")
+		r.InputHash, r.hasInput = rd.ref(r.DocHash)
+		r.OutputHash, r.hasOutput = rd.ref(r.DocHash)
+		if d := rd.bytes(); len(d) > 0 {
+			r.Detail = d
+		}
+		r.Checkpoint = rd.str()
+		if rd.err == nil && len(rd.b) > 0 {
+			rd.fail(fmt.Errorf("%d bytes after its fields", len(rd.b)))
+		}
+		if rd.err != nil {
+			return r, fmt.Errorf("event record: %v: %w", rd.err, ErrTampered)
+		}
+		r.Timestamp = r.time.Format(time.RFC3339Nano)
+	case len(v) >= eventHeaderLenV1 && v[0] == eventFormatV1:
+		if err := json.Unmarshal(v[eventHeaderLenV1:], &r); err != nil {
+			return r, fmt.Errorf("event record: %v: %w", err, ErrTampered)
+		}
+		ts, err := time.Parse(time.RFC3339Nano, r.Timestamp)
+		if err != nil {
+			return r, fmt.Errorf("event timestamp: %v: %w", err, ErrTampered)
+		}
+		r.time = ts.UTC()
+	default:
+		return r, fmt.Errorf("malformed event record: %w", ErrTampered)
+	}
+	return r, nil
 }
 
 // eventDigest is the canonical encoding of an event's hashed fields, each
@@ -110,8 +219,8 @@ func eventDigest(r *eventRecord, hashes [3]string) []byte {
 		b = append(b, s...)
 	}
 	add(r.Type)
-	add(strconv.FormatInt(r.ID, 10))
-	add(strconv.FormatInt(r.Own, 10))
+	b = appendDecimal(b, r.ID)
+	b = appendDecimal(b, r.Own)
 	add(r.Timestamp)
 	add(r.State)
 	add(r.Scope)
@@ -125,6 +234,15 @@ func eventDigest(r *eventRecord, hashes [3]string) []byte {
 		b = appendCheckpointDigest(b, r.Checkpoint)
 	}
 	return b
+}
+
+// appendDecimal adds a number to a digest as its decimal text's length and
+// bytes.
+func appendDecimal(b []byte, n int64) []byte {
+	var buf [20]byte
+	d := strconv.AppendInt(buf[:0], n, 10)
+	b = binary.AppendUvarint(b, uint64(len(d)))
+	return append(b, d...)
 }
 
 // appendCheckpointDigest adds the hash of a checkpoint's record to an
@@ -149,66 +267,149 @@ func chainHash(h hash.Hash, digest, prev []byte) [sha256.Size]byte {
 	return sum
 }
 
-// decodeEvent reads a stored event; with verify it also recomputes the
-// event's hash from the stored fields and returns an error wrapping
-// ErrTampered when it does not match.
-func decodeEvent(v []byte, verify bool) (engine.Event, error) {
-	if len(v) < eventHeaderLen || v[0] != eventFormat {
-		return engine.Event{}, fmt.Errorf("malformed event record: %w", ErrTampered)
-	}
-	var r eventRecord
-	if err := json.Unmarshal(v[eventHeaderLen:], &r); err != nil {
-		return engine.Event{}, fmt.Errorf("event record: %v: %w", err, ErrTampered)
-	}
-	ts, err := time.Parse(time.RFC3339Nano, r.Timestamp)
-	if err != nil {
-		return engine.Event{}, fmt.Errorf("event timestamp: %v: %w", err, ErrTampered)
-	}
-	e := engine.Event{
-		ID: r.ID, Own: r.Own, Type: r.Type, Timestamp: ts.UTC(), State: r.State, Scope: r.Scope,
-		Error: r.Error, Cause: r.Cause, DocHash: r.DocHash, Superseded: v[1]&eventSuperseded != 0,
-		Hash: hex.EncodeToString(v[eventHashAt:eventHeaderLen]),
-	}
-	if prev := v[eventPrevAt:eventHashAt]; !allZero(prev) {
-		e.PrevHash = hex.EncodeToString(prev)
-	}
-	var hashes [3]string
-	for i, f := range []struct {
-		dst *any
-		raw json.RawMessage
-		n   string
-	}{{&e.Input, r.Input, "input"}, {&e.Output, r.Output, "output"}, {&e.Detail, r.Detail, "detail"}} {
-		if *f.dst, err = decodeDoc(f.raw); err != nil {
-			return engine.Event{}, fmt.Errorf("event %s: %v: %w", f.n, err, ErrTampered)
-		}
-		if verify && *f.dst != nil {
-			if hashes[i], err = jsonpath.CanonicalHash(*f.dst); err != nil {
-				return engine.Event{}, fmt.Errorf("event %s: %v: %w", f.n, err, ErrTampered)
-			}
-		}
-	}
-	if verify {
-		sum := chainHash(sha256.New(), eventDigest(&r, hashes), []byte(e.PrevHash))
-		if !bytes.Equal(sum[:], v[eventHashAt:eventHeaderLen]) {
-			return e, fmt.Errorf("event hash %s does not match its content: %w", e.Hash, ErrTampered)
-		}
-	}
-	return e, nil
+// historyReader reads an execution's history records in order: it
+// rebuilds their documents and decodes their events, each with the hash
+// of the event before it. With verify it also checks every document
+// against its hash and every event's hash and link, failing with an error
+// wrapping ErrTampered at the first that does not verify.
+type historyReader struct {
+	id     string
+	verify bool
+	docs   map[[sha256.Size]byte]any
+	n      int64  // events read
+	prev   string // the last event's Hash, hex
+	hasher hash.Hash
+	last   eventRecord
 }
 
-// eventIDs reads the numbers of a stored event, for Rollback.
-func eventIDs(v []byte) (id, own int64, err error) {
-	if len(v) < eventHeaderLen {
-		return 0, 0, fmt.Errorf("malformed event record")
+func newHistoryReader(id string, verify bool) *historyReader {
+	return &historyReader{id: id, verify: verify, docs: make(map[[sha256.Size]byte]any), hasher: sha256.New()}
+}
+
+// record reads the next history record, calling f (when not nil) with
+// each of its events.
+func (hr *historyReader) record(r *historyRecord, f func(e engine.Event)) error {
+	if r.format == historyFormat {
+		got := hexOrEmpty(r.prevHash)
+		if hr.verify && got != hr.prev {
+			return fmt.Errorf("execution %s: history event %d: previous hash %q, want %q: %w", hr.id, hr.n+1, got, hr.prev, ErrTampered)
+		}
+		hr.prev = got
+		if err := hr.addDocs(r); err != nil {
+			return err
+		}
 	}
-	var r struct {
-		ID  int64 `json:"id"`
-		Own int64 `json:"own"`
+	for _, v := range r.events {
+		hr.n++
+		e, rec, err := hr.event(v)
+		if err != nil {
+			return fmt.Errorf("execution %s: history event %d: %w", hr.id, hr.n, err)
+		}
+		if hr.verify && e.PrevHash != hr.prev {
+			return fmt.Errorf("execution %s: history event %d (%s): previous hash %q, want %q: %w", hr.id, hr.n, e.Type, e.PrevHash, hr.prev, ErrTampered)
+		}
+		hr.prev, hr.last = e.Hash, rec
+		if f != nil {
+			f(e)
+		}
 	}
-	if err := json.Unmarshal(v[eventHeaderLen:], &r); err != nil {
-		return 0, 0, fmt.Errorf("event record: %w", err)
+	return nil
+}
+
+// addDocs adds a record's documents.
+func (hr *historyReader) addDocs(r *historyRecord) error {
+	for _, d := range r.docs {
+		v, err := d.value(hr.docs)
+		if err == nil && hr.verify {
+			var got string
+			if got, err = jsonpath.CanonicalHash(v); err == nil && got != hex.EncodeToString(d.hash[:]) {
+				err = fmt.Errorf("it hashes to %s", got)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("execution %s: history record at event %d: document %x: %v: %w", hr.id, r.first, d.hash, err, ErrTampered)
+		}
+		hr.docs[d.hash] = v
 	}
-	return r.ID, r.Own, nil
+	return nil
+}
+
+// doc returns the document of a format 2 event's reference.
+func (hr *historyReader) doc(what, h string) (any, error) {
+	var sum [sha256.Size]byte
+	if n, err := hex.Decode(sum[:], []byte(h)); err == nil && n == sha256.Size {
+		if v, ok := hr.docs[sum]; ok {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("event %s: document %q is not in the history: %w", what, h, ErrTampered)
+}
+
+// event decodes a stored event that follows the one whose hash is hr.prev.
+func (hr *historyReader) event(v []byte) (engine.Event, eventRecord, error) {
+	r, err := parseEvent(v)
+	if err != nil {
+		return engine.Event{}, r, err
+	}
+	e := engine.Event{
+		ID: r.ID, Own: r.Own, Type: r.Type, Timestamp: r.time, State: r.State, Scope: r.Scope,
+		Error: r.Error, Cause: r.Cause, DocHash: r.DocHash, Superseded: v[1]&eventSuperseded != 0,
+		Hash: hex.EncodeToString(eventHash(v)),
+	}
+	var hashes [3]string
+	if v[0] == eventFormatV1 {
+		e.PrevHash = hexOrEmpty(v[eventPrevAtV1:eventHashAtV1])
+		for i, f := range []struct {
+			dst *any
+			raw json.RawMessage
+			n   string
+		}{{&e.Input, r.Input, "input"}, {&e.Output, r.Output, "output"}} {
+			if *f.dst, err = decodeDoc(f.raw); err != nil {
+				return e, r, fmt.Errorf("event %s: %v: %w", f.n, err, ErrTampered)
+			}
+			if hr.verify && *f.dst != nil {
+				if hashes[i], err = jsonpath.CanonicalHash(*f.dst); err != nil {
+					return e, r, fmt.Errorf("event %s: %v: %w", f.n, err, ErrTampered)
+				}
+			}
+		}
+	} else {
+		e.PrevHash = hr.prev
+		if r.hasInput {
+			if e.Input, err = hr.doc("input", r.InputHash); err != nil {
+				return e, r, err
+			}
+		}
+		if r.hasOutput {
+			if e.Output, err = hr.doc("output", r.OutputHash); err != nil {
+				return e, r, err
+			}
+		}
+		hashes[0], hashes[1] = r.InputHash, r.OutputHash
+	}
+	if e.Detail, err = decodeDoc(r.Detail); err != nil {
+		return e, r, fmt.Errorf("event detail: %v: %w", err, ErrTampered)
+	}
+	if hr.verify {
+		if e.Detail != nil {
+			if hashes[2], err = jsonpath.CanonicalHash(e.Detail); err != nil {
+				return e, r, fmt.Errorf("event detail: %v: %w", err, ErrTampered)
+			}
+		}
+		sum := chainHash(hr.hasher, eventDigest(&r, hashes), []byte(e.PrevHash))
+		if !bytes.Equal(sum[:], eventHash(v)) {
+			return e, r, fmt.Errorf("event hash %s does not match its content: %w", e.Hash, ErrTampered)
+		}
+	}
+	return e, r, nil
+}
+
+// hexOrEmpty is a hash in hex, "" for all zeros (no previous event).
+func hexOrEmpty(b []byte) string {
+	if allZero(b) {
+		return ""
+	}
+	return hex.EncodeToString(b)
 }
 
 // supersedes reports whether rollback rb marks the stored event v
@@ -216,48 +417,51 @@ func eventIDs(v []byte) (id, own int64, err error) {
 // yet. AWS-numbered events compare by ID, the engine's own events (ID 0)
 // by Own.
 func supersedes(rb *engine.Rollback, v []byte) (bool, error) {
-	if len(v) < eventHeaderLen || v[1]&eventSuperseded != 0 {
+	if len(v) < 2 || v[1]&eventSuperseded != 0 {
 		return false, nil
 	}
-	id, own, err := eventIDs(v)
+	r, err := parseEvent(v)
 	if err != nil {
 		return false, err
 	}
-	return (id != 0 && id > rb.ToEvent) || (id == 0 && own > rb.ToOwnEvent), nil
+	return (r.ID != 0 && r.ID > rb.ToEvent) || (r.ID == 0 && r.Own > rb.ToOwnEvent), nil
 }
 
-// verifyHistory checks stored events in order: each one's hash, its link
-// to the one before, that the last is the head's LastHash, and that the
-// head agrees with the last event when it ended the execution
-// (checkHeadEnding).
-func verifyHistory(id string, values [][]byte, h *headRecord) error {
-	prev := ""
-	for i, v := range values {
-		e, err := decodeEvent(v, true)
-		if err != nil {
-			return fmt.Errorf("execution %s: history event %d: %w", id, i+1, err)
+// readHistory decodes an execution's history records, in order.
+func readHistory(id string, records []storedRecord) ([]engine.Event, error) {
+	var out []engine.Event
+	hr := newHistoryReader(id, false)
+	for i := range records {
+		if err := hr.record(&records[i].historyRecord, func(e engine.Event) { out = append(out, e) }); err != nil {
+			return nil, err
 		}
-		if e.PrevHash != prev {
-			return fmt.Errorf("execution %s: history event %d (%s): previous hash %q, want %q: %w", id, i+1, e.Type, e.PrevHash, prev, ErrTampered)
-		}
-		prev = e.Hash
 	}
-	if int64(len(values)) != h.Events || prev != h.LastHash {
+	return out, nil
+}
+
+// verifyHistory checks an execution's history records in order: each
+// document against its hash, each event's hash and its link to the one
+// before, that the last is the head's LastHash, and that the head agrees
+// with the last event when it ended the execution (checkHeadEnding).
+func verifyHistory(id string, records []historyRecord, h *headRecord) error {
+	hr := newHistoryReader(id, true)
+	for i := range records {
+		if err := hr.record(&records[i], nil); err != nil {
+			return err
+		}
+	}
+	if hr.n != h.Events || hr.prev != h.LastHash {
 		field := "lastHash"
-		if int64(len(values)) != h.Events {
+		if hr.n != h.Events {
 			field = "events"
 		}
 		return &IntegrityError{Execution: id, Field: field, Detail: fmt.Sprintf("the history has %d events ending with hash %q, the head records %d ending with %q",
-			len(values), prev, h.Events, h.LastHash)}
+			hr.n, hr.prev, h.Events, h.LastHash)}
 	}
-	if len(values) == 0 || !mayEnd(values[len(values)-1]) {
+	if hr.n == 0 {
 		return nil
 	}
-	var last eventRecord
-	if err := json.Unmarshal(values[len(values)-1][eventHeaderLen:], &last); err != nil {
-		return fmt.Errorf("execution %s: history event %d: %v: %w", id, len(values), err, ErrTampered)
-	}
-	return checkHeadEnding(id, h, &last)
+	return checkHeadEnding(id, h, &hr.last)
 }
 
 // validUTF8 returns s with each byte that is not part of valid UTF-8
@@ -286,76 +490,4 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// docMemo remembers the encoding and canonical hash of documents within
-// one commit, by identity: the events of a step share one document.
-type docMemo struct {
-	m map[docIdentity]memoEntry
-}
-
-type memoEntry struct {
-	raw  []byte
-	hash string
-}
-
-// docIdentity identifies a map or a non-empty slice by its memory.
-type docIdentity struct {
-	p uintptr
-	n int
-}
-
-func newDocMemo() *docMemo { return &docMemo{m: make(map[docIdentity]memoEntry)} }
-
-// identityOf returns v's identity when it is worth remembering: maps and
-// non-empty slices (which are never modified once built, so that the same
-// memory is the same document).
-func identityOf(v any) (docIdentity, bool) {
-	switch x := v.(type) {
-	case map[string]any:
-		if x != nil {
-			return docIdentity{p: reflect.ValueOf(x).Pointer(), n: -1}, true
-		}
-	case []any:
-		if len(x) > 0 {
-			return docIdentity{p: reflect.ValueOf(x).Pointer(), n: len(x)}, true
-		}
-	}
-	return docIdentity{}, false
-}
-
-// raw returns jsonpath.Marshal(v).
-func (m *docMemo) raw(v any) ([]byte, error) {
-	id, ok := identityOf(v)
-	if !ok {
-		return jsonpath.Marshal(v)
-	}
-	ent := m.m[id]
-	if ent.raw == nil {
-		b, err := jsonpath.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		ent.raw = b
-		m.m[id] = ent
-	}
-	return ent.raw, nil
-}
-
-// hash returns jsonpath.CanonicalHash(v).
-func (m *docMemo) hash(v any) (string, error) {
-	id, ok := identityOf(v)
-	if !ok {
-		return jsonpath.CanonicalHash(v)
-	}
-	ent := m.m[id]
-	if ent.hash == "" {
-		h, err := jsonpath.CanonicalHash(v)
-		if err != nil {
-			return "", err
-		}
-		ent.hash = h
-		m.m[id] = ent
-	}
-	return ent.hash, nil
 }

@@ -15,13 +15,22 @@ import (
 //	[9:17]   position of the record's first event in the history (from 1)
 //	[17:21]  number of events
 //	[21:25]  length of the execution id, then the id
+//	then     the Hash of the event before the record's first (32 zero
+//	         bytes for the history's first event): the first event's
+//	         PrevHash, each later event's being the Hash of the one before
+//	then     the documents the record's events introduce (docs.go): their
+//	         number (uvarint), then each document
 //	then     each stored event value: its length (4 bytes), then the value
 //
 // Integers are big-endian. The committing goroutine writes the record with
 // its link, position and hashes left zero; the store seals it
-// (preparedHistory.seal) once it has the execution's head.
+// (preparedHistory.seal) once it has the execution's head. Format 1, written
+// before format 7 of the database, has neither the previous hash nor the
+// documents (its events are of format 1, which carry both); it is still
+// read.
 const (
-	historyFormat    = 1
+	historyFormat    = 2
+	historyFormatV1  = 1
 	historyPrevAt    = 1
 	historyFirstAt   = historyPrevAt + 8
 	historyCountAt   = historyFirstAt + 8
@@ -36,26 +45,30 @@ type preparedHistory struct {
 	record  []byte
 	values  [][]byte
 	digests [][]byte
+	prevAt  int // where the previous hash goes
 }
 
-// newPreparedHistory writes the history record of events of execution id,
-// encoding each event straight into it.
-func newPreparedHistory(id string, events []preparedEvent) preparedHistory {
+// newPreparedHistory writes the history record of events of execution id
+// and the documents they introduce.
+func newPreparedHistory(id string, events []preparedEvent, docs []byte, ndocs int) preparedHistory {
 	if len(events) == 0 {
 		return preparedHistory{}
 	}
-	size := historyHeaderLen + len(id)
+	size := historyHeaderLen + len(id) + sha256.Size + binary.MaxVarintLen64 + len(docs)
 	for i := range events {
-		size += 4 + eventValueSize(&events[i].record)
+		size += 4 + len(events[i].value)
 	}
 	p := preparedHistory{values: make([][]byte, len(events)), digests: make([][]byte, len(events))}
-	rec := appendHistoryHeader(make([]byte, 0, size), id, 0, 0, len(events))
+	rec := appendHistoryHeader(make([]byte, 0, size), historyFormat, id, 0, 0, len(events))
+	p.prevAt = len(rec)
+	rec = append(rec, make([]byte, sha256.Size)...)
+	rec = binary.AppendUvarint(rec, uint64(ndocs))
+	rec = append(rec, docs...)
 	spans := make([][2]int, len(events))
 	for i := range events {
-		at := len(rec)
-		rec = appendEventValue(append(rec, 0, 0, 0, 0), &events[i].record)
-		binary.BigEndian.PutUint32(rec[at:], uint32(len(rec)-at-4))
-		spans[i] = [2]int{at + 4, len(rec)}
+		rec = binary.BigEndian.AppendUint32(rec, uint32(len(events[i].value)))
+		spans[i] = [2]int{len(rec), len(rec) + len(events[i].value)}
+		rec = append(rec, events[i].value...)
 		p.digests[i] = events[i].digest
 	}
 	for i, sp := range spans {
@@ -67,8 +80,8 @@ func newPreparedHistory(id string, events []preparedEvent) preparedHistory {
 
 // appendHistoryHeader appends the header of a history record of count
 // events and its execution id.
-func appendHistoryHeader(dst []byte, id string, prev uint64, first int64, count int) []byte {
-	dst = append(dst, historyFormat)
+func appendHistoryHeader(dst []byte, format byte, id string, prev uint64, first int64, count int) []byte {
+	dst = append(dst, format)
 	dst = binary.BigEndian.AppendUint64(dst, prev)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(first))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(count))
@@ -76,13 +89,14 @@ func appendHistoryHeader(dst []byte, id string, prev uint64, first int64, count 
 	return append(dst, id...)
 }
 
-// encodeHistoryRecord writes a history record of stored event values.
+// encodeHistoryRecord writes a history record of format 1 (whose events
+// are of format 1).
 func encodeHistoryRecord(id string, prev uint64, first int64, values [][]byte) []byte {
 	size := historyHeaderLen + len(id)
 	for _, v := range values {
 		size += 4 + len(v)
 	}
-	rec := appendHistoryHeader(make([]byte, 0, size), id, prev, first, len(values))
+	rec := appendHistoryHeader(make([]byte, 0, size), historyFormatV1, id, prev, first, len(values))
 	for _, v := range values {
 		rec = binary.BigEndian.AppendUint32(rec, uint32(len(v)))
 		rec = append(rec, v...)
@@ -107,26 +121,29 @@ func (p *preparedHistory) seal(h *headRecord) error {
 	}
 	binary.BigEndian.PutUint64(p.record[historyPrevAt:], h.LastRecord)
 	binary.BigEndian.PutUint64(p.record[historyFirstAt:], uint64(h.Events+1))
+	copy(p.record[p.prevAt:], prev[:])
 	hasher := sha256.New()
 	prevHex := append(make([]byte, 0, 2*sha256.Size), h.LastHash...)
 	for i, v := range p.values {
 		sum := chainHash(hasher, p.digests[i], prevHex)
-		copy(v[eventPrevAt:eventHashAt], prev[:])
 		copy(v[eventHashAt:eventHeaderLen], sum[:])
-		prev, prevHex = sum, hex.AppendEncode(prevHex[:0], sum[:])
+		prevHex = hex.AppendEncode(prevHex[:0], sum[:])
 	}
 	h.Events += int64(len(p.values))
 	h.LastHash = string(prevHex)
 	return nil
 }
 
-// historyRecord is a history record read back. Its events are parts of
-// the value it was read from.
+// historyRecord is a history record read back. Its events and documents
+// are parts of the value it was read from.
 type historyRecord struct {
-	prev   uint64
-	first  int64
-	id     []byte
-	events [][]byte
+	format   byte
+	prev     uint64
+	first    int64
+	id       []byte
+	prevHash []byte // format 2
+	docs     []storedDoc
+	events   [][]byte
 }
 
 // parseHistoryRecord reads a history record; one that is malformed is an
@@ -135,12 +152,13 @@ func parseHistoryRecord(v []byte) (historyRecord, error) {
 	malformed := func(format string, args ...any) (historyRecord, error) {
 		return historyRecord{}, fmt.Errorf("malformed history record: %s: %w", fmt.Sprintf(format, args...), ErrTampered)
 	}
-	if len(v) < historyHeaderLen || v[0] != historyFormat {
+	if len(v) < historyHeaderLen || (v[0] != historyFormat && v[0] != historyFormatV1) {
 		return malformed("no header")
 	}
 	r := historyRecord{
-		prev:  binary.BigEndian.Uint64(v[historyPrevAt:]),
-		first: int64(binary.BigEndian.Uint64(v[historyFirstAt:])),
+		format: v[0],
+		prev:   binary.BigEndian.Uint64(v[historyPrevAt:]),
+		first:  int64(binary.BigEndian.Uint64(v[historyFirstAt:])),
 	}
 	count := binary.BigEndian.Uint32(v[historyCountAt:])
 	rest := v[historyHeaderLen:]
@@ -156,6 +174,16 @@ func parseHistoryRecord(v []byte) (historyRecord, error) {
 	var ok bool
 	if r.id, ok = part(binary.BigEndian.Uint32(v[historyIDLenAt:])); !ok {
 		return malformed("execution id longer than the record")
+	}
+	if r.format == historyFormat {
+		if r.prevHash, ok = part(sha256.Size); !ok {
+			return malformed("no previous hash")
+		}
+		rd := reader{b: rest}
+		if r.docs = readDocs(&rd); rd.err != nil {
+			return malformed("documents: %v", rd.err)
+		}
+		rest = rd.b
 	}
 	if r.first < 1 || count == 0 || uint64(count) > uint64(len(rest)/4) {
 		return malformed("first event %d, %d events", r.first, count)

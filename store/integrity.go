@@ -66,15 +66,18 @@ func (e *IntegrityError) Error() string {
 // Is makes the error match ErrTampered.
 func (e *IntegrityError) Is(target error) bool { return target == ErrTampered }
 
-// A head is stored as headSealLen bytes of header followed by its JSON:
+// A head is stored as headSealLen bytes of header followed by its
+// encoding (head.go):
 //
-//	[0]     format of the value (headFormat)
+//	[0]     format of the value (headFormat; headFormatV6 for the sealed
+//	        JSON of format 6 of the database, still read)
 //	[1:33]  seal: SHA-256 of "aslrun head 1\x00", the execution id's
-//	        length (uvarint) and bytes, and the JSON
+//	        length (uvarint) and bytes, and the encoding
 const (
-	headFormat  = 5
-	headSealAt  = 1
-	headSealLen = headSealAt + sha256.Size
+	headFormat   = 7
+	headFormatV6 = 5
+	headSealAt   = 1
+	headSealLen  = headSealAt + sha256.Size
 )
 
 // headSeal computes the seal of an execution's head JSON.
@@ -103,10 +106,14 @@ func encodeSealedHead(id string, h *headRecord) []byte {
 // without a header is a recordError (a damaged database), one whose seal
 // does not match an *IntegrityError.
 func decodeSealedHead(id string, v []byte) (*headRecord, error) {
-	if len(v) < headSealLen || v[0] != headFormat {
+	if len(v) < headSealLen || (v[0] != headFormat && v[0] != headFormatV6) {
 		return nil, &recordError{fmt.Errorf("execution %s: head record has no seal", id)}
 	}
-	h, err := decodeHead(id, v[headSealLen:])
+	decode := decodeHead
+	if v[0] == headFormatV6 {
+		decode = decodeHeadJSON
+	}
+	h, err := decode(id, v[headSealLen:])
 	if err != nil {
 		return nil, err
 	}
@@ -212,16 +219,8 @@ func checkBoundCheckpoint(id, name string, b checkpointBinding, record []byte, d
 	if string(r.id) != id || i < 0 || i >= int64(len(r.events)) {
 		return bad("record", "history record %d holds no event %d of the execution", b.key, b.pos)
 	}
-	ev := r.events[i]
-	if len(ev) < eventHeaderLen {
-		return bad("record", "history event %d is malformed", b.pos)
-	}
-	var e struct {
-		Type       string `json:"type"`
-		DocHash    string `json:"docHash"`
-		Checkpoint string `json:"checkpoint"`
-	}
-	if err := json.Unmarshal(ev[eventHeaderLen:], &e); err != nil {
+	e, err := parseEvent(r.events[i])
+	if err != nil {
 		return bad("record", "history event %d: %v", b.pos, err)
 	}
 	if e.Type == engine.EventCheckpointSaved && e.DocHash != docHash {
@@ -263,9 +262,11 @@ func endingStatus(eventType string) (s engine.Status, ok bool) {
 }
 
 // mayEnd reports whether a stored event value may be one that ends an
-// execution, without decoding it: its JSON names such a type.
+// execution, without decoding it: a format 1 event's JSON names such a
+// type (a format 2 event is decoded, which is cheap).
 func mayEnd(v []byte) bool {
-	return bytes.Contains(v, []byte(`"type":"ExecutionSucceeded"`)) ||
+	return len(v) == 0 || v[0] != eventFormatV1 ||
+		bytes.Contains(v, []byte(`"type":"ExecutionSucceeded"`)) ||
 		bytes.Contains(v, []byte(`"type":"ExecutionFailed"`)) ||
 		bytes.Contains(v, []byte(`"type":"ExecutionTimedOut"`)) ||
 		bytes.Contains(v, []byte(`"type":"ExecutionAborted"`))
@@ -291,12 +292,20 @@ func checkHeadEnding(id string, h *headRecord, last *eventRecord) error {
 	case h.Cause != last.Cause:
 		return bad("cause", "cause %q, %s says %q", h.Cause, last.Type, last.Cause)
 	}
-	if !bytes.Equal(h.Output, last.Output) {
-		got, err1 := rawHash(h.Output)
-		want, err2 := rawHash(last.Output)
-		if err1 != nil || err2 != nil || got != want {
-			return bad("output", "output hash %s, %s recorded %s", got, last.Type, want)
+	if last.Output != nil {
+		// A format 1 event holds its output.
+		if !bytes.Equal(h.Output, last.Output) {
+			got, err1 := rawHash(h.Output)
+			want, err2 := rawHash(last.Output)
+			if err1 != nil || err2 != nil || got != want {
+				return bad("output", "output hash %s, %s recorded %s", got, last.Type, want)
+			}
 		}
+		return nil
+	}
+	got, err := rawHash(h.Output)
+	if err != nil || got != last.OutputHash {
+		return bad("output", "output hash %s, %s recorded %s", got, last.Type, last.OutputHash)
 	}
 	return nil
 }
@@ -339,18 +348,19 @@ func checkHeadChain(id string, h *headRecord, rec []byte) error {
 		return bad("events", "the head records %d events, the history ends at event %d", h.Events, end)
 	}
 	last := r.events[len(r.events)-1]
-	if len(last) < eventHeaderLen {
+	sum := eventHash(last)
+	if sum == nil {
 		return fmt.Errorf("execution %s: history event %d: malformed event record: %w", id, h.Events, ErrTampered)
 	}
-	if got := hex.EncodeToString(last[eventHashAt:eventHeaderLen]); got != h.LastHash {
+	if got := hex.EncodeToString(sum); got != h.LastHash {
 		return bad("lastHash", "last hash %q, history event %d has hash %s", h.LastHash, h.Events, got)
 	}
 	if !h.Status.Ended() && !mayEnd(last) {
 		return nil
 	}
-	var e eventRecord
-	if err := json.Unmarshal(last[eventHeaderLen:], &e); err != nil {
-		return fmt.Errorf("execution %s: history event %d: %v: %w", id, h.Events, err, ErrTampered)
+	e, err := parseEvent(last)
+	if err != nil {
+		return fmt.Errorf("execution %s: history event %d: %w", id, h.Events, err)
 	}
 	return checkHeadEnding(id, h, &e)
 }

@@ -20,6 +20,9 @@ import (
 // toFormat4 rewrites the heads and checkpoints of a database as format 4
 // and older kept them: bare JSON, without seal or binding.
 func toFormat4(t *bbolt.Tx) error {
+	if err := toFormat6(t); err != nil {
+		return err
+	}
 	for _, name := range [][]byte{bucketHeads, bucketCheckpoints} {
 		bkt := t.Bucket(name)
 		var keys, values [][]byte
@@ -37,7 +40,7 @@ func toFormat4(t *bbolt.Tx) error {
 					return err
 				}
 				h.Unbound = nil
-				old = encodeHead(h)
+				old = encodeHeadJSON(h)
 			}
 			if err := bkt.Put(k, old); err != nil {
 				return err
@@ -148,9 +151,34 @@ func editJSON(bucket string, key []byte, skip int, change func(f map[string]json
 	}
 }
 
-// editHead changes fields of an execution's head, keeping its seal.
+// editHead changes fields of an execution's head, named as in its JSON
+// form, keeping its seal: nothing else of the stored value changes.
 func editHead(id string, change func(f map[string]json.RawMessage)) func(t *bbolt.Tx) error {
-	return editJSON("heads", []byte(id), headSealLen, change)
+	return func(t *bbolt.Tx) error {
+		heads := t.Bucket(bucketHeads)
+		v := heads.Get([]byte(id))
+		if len(v) < headSealLen {
+			return fmt.Errorf("no head %q", id)
+		}
+		h, err := decodeHead(id, v[headSealLen:])
+		if err != nil {
+			return err
+		}
+		var f map[string]json.RawMessage
+		if err := json.Unmarshal(encodeHeadJSON(h), &f); err != nil {
+			return err
+		}
+		change(f)
+		body, err := json.Marshal(f)
+		if err != nil {
+			return err
+		}
+		var edited headRecord
+		if err := json.Unmarshal(body, &edited); err != nil {
+			return err
+		}
+		return heads.Put([]byte(id), appendHead(bytes.Clone(v[:headSealLen]), &edited))
+	}
 }
 
 // editCheckpoint changes fields of a checkpoint's record, keeping its

@@ -35,6 +35,7 @@ type Memory struct {
 	workflows   map[string][]memWorkflow
 	codecs      Codecs
 	migrations  Migrations
+	docs        docCache
 }
 
 // memExec is one execution's records.
@@ -42,7 +43,7 @@ type memExec struct {
 	exec        []byte
 	head        []byte
 	scopes      map[string][]byte
-	history     [][]byte
+	history     [][]byte // history records, as Bolt stores them
 	checkpoints map[string][]byte
 	namespaces  map[string]bool
 }
@@ -100,18 +101,21 @@ func (m *Memory) Commit(ctx context.Context, c *engine.Commit) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p, err := prepareCommit(c, &m.codecs, CodecNone)
+	p, err := prepareCommit(c, &m.codecs, CodecNone, &m.docs)
 	if err != nil {
 		return fmt.Errorf("commit execution %s: %w", c.Execution, err)
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
+		m.mu.Unlock()
 		return ErrClosed
 	}
-	if err := m.apply(p); err != nil {
+	err = m.apply(p)
+	m.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("commit execution %s: %w", p.id, err)
 	}
+	p.committed(&m.docs)
 	return nil
 }
 
@@ -127,15 +131,26 @@ func (m *Memory) apply(p *prepared) error {
 		return err
 	}
 	p.applyHead(h)
-	var superseded []int
+	var superseded map[int][]int // record → its events the rollback supersedes
 	if p.rollback != nil {
-		for i, v := range x.history {
-			ok, err := supersedes(p.rollback, v)
+		n := 0
+		for i, rec := range x.history {
+			r, err := parseHistoryRecord(rec)
 			if err != nil {
-				return fmt.Errorf("history event %d: %w", i+1, err)
+				return err
 			}
-			if ok {
-				superseded = append(superseded, i)
+			for j, v := range r.events {
+				n++
+				ok, err := supersedes(p.rollback, v)
+				if err != nil {
+					return fmt.Errorf("history event %d: %w", n, err)
+				}
+				if ok {
+					if superseded == nil {
+						superseded = make(map[int][]int)
+					}
+					superseded[i] = append(superseded[i], j)
+				}
 			}
 		}
 	}
@@ -172,12 +187,17 @@ func (m *Memory) apply(p *prepared) error {
 			x.scopes[w.key] = w.value
 		}
 	}
-	for _, i := range superseded {
-		v := bytes.Clone(x.history[i])
-		v[1] |= eventSuperseded
-		x.history[i] = v
+	for i, events := range superseded {
+		rec := bytes.Clone(x.history[i])
+		r, _ := parseHistoryRecord(rec) // it parsed above
+		for _, j := range events {
+			r.events[j][1] |= eventSuperseded
+		}
+		x.history[i] = rec
 	}
-	x.history = append(x.history, p.history.values...)
+	if len(p.history.values) > 0 {
+		x.history = append(x.history, p.history.record)
+	}
 	if cp := p.checkpoint; cp != nil {
 		m.ref(cp.blob, cp.data)
 		if oldBlob != "" {
@@ -374,11 +394,22 @@ func (m *Memory) History(ctx context.Context, id string) ([]engine.Event, error)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]engine.Event, len(x.history))
-	for i, v := range x.history {
-		if out[i], err = decodeEvent(v, false); err != nil {
-			return nil, fmt.Errorf("execution %s: history event %d: %w", id, i+1, err)
+	records, err := memRecords(x.history)
+	if err != nil {
+		return nil, fmt.Errorf("execution %s: %w", id, err)
+	}
+	return readHistory(id, records)
+}
+
+// memRecords parses an execution's history records.
+func memRecords(values [][]byte) ([]storedRecord, error) {
+	out := make([]storedRecord, len(values))
+	for i, v := range values {
+		r, err := parseHistoryRecord(v)
+		if err != nil {
+			return nil, err
 		}
+		out[i] = storedRecord{value: v, historyRecord: r}
 	}
 	return out, nil
 }
@@ -396,7 +427,15 @@ func (m *Memory) VerifyHistory(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return verifyHistory(id, x.history, h)
+	records, err := memRecords(x.history)
+	if err != nil {
+		return fmt.Errorf("execution %s: %w", id, err)
+	}
+	parsed := make([]historyRecord, len(records))
+	for i := range records {
+		parsed[i] = records[i].historyRecord
+	}
+	return verifyHistory(id, parsed, h)
 }
 
 // Definition returns the definition text stored under hash.

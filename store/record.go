@@ -35,6 +35,9 @@ type execRecord struct {
 	// MaxPayload is engine.Execution.MaxPayload; records written before
 	// it have none (0: the limit of the executor running it).
 	MaxPayload int `json:"maxPayload,omitempty"`
+	// Durability is engine.Execution.Durability; records written before
+	// it have none ("": the executor's).
+	Durability engine.Durability `json:"durability,omitempty"`
 }
 
 // headRecord is where an execution stands (bucket heads), rewritten by
@@ -270,7 +273,7 @@ func newExecution(e *engine.Execution) (*created, error) {
 	x := execRecord{
 		MachineName: e.MachineName, DefinitionHash: e.DefinitionHash, StartedAt: utc(e.StartedAt),
 		Parent: e.Parent, ParentCheckpoint: e.ParentCheckpoint, Agents: e.Agents, AgentsKind: e.AgentsKind, Trace: e.Trace,
-		MaxPayload: e.MaxPayload,
+		MaxPayload: e.MaxPayload, Durability: e.Durability,
 	}
 	if x.DefinitionHash == "" && len(e.Definition) > 0 {
 		def, err := jsonpath.Decode(e.Definition)
@@ -349,7 +352,7 @@ func execution(id string, x *execRecord, h *headRecord, definition []byte, scope
 	e := &engine.Execution{
 		ID: id, MachineName: x.MachineName, Definition: definition, DefinitionHash: x.DefinitionHash,
 		StartedAt: x.StartedAt, Parent: x.Parent, ParentCheckpoint: x.ParentCheckpoint,
-		Agents: x.Agents, AgentsKind: x.AgentsKind, Trace: x.Trace, MaxPayload: x.MaxPayload,
+		Agents: x.Agents, AgentsKind: x.AgentsKind, Trace: x.Trace, MaxPayload: x.MaxPayload, Durability: x.Durability,
 		Status: h.Status, Error: h.Error, Cause: h.Cause, StoppedAt: h.StoppedAt,
 		WakeAt: h.WakeAt, WaitingFor: h.WaitingFor, Seq: h.Seq, RedriveCount: h.RedriveCount, RedrivenAt: h.RedrivenAt,
 		Progress: engine.Progress{
@@ -424,8 +427,9 @@ func newer(a *checkpointRecord, an string, b *checkpointRecord, bn string) bool 
 	return an > bn
 }
 
-// decodeHead reads a headRecord; its error is a recordError.
-func decodeHead(id string, data []byte) (*headRecord, error) {
+// decodeHeadJSON reads a headRecord of format 6 or older, JSON; its error
+// is a recordError.
+func decodeHeadJSON(id string, data []byte) (*headRecord, error) {
 	var h headRecord
 	if err := json.Unmarshal(data, &h); err != nil {
 		return nil, &recordError{fmt.Errorf("execution %s: head record: %w", id, err)}

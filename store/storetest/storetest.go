@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CreateAndDuplicate", testCreate},
 		{"Trace", testTrace},
 		{"MaxPayload", testMaxPayload},
+		{"Durability", testDurability},
 		{"CommitAndLoad", testCommitAndLoad},
 		{"PartialCommits", testPartialCommits},
 		{"Usage", testUsage},
@@ -323,6 +324,22 @@ func testMaxPayload(t *testing.T, s store.Store) {
 	for _, e := range []*engine.Execution{limited, unlimited, plain} {
 		if got := load(t, s, e.ID).MaxPayload; got != e.MaxPayload {
 			t.Errorf("Load(%s).MaxPayload = %d, want %d", e.ID, got, e.MaxPayload)
+		}
+	}
+}
+
+func testDurability(t *testing.T, s store.Store) {
+	var execs []*engine.Execution
+	for _, d := range []engine.Durability{"", engine.DurabilityStrict, engine.DurabilityBatched, engine.DurabilityNone} {
+		e := newExecution(t, "d-"+string(d))
+		e.Durability = d
+		execs = append(execs, e)
+	}
+	create(t, s, execs...)
+	commit(t, s, step(t, execs[2].ID, 1))
+	for _, e := range execs {
+		if got := load(t, s, e.ID).Durability; got != e.Durability {
+			t.Errorf("Load(%s).Durability = %q, want %q", e.ID, got, e.Durability)
 		}
 	}
 }

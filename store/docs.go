@@ -1,0 +1,499 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"reflect"
+	"sync"
+
+	"github.com/aslrun/aslrun/jsonpath"
+)
+
+// Documents of the history. The events of a commit carry the same
+// documents again and again: a state's input is the previous state's
+// output, and the Entered and Exited events of a state hold its input and
+// its output. A history record of format 2 keeps each document its events
+// introduce once, under its canonical hash, and its events name their
+// input and output by that hash; a document the execution's history
+// already holds is not stored again. Each document is stored
+//
+//	[0:32]   its canonical hash (jsonpath.CanonicalHash)
+//	[32]     how: docFull or docDelta
+//	docFull  its jsonpath.Marshal form (length, uvarint, and bytes)
+//	docDelta the hash of an earlier document of the execution's history,
+//	         its base (32 bytes), then a delta from the base (length and
+//	         bytes): a document that changes a field of the one before
+//	         costs the field, not the document
+//
+// A delta is a list of operations (their number, uvarint), each an opcode
+// (deltaSet or deltaRemove), a path of object member names (their number
+// and each name as a string) and, for deltaSet, the member's new value
+// (length and jsonpath.Marshal form). Paths go only through objects:
+// arrays and scalars are set whole.
+//
+// Reading a history rebuilds its documents in order (historyReader), and
+// VerifyHistory checks each against its hash, so that an edited document,
+// delta or base is found as surely as an edited event.
+const (
+	docFull  = 1
+	docDelta = 2
+
+	deltaSet    = 1
+	deltaRemove = 2
+)
+
+// maxDeltaLen is the delta length below which a delta is taken without
+// weighing it against the whole document; a longer delta is taken when it
+// is under half of the document.
+const maxDeltaLen = 256
+
+// storedDoc is a document of a history record as stored.
+type storedDoc struct {
+	hash [sha256.Size]byte
+	kind byte
+	base [sha256.Size]byte
+	data []byte
+}
+
+// readDocs reads a record's documents.
+func readDocs(rd *reader) []storedDoc {
+	n := rd.uvarint()
+	if n > uint64(len(rd.b))/(sha256.Size+2) {
+		rd.fail(fmt.Errorf("%d documents in %d bytes", n, len(rd.b)))
+		return nil
+	}
+	docs := make([]storedDoc, n)
+	for i := range docs {
+		d := &docs[i]
+		copy(d.hash[:], rd.fixed(sha256.Size))
+		switch d.kind = rd.byte(); d.kind {
+		case docFull:
+		case docDelta:
+			copy(d.base[:], rd.fixed(sha256.Size))
+		default:
+			if rd.err == nil {
+				rd.fail(fmt.Errorf("document %d is of unknown kind %d", i+1, d.kind))
+			}
+		}
+		d.data = rd.bytes()
+	}
+	return docs
+}
+
+// value decodes the document, a delta against a document of docs.
+func (d *storedDoc) value(docs map[[sha256.Size]byte]any) (any, error) {
+	if d.kind == docFull {
+		return jsonpath.Decode(d.data)
+	}
+	base, ok := docs[d.base]
+	if !ok {
+		return nil, fmt.Errorf("its base %x is not in the history before it", d.base)
+	}
+	return applyDelta(base, d.data)
+}
+
+// appendDelta appends the delta from document a to document b (its
+// number of operations first); ok is false when either is not an object
+// or the delta grows past limit bytes.
+func appendDelta(dst []byte, a, b any, limit int) (out []byte, ok bool) {
+	am, ok1 := a.(map[string]any)
+	bm, ok2 := b.(map[string]any)
+	if !ok1 || !ok2 {
+		return dst, false
+	}
+	var ops []byte
+	n := 0
+	var path []string
+	var walk func(am, bm map[string]any) bool
+	walk = func(am, bm map[string]any) bool {
+		for k, bv := range bm {
+			av, had := am[k]
+			if had && sameValue(av, bv) {
+				continue
+			}
+			path = append(path, k)
+			if ac, ok := av.(map[string]any); ok && had {
+				if bc, ok := bv.(map[string]any); ok {
+					if !walk(ac, bc) {
+						return false
+					}
+					path = path[:len(path)-1]
+					continue
+				}
+			}
+			val, err := jsonpath.Marshal(bv)
+			if err != nil {
+				return false
+			}
+			ops = appendBytes(appendDeltaOp(ops, deltaSet, path), val)
+			n++
+			path = path[:len(path)-1]
+			if len(ops) > limit {
+				return false
+			}
+		}
+		for k := range am {
+			if _, ok := bm[k]; !ok {
+				ops = appendDeltaOp(ops, deltaRemove, append(path, k))
+				n++
+			}
+		}
+		return len(ops) <= limit
+	}
+	if !walk(am, bm) {
+		return dst, false
+	}
+	dst = appendUvarint(dst, uint64(n))
+	return append(dst, ops...), true
+}
+
+func appendDeltaOp(b []byte, op byte, path []string) []byte {
+	b = append(b, op)
+	b = appendUvarint(b, uint64(len(path)))
+	for _, k := range path {
+		b = appendStr(b, k)
+	}
+	return b
+}
+
+// sameValue reports whether two values of a document are the same without
+// looking into them: the same scalar, or the same object or array in
+// memory (documents are never changed once built, so the engine's copies
+// along a path share everything else).
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any, []any:
+		ia, ok1 := identityOf(x)
+		ib, ok2 := identityOf(b)
+		return ok1 && ok2 && ia == ib
+	case string, bool, nil:
+		return a == b
+	}
+	// Numbers and any other scalar: equal when of one type and equal.
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
+}
+
+// applyDelta applies a delta to base, copying the objects along each
+// path: base is not changed.
+func applyDelta(base any, delta []byte) (any, error) {
+	rd := reader{b: delta}
+	n := rd.uvarint()
+	doc := base
+	for i := uint64(0); i < n && rd.err == nil; i++ {
+		op := rd.byte()
+		np := rd.uvarint()
+		if np == 0 || np > uint64(len(rd.b)) {
+			return nil, fmt.Errorf("delta operation %d: path of %d members", i+1, np)
+		}
+		path := make([]string, np)
+		for j := range path {
+			path[j] = rd.str()
+		}
+		var v any
+		switch op {
+		case deltaSet:
+			raw := rd.bytes()
+			if rd.err != nil {
+				break
+			}
+			var err error
+			if v, err = jsonpath.Decode(raw); err != nil {
+				return nil, fmt.Errorf("delta operation %d: %w", i+1, err)
+			}
+		case deltaRemove:
+		default:
+			return nil, fmt.Errorf("delta operation %d: unknown operation %d", i+1, op)
+		}
+		if rd.err != nil {
+			break
+		}
+		var err error
+		if doc, err = setPath(doc, path, v, op == deltaRemove); err != nil {
+			return nil, fmt.Errorf("delta operation %d: %w", i+1, err)
+		}
+	}
+	if rd.err != nil {
+		return nil, fmt.Errorf("delta: %w", rd.err)
+	}
+	if len(rd.b) != 0 {
+		return nil, fmt.Errorf("delta: %d bytes after its operations", len(rd.b))
+	}
+	return doc, nil
+}
+
+// setPath returns doc with the member at path set to v (or removed),
+// copying the objects along the path.
+func setPath(doc any, path []string, v any, remove bool) (any, error) {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("member %q of a %s", path[0], jsonpath.TypeName(doc))
+	}
+	c := maps.Clone(m)
+	if c == nil {
+		c = make(map[string]any, 1)
+	}
+	k := path[0]
+	switch {
+	case len(path) > 1:
+		inner, ok := m[k]
+		if !ok {
+			return nil, fmt.Errorf("no member %q", k)
+		}
+		var err error
+		if c[k], err = setPath(inner, path[1:], v, remove); err != nil {
+			return nil, err
+		}
+	case remove:
+		if _, ok := m[k]; !ok {
+			return nil, fmt.Errorf("no member %q to remove", k)
+		}
+		delete(c, k)
+	default:
+		c[k] = v
+	}
+	return c, nil
+}
+
+// docWriter collects the documents a commit's events introduce, encoding
+// each that its execution's history does not hold yet, whole or as a
+// delta against the last document of its scope.
+type docWriter struct {
+	memo  *docMemo
+	known *execDocs // what the execution's history holds; nil: nothing known
+	added map[[sha256.Size]byte]bool
+	buf   []byte
+	n     int
+	last  map[string]cachedDoc
+	used  []cachedDoc
+}
+
+func newDocWriter(memo *docMemo, known *execDocs) *docWriter {
+	return &docWriter{memo: memo, known: known, added: make(map[[sha256.Size]byte]bool), last: make(map[string]cachedDoc)}
+}
+
+// add makes v one of the history's documents, under its canonical hash,
+// which it returns; scope is the scope of the event that carries it.
+func (w *docWriter) add(v any, scope string) (string, error) {
+	h, err := w.memo.hash(v)
+	if err != nil {
+		return "", err
+	}
+	d := cachedDoc{v: v}
+	if n, err := hex.Decode(d.sum[:], []byte(h)); err != nil || n != sha256.Size {
+		return "", fmt.Errorf("canonical hash %q is not a SHA-256", h)
+	}
+	base, hasBase := w.last[scope]
+	if !hasBase && w.known != nil {
+		base, hasBase = w.known.last[scope]
+	}
+	w.last[scope] = d
+	w.used = append(w.used, d)
+	if w.added[d.sum] || w.known.has(d.sum) {
+		return h, nil
+	}
+	w.added[d.sum] = true
+	w.n++
+	if hasBase && base.sum != d.sum {
+		start := len(w.buf)
+		buf := append(append(append(w.buf, d.sum[:]...), docDelta), base.sum[:]...)
+		if delta, ok := appendDelta(nil, base.v, v, 4*maxDeltaLen); ok && (len(delta) <= maxDeltaLen || 2*len(delta) < jsonpath.Size(v)) {
+			w.buf = appendBytes(buf, delta)
+			return h, nil
+		}
+		w.buf = w.buf[:start]
+	}
+	raw, err := w.memo.raw(v)
+	if err != nil {
+		return "", err
+	}
+	w.buf = appendBytes(append(append(w.buf, d.sum[:]...), docFull), raw)
+	return h, nil
+}
+
+// docCache remembers, per execution, what the commits of this process
+// wrote to its history: the hashes of the documents it holds, the
+// documents of its last commit by identity (so that the next commit,
+// whose first input is usually the last output, does not hash them
+// again), and the last document of each scope (the base of the next
+// delta). It is filled only by commits that succeeded, so that it never
+// names a document the history lacks; a commit prepared before another
+// succeeded may store a document twice, which costs room, not
+// correctness. A docCache is safe for concurrent use.
+type docCache struct {
+	mu    sync.Mutex
+	execs map[string]*execDocs
+}
+
+// Bounds of the cache: it forgets everything when it holds too many
+// executions, and an execution's hashes when it holds too many of them.
+const (
+	maxCachedExecs  = 4096
+	maxCachedHashes = 1 << 14
+)
+
+// execDocs is what a docCache knows of one execution; mu is held while a
+// commit of the execution is prepared, and while the cache is updated
+// after it.
+type execDocs struct {
+	mu     sync.Mutex
+	stored map[[sha256.Size]byte]struct{}
+	byID   map[docIdentity]cachedDoc
+	last   map[string]cachedDoc
+}
+
+// cachedDoc is a document and its canonical hash, and its
+// jsonpath.Marshal form when it was encoded; holding the document keeps
+// its memory from being reused by another.
+type cachedDoc struct {
+	v   any
+	sum [sha256.Size]byte
+	raw []byte
+}
+
+func (e *execDocs) has(sum [sha256.Size]byte) bool {
+	if e == nil {
+		return false
+	}
+	_, ok := e.stored[sum]
+	return ok
+}
+
+// get returns the entry of execution id, locked; the caller unlocks it.
+func (c *docCache) get(id string) *execDocs {
+	c.mu.Lock()
+	e := c.execs[id]
+	if e == nil {
+		if c.execs == nil || len(c.execs) >= maxCachedExecs {
+			c.execs = make(map[string]*execDocs)
+		}
+		e = &execDocs{stored: make(map[[sha256.Size]byte]struct{})}
+		c.execs[id] = e
+	}
+	c.mu.Unlock()
+	e.mu.Lock()
+	return e
+}
+
+// forget drops what the cache knows of execution id (an execution that
+// ended).
+func (c *docCache) forget(id string) {
+	c.mu.Lock()
+	delete(c.execs, id)
+	c.mu.Unlock()
+}
+
+// committed records, in e (locked by the caller), what a commit that
+// succeeded wrote: the documents w stored or referred to, and the
+// documents memo hashed.
+func (e *execDocs) committed(w *docWriter, memo *docMemo) {
+	if len(e.stored)+len(w.used) > maxCachedHashes {
+		clear(e.stored)
+	}
+	for _, d := range w.used {
+		e.stored[d.sum] = struct{}{}
+	}
+	if e.last == nil {
+		e.last = make(map[string]cachedDoc, len(w.last))
+	}
+	maps.Copy(e.last, w.last)
+	e.byID = make(map[docIdentity]cachedDoc, len(memo.m))
+	for id, ent := range memo.m {
+		if ent.hash != "" {
+			var d cachedDoc
+			if _, err := hex.Decode(d.sum[:], []byte(ent.hash)); err == nil {
+				d.v, d.raw = ent.v, ent.raw
+				e.byID[id] = d
+			}
+		}
+	}
+}
+
+// docMemo remembers the encoding and canonical hash of documents within
+// one commit, by identity: the events of a step share one document. It
+// also knows the documents of the execution's previous commit (prev), so
+// that a document unchanged since is neither hashed nor encoded again.
+type docMemo struct {
+	m    map[docIdentity]memoEntry
+	prev map[docIdentity]cachedDoc
+}
+
+type memoEntry struct {
+	v    any
+	raw  []byte
+	hash string
+}
+
+// docIdentity identifies a map or a non-empty slice by its memory.
+type docIdentity struct {
+	p uintptr
+	n int
+}
+
+func newDocMemo() *docMemo { return &docMemo{m: make(map[docIdentity]memoEntry)} }
+
+// identityOf returns v's identity when it is worth remembering: maps and
+// non-empty slices (which are never modified once built, so that the same
+// memory is the same document).
+func identityOf(v any) (docIdentity, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		if x != nil {
+			return docIdentity{p: reflect.ValueOf(x).Pointer(), n: -1}, true
+		}
+	case []any:
+		if len(x) > 0 {
+			return docIdentity{p: reflect.ValueOf(x).Pointer(), n: len(x)}, true
+		}
+	}
+	return docIdentity{}, false
+}
+
+// raw returns jsonpath.Marshal(v).
+func (m *docMemo) raw(v any) ([]byte, error) {
+	id, ok := identityOf(v)
+	if !ok {
+		return jsonpath.Marshal(v)
+	}
+	ent := m.m[id]
+	if ent.raw == nil {
+		if d, ok := m.prev[id]; ok && d.raw != nil {
+			// Stored records are never changed, so the bytes can be shared.
+			ent.raw = d.raw
+		} else {
+			b, err := jsonpath.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			ent.raw = b
+		}
+		ent.v = v
+		m.m[id] = ent
+	}
+	return ent.raw, nil
+}
+
+// hash returns jsonpath.CanonicalHash(v).
+func (m *docMemo) hash(v any) (string, error) {
+	id, ok := identityOf(v)
+	if !ok {
+		return jsonpath.CanonicalHash(v)
+	}
+	ent := m.m[id]
+	if ent.hash == "" {
+		if d, ok := m.prev[id]; ok {
+			ent.hash = hex.EncodeToString(d.sum[:])
+		} else {
+			h, err := jsonpath.CanonicalHash(v)
+			if err != nil {
+				return "", err
+			}
+			ent.hash = h
+		}
+		ent.v = v
+		m.m[id] = ent
+	}
+	return ent.hash, nil
+}
