@@ -152,7 +152,7 @@ func commitWrites(b *testing.B) (keys, values [][]byte, buckets []string) {
 		}
 		add(bucketHeads, []byte("bench"))
 		add(bucketScopes, idKey("bench", ""))
-		h, err := decodeHead("bench", t.Bucket(bucketHeads).Get([]byte("bench")))
+		h, err := decodeSealedHead("bench", t.Bucket(bucketHeads).Get([]byte("bench")))
 		if err != nil {
 			return err
 		}
