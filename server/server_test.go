@@ -345,6 +345,9 @@ func TestRefusals(t *testing.T) {
 		{"fractional maxPayload", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"maxPayload":1.5}`, http.StatusBadRequest, "/maxPayload"},
 		{"input over its maxPayload", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"maxPayload":10,"input":{"a":"0123456789"}}`, http.StatusUnprocessableEntity, "/input"},
 		{"string maxPayload", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"maxPayload":"1000"}`, http.StatusBadRequest, "/maxPayload"},
+		{"durability none", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"durability":"none"}`, http.StatusBadRequest, "/durability"},
+		{"unknown durability", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"durability":"fast"}`, http.StatusBadRequest, "/durability"},
+		{"number durability", `{"definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"durability":1}`, http.StatusBadRequest, "/durability"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", tc.body, nil)
@@ -549,6 +552,35 @@ func TestStartMaxPayload(t *testing.T) {
 				t.Fatal(err)
 			} else if stored.MaxPayload != tc.want {
 				t.Errorf("stored MaxPayload %d, want %d", stored.MaxPayload, tc.want)
+			}
+		})
+	}
+}
+
+// TestStartDurability: a start's durability is stored with the execution
+// and shown back; without one the server's applies and none is shown.
+func TestStartDurability(t *testing.T) {
+	ts := newTestServer(t)
+	def := `{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}`
+	for _, want := range []string{"batched", "strict", ""} {
+		t.Run("durability "+want, func(t *testing.T) {
+			extra := ""
+			if want != "" {
+				extra = `,"durability":"` + want + `"`
+			}
+			var e api.Execution
+			code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", `{"name":"d-`+want+`","definition":`+def+extra+`}`, &e)
+			if code != http.StatusCreated || e.Durability != want {
+				t.Fatalf("start: %d %s, want durability %q", code, body, want)
+			}
+			e = ts.waitFor(t, e.ID, func(e api.Execution) bool { return e.Status != "RUNNING" })
+			if e.Status != "SUCCEEDED" || e.Durability != want {
+				t.Errorf("execution %s durability %q, want SUCCEEDED %q", e.Status, e.Durability, want)
+			}
+			if stored, err := ts.st.Load(t.Context(), e.ID); err != nil {
+				t.Fatal(err)
+			} else if string(stored.Durability) != want {
+				t.Errorf("stored durability %q, want %q", stored.Durability, want)
 			}
 		})
 	}
