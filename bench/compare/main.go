@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.workflows, "workflows", "bench/workflows", "the workflows `folder`")
 	fs.StringVar(&cfg.tmp, "tmp", "", "where the databases and inputs go: a `folder` on the disk to measure (default the system's temporary folder)")
 	fs.IntVar(&cfg.runs, "runs", 3, "runs of each workload by each runner; the fastest is shown")
-	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "the longest one run may take")
+	fs.DurationVar(&cfg.timeout, "timeout", defaultTimeout, "the longest one run may take")
 	only := fs.String("only", "", "comma-separated workloads to run: "+strings.Join(allWorkloads, ", ")+" (default all)")
 	fs.StringVar(&cfg.node, "node", "", "the node `binary` to run aws-local-stepfunctions with (default: do not run it)")
 	fs.StringVar(&cfg.script, "script", "bench/aws-local/run.mjs", "the `script` running a workflow on aws-local-stepfunctions")
@@ -128,6 +128,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func ptr(n int) *int { return &n }
+
+// defaultTimeout is how long one run may take: aws-local-stepfunctions
+// takes over a minute for a million Map items.
+const defaultTimeout = 10 * time.Minute
 
 // allWorkloads are the workloads, in the order they run and are printed.
 var allWorkloads = []string{wLoop, wMap, wMapDiscard, "concurrent"}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 )
 
@@ -12,7 +13,11 @@ func report(out io.Writer, cfg *config, m *machine, workloads map[string]*worklo
 	if m.revision != "" {
 		fmt.Fprintf(out, ", aslrun %s", m.revision)
 	}
-	fmt.Fprintf(out, ", fastest of %d runs.\n", cfg.runs)
+	if cfg.runs == 1 {
+		fmt.Fprintln(out, ", one run each.")
+	} else {
+		fmt.Fprintf(out, ", fastest of %d runs each.\n", cfg.runs)
+	}
 	parts := []string{fmt.Sprintf("%d cores", m.cores)}
 	for _, p := range []string{m.cpu, m.memory, m.arch, m.goVersion, m.nodeVersion} {
 		if p != "" {
@@ -101,8 +106,8 @@ func runTable(out io.Writer, cfg *config, w *workload, res map[string]result) {
 		}
 		fmt.Fprintf(out, "| %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s |\n",
 			label(cfg, r), seconds(b.Seconds), b.Seconds*1e6/states,
-			perState(b.Mallocs, states, "%.0f"), bytesOrDash(b.MaxRSS),
-			perState(b.DBBytes, states, "%.0f B"), writtenPerCommit(b), writtenRatio(b), vs, t)
+			perState(b.Mallocs, states, ""), bytesOrDash(b.MaxRSS),
+			perState(b.DBBytes, states, " B"), writtenPerCommit(b), writtenRatio(b), vs, t)
 	}
 }
 
@@ -187,12 +192,12 @@ func seconds(s float64) string {
 	return fmt.Sprintf("%.2f s", s)
 }
 
-// perState formats n/states, "—" for an unmeasured n.
-func perState(n int64, states float64, format string) string {
+// perState formats n/states rounded, then unit; "—" for an unmeasured n.
+func perState(n int64, states float64, unit string) string {
 	if n < 0 {
 		return "—"
 	}
-	return fmt.Sprintf(format, float64(n)/states)
+	return thousands(int64(math.Round(float64(n)/states))) + unit
 }
 
 // writtenPerCommit is the bytes written to disk per commit.
@@ -217,11 +222,11 @@ func bytesOrDash(n int64) string {
 	case n < 0:
 		return "—"
 	case n < 10<<10:
-		return fmt.Sprintf("%d B", n)
+		return thousands(n) + " B"
 	case n < 10<<20:
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
-	return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
+	return thousands((n+1<<19)>>20) + " MiB"
 }
 
 // thousands formats n with comma separators.
