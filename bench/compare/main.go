@@ -23,10 +23,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -48,7 +50,11 @@ type config struct {
 }
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	// Stopped, it removes its databases and ends its runs.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)
 	}
@@ -199,6 +205,9 @@ func compare(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
 		})
 		results[p.workload] = runAll(ctx, cfg, w, input, runners, stderr)
 		os.Remove(input)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
 	report(stdout, cfg, &m, workloads, results)
 	return nil
