@@ -62,7 +62,7 @@ func (x *Executor) Decide(ctx context.Context, id string, d Decision, opts Resum
 	}
 	// Hold the execution before reading it, so that two decisions are
 	// applied one after the other, the second seeing the first.
-	ctx, ok := x.acquireRun(ctx, id)
+	ctx, ok := x.acquireNext(ctx, id)
 	if !ok {
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}

@@ -50,7 +50,7 @@ func (x *Executor) Redrive(ctx context.Context, id string, opts RedriveOptions) 
 	if !x.durable {
 		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
 	}
-	ctx, ok := x.acquireRun(ctx, id)
+	ctx, ok := x.acquireNext(ctx, id)
 	if !ok {
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}

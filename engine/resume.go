@@ -136,7 +136,7 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (_
 	}
 	// Hold the execution before reading it, so that what it is read as
 	// stays true (a Stop or a decision cannot come in between).
-	ctx, ok := x.acquireRun(ctx, id)
+	ctx, ok := x.acquireNext(ctx, id)
 	if !ok {
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
@@ -263,7 +263,7 @@ func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts Res
 		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
 	}
 	// Hold the execution before reading it, as Resume does.
-	ctx, ok := x.acquireRun(ctx, id)
+	ctx, ok := x.acquireNext(ctx, id)
 	if !ok {
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}

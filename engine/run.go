@@ -317,6 +317,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 	if err := r.commit(context.WithoutCancel(ctx), nil, sc.settle(c)); err != nil {
 		return nil, err
 	}
+	r.x.settled(r.exec.ID)
 	r.x.hooks.executionFinished(r.exec.ID, res.Status)
 	if stop != nil {
 		stop.res = res
@@ -528,6 +529,7 @@ func (r *run) parkExecution(ctx context.Context, res *Result) (*Result, error) {
 	if err := r.commit(context.WithoutCancel(ctx), nil, c); err != nil {
 		return nil, err
 	}
+	r.x.settled(r.exec.ID)
 	return res, nil
 }
 

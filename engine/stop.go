@@ -27,6 +27,40 @@ type held struct {
 	cancel context.CancelCauseFunc
 	// done is closed when the execution is released.
 	done chan struct{}
+	// settled is set once the run has committed how it ended or where it
+	// waits: what comes next for the execution need only wait for done.
+	settled bool
+}
+
+// settled marks the run holding id as done with the execution (its last
+// commit is written), so that a decision or a resume arriving before the
+// run lets go waits for it rather than being refused as busy.
+func (x *Executor) settled(id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if h := x.active[id]; h != nil {
+		h.settled = true
+	}
+}
+
+// acquireNext is acquireRun for what continues an execution (a decision,
+// a resume): when the run holding it has settled, it waits for the run to
+// let go, then holds it.
+func (x *Executor) acquireNext(ctx context.Context, id string) (context.Context, bool) {
+	for {
+		x.mu.Lock()
+		h := x.active[id]
+		if h == nil || !h.settled {
+			x.mu.Unlock()
+			return x.acquireRun(ctx, id)
+		}
+		x.mu.Unlock()
+		select {
+		case <-h.done:
+		case <-ctx.Done():
+			return ctx, false
+		}
+	}
 }
 
 // acquireRun holds an execution for a run and returns the run's context,
