@@ -198,9 +198,26 @@ WHERE execution = $1 AND owner = $2 AND epoch = $3`, l.Execution, l.Owner, l.Epo
 // since. FOR SHARE is enough: Renew and Acquire update the row, so they
 // wait; the holder's own commits, which only read it, do not.
 func CheckFence(ctx context.Context, tx pgx.Tx, execution string, epoch int64) error {
+	return fence(tx.QueryRow(ctx, fenceQuery, execution), execution, epoch)
+}
+
+// QueueFence queues CheckFence's check first in b, a batch a commit sends
+// inside its transaction, saving the check's round trip: the check locks
+// the lease row before the batch's writes run, and its failure (a
+// *FencedError) is the batch's error, after which the commit must roll
+// back. Queue it before anything else.
+func QueueFence(b *pgx.Batch, execution string, epoch int64) {
+	b.Queue(fenceQuery, execution).QueryRow(func(row pgx.Row) error { return fence(row, execution, epoch) })
+}
+
+// fenceQuery reads and locks an execution's lease for a commit.
+const fenceQuery = `SELECT owner, epoch FROM leases WHERE execution = $1 FOR SHARE`
+
+// fence checks the lease row of fenceQuery against epoch.
+func fence(row pgx.Row, execution string, epoch int64) error {
 	var owner string
 	var cur int64
-	err := tx.QueryRow(ctx, `SELECT owner, epoch FROM leases WHERE execution = $1 FOR SHARE`, execution).Scan(&owner, &cur)
+	err := row.Scan(&owner, &cur)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return &FencedError{Execution: execution, Epoch: epoch}

@@ -181,48 +181,67 @@ func inTx(t testing.TB, db *DB, f func(pgx.Tx) error) error {
 	return tx.Commit(ctx)
 }
 
+// fencedCommits are the two ways a commit checks its fence: a statement
+// of its own, or the first of the commit's batch.
+var fencedCommits = []struct {
+	name   string
+	commit func(ctx context.Context, tx pgx.Tx, l Lease, write string) error
+}{
+	{"CheckFence", func(ctx context.Context, tx pgx.Tx, l Lease, write string) error {
+		if err := CheckFence(ctx, tx, l.Execution, l.Epoch); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO definitions (hash, body) VALUES ($1, '{}')`, write)
+		return err
+	}},
+	{"QueueFence", func(ctx context.Context, tx pgx.Tx, l Lease, write string) error {
+		b := &pgx.Batch{}
+		QueueFence(b, l.Execution, l.Epoch)
+		b.Queue(`INSERT INTO definitions (hash, body) VALUES ($1, '{}')`, write)
+		return tx.SendBatch(ctx, b).Close()
+	}},
+}
+
 // TestFenceRefusesAfterTakeover: a commit by the holder passes its fence;
 // once the lease is taken over, the old holder's commits are refused and
 // write nothing, and the new holder's pass.
 func TestFenceRefusesAfterTakeover(t *testing.T) {
-	ctx := context.Background()
-	db := openTest(t, Options{})
-	a, err := db.Acquire(ctx, "e1", "server-a", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	commit := func(l Lease, what string) error {
-		return inTx(t, db, func(tx pgx.Tx) error {
-			if err := CheckFence(ctx, tx, l.Execution, l.Epoch); err != nil {
-				return err
+	for _, fc := range fencedCommits {
+		t.Run(fc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := openTest(t, Options{})
+			a, err := db.Acquire(ctx, "e1", "server-a", time.Minute)
+			if err != nil {
+				t.Fatal(err)
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO definitions (hash, body) VALUES ($1, '{}')`, what)
-			return err
+			commit := func(l Lease, write string) error {
+				return inTx(t, db, func(tx pgx.Tx) error { return fc.commit(ctx, tx, l, write) })
+			}
+			if err := commit(a, "by-a-before"); err != nil {
+				t.Fatalf("commit by the holder = %v", err)
+			}
+			expire(t, db, "e1")
+			b, err := db.Acquire(ctx, "e1", "server-b", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = commit(a, "by-a-after")
+			var fenced *FencedError
+			if !errors.As(err, &fenced) || fenced.Current.Owner != "server-b" || fenced.Current.Epoch != 2 {
+				t.Errorf("commit by the old holder = %v, want a FencedError naming server-b at epoch 2", err)
+			}
+			if err := commit(b, "by-b"); err != nil {
+				t.Errorf("commit by the new holder = %v", err)
+			}
+			got := definitionsIn(t, db)
+			if want := "by-a-before by-b"; got != want {
+				t.Errorf("written: %s, want %s", got, want)
+			}
+			err = commit(Lease{Execution: "never-leased", Epoch: 1}, "by-nobody")
+			if !errors.Is(err, ErrFenced) || err.Error() != "execution never-leased: lease epoch 1 is fenced off: the execution has no lease" {
+				t.Errorf("commit(never leased) = %v, want ErrFenced saying there is no lease", err)
+			}
 		})
-	}
-	if err := commit(a, "by-a-before"); err != nil {
-		t.Fatalf("commit by the holder = %v", err)
-	}
-	expire(t, db, "e1")
-	b, err := db.Acquire(ctx, "e1", "server-b", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = commit(a, "by-a-after")
-	var fenced *FencedError
-	if !errors.As(err, &fenced) || fenced.Current.Owner != "server-b" || fenced.Current.Epoch != 2 {
-		t.Errorf("commit by the old holder = %v, want a FencedError naming server-b at epoch 2", err)
-	}
-	if err := commit(b, "by-b"); err != nil {
-		t.Errorf("commit by the new holder = %v", err)
-	}
-	got := definitionsIn(t, db)
-	if want := "by-a-before by-b"; got != want {
-		t.Errorf("written: %s, want %s", got, want)
-	}
-	if err := inTx(t, db, func(tx pgx.Tx) error { return CheckFence(ctx, tx, "never-leased", 1) }); !errors.Is(err, ErrFenced) ||
-		err.Error() != "execution never-leased: lease epoch 1 is fenced off: the execution has no lease" {
-		t.Errorf("CheckFence(never leased) = %v, want ErrFenced saying there is no lease", err)
 	}
 }
 
