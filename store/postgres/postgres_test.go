@@ -316,3 +316,37 @@ func TestPoolSize(t *testing.T) {
 		t.Errorf("MaxConns = %d, want 3", got)
 	}
 }
+
+// FuzzRedact: any database string gets through Redact without a panic,
+// and a URL that parses comes out with no password but xxxxx.
+func FuzzRedact(f *testing.F) {
+	for _, s := range []string{
+		"postgres://app:s3cret@db.example:5432/aslrun?sslmode=require",
+		"postgresql://db.example/aslrun?password=s3cret&user=app",
+		"postgres://app:s3cret@db.example:bad port/x",
+		"host=h password=s3cret",
+		"postgres://%zz@h/x",
+		"aslrun.db",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Redact(s)
+		if !IsURL(s) {
+			return
+		}
+		u, err := url.Parse(got)
+		if err != nil {
+			if got != "(a database URL that does not parse)" {
+				t.Errorf("Redact(%q) = %q, which does not parse: %v", s, got, err)
+			}
+			return
+		}
+		if pw, ok := u.User.Password(); ok && pw != "xxxxx" {
+			t.Errorf("Redact(%q) = %q, with password %q", s, got, pw)
+		}
+		if pw := u.Query()["password"]; len(pw) > 0 && (len(pw) != 1 || pw[0] != "xxxxx") {
+			t.Errorf("Redact(%q) = %q, with password %q", s, got, pw)
+		}
+	})
+}
