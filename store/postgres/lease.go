@@ -116,19 +116,24 @@ func (db *DB) Acquire(ctx context.Context, execution, owner string, ttl time.Dur
 	case owner == "":
 		return Lease{}, fmt.Errorf("acquiring execution %s: no owner", execution)
 	}
-	l := Lease{Execution: execution, Owner: owner}
-	err = db.pool.QueryRow(ctx, acquireLease, execution, owner, ttl.Microseconds()).Scan(&l.Epoch, &l.Expires)
-	if errors.Is(err, pgx.ErrNoRows) {
+	for attempt := 0; ; attempt++ {
+		l := Lease{Execution: execution, Owner: owner}
+		err = db.pool.QueryRow(ctx, acquireLease, execution, owner, ttl.Microseconds()).Scan(&l.Epoch, &l.Expires)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return Lease{}, fmt.Errorf("database %s: acquiring execution %s: %w", db.url, execution, err)
+		}
 		cur, err := db.currentLease(ctx, db.pool, execution)
 		if err != nil {
 			return Lease{}, err
 		}
-		return Lease{}, &HeldError{Holder: cur}
+		// Released between the two statements: try again, a few times.
+		if cur.Owner != "" || attempt == 2 {
+			return Lease{}, &HeldError{Holder: cur}
+		}
 	}
-	if err != nil {
-		return Lease{}, fmt.Errorf("database %s: acquiring execution %s: %w", db.url, execution, err)
-	}
-	return l, nil
 }
 
 // currentLease reads an execution's lease; Epoch 0 when it has none.
