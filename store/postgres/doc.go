@@ -11,7 +11,7 @@
 //
 // The schema is made by the SQL files under migrations/, embedded in the
 // program and numbered 0001, 0002, …, applied in order by Migrate, and by
-// Open when Options.Migrate is set. The runner is our own, some eighty
+// Open when Options.Migrate is set. The runner is our own, a hundred-odd
 // lines, rather than a migration library: a handful of forward-only files
 // needs none of what those bring (down migrations, sources other than
 // embedded files, a command line, dialects), and a library would bring its
