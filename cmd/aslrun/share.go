@@ -20,6 +20,7 @@ import (
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/server"
 	"github.com/aslrun/aslrun/store"
+	"github.com/aslrun/aslrun/store/postgres"
 )
 
 // How commands share a database. bbolt lets one process open it at a
@@ -132,6 +133,9 @@ const (
 // (bounded by ctx: a signal stops the wait with its exit code). me is what
 // this process records in DB.holder while it holds the database.
 func (c *cmdContext) open(ctx context.Context, db string, what access, me holderInfo) (*handle, error) {
+	if postgres.IsURL(db) {
+		return nil, postgresNotYet(db)
+	}
 	codec, err := store.ParseCodec(os.Getenv("ASLRUN_SNAPSHOT_CODEC"))
 	if err != nil {
 		return nil, usageErrorf("ASLRUN_SNAPSHOT_CODEC: %v", err)

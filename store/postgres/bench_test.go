@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// BenchmarkLease measures the round trips leases add: taking and giving
+// one up, a renewal, and a commit (a transaction updating one row) without
+// a fence, with CheckFence, and with QueueFence; then fenced commits of 16
+// executions at once. Each runs durably (fsync: each transaction waits for
+// its WAL flush) and without waiting for the flush (nosync:
+// synchronous_commit off), which leaves the round trips and the server's
+// work, apart from the disk's.
+func BenchmarkLease(b *testing.B) {
+	for _, mode := range []struct{ name, param string }{{"fsync", ""}, {"nosync", "&synchronous_commit=off"}} {
+		b.Run(mode.name, func(b *testing.B) {
+			db, err := Open(context.Background(), testServer.Schema(b)+mode.param, Options{Migrate: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			benchLease(b, db)
+		})
+	}
+}
+
+func benchLease(b *testing.B, db *DB) {
+	ctx := context.Background()
+	if _, err := db.pool.Exec(ctx, `CREATE TABLE bench_heads (id text PRIMARY KEY, seq bigint NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.pool.Exec(ctx, `INSERT INTO bench_heads VALUES ('e1', 0)`); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("AcquireRelease", func(b *testing.B) {
+		for b.Loop() {
+			l, err := db.Acquire(ctx, "acq", "server-a", time.Minute)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := db.Release(ctx, l); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	l, err := db.Acquire(ctx, "e1", "server-a", time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Renew", func(b *testing.B) {
+		for b.Loop() {
+			if l, err = db.Renew(ctx, l, time.Minute); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	const update = `UPDATE bench_heads SET seq = seq + 1 WHERE id = $1`
+	commits := []struct {
+		name string
+		f    func(tx pgx.Tx) error
+	}{
+		{"Commit", func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, update, "e1")
+			return err
+		}},
+		{"CommitCheckFence", func(tx pgx.Tx) error {
+			if err := CheckFence(ctx, tx, "e1", l.Epoch); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, update, "e1")
+			return err
+		}},
+		{"CommitQueueFence", func(tx pgx.Tx) error {
+			batch := &pgx.Batch{}
+			QueueFence(batch, "e1", l.Epoch)
+			batch.Queue(update, "e1")
+			return tx.SendBatch(ctx, batch).Close()
+		}},
+	}
+	for _, c := range commits {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := inTx(b, db, c.f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	// Many executions, each committing under its own lease, at once.
+	b.Run("CommitQueueFenceParallel", func(b *testing.B) {
+		var n atomic.Int64
+		b.SetParallelism(8)
+		b.RunParallel(func(pb *testing.PB) {
+			id := "p" + strconv.FormatInt(n.Add(1), 10) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			if _, err := db.pool.Exec(ctx, `INSERT INTO bench_heads VALUES ($1, 0)`, id); err != nil {
+				b.Error(err)
+				return
+			}
+			pl, err := db.Acquire(ctx, id, "server-a", time.Minute)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			for pb.Next() {
+				err := inTx(b, db, func(tx pgx.Tx) error {
+					batch := &pgx.Batch{}
+					QueueFence(batch, id, pl.Epoch)
+					batch.Queue(update, id)
+					return tx.SendBatch(ctx, batch).Close()
+				})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}

@@ -1,0 +1,309 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DefaultLeaseTTL is how long a lease lasts unless renewed: a crashed
+// server's executions are taken over this long after its last renewal.
+const DefaultLeaseTTL = 15 * time.Second
+
+// Lease is the right of one process (Owner) to run an execution and
+// commit its steps, until Expires (by the database's clock, the one clock
+// every server shares). Epoch grows by one at every takeover: every commit
+// checks it (CheckFence), so a process whose lease was taken over can
+// never commit again.
+type Lease struct {
+	Execution string
+	Owner     string
+	Epoch     int64
+	Expires   time.Time
+}
+
+// Errors of leases.
+var (
+	// ErrHeld reports a lease that another owner holds and has not let
+	// expire (a *HeldError says whose and until when).
+	ErrHeld = errors.New("execution is leased by another process")
+	// ErrFenced reports a lease that is no longer the caller's: taken over
+	// by another process, released, or never taken (a *FencedError says
+	// which). A commit that gets it must not be retried.
+	ErrFenced = errors.New("lease lost")
+)
+
+// HeldError is the error of Acquire when the execution's lease is held.
+type HeldError struct {
+	// Holder is the lease as it stands.
+	Holder Lease
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("execution %s is leased by %s (epoch %d) until %s",
+		e.Holder.Execution, e.Holder.Owner, e.Holder.Epoch, e.Holder.Expires.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes errors.Is(err, ErrHeld) true.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// FencedError is the error of a lease operation or a fence check whose
+// lease (Execution, Epoch) is no longer current.
+type FencedError struct {
+	Execution string
+	Epoch     int64
+	// Current is the lease as it stands: Owner "" when it was released,
+	// Epoch 0 when the execution has no lease at all.
+	Current Lease
+}
+
+func (e *FencedError) Error() string {
+	switch {
+	case e.Current.Epoch == 0:
+		return fmt.Sprintf("execution %s: lease epoch %d is fenced off: the execution has no lease", e.Execution, e.Epoch)
+	case e.Current.Epoch != e.Epoch:
+		owner := e.Current.Owner
+		if owner == "" {
+			owner = "a process that has released it since"
+		}
+		return fmt.Sprintf("execution %s: lease epoch %d is fenced off: the lease was taken over by %s (epoch %d)", e.Execution, e.Epoch, owner, e.Current.Epoch)
+	case e.Current.Owner == "":
+		return fmt.Sprintf("execution %s: lease epoch %d is fenced off: the lease was released", e.Execution, e.Epoch)
+	}
+	return fmt.Sprintf("execution %s: lease epoch %d is fenced off: it is held by %s", e.Execution, e.Epoch, e.Current.Owner)
+}
+
+// Is makes errors.Is(err, ErrFenced) true.
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// leaseTTL checks ttl: 0 means DefaultLeaseTTL.
+func leaseTTL(ttl time.Duration) (time.Duration, error) {
+	switch {
+	case ttl == 0:
+		return DefaultLeaseTTL, nil
+	case ttl < time.Millisecond:
+		return 0, fmt.Errorf("lease ttl %v: want at least 1ms (0 for the default, %v)", ttl, DefaultLeaseTTL)
+	}
+	return ttl, nil
+}
+
+// acquireLease takes the lease when there is none, or when it has expired
+// or was released, raising the epoch. Concurrent acquirers are ordered by
+// the row (or the primary key's index entry): the second sees the first's
+// lease, live, and gets no row.
+const acquireLease = `INSERT INTO leases AS l (execution, owner, epoch, acquired_at, expires_at)
+VALUES ($1, $2, 1, clock_timestamp(), clock_timestamp() + $3 * interval '1 microsecond')
+ON CONFLICT (execution) DO UPDATE
+   SET owner = EXCLUDED.owner, epoch = l.epoch + 1, acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
+ WHERE l.owner = '' OR l.expires_at <= clock_timestamp()
+RETURNING epoch, expires_at`
+
+// Acquire takes the lease of an execution for owner, for ttl (0 means
+// DefaultLeaseTTL), when nobody holds it: never leased, released, or
+// expired. Otherwise it fails with a *HeldError (ErrHeld), the holder
+// itself included: a holder renews. Of concurrent acquirers, one wins.
+func (db *DB) Acquire(ctx context.Context, execution, owner string, ttl time.Duration) (Lease, error) {
+	ttl, err := leaseTTL(ttl)
+	switch {
+	case err != nil:
+		return Lease{}, fmt.Errorf("acquiring execution %s: %w", execution, err)
+	case execution == "":
+		return Lease{}, errors.New("acquiring a lease: no execution id")
+	case owner == "":
+		return Lease{}, fmt.Errorf("acquiring execution %s: no owner", execution)
+	}
+	for attempt := 0; ; attempt++ {
+		l := Lease{Execution: execution, Owner: owner}
+		err = db.pool.QueryRow(ctx, acquireLease, execution, owner, ttl.Microseconds()).Scan(&l.Epoch, &l.Expires)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return Lease{}, fmt.Errorf("database %s: acquiring execution %s: %w", db.url, execution, err)
+		}
+		cur, err := db.currentLease(ctx, db.pool, execution)
+		if err != nil {
+			return Lease{}, err
+		}
+		// Released between the two statements: try again, a few times.
+		if cur.Owner != "" || attempt == 2 {
+			return Lease{}, &HeldError{Holder: cur}
+		}
+	}
+}
+
+// currentLease reads an execution's lease; Epoch 0 when it has none.
+func (db *DB) currentLease(ctx context.Context, q querier, execution string) (Lease, error) {
+	l := Lease{Execution: execution}
+	err := q.QueryRow(ctx, `SELECT owner, epoch, expires_at FROM leases WHERE execution = $1`, execution).Scan(&l.Owner, &l.Epoch, &l.Expires)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return Lease{}, fmt.Errorf("database %s: reading the lease of execution %s: %w", db.url, execution, err)
+	}
+	return l, nil
+}
+
+// fenced returns the *FencedError of lease l, reading the lease as it
+// stands.
+func (db *DB) fenced(ctx context.Context, q querier, execution string, epoch int64) error {
+	cur, err := db.currentLease(ctx, q, execution)
+	if err != nil {
+		return err
+	}
+	return &FencedError{Execution: execution, Epoch: epoch, Current: cur}
+}
+
+// Renew extends l by ttl (0 means DefaultLeaseTTL) from now and returns it
+// with its new expiry. A lease that expired is renewed as long as nobody
+// took it over; one that was taken over (or released) fails with a
+// *FencedError (ErrFenced).
+func (db *DB) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	ttl, err := leaseTTL(ttl)
+	if err != nil {
+		return Lease{}, fmt.Errorf("renewing execution %s: %w", l.Execution, err)
+	}
+	err = db.pool.QueryRow(ctx, `UPDATE leases SET expires_at = clock_timestamp() + $4 * interval '1 microsecond'
+WHERE execution = $1 AND owner = $2 AND epoch = $3
+RETURNING expires_at`, l.Execution, l.Owner, l.Epoch, ttl.Microseconds()).Scan(&l.Expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lease{}, db.fenced(ctx, db.pool, l.Execution, l.Epoch)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("database %s: renewing execution %s: %w", db.url, l.Execution, err)
+	}
+	return l, nil
+}
+
+// Release gives l up, so that another process may acquire it at once. The
+// row stays, without an owner, so that epochs keep growing. Releasing a
+// lease that was taken over fails with a *FencedError (ErrFenced).
+func (db *DB) Release(ctx context.Context, l Lease) error {
+	tag, err := db.pool.Exec(ctx, `UPDATE leases SET owner = '', expires_at = clock_timestamp()
+WHERE execution = $1 AND owner = $2 AND epoch = $3`, l.Execution, l.Owner, l.Epoch)
+	if err != nil {
+		return fmt.Errorf("database %s: releasing execution %s: %w", db.url, l.Execution, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return db.fenced(ctx, db.pool, l.Execution, l.Epoch)
+	}
+	return nil
+}
+
+// CheckFence checks, inside tx, that epoch is still the current epoch of
+// the execution's lease, and keeps it so until tx ends: the lease row is
+// locked FOR SHARE, so a takeover waits for tx, and a tx that comes after
+// a takeover fails with a *FencedError (ErrFenced). A commit calls it
+// before it writes anything and rolls back on its error.
+//
+// The lease's expiry is not checked: a lease that expired and was not
+// taken over is still the only one, and nobody else can have committed
+// since. FOR SHARE is enough: Renew and Acquire update the row, so they
+// wait; the holder's own commits, which only read it, do not.
+func CheckFence(ctx context.Context, tx pgx.Tx, execution string, epoch int64) error {
+	return fence(tx.QueryRow(ctx, fenceQuery, execution), execution, epoch)
+}
+
+// QueueFence queues CheckFence's check first in b, a batch a commit sends
+// inside its transaction, saving the check's round trip: the check locks
+// the lease row before the batch's writes run, and its failure (a
+// *FencedError) is the batch's error, after which the commit must roll
+// back. Queue it before anything else.
+func QueueFence(b *pgx.Batch, execution string, epoch int64) {
+	b.Queue(fenceQuery, execution).QueryRow(func(row pgx.Row) error { return fence(row, execution, epoch) })
+}
+
+// fenceQuery reads and locks an execution's lease for a commit.
+const fenceQuery = `SELECT owner, epoch FROM leases WHERE execution = $1 FOR SHARE`
+
+// fence checks the lease row of fenceQuery against epoch.
+func fence(row pgx.Row, execution string, epoch int64) error {
+	var owner string
+	var cur int64
+	err := row.Scan(&owner, &cur)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return &FencedError{Execution: execution, Epoch: epoch}
+	case err != nil:
+		return fmt.Errorf("checking the lease of execution %s: %w", execution, err)
+	case cur != epoch || owner == "":
+		return &FencedError{Execution: execution, Epoch: epoch, Current: Lease{Execution: execution, Owner: owner, Epoch: cur}}
+	}
+	return nil
+}
+
+// Renewer keeps a lease renewed in a goroutine of its own. It is safe for
+// concurrent use.
+type Renewer struct {
+	db   *DB
+	ttl  time.Duration
+	lost chan error
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu    sync.Mutex
+	lease Lease
+}
+
+// KeepRenewed renews l every ttl/3 (ttl 0 means DefaultLeaseTTL) until
+// Stop is called, ctx ends, or the lease is lost. A renewal that fails for
+// another reason than a takeover (a lost connection, a slow server) is
+// tried again at the next tick: two may fail in a row before the lease
+// expires, and even then it is lost only if another process takes it over,
+// which the next renewal reports and every commit's fence refuses.
+func (db *DB) KeepRenewed(ctx context.Context, l Lease, ttl time.Duration) (*Renewer, error) {
+	ttl, err := leaseTTL(ttl)
+	if err != nil {
+		return nil, fmt.Errorf("renewing execution %s: %w", l.Execution, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Renewer{db: db, ttl: ttl, lost: make(chan error, 1), stop: cancel, done: make(chan struct{}), lease: l}
+	go r.loop(ctx)
+	return r, nil
+}
+
+func (r *Renewer) loop(ctx context.Context) {
+	defer close(r.done)
+	defer close(r.lost)
+	tick := time.NewTicker(r.ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, r.ttl/3)
+		l, err := r.db.Renew(rctx, r.Lease(), r.ttl)
+		cancel()
+		switch {
+		case err == nil:
+			r.mu.Lock()
+			r.lease = l
+			r.mu.Unlock()
+		case errors.Is(err, ErrFenced):
+			r.lost <- err
+			return
+		}
+	}
+}
+
+// Lease returns the lease as last renewed.
+func (r *Renewer) Lease() Lease {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lease
+}
+
+// Lost is closed when the renewer stops; when it stopped because the
+// lease was lost, it first delivers the *FencedError that said so.
+func (r *Renewer) Lost() <-chan error { return r.lost }
+
+// Stop stops renewing and waits for the goroutine to end. It does not
+// release the lease. It may be called more than once.
+func (r *Renewer) Stop() {
+	r.stop()
+	<-r.done
+}

@@ -1,0 +1,180 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// WakeChannel is the notification channel on which commits announce
+// executions that have something to run (a start, a decision, a resume).
+const WakeChannel = "aslrun_wake"
+
+// Wake is what a Notifier delivers: an execution to look at, or word that
+// notifications may have been missed.
+type Wake struct {
+	// Execution is the id a notification carried; "" when Missed.
+	Execution string
+	// Missed says that notifications may have been lost (the connection
+	// dropped and was made again, or the receiver fell behind): look for
+	// work the way polling does, once.
+	Missed bool
+}
+
+// Reconnection pauses of a Notifier, and how long it waits for a
+// notification before it checks that its connection is alive (a
+// connection cut without a reset would otherwise wait for ever).
+const (
+	notifyFirstBackoff = 50 * time.Millisecond
+	notifyMaxBackoff   = 5 * time.Second
+	notifyIdleCheck    = 30 * time.Second
+	// notifyBuffer is how many wakes wait for the receiver before more are
+	// replaced by one Missed.
+	notifyBuffer = 256
+)
+
+// Notifier listens on a channel, on a connection of its own (not one of
+// the pool's), and delivers what it hears on C. When the connection
+// drops it connects again, with growing pauses, and then delivers a
+// Missed wake: what was notified meanwhile is lost, so the receiver
+// looks for work once, as polling does. Polling stays the fallback: a
+// notification is a hint that work is there sooner, never the only way it
+// is found. It is safe for concurrent use.
+type Notifier struct {
+	db      *DB
+	channel string
+	c       chan Wake
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// Listen starts a Notifier on channel. It connects and listens before it
+// returns, so that a database it cannot reach is an error here; later
+// failures are retried until Close or ctx ends.
+func (db *DB) Listen(ctx context.Context, channel string) (*Notifier, error) {
+	if channel == "" {
+		return nil, errors.New("listen: no channel")
+	}
+	conn, err := db.listenConn(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	n := &Notifier{db: db, channel: channel, c: make(chan Wake, notifyBuffer), stop: cancel, done: make(chan struct{})}
+	go n.loop(ctx, conn)
+	return n, nil
+}
+
+// listenConn connects and listens on channel.
+func (db *DB) listenConn(ctx context.Context, channel string) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("database %s: listening on %s: %w", db.url, channel, err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		closeConn(conn)
+		return nil, fmt.Errorf("database %s: listening on %s: %w", db.url, channel, err)
+	}
+	return conn, nil
+}
+
+// C delivers the wakes. It is closed when the Notifier stops.
+func (n *Notifier) C() <-chan Wake { return n.c }
+
+// Close stops listening, closes the connection and waits for it.
+func (n *Notifier) Close() {
+	n.stop()
+	<-n.done
+}
+
+func (n *Notifier) loop(ctx context.Context, conn *pgx.Conn) {
+	defer close(n.done)
+	defer close(n.c)
+	missed := false
+	backoff := notifyFirstBackoff
+	for ctx.Err() == nil {
+		if conn == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			var err error
+			if conn, err = n.db.listenConn(ctx, n.channel); err != nil {
+				backoff = min(2*backoff, notifyMaxBackoff)
+				continue
+			}
+			backoff = notifyFirstBackoff
+			missed = true
+		}
+		if missed {
+			select {
+			case n.c <- Wake{Missed: true}:
+				missed = false
+			default:
+			}
+		}
+		wait := notifyIdleCheck
+		if missed {
+			wait = notifyFirstBackoff // deliver it as soon as there is room
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		note, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+		case err == nil:
+			// A Missed still owed goes first: what was dropped came
+			// before this.
+			if missed {
+				select {
+				case n.c <- Wake{Missed: true}:
+					missed = false
+				default:
+				}
+			}
+			if !missed {
+				select {
+				case n.c <- Wake{Execution: note.Payload}:
+				default:
+					missed = true
+				}
+			}
+			continue
+		case pgconn.Timeout(err) && !conn.IsClosed():
+			// Quiet for a while: check that the server is still there.
+			pctx, cancel := context.WithTimeout(ctx, notifyIdleCheck)
+			err = conn.Ping(pctx)
+			cancel()
+			if err == nil {
+				continue
+			}
+		}
+		closeConn(conn)
+		conn = nil
+	}
+	if conn != nil {
+		closeConn(conn)
+	}
+}
+
+// closeConn closes conn, waiting a moment at most for the server to hear
+// it: the connection may be dead already.
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	conn.Close(ctx)
+}
+
+// Notify sends execution on channel when tx commits (nothing if it rolls
+// back), to every Notifier listening on the database.
+func Notify(ctx context.Context, tx pgx.Tx, channel, execution string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, execution); err != nil {
+		return fmt.Errorf("notifying %s of execution %s: %w", channel, execution, err)
+	}
+	return nil
+}
