@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aslrun/aslrun/jsonpath"
 )
@@ -263,75 +264,97 @@ func setPath(doc any, path []string, v any, remove bool) (any, error) {
 type docWriter struct {
 	memo  *docMemo
 	known *execDocs // what the execution's history holds; nil: nothing known
-	added map[[sha256.Size]byte]bool
 	buf   []byte
 	n     int
 	last  map[string]cachedDoc
 	used  []cachedDoc
+	added []int // indexes in used of the documents buf holds
 }
 
 func newDocWriter(memo *docMemo, known *execDocs) *docWriter {
-	return &docWriter{memo: memo, known: known, added: make(map[[sha256.Size]byte]bool), last: make(map[string]cachedDoc)}
+	return &docWriter{memo: memo, known: known}
 }
 
 // add makes v one of the history's documents, under its canonical hash,
 // which it returns; scope is the scope of the event that carries it.
-func (w *docWriter) add(v any, scope string) (string, error) {
-	h, err := w.memo.hash(v)
+func (w *docWriter) add(v any, scope string) ([sha256.Size]byte, error) {
+	sum, err := w.memo.hash(v)
 	if err != nil {
-		return "", err
+		return sum, err
 	}
-	d := cachedDoc{v: v}
-	if n, err := hex.Decode(d.sum[:], []byte(h)); err != nil || n != sha256.Size {
-		return "", fmt.Errorf("canonical hash %q is not a SHA-256", h)
-	}
+	d := cachedDoc{v: v, sum: sum}
 	base, hasBase := w.last[scope]
 	if !hasBase && w.known != nil {
 		base, hasBase = w.known.last[scope]
 	}
+	if w.last == nil {
+		w.last = make(map[string]cachedDoc, 1)
+	}
 	w.last[scope] = d
 	w.used = append(w.used, d)
-	if w.added[d.sum] || w.known.has(d.sum) {
-		return h, nil
+	if w.holds(sum) || w.known.has(sum) {
+		return sum, nil
 	}
-	w.added[d.sum] = true
+	w.added = append(w.added, len(w.used)-1)
 	w.n++
-	if hasBase && base.sum != d.sum {
+	if hasBase && base.sum != sum {
 		start := len(w.buf)
-		buf := append(append(append(w.buf, d.sum[:]...), docDelta), base.sum[:]...)
+		buf := append(append(append(w.buf, sum[:]...), docDelta), base.sum[:]...)
 		if delta, ok := appendDelta(nil, base.v, v, 4*maxDeltaLen); ok && (len(delta) <= maxDeltaLen || 2*len(delta) < jsonpath.Size(v)) {
 			w.buf = appendBytes(buf, delta)
-			return h, nil
+			return sum, nil
 		}
 		w.buf = w.buf[:start]
 	}
 	raw, err := w.memo.raw(v)
 	if err != nil {
-		return "", err
+		return sum, err
 	}
-	w.buf = appendBytes(append(append(w.buf, d.sum[:]...), docFull), raw)
-	return h, nil
+	w.buf = appendBytes(append(append(w.buf, sum[:]...), docFull), raw)
+	return sum, nil
+}
+
+// holds reports whether the commit already stores the document of hash
+// sum. A commit introduces few documents, so that a scan is quicker than a
+// map.
+func (w *docWriter) holds(sum [sha256.Size]byte) bool {
+	for _, i := range w.added {
+		if w.used[i].sum == sum {
+			return true
+		}
+	}
+	return false
 }
 
 // docCache remembers, per execution, what the commits of this process
 // wrote to its history: the hashes of the documents it holds, the
 // documents of its last commit by identity (so that the next commit,
 // whose first input is usually the last output, does not hash them
-// again), and the last document of each scope (the base of the next
-// delta). It is filled only by commits that succeeded, so that it never
+// again), the last document of each scope (the base of the next delta)
+// and the encodings of the large parts of its documents (so that a new
+// document is hashed without encoding again what it shares with the ones
+// before). It is filled only by commits that succeeded, so that it never
 // names a document the history lacks; a commit prepared before another
 // succeeded may store a document twice, which costs room, not
 // correctness. A docCache is safe for concurrent use.
 type docCache struct {
 	mu    sync.Mutex
 	execs map[string]*execDocs
+	// encBytes is the size of the encodings the executions' caches hold,
+	// as of their last commits; when it passes maxCachedEncodings, every
+	// cache is dropped (gen counts the drops).
+	encBytes int
+	gen      int
 }
 
 // Bounds of the cache: it forgets everything when it holds too many
-// executions, and an execution's hashes when it holds too many of them.
+// executions, an execution's hashes when it holds too many of them, and
+// every execution's encodings when together they pass their bound.
 const (
-	maxCachedExecs  = 4096
-	maxCachedHashes = 1 << 14
+	maxCachedExecs     = 4096
+	maxCachedHashes    = 1 << 14
+	maxExecEncodings   = 256 << 10
+	maxCachedEncodings = 64 << 20
 )
 
 // execDocs is what a docCache knows of one execution; mu is held while a
@@ -340,17 +363,21 @@ const (
 type execDocs struct {
 	mu     sync.Mutex
 	stored map[[sha256.Size]byte]struct{}
-	byID   map[docIdentity]cachedDoc
+	byID   map[docIdentity]memoEntry
 	last   map[string]cachedDoc
+	enc    *jsonpath.EncodeCache
+	gen    int // the docCache's gen when enc was made
+	spare  map[docIdentity]memoEntry
+	// counted is enc's size as counted in the docCache's encBytes; forget
+	// reads it without mu.
+	counted atomic.Int64
 }
 
-// cachedDoc is a document and its canonical hash, and its
-// jsonpath.Marshal form when it was encoded; holding the document keeps
-// its memory from being reused by another.
+// cachedDoc is a document and its canonical hash; holding the document
+// keeps its memory from being reused by another.
 type cachedDoc struct {
 	v   any
 	sum [sha256.Size]byte
-	raw []byte
 }
 
 func (e *execDocs) has(sum [sha256.Size]byte) bool {
@@ -368,12 +395,20 @@ func (c *docCache) get(id string) *execDocs {
 	if e == nil {
 		if c.execs == nil || len(c.execs) >= maxCachedExecs {
 			c.execs = make(map[string]*execDocs)
+			c.encBytes = 0
+			c.gen++
 		}
-		e = &execDocs{stored: make(map[[sha256.Size]byte]struct{})}
+		e = &execDocs{stored: make(map[[sha256.Size]byte]struct{}), gen: c.gen}
 		c.execs[id] = e
 	}
+	gen := c.gen
 	c.mu.Unlock()
 	e.mu.Lock()
+	if e.gen != gen {
+		// The caches were dropped since this one was counted.
+		e.enc, e.gen = nil, gen
+		e.counted.Store(0)
+	}
 	return e
 }
 
@@ -381,49 +416,91 @@ func (c *docCache) get(id string) *execDocs {
 // ended).
 func (c *docCache) forget(id string) {
 	c.mu.Lock()
-	delete(c.execs, id)
+	if e := c.execs[id]; e != nil {
+		delete(c.execs, id)
+		c.encBytes -= int(e.counted.Load())
+	}
 	c.mu.Unlock()
+}
+
+// memo returns a docMemo for a commit of the execution (locked by the
+// caller), using its encodings.
+func (e *execDocs) memo() *docMemo {
+	m := &docMemo{prev: e.byID, m: e.spare}
+	e.spare = nil
+	if m.m == nil {
+		m.m = make(map[docIdentity]memoEntry)
+	}
+	if e.enc == nil {
+		e.enc = jsonpath.NewEncodeCache(maxExecEncodings)
+	}
+	m.enc = e.enc
+	return m
 }
 
 // committed records, in e (locked by the caller), what a commit that
 // succeeded wrote: the documents w stored or referred to, and the
-// documents memo hashed.
-func (e *execDocs) committed(w *docWriter, memo *docMemo) {
-	if len(e.stored)+len(w.used) > maxCachedHashes {
-		clear(e.stored)
-	}
-	for _, d := range w.used {
-		e.stored[d.sum] = struct{}{}
-	}
-	if e.last == nil {
-		e.last = make(map[string]cachedDoc, len(w.last))
-	}
-	maps.Copy(e.last, w.last)
-	e.byID = make(map[docIdentity]cachedDoc, len(memo.m))
-	for id, ent := range memo.m {
-		if ent.hash != "" {
-			var d cachedDoc
-			if _, err := hex.Decode(d.sum[:], []byte(ent.hash)); err == nil {
-				d.v, d.raw = ent.v, ent.raw
-				e.byID[id] = d
-			}
+// documents memo hashed; it returns how much e's encodings grew.
+func (e *execDocs) committed(w *docWriter, memo *docMemo) int {
+	if w != nil {
+		if len(e.stored)+len(w.used) > maxCachedHashes {
+			clear(e.stored)
 		}
+		for _, d := range w.used {
+			e.stored[d.sum] = struct{}{}
+		}
+		if e.last == nil {
+			e.last = make(map[string]cachedDoc, len(w.last))
+		}
+		maps.Copy(e.last, w.last)
 	}
+	if old := e.byID; old != nil && len(old) <= 64 {
+		clear(old)
+		e.spare = old
+	}
+	e.byID = memo.m
+	if e.enc == nil {
+		return 0
+	}
+	n := int64(e.enc.Bytes())
+	return int(n - e.counted.Swap(n))
+}
+
+// grew adds to the docCache's count of encodings, dropping every cache
+// when it passes its bound.
+func (c *docCache) grew(n int) {
+	if n == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.encBytes += n
+	if c.encBytes > maxCachedEncodings {
+		c.encBytes = 0
+		c.gen++
+	}
+	c.mu.Unlock()
 }
 
 // docMemo remembers the encoding and canonical hash of documents within
 // one commit, by identity: the events of a step share one document. It
 // also knows the documents of the execution's previous commit (prev), so
-// that a document unchanged since is neither hashed nor encoded again.
+// that a document unchanged since is neither hashed nor encoded again,
+// and writes new documents with the execution's encodings (enc; nil:
+// none).
 type docMemo struct {
 	m    map[docIdentity]memoEntry
-	prev map[docIdentity]cachedDoc
+	prev map[docIdentity]memoEntry
+	enc  *jsonpath.EncodeCache
 }
 
+// memoEntry is a document (held, so that its memory is not reused), its
+// jsonpath.Marshal form when it was encoded, and its canonical hash when
+// hashed.
 type memoEntry struct {
-	v    any
-	raw  []byte
-	hash string
+	v      any
+	raw    []byte
+	sum    [sha256.Size]byte
+	hashed bool
 }
 
 // docIdentity identifies a map or a non-empty slice by its memory.
@@ -451,11 +528,32 @@ func identityOf(v any) (docIdentity, bool) {
 	return docIdentity{}, false
 }
 
+// marshal returns jsonpath.Marshal(v), with the memo's encodings.
+func (m *docMemo) marshal(v any) ([]byte, error) {
+	if m.enc != nil {
+		return m.enc.Marshal(v)
+	}
+	return jsonpath.Marshal(v)
+}
+
+// canonicalSum returns the SHA-256 of jsonpath.Canonical(v), with the
+// memo's encodings.
+func (m *docMemo) canonicalSum(v any) ([sha256.Size]byte, error) {
+	if m.enc != nil {
+		return m.enc.CanonicalSum(v)
+	}
+	b, err := jsonpath.Canonical(v)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(b), nil
+}
+
 // raw returns jsonpath.Marshal(v).
 func (m *docMemo) raw(v any) ([]byte, error) {
 	id, ok := identityOf(v)
 	if !ok {
-		return jsonpath.Marshal(v)
+		return m.marshal(v)
 	}
 	ent := m.m[id]
 	if ent.raw == nil {
@@ -463,7 +561,7 @@ func (m *docMemo) raw(v any) ([]byte, error) {
 			// Stored records are never changed, so the bytes can be shared.
 			ent.raw = d.raw
 		} else {
-			b, err := jsonpath.Marshal(v)
+			b, err := m.marshal(v)
 			if err != nil {
 				return nil, err
 			}
@@ -475,25 +573,35 @@ func (m *docMemo) raw(v any) ([]byte, error) {
 	return ent.raw, nil
 }
 
-// hash returns jsonpath.CanonicalHash(v).
-func (m *docMemo) hash(v any) (string, error) {
+// hash returns the SHA-256 of jsonpath.Canonical(v), whose hex is
+// jsonpath.CanonicalHash(v).
+func (m *docMemo) hash(v any) ([sha256.Size]byte, error) {
 	id, ok := identityOf(v)
 	if !ok {
-		return jsonpath.CanonicalHash(v)
+		return m.canonicalSum(v)
 	}
 	ent := m.m[id]
-	if ent.hash == "" {
-		if d, ok := m.prev[id]; ok {
-			ent.hash = hex.EncodeToString(d.sum[:])
+	if !ent.hashed {
+		if d, ok := m.prev[id]; ok && d.hashed {
+			ent.sum = d.sum
 		} else {
-			h, err := jsonpath.CanonicalHash(v)
+			sum, err := m.canonicalSum(v)
 			if err != nil {
-				return "", err
+				return sum, err
 			}
-			ent.hash = h
+			ent.sum = sum
 		}
-		ent.v = v
+		ent.v, ent.hashed = v, true
 		m.m[id] = ent
 	}
-	return ent.hash, nil
+	return ent.sum, nil
+}
+
+// hashHex returns jsonpath.CanonicalHash(v).
+func (m *docMemo) hashHex(v any) (string, error) {
+	sum, err := m.hash(v)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(sum[:]), nil
 }

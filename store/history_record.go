@@ -122,10 +122,10 @@ func (p *preparedHistory) seal(h *headRecord) error {
 	binary.BigEndian.PutUint64(p.record[historyPrevAt:], h.LastRecord)
 	binary.BigEndian.PutUint64(p.record[historyFirstAt:], uint64(h.Events+1))
 	copy(p.record[p.prevAt:], prev[:])
-	hasher := sha256.New()
+	var scratch []byte
 	prevHex := append(make([]byte, 0, 2*sha256.Size), h.LastHash...)
 	for i, v := range p.values {
-		sum := chainHash(hasher, p.digests[i], prevHex)
+		sum := chainHash(&scratch, p.digests[i], prevHex)
 		copy(v[eventHashAt:eventHeaderLen], sum[:])
 		prevHex = hex.AppendEncode(prevHex[:0], sum[:])
 	}
