@@ -47,6 +47,10 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 	return out, nil
 }
 
+// AppendString appends s as Marshal writes a string: AppendJSON(dst, s)
+// without making s an interface value.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 // MarshalIndent is Marshal with one line per array element and object
 // member, each line indented by indent once per level, and ": " between a
 // key and its value; empty arrays and objects stay [] and {}. It is meant

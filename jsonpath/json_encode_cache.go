@@ -27,6 +27,8 @@ type EncodeCache struct {
 	curBytes int
 	oldBytes int
 	scratch  []byte
+	keys     []string // the encoders' scratch stacks, kept between calls
+	pairs    []keyPair
 }
 
 // encodeKey identifies an object or a non-empty array by its memory (as
@@ -87,8 +89,9 @@ func (c *EncodeCache) CanonicalSum(v any) ([sha256.Size]byte, error) {
 // encode writes v into the cache's scratch buffer, valid until the next
 // call.
 func (c *EncodeCache) encode(v any, canonical bool) ([]byte, error) {
-	e := encoder{canonical: canonical, cache: c}
+	e := encoder{canonical: canonical, cache: c, keys: c.keys[:0], pairs: c.pairs[:0]}
 	out, err := e.value(c.scratch[:0], v, 0)
+	c.keys, c.pairs = e.keys[:0], e.pairs[:0]
 	if err != nil {
 		err.Path = e.path.String()
 		return nil, err
@@ -104,9 +107,14 @@ func (c *EncodeCache) encode(v any, canonical bool) ([]byte, error) {
 // cachedValue appends the encoding of the object or array identified by
 // key, at depth, to dst: from the cache when it holds it (written at that
 // depth or a deeper one), else written by write and remembered when it is
-// large.
+// large. A document itself (depth 0) is not remembered: its caller
+// usually remembers it whole, and a new document is mostly a new object
+// around shared parts.
 func (e *encoder) cachedValue(dst []byte, key cacheKey, depth int, write func([]byte) ([]byte, *JSONError)) ([]byte, *JSONError) {
 	c := e.cache
+	if depth == 0 {
+		return write(dst)
+	}
 	k := encodeKey{cacheKey: key, canonical: e.canonical}
 	if x, ok := c.cur[k]; ok && depth <= x.depth {
 		return append(dst, x.b...), nil

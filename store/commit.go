@@ -46,6 +46,11 @@ type prepared struct {
 	// docCache once the commit succeeded.
 	docs *docWriter
 	memo *docMemo
+
+	// base is the head the commit was applied to and its history sealed
+	// after before Bolt's commit loop took it, and head the result
+	// (Bolt.preseal); nil when it was not.
+	base, head *headRecord
 }
 
 // preparedCheckpoint is a checkpoint encoded for writing: its record and
@@ -99,7 +104,7 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec, cache *docCach
 			return nil, err
 		}
 	}
-	p.docs, p.memo = newDocWriter(memo, known), memo
+	p.docs, p.memo = newDocWriter(memo, known, len(c.Events)), memo
 	ew := eventWriter{values: make([]byte, 0, 128*len(c.Events)), digests: make([]byte, 0, 400*len(c.Events)), spans: make([][2][2]int, 0, len(c.Events))}
 	for i := range c.Events {
 		if err = ew.add(&c.Events[i], memo, p.docs); err != nil {

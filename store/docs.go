@@ -2,6 +2,7 @@ package store
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -97,57 +98,78 @@ func (d *storedDoc) value(docs map[[sha256.Size]byte]any) (any, error) {
 
 // appendDelta appends the delta from document a to document b (its
 // number of operations first); ok is false when either is not an object
-// or the delta grows past limit bytes.
-func appendDelta(dst []byte, a, b any, limit int) (out []byte, ok bool) {
+// or the delta grows past limit bytes. scratch is a buffer to reuse.
+func appendDelta(dst []byte, a, b any, limit int, scratch *deltaScratch) (out []byte, ok bool) {
 	am, ok1 := a.(map[string]any)
 	bm, ok2 := b.(map[string]any)
 	if !ok1 || !ok2 {
 		return dst, false
 	}
-	var ops []byte
-	n := 0
-	var path []string
-	var walk func(am, bm map[string]any) bool
-	walk = func(am, bm map[string]any) bool {
-		for k, bv := range bm {
-			av, had := am[k]
-			if had && sameValue(av, bv) {
-				continue
-			}
-			path = append(path, k)
-			if ac, ok := av.(map[string]any); ok && had {
-				if bc, ok := bv.(map[string]any); ok {
-					if !walk(ac, bc) {
-						return false
-					}
-					path = path[:len(path)-1]
-					continue
-				}
-			}
-			val, err := jsonpath.Marshal(bv)
-			if err != nil {
-				return false
-			}
-			ops = appendBytes(appendDeltaOp(ops, deltaSet, path), val)
-			n++
-			path = path[:len(path)-1]
-			if len(ops) > limit {
-				return false
-			}
-		}
-		for k := range am {
-			if _, ok := bm[k]; !ok {
-				ops = appendDeltaOp(ops, deltaRemove, append(path, k))
-				n++
-			}
-		}
-		return len(ops) <= limit
-	}
-	if !walk(am, bm) {
+	scratch.ops, scratch.path, scratch.n, scratch.limit = scratch.ops[:0], scratch.path[:0], 0, limit
+	if !scratch.walk(am, bm) {
 		return dst, false
 	}
-	dst = appendUvarint(dst, uint64(n))
-	return append(dst, ops...), true
+	dst = appendUvarint(dst, uint64(scratch.n))
+	return append(dst, scratch.ops...), true
+}
+
+// deltaScratch is appendDelta's state, its buffers reused from one delta
+// to the next.
+type deltaScratch struct {
+	ops   []byte
+	path  []string
+	n     int
+	limit int
+}
+
+// walk adds the operations that turn am into bm.
+func (d *deltaScratch) walk(am, bm map[string]any) bool {
+	for k, bv := range bm {
+		av, had := am[k]
+		if had && sameValue(av, bv) {
+			continue
+		}
+		d.path = append(d.path, k)
+		if ac, ok := av.(map[string]any); ok && had {
+			if bc, ok := bv.(map[string]any); ok {
+				if !d.walk(ac, bc) {
+					return false
+				}
+				d.path = d.path[:len(d.path)-1]
+				continue
+			}
+		}
+		d.ops = appendDeltaOp(d.ops, deltaSet, d.path)
+		start := len(d.ops)
+		var err error
+		if d.ops, err = jsonpath.AppendJSON(d.ops, bv); err != nil {
+			return false
+		}
+		d.ops = prefixLength(d.ops, start)
+		d.n++
+		d.path = d.path[:len(d.path)-1]
+		if len(d.ops) > d.limit {
+			return false
+		}
+	}
+	for k := range am {
+		if _, ok := bm[k]; !ok {
+			d.ops = appendDeltaOp(d.ops, deltaRemove, append(d.path, k))
+			d.n++
+		}
+	}
+	return len(d.ops) <= d.limit
+}
+
+// prefixLength puts the length of b[start:] (uvarint) before it, as
+// appendBytes would have written it.
+func prefixLength(b []byte, start int) []byte {
+	var pre [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(pre[:], uint64(len(b)-start))
+	b = append(b, pre[:k]...)
+	copy(b[start+k:], b[start:len(b)-k])
+	copy(b[start:], pre[:k])
+	return b
 }
 
 func appendDeltaOp(b []byte, op byte, path []string) []byte {
@@ -269,10 +291,12 @@ type docWriter struct {
 	last  map[string]cachedDoc
 	used  []cachedDoc
 	added []int // indexes in used of the documents buf holds
+	delta deltaScratch
 }
 
-func newDocWriter(memo *docMemo, known *execDocs) *docWriter {
-	return &docWriter{memo: memo, known: known}
+// newDocWriter returns a docWriter for the documents of events events.
+func newDocWriter(memo *docMemo, known *execDocs, events int) *docWriter {
+	return &docWriter{memo: memo, known: known, used: make([]cachedDoc, 0, 2*events), added: make([]int, 0, events)}
 }
 
 // add makes v one of the history's documents, under its canonical hash,
@@ -300,9 +324,12 @@ func (w *docWriter) add(v any, scope string) ([sha256.Size]byte, error) {
 	if hasBase && base.sum != sum {
 		start := len(w.buf)
 		buf := append(append(append(w.buf, sum[:]...), docDelta), base.sum[:]...)
-		if delta, ok := appendDelta(nil, base.v, v, 4*maxDeltaLen); ok && (len(delta) <= maxDeltaLen || 2*len(delta) < jsonpath.Size(v)) {
-			w.buf = appendBytes(buf, delta)
-			return sum, nil
+		mark := len(buf)
+		if buf, ok := appendDelta(buf, base.v, v, 4*maxDeltaLen, &w.delta); ok {
+			if n := len(buf) - mark; n <= maxDeltaLen || 2*n < jsonpath.Size(v) {
+				w.buf = prefixLength(buf, mark)
+				return sum, nil
+			}
 		}
 		w.buf = w.buf[:start]
 	}

@@ -17,7 +17,7 @@ import (
 func sealedRecord(t *testing.T, id string, h *headRecord, events ...engine.Event) preparedHistory {
 	t.Helper()
 	memo := newDocMemo()
-	docs := newDocWriter(memo, nil)
+	docs := newDocWriter(memo, nil, len(events))
 	var w eventWriter
 	for i := range events {
 		if err := w.add(&events[i], memo, docs); err != nil {
@@ -96,7 +96,7 @@ func TestEventWriter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var w eventWriter
-			if err := w.add(&tt.e, newDocMemo(), newDocWriter(newDocMemo(), nil)); err != nil {
+			if err := w.add(&tt.e, newDocMemo(), newDocWriter(newDocMemo(), nil, 1)); err != nil {
 				t.Fatal(err)
 			}
 			got := w.events()[0]
