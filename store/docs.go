@@ -288,15 +288,48 @@ type docWriter struct {
 	known *execDocs // what the execution's history holds; nil: nothing known
 	buf   []byte
 	n     int
-	last  map[string]cachedDoc
+	last  []scopeDoc // the last document of each scope, in the order of their first
 	used  []cachedDoc
 	added []int // indexes in used of the documents buf holds
-	delta deltaScratch
+	delta *deltaScratch
+}
+
+// scopeDoc is the last document of a scope.
+type scopeDoc struct {
+	scope string
+	d     cachedDoc
 }
 
 // newDocWriter returns a docWriter for the documents of events events.
 func newDocWriter(memo *docMemo, known *execDocs, events int) *docWriter {
-	return &docWriter{memo: memo, known: known, used: make([]cachedDoc, 0, 2*events), added: make([]int, 0, events)}
+	w := &docWriter{memo: memo, known: known, used: make([]cachedDoc, 0, 2*events), added: make([]int, 0, events), buf: make([]byte, 0, 512)}
+	if known != nil {
+		w.delta = &known.delta
+	} else {
+		w.delta = new(deltaScratch)
+	}
+	return w
+}
+
+// lastOf returns the last document of scope in this commit.
+func (w *docWriter) lastOf(scope string) (cachedDoc, bool) {
+	for i := range w.last {
+		if w.last[i].scope == scope {
+			return w.last[i].d, true
+		}
+	}
+	return cachedDoc{}, false
+}
+
+// setLast makes d the last document of scope.
+func (w *docWriter) setLast(scope string, d cachedDoc) {
+	for i := range w.last {
+		if w.last[i].scope == scope {
+			w.last[i].d = d
+			return
+		}
+	}
+	w.last = append(w.last, scopeDoc{scope: scope, d: d})
 }
 
 // add makes v one of the history's documents, under its canonical hash,
@@ -307,14 +340,11 @@ func (w *docWriter) add(v any, scope string) ([sha256.Size]byte, error) {
 		return sum, err
 	}
 	d := cachedDoc{v: v, sum: sum}
-	base, hasBase := w.last[scope]
+	base, hasBase := w.lastOf(scope)
 	if !hasBase && w.known != nil {
 		base, hasBase = w.known.last[scope]
 	}
-	if w.last == nil {
-		w.last = make(map[string]cachedDoc, 1)
-	}
-	w.last[scope] = d
+	w.setLast(scope, d)
 	w.used = append(w.used, d)
 	if w.holds(sum) || w.known.has(sum) {
 		return sum, nil
@@ -325,7 +355,7 @@ func (w *docWriter) add(v any, scope string) ([sha256.Size]byte, error) {
 		start := len(w.buf)
 		buf := append(append(append(w.buf, sum[:]...), docDelta), base.sum[:]...)
 		mark := len(buf)
-		if buf, ok := appendDelta(buf, base.v, v, 4*maxDeltaLen, &w.delta); ok {
+		if buf, ok := appendDelta(buf, base.v, v, 4*maxDeltaLen, w.delta); ok {
 			if n := len(buf) - mark; n <= maxDeltaLen || 2*n < jsonpath.Size(v) {
 				w.buf = prefixLength(buf, mark)
 				return sum, nil
@@ -395,6 +425,7 @@ type execDocs struct {
 	enc    *jsonpath.EncodeCache
 	gen    int // the docCache's gen when enc was made
 	spare  map[docIdentity]memoEntry
+	delta  deltaScratch // the buffers of the deltas of its commits
 	// counted is enc's size as counted in the docCache's encBytes; forget
 	// reads it without mu.
 	counted atomic.Int64
@@ -479,7 +510,9 @@ func (e *execDocs) committed(w *docWriter, memo *docMemo) int {
 		if e.last == nil {
 			e.last = make(map[string]cachedDoc, len(w.last))
 		}
-		maps.Copy(e.last, w.last)
+		for _, l := range w.last {
+			e.last[l.scope] = l.d
+		}
 	}
 	if old := e.byID; old != nil && len(old) <= 64 {
 		clear(old)
