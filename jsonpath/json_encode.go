@@ -47,6 +47,10 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 	return out, nil
 }
 
+// AppendString appends s as Marshal writes a string: AppendJSON(dst, s)
+// without making s an interface value.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 // MarshalIndent is Marshal with one line per array element and object
 // member, each line indented by indent once per level, and ": " between a
 // key and its value; empty arrays and objects stay [] and {}. It is meant
@@ -70,6 +74,7 @@ type encoder struct {
 	keys      []string  // keys being sorted
 	pairs     []keyPair // canonical: keys with their NFC forms
 	path      errPath   // filled only when an error unwinds
+	cache     *EncodeCache
 }
 
 func valueError(format string, args ...any) *JSONError {
@@ -107,15 +112,18 @@ func (e *encoder) value(dst []byte, v any, depth int) ([]byte, *JSONError) {
 		if depth >= MaxDepth {
 			return dst, tooDeep()
 		}
+		if e.cache != nil && len(v) > 0 {
+			return e.cachedValue(dst, sliceKey(v), depth, func(dst []byte) ([]byte, *JSONError) { return e.array(dst, v, depth+1) })
+		}
 		return e.array(dst, v, depth+1)
 	case map[string]any:
 		if depth >= MaxDepth {
 			return dst, tooDeep()
 		}
-		if e.canonical && !asciiKeys(v) {
-			return e.canonicalObject(dst, v, depth+1)
+		if e.cache != nil && len(v) > 0 {
+			return e.cachedValue(dst, mapKey(v), depth, func(dst []byte) ([]byte, *JSONError) { return e.objectOf(dst, v, depth+1) })
 		}
-		return e.object(dst, v, depth+1)
+		return e.objectOf(dst, v, depth+1)
 	case float64:
 		return appendGoFloat(dst, v, 64)
 	case float32:
@@ -192,6 +200,14 @@ func (e *encoder) array(dst []byte, a []any, depth int) ([]byte, *JSONError) {
 		dst = e.newline(dst, depth-1)
 	}
 	return append(dst, ']'), nil
+}
+
+// objectOf appends m as its form (canonical or not) asks.
+func (e *encoder) objectOf(dst []byte, m map[string]any, depth int) ([]byte, *JSONError) {
+	if e.canonical && !asciiKeys(m) {
+		return e.canonicalObject(dst, m, depth)
+	}
+	return e.object(dst, m, depth)
 }
 
 func (e *encoder) object(dst []byte, m map[string]any, depth int) ([]byte, *JSONError) {

@@ -316,3 +316,65 @@ func TestBoltMigratesFormats2And3(t *testing.T) {
 		})
 	}
 }
+
+// TestPresealStale commits two steps of one execution, both sealed
+// against the same head before either was written: the second finds the
+// head changed, is applied and sealed again in the commit loop, and the
+// history verifies with every event in order.
+func TestPresealStale(t *testing.T) {
+	b, err := OpenBolt(filepath.Join(t.TempDir(), "db"), BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := t.Context()
+	if err := b.Create(ctx, &engine.Execution{ID: "e", Definition: []byte(`{}`), StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	step := func(n int64) *engine.Commit {
+		return &engine.Commit{
+			Execution: "e", Seq: n, LastEvent: n, Status: engine.StatusRunning,
+			Scopes: map[string]*engine.Scope{"": {Next: "S", Doc: map[string]any{"n": n}}},
+			Events: []engine.Event{{ID: n, Type: "PassStateEntered", State: "S", Timestamp: time.Now(), Input: map[string]any{"n": n}}},
+		}
+	}
+	// A first commit puts the head in the loop's cache.
+	if err := b.Commit(ctx, step(1)); err != nil {
+		t.Fatal(err)
+	}
+	var ps []*prepared
+	for _, n := range []int64{2, 3} {
+		p, err := prepareCommit(step(n), &b.codecs, b.codec, &b.docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.preseal(p)
+		if p.base == nil {
+			t.Fatalf("commit %d was not presealed", n)
+		}
+		ps = append(ps, p)
+	}
+	if ps[0].base != ps[1].base {
+		t.Fatal("the commits were sealed against different heads")
+	}
+	for _, p := range ps {
+		if err := b.write(ctx, func(x *tx) error { return x.apply(p) }); err != nil {
+			t.Fatal(err)
+		}
+		p.committed(&b.docs)
+	}
+	if err := b.VerifyHistory(ctx, "e"); err != nil {
+		t.Errorf("VerifyHistory = %v", err)
+	}
+	events, err := b.History(ctx, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, e := range events {
+		ids = append(ids, e.ID)
+	}
+	if !reflect.DeepEqual(ids, []int64{1, 2, 3}) {
+		t.Errorf("history event ids = %v, want [1 2 3]", ids)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -28,7 +29,12 @@ import (
 //
 // The loop keeps the heads it wrote, decoded (headCache): heads are
 // written nowhere else, so a commit finds its execution's head without
-// reading and decoding it.
+// reading and decoding it. A committing goroutine applies its commit to
+// the head the cache holds and seals its history record before it hands
+// the commit to the loop (preseal), so that the loop, which every commit
+// waits for, only checks that the head is still the one the commit was
+// sealed against; when it is not (another commit of the execution came
+// first), the loop applies and seals the commit again.
 const (
 	queueLen = 1024
 	maxBatch = 1024
@@ -42,6 +48,9 @@ const (
 // under way leaves them. A head in the cache is never modified: a commit
 // changes a copy and puts that.
 type headCache struct {
+	// mu guards committed against the committing goroutines' reads
+	// (lookup); only the loop changes it, and it reads it without mu.
+	mu        sync.Mutex
 	committed map[string]*headRecord
 	pending   map[string]*headRecord
 }
@@ -53,15 +62,34 @@ func newHeadCache() headCache {
 // settle ends a transaction: its heads are committed when ok, forgotten
 // otherwise.
 func (c *headCache) settle(ok bool) {
-	if ok {
+	if ok && len(c.pending) > 0 {
+		c.mu.Lock()
 		if len(c.committed)+len(c.pending) > maxCachedHeads {
 			clear(c.committed)
 		}
 		for id, h := range c.pending {
 			c.committed[id] = h
 		}
+		c.mu.Unlock()
 	}
 	clear(c.pending)
+}
+
+// lookup returns the committed head of execution id, nil when the cache
+// does not hold it; a committing goroutine calls it.
+func (c *headCache) lookup(id string) *headRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.committed[id]
+}
+
+// current returns the head of execution id as the transaction under way
+// leaves it, nil when the cache does not hold it; the loop calls it.
+func (c *headCache) current(id string) *headRecord {
+	if h, ok := c.pending[id]; ok {
+		return h
+	}
+	return c.committed[id]
 }
 
 // headForWrite returns a copy of an execution's head for the caller to
@@ -305,6 +333,7 @@ func (b *Bolt) Commit(ctx context.Context, c *engine.Commit) error {
 	if err != nil {
 		return fmt.Errorf("commit execution %s: %w", c.Execution, err)
 	}
+	b.preseal(p)
 	if err := b.write(ctx, func(x *tx) error { return x.apply(p) }); err != nil {
 		return fmt.Errorf("commit execution %s: %w", p.id, err)
 	}
@@ -312,25 +341,56 @@ func (b *Bolt) Commit(ctx context.Context, c *engine.Commit) error {
 	return nil
 }
 
+// preseal applies p to the head of its execution the head cache holds,
+// and seals its history record after it, outside the loop; the loop uses
+// the result when that head is still the execution's (apply). A commit
+// that rolls back, or whose head is not cached, is left to the loop.
+func (b *Bolt) preseal(p *prepared) {
+	if p.rollback != nil {
+		return
+	}
+	base := b.heads.lookup(p.id)
+	if base == nil {
+		return
+	}
+	h := *base
+	p.applyHead(&h)
+	if p.history.seal(&h) != nil {
+		return // the loop seals it again, and reports the error
+	}
+	p.base, p.head = base, &h
+}
+
 // apply writes a prepared commit. What can fail is checked before
 // anything is written, and is a rejection; then only bbolt's writes can
 // fail.
 func (x *tx) apply(p *prepared) error {
-	h, err := x.headForWrite(p.id)
-	if err != nil {
-		return reject(err)
-	}
-	oldStatus, oldWake := h.Status, waitingAt(h)
-	p.applyHead(h)
+	var h *headRecord
+	var oldStatus engine.Status
+	var oldWake time.Time
 	var superseded []storedRecord
-	if p.rollback != nil {
-		if superseded, err = x.supersede(p.id, h, p.rollback); err != nil {
+	if p.base != nil && x.cache != nil && x.cache.current(p.id) == p.base {
+		// Sealed against the execution's head (preseal). A copy, as the
+		// transaction may be applied again.
+		c := *p.head
+		h, oldStatus, oldWake = &c, p.base.Status, waitingAt(p.base)
+	} else {
+		var err error
+		if h, err = x.headForWrite(p.id); err != nil {
+			return reject(err)
+		}
+		oldStatus, oldWake = h.Status, waitingAt(h)
+		p.applyHead(h)
+		if p.rollback != nil {
+			if superseded, err = x.supersede(p.id, h, p.rollback); err != nil {
+				return reject(err)
+			}
+		}
+		if err := p.history.seal(h); err != nil {
 			return reject(err)
 		}
 	}
-	if err := p.history.seal(h); err != nil {
-		return reject(err)
-	}
+	var err error
 	var oldCheckpoint *checkpointRecord
 	if cp := p.checkpoint; cp != nil {
 		if oldCheckpoint, err = x.checkpointRecord(p.id, cp.name); err != nil {

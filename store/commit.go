@@ -46,6 +46,11 @@ type prepared struct {
 	// docCache once the commit succeeded.
 	docs *docWriter
 	memo *docMemo
+
+	// base is the head the commit was applied to and its history sealed
+	// after before Bolt's commit loop took it, and head the result
+	// (Bolt.preseal); nil when it was not.
+	base, head *headRecord
 }
 
 // preparedCheckpoint is a checkpoint encoded for writing: its record and
@@ -70,8 +75,7 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec, cache *docCach
 	}
 	known := cache.get(c.Execution)
 	defer known.mu.Unlock()
-	memo := newDocMemo()
-	memo.prev = known.byID
+	memo := known.memo()
 	p := &prepared{
 		id: c.Execution, seq: c.Seq, status: c.Status, errMsg: c.Error, cause: c.Cause,
 		stoppedAt: utc(c.StoppedAt), wakeAt: utc(c.WakeAt), waitingFor: c.WaitingFor,
@@ -100,13 +104,14 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec, cache *docCach
 			return nil, err
 		}
 	}
-	events := make([]preparedEvent, len(c.Events))
-	p.docs, p.memo = newDocWriter(memo, known), memo
+	p.docs, p.memo = newDocWriter(memo, known, len(c.Events)), memo
+	ew := eventWriter{values: make([]byte, 0, 128*len(c.Events)), digests: make([]byte, 0, 400*len(c.Events)), spans: make([][2][2]int, 0, len(c.Events))}
 	for i := range c.Events {
-		if events[i], err = prepareEvent(&c.Events[i], memo, p.docs); err != nil {
+		if err = ew.add(&c.Events[i], memo, p.docs); err != nil {
 			return nil, fmt.Errorf("event %d (%s): %w", i+1, c.Events[i].Type, err)
 		}
 	}
+	events := ew.events()
 	if cp := p.checkpoint; cp != nil {
 		// One of the commit's events records the checkpoint's hash, in
 		// the chain (integrity.go).
@@ -154,7 +159,7 @@ func prepareCheckpoint(id string, cp *engine.Checkpoint, memo *docMemo, codecs *
 		return nil, where("document", err)
 	}
 	r.Blob = blobKey(raw)
-	if r.DocHash, err = memo.hash(cp.Document); err != nil {
+	if r.DocHash, err = memo.hashHex(cp.Document); err != nil {
 		return nil, where("document", err)
 	}
 	if r.Variables, err = encodeVars(cp.Variables); err != nil {
@@ -189,12 +194,13 @@ func (p *prepared) committed(cache *docCache) {
 		cache.forget(p.id)
 		return
 	}
-	if p.docs == nil {
+	if p.memo == nil {
 		return
 	}
 	e := cache.get(p.id)
-	e.committed(p.docs, p.memo)
+	grown := e.committed(p.docs, p.memo)
 	e.mu.Unlock()
+	cache.grew(grown)
 }
 
 // applyHead sets what the commit changes in the execution's head (its

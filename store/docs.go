@@ -2,11 +2,13 @@ package store
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"maps"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aslrun/aslrun/jsonpath"
 )
@@ -96,57 +98,78 @@ func (d *storedDoc) value(docs map[[sha256.Size]byte]any) (any, error) {
 
 // appendDelta appends the delta from document a to document b (its
 // number of operations first); ok is false when either is not an object
-// or the delta grows past limit bytes.
-func appendDelta(dst []byte, a, b any, limit int) (out []byte, ok bool) {
+// or the delta grows past limit bytes. scratch is a buffer to reuse.
+func appendDelta(dst []byte, a, b any, limit int, scratch *deltaScratch) (out []byte, ok bool) {
 	am, ok1 := a.(map[string]any)
 	bm, ok2 := b.(map[string]any)
 	if !ok1 || !ok2 {
 		return dst, false
 	}
-	var ops []byte
-	n := 0
-	var path []string
-	var walk func(am, bm map[string]any) bool
-	walk = func(am, bm map[string]any) bool {
-		for k, bv := range bm {
-			av, had := am[k]
-			if had && sameValue(av, bv) {
-				continue
-			}
-			path = append(path, k)
-			if ac, ok := av.(map[string]any); ok && had {
-				if bc, ok := bv.(map[string]any); ok {
-					if !walk(ac, bc) {
-						return false
-					}
-					path = path[:len(path)-1]
-					continue
-				}
-			}
-			val, err := jsonpath.Marshal(bv)
-			if err != nil {
-				return false
-			}
-			ops = appendBytes(appendDeltaOp(ops, deltaSet, path), val)
-			n++
-			path = path[:len(path)-1]
-			if len(ops) > limit {
-				return false
-			}
-		}
-		for k := range am {
-			if _, ok := bm[k]; !ok {
-				ops = appendDeltaOp(ops, deltaRemove, append(path, k))
-				n++
-			}
-		}
-		return len(ops) <= limit
-	}
-	if !walk(am, bm) {
+	scratch.ops, scratch.path, scratch.n, scratch.limit = scratch.ops[:0], scratch.path[:0], 0, limit
+	if !scratch.walk(am, bm) {
 		return dst, false
 	}
-	dst = appendUvarint(dst, uint64(n))
-	return append(dst, ops...), true
+	dst = appendUvarint(dst, uint64(scratch.n))
+	return append(dst, scratch.ops...), true
+}
+
+// deltaScratch is appendDelta's state, its buffers reused from one delta
+// to the next.
+type deltaScratch struct {
+	ops   []byte
+	path  []string
+	n     int
+	limit int
+}
+
+// walk adds the operations that turn am into bm.
+func (d *deltaScratch) walk(am, bm map[string]any) bool {
+	for k, bv := range bm {
+		av, had := am[k]
+		if had && sameValue(av, bv) {
+			continue
+		}
+		d.path = append(d.path, k)
+		if ac, ok := av.(map[string]any); ok && had {
+			if bc, ok := bv.(map[string]any); ok {
+				if !d.walk(ac, bc) {
+					return false
+				}
+				d.path = d.path[:len(d.path)-1]
+				continue
+			}
+		}
+		d.ops = appendDeltaOp(d.ops, deltaSet, d.path)
+		start := len(d.ops)
+		var err error
+		if d.ops, err = jsonpath.AppendJSON(d.ops, bv); err != nil {
+			return false
+		}
+		d.ops = prefixLength(d.ops, start)
+		d.n++
+		d.path = d.path[:len(d.path)-1]
+		if len(d.ops) > d.limit {
+			return false
+		}
+	}
+	for k := range am {
+		if _, ok := bm[k]; !ok {
+			d.ops = appendDeltaOp(d.ops, deltaRemove, append(d.path, k))
+			d.n++
+		}
+	}
+	return len(d.ops) <= d.limit
+}
+
+// prefixLength puts the length of b[start:] (uvarint) before it, as
+// appendBytes would have written it.
+func prefixLength(b []byte, start int) []byte {
+	var pre [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(pre[:], uint64(len(b)-start))
+	b = append(b, pre[:k]...)
+	copy(b[start+k:], b[start:len(b)-k])
+	copy(b[start:], pre[:k])
+	return b
 }
 
 func appendDeltaOp(b []byte, op byte, path []string) []byte {
@@ -263,75 +286,132 @@ func setPath(doc any, path []string, v any, remove bool) (any, error) {
 type docWriter struct {
 	memo  *docMemo
 	known *execDocs // what the execution's history holds; nil: nothing known
-	added map[[sha256.Size]byte]bool
 	buf   []byte
 	n     int
-	last  map[string]cachedDoc
+	last  []scopeDoc // the last document of each scope, in the order of their first
 	used  []cachedDoc
+	added []int // indexes in used of the documents buf holds
+	delta *deltaScratch
 }
 
-func newDocWriter(memo *docMemo, known *execDocs) *docWriter {
-	return &docWriter{memo: memo, known: known, added: make(map[[sha256.Size]byte]bool), last: make(map[string]cachedDoc)}
+// scopeDoc is the last document of a scope.
+type scopeDoc struct {
+	scope string
+	d     cachedDoc
+}
+
+// newDocWriter returns a docWriter for the documents of events events.
+func newDocWriter(memo *docMemo, known *execDocs, events int) *docWriter {
+	w := &docWriter{memo: memo, known: known, used: make([]cachedDoc, 0, 2*events), added: make([]int, 0, events), buf: make([]byte, 0, 512)}
+	if known != nil {
+		w.delta = &known.delta
+	} else {
+		w.delta = new(deltaScratch)
+	}
+	return w
+}
+
+// lastOf returns the last document of scope in this commit.
+func (w *docWriter) lastOf(scope string) (cachedDoc, bool) {
+	for i := range w.last {
+		if w.last[i].scope == scope {
+			return w.last[i].d, true
+		}
+	}
+	return cachedDoc{}, false
+}
+
+// setLast makes d the last document of scope.
+func (w *docWriter) setLast(scope string, d cachedDoc) {
+	for i := range w.last {
+		if w.last[i].scope == scope {
+			w.last[i].d = d
+			return
+		}
+	}
+	w.last = append(w.last, scopeDoc{scope: scope, d: d})
 }
 
 // add makes v one of the history's documents, under its canonical hash,
 // which it returns; scope is the scope of the event that carries it.
-func (w *docWriter) add(v any, scope string) (string, error) {
-	h, err := w.memo.hash(v)
+func (w *docWriter) add(v any, scope string) ([sha256.Size]byte, error) {
+	sum, err := w.memo.hash(v)
 	if err != nil {
-		return "", err
+		return sum, err
 	}
-	d := cachedDoc{v: v}
-	if n, err := hex.Decode(d.sum[:], []byte(h)); err != nil || n != sha256.Size {
-		return "", fmt.Errorf("canonical hash %q is not a SHA-256", h)
-	}
-	base, hasBase := w.last[scope]
+	d := cachedDoc{v: v, sum: sum}
+	base, hasBase := w.lastOf(scope)
 	if !hasBase && w.known != nil {
 		base, hasBase = w.known.last[scope]
 	}
-	w.last[scope] = d
+	w.setLast(scope, d)
 	w.used = append(w.used, d)
-	if w.added[d.sum] || w.known.has(d.sum) {
-		return h, nil
+	if w.holds(sum) || w.known.has(sum) {
+		return sum, nil
 	}
-	w.added[d.sum] = true
+	w.added = append(w.added, len(w.used)-1)
 	w.n++
-	if hasBase && base.sum != d.sum {
+	if hasBase && base.sum != sum {
 		start := len(w.buf)
-		buf := append(append(append(w.buf, d.sum[:]...), docDelta), base.sum[:]...)
-		if delta, ok := appendDelta(nil, base.v, v, 4*maxDeltaLen); ok && (len(delta) <= maxDeltaLen || 2*len(delta) < jsonpath.Size(v)) {
-			w.buf = appendBytes(buf, delta)
-			return h, nil
+		buf := append(append(append(w.buf, sum[:]...), docDelta), base.sum[:]...)
+		mark := len(buf)
+		if buf, ok := appendDelta(buf, base.v, v, 4*maxDeltaLen, w.delta); ok {
+			if n := len(buf) - mark; n <= maxDeltaLen || 2*n < jsonpath.Size(v) {
+				w.buf = prefixLength(buf, mark)
+				return sum, nil
+			}
 		}
 		w.buf = w.buf[:start]
 	}
 	raw, err := w.memo.raw(v)
 	if err != nil {
-		return "", err
+		return sum, err
 	}
-	w.buf = appendBytes(append(append(w.buf, d.sum[:]...), docFull), raw)
-	return h, nil
+	w.buf = appendBytes(append(append(w.buf, sum[:]...), docFull), raw)
+	return sum, nil
+}
+
+// holds reports whether the commit already stores the document of hash
+// sum. A commit introduces few documents, so that a scan is quicker than a
+// map.
+func (w *docWriter) holds(sum [sha256.Size]byte) bool {
+	for _, i := range w.added {
+		if w.used[i].sum == sum {
+			return true
+		}
+	}
+	return false
 }
 
 // docCache remembers, per execution, what the commits of this process
 // wrote to its history: the hashes of the documents it holds, the
 // documents of its last commit by identity (so that the next commit,
 // whose first input is usually the last output, does not hash them
-// again), and the last document of each scope (the base of the next
-// delta). It is filled only by commits that succeeded, so that it never
+// again), the last document of each scope (the base of the next delta)
+// and the encodings of the large parts of its documents (so that a new
+// document is hashed without encoding again what it shares with the ones
+// before). It is filled only by commits that succeeded, so that it never
 // names a document the history lacks; a commit prepared before another
 // succeeded may store a document twice, which costs room, not
 // correctness. A docCache is safe for concurrent use.
 type docCache struct {
 	mu    sync.Mutex
 	execs map[string]*execDocs
+	// encBytes is the size of the encodings the executions' caches hold,
+	// as of their last commits; when it passes maxCachedEncodings, every
+	// cache is dropped (gen counts the drops).
+	encBytes int
+	gen      int
 }
 
 // Bounds of the cache: it forgets everything when it holds too many
-// executions, and an execution's hashes when it holds too many of them.
+// executions, an execution's hashes when it holds too many of them, and
+// every execution's encodings when together they pass their bound.
 const (
-	maxCachedExecs  = 4096
-	maxCachedHashes = 1 << 14
+	maxCachedExecs     = 4096
+	maxCachedHashes    = 1 << 14
+	maxExecEncodings   = 256 << 10
+	maxCachedEncodings = 64 << 20
 )
 
 // execDocs is what a docCache knows of one execution; mu is held while a
@@ -340,17 +420,22 @@ const (
 type execDocs struct {
 	mu     sync.Mutex
 	stored map[[sha256.Size]byte]struct{}
-	byID   map[docIdentity]cachedDoc
+	byID   map[docIdentity]memoEntry
 	last   map[string]cachedDoc
+	enc    *jsonpath.EncodeCache
+	gen    int // the docCache's gen when enc was made
+	spare  map[docIdentity]memoEntry
+	delta  deltaScratch // the buffers of the deltas of its commits
+	// counted is enc's size as counted in the docCache's encBytes; forget
+	// reads it without mu.
+	counted atomic.Int64
 }
 
-// cachedDoc is a document and its canonical hash, and its
-// jsonpath.Marshal form when it was encoded; holding the document keeps
-// its memory from being reused by another.
+// cachedDoc is a document and its canonical hash; holding the document
+// keeps its memory from being reused by another.
 type cachedDoc struct {
 	v   any
 	sum [sha256.Size]byte
-	raw []byte
 }
 
 func (e *execDocs) has(sum [sha256.Size]byte) bool {
@@ -368,12 +453,20 @@ func (c *docCache) get(id string) *execDocs {
 	if e == nil {
 		if c.execs == nil || len(c.execs) >= maxCachedExecs {
 			c.execs = make(map[string]*execDocs)
+			c.encBytes = 0
+			c.gen++
 		}
-		e = &execDocs{stored: make(map[[sha256.Size]byte]struct{})}
+		e = &execDocs{stored: make(map[[sha256.Size]byte]struct{}), gen: c.gen}
 		c.execs[id] = e
 	}
+	gen := c.gen
 	c.mu.Unlock()
 	e.mu.Lock()
+	if e.gen != gen {
+		// The caches were dropped since this one was counted.
+		e.enc, e.gen = nil, gen
+		e.counted.Store(0)
+	}
 	return e
 }
 
@@ -381,49 +474,93 @@ func (c *docCache) get(id string) *execDocs {
 // ended).
 func (c *docCache) forget(id string) {
 	c.mu.Lock()
-	delete(c.execs, id)
+	if e := c.execs[id]; e != nil {
+		delete(c.execs, id)
+		c.encBytes -= int(e.counted.Load())
+	}
 	c.mu.Unlock()
+}
+
+// memo returns a docMemo for a commit of the execution (locked by the
+// caller), using its encodings.
+func (e *execDocs) memo() *docMemo {
+	m := &docMemo{prev: e.byID, m: e.spare}
+	e.spare = nil
+	if m.m == nil {
+		m.m = make(map[docIdentity]memoEntry)
+	}
+	if e.enc == nil {
+		e.enc = jsonpath.NewEncodeCache(maxExecEncodings)
+	}
+	m.enc = e.enc
+	return m
 }
 
 // committed records, in e (locked by the caller), what a commit that
 // succeeded wrote: the documents w stored or referred to, and the
-// documents memo hashed.
-func (e *execDocs) committed(w *docWriter, memo *docMemo) {
-	if len(e.stored)+len(w.used) > maxCachedHashes {
-		clear(e.stored)
-	}
-	for _, d := range w.used {
-		e.stored[d.sum] = struct{}{}
-	}
-	if e.last == nil {
-		e.last = make(map[string]cachedDoc, len(w.last))
-	}
-	maps.Copy(e.last, w.last)
-	e.byID = make(map[docIdentity]cachedDoc, len(memo.m))
-	for id, ent := range memo.m {
-		if ent.hash != "" {
-			var d cachedDoc
-			if _, err := hex.Decode(d.sum[:], []byte(ent.hash)); err == nil {
-				d.v, d.raw = ent.v, ent.raw
-				e.byID[id] = d
-			}
+// documents memo hashed; it returns how much e's encodings grew.
+func (e *execDocs) committed(w *docWriter, memo *docMemo) int {
+	if w != nil {
+		if len(e.stored)+len(w.used) > maxCachedHashes {
+			clear(e.stored)
+		}
+		for _, d := range w.used {
+			e.stored[d.sum] = struct{}{}
+		}
+		if e.last == nil {
+			e.last = make(map[string]cachedDoc, len(w.last))
+		}
+		for _, l := range w.last {
+			e.last[l.scope] = l.d
 		}
 	}
+	if old := e.byID; old != nil && len(old) <= 64 {
+		clear(old)
+		e.spare = old
+	}
+	e.byID = memo.m
+	if e.enc == nil {
+		return 0
+	}
+	n := int64(e.enc.Bytes())
+	return int(n - e.counted.Swap(n))
+}
+
+// grew adds to the docCache's count of encodings, dropping every cache
+// when it passes its bound.
+func (c *docCache) grew(n int) {
+	if n == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.encBytes += n
+	if c.encBytes > maxCachedEncodings {
+		c.encBytes = 0
+		c.gen++
+	}
+	c.mu.Unlock()
 }
 
 // docMemo remembers the encoding and canonical hash of documents within
 // one commit, by identity: the events of a step share one document. It
 // also knows the documents of the execution's previous commit (prev), so
-// that a document unchanged since is neither hashed nor encoded again.
+// that a document unchanged since is neither hashed nor encoded again,
+// and writes new documents with the execution's encodings (enc; nil:
+// none).
 type docMemo struct {
 	m    map[docIdentity]memoEntry
-	prev map[docIdentity]cachedDoc
+	prev map[docIdentity]memoEntry
+	enc  *jsonpath.EncodeCache
 }
 
+// memoEntry is a document (held, so that its memory is not reused), its
+// jsonpath.Marshal form when it was encoded, and its canonical hash when
+// hashed.
 type memoEntry struct {
-	v    any
-	raw  []byte
-	hash string
+	v      any
+	raw    []byte
+	sum    [sha256.Size]byte
+	hashed bool
 }
 
 // docIdentity identifies a map or a non-empty slice by its memory.
@@ -451,11 +588,32 @@ func identityOf(v any) (docIdentity, bool) {
 	return docIdentity{}, false
 }
 
+// marshal returns jsonpath.Marshal(v), with the memo's encodings.
+func (m *docMemo) marshal(v any) ([]byte, error) {
+	if m.enc != nil {
+		return m.enc.Marshal(v)
+	}
+	return jsonpath.Marshal(v)
+}
+
+// canonicalSum returns the SHA-256 of jsonpath.Canonical(v), with the
+// memo's encodings.
+func (m *docMemo) canonicalSum(v any) ([sha256.Size]byte, error) {
+	if m.enc != nil {
+		return m.enc.CanonicalSum(v)
+	}
+	b, err := jsonpath.Canonical(v)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(b), nil
+}
+
 // raw returns jsonpath.Marshal(v).
 func (m *docMemo) raw(v any) ([]byte, error) {
 	id, ok := identityOf(v)
 	if !ok {
-		return jsonpath.Marshal(v)
+		return m.marshal(v)
 	}
 	ent := m.m[id]
 	if ent.raw == nil {
@@ -463,7 +621,7 @@ func (m *docMemo) raw(v any) ([]byte, error) {
 			// Stored records are never changed, so the bytes can be shared.
 			ent.raw = d.raw
 		} else {
-			b, err := jsonpath.Marshal(v)
+			b, err := m.marshal(v)
 			if err != nil {
 				return nil, err
 			}
@@ -475,25 +633,35 @@ func (m *docMemo) raw(v any) ([]byte, error) {
 	return ent.raw, nil
 }
 
-// hash returns jsonpath.CanonicalHash(v).
-func (m *docMemo) hash(v any) (string, error) {
+// hash returns the SHA-256 of jsonpath.Canonical(v), whose hex is
+// jsonpath.CanonicalHash(v).
+func (m *docMemo) hash(v any) ([sha256.Size]byte, error) {
 	id, ok := identityOf(v)
 	if !ok {
-		return jsonpath.CanonicalHash(v)
+		return m.canonicalSum(v)
 	}
 	ent := m.m[id]
-	if ent.hash == "" {
-		if d, ok := m.prev[id]; ok {
-			ent.hash = hex.EncodeToString(d.sum[:])
+	if !ent.hashed {
+		if d, ok := m.prev[id]; ok && d.hashed {
+			ent.sum = d.sum
 		} else {
-			h, err := jsonpath.CanonicalHash(v)
+			sum, err := m.canonicalSum(v)
 			if err != nil {
-				return "", err
+				return sum, err
 			}
-			ent.hash = h
+			ent.sum = sum
 		}
-		ent.v = v
+		ent.v, ent.hashed = v, true
 		m.m[id] = ent
 	}
-	return ent.hash, nil
+	return ent.sum, nil
+}
+
+// hashHex returns jsonpath.CanonicalHash(v).
+func (m *docMemo) hashHex(v any) (string, error) {
+	sum, err := m.hash(v)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(sum[:]), nil
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -88,7 +87,8 @@ func writeSorted[V any](w *recordWriter, k string, m map[string]V, appendValue f
 	}
 	w.key(k)
 	w.b = append(w.b, '{')
-	for i, name := range slices.Sorted(maps.Keys(m)) {
+	var buf [16]string
+	for i, name := range sortedKeys(buf[:0], m) {
 		if i > 0 {
 			w.b = append(w.b, ',')
 		}
@@ -126,12 +126,20 @@ func (w *recordWriter) object(k string, f func(w *recordWriter)) {
 // bytes ends the object and returns it.
 func (w *recordWriter) bytes() []byte { return append(w.b, '}') }
 
+// sortedKeys appends the keys of m to dst, sorted: with a dst on the
+// caller's stack, a small map's keys are sorted without allocating.
+func sortedKeys[V any](dst []string, m map[string]V) []string {
+	for k := range m {
+		dst = append(dst, k)
+	}
+	slices.Sort(dst)
+	return dst
+}
+
 // appendString appends s as a JSON string, as jsonpath.Marshal writes it
-// (which cannot fail for a string: invalid UTF-8 becomes U+FFFD, as with
-// encoding/json).
+// (invalid UTF-8 becomes U+FFFD, as with encoding/json).
 func appendString(dst []byte, s string) []byte {
-	out, _ := jsonpath.AppendJSON(dst, s)
-	return out
+	return jsonpath.AppendString(dst, s)
 }
 
 // encodeScopeRecord writes a scopeRecord.

@@ -3,9 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
@@ -95,7 +93,8 @@ func appendHead(b []byte, h *headRecord) []byte {
 	str(headWaitingFor, h.WaitingFor)
 	if len(h.Invocations) > 0 {
 		b = binary.AppendUvarint(append(b, headInvocations), uint64(len(h.Invocations)))
-		for _, agent := range slices.Sorted(maps.Keys(h.Invocations)) {
+		var buf [16]string
+		for _, agent := range sortedKeys(buf[:0], h.Invocations) {
 			b = binary.AppendVarint(appendStr(b, agent), int64(h.Invocations[agent]))
 		}
 	}
@@ -122,7 +121,8 @@ func appendHead(b []byte, h *headRecord) []byte {
 	}
 	if len(h.Unbound) > 0 {
 		b = binary.AppendUvarint(append(b, headUnbound), uint64(len(h.Unbound)))
-		for _, name := range slices.Sorted(maps.Keys(h.Unbound)) {
+		var buf [16]string
+		for _, name := range sortedKeys(buf[:0], h.Unbound) {
 			b = appendStr(appendStr(b, name), h.Unbound[name])
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash"
 	"strconv"
 	"strings"
 	"time"
@@ -91,43 +90,113 @@ type preparedEvent struct {
 	digest []byte
 }
 
-// prepareEvent encodes e, adding its input and output to the commit's
-// documents.
-func prepareEvent(e *engine.Event, memo *docMemo, docs *docWriter) (preparedEvent, error) {
+// eventWriter encodes the events of a commit, their values and digests
+// each in one buffer.
+type eventWriter struct {
+	values, digests []byte
+	spans           [][2][2]int // each event's value and digest in the buffers
+}
+
+// add encodes e, adding its input and output to the commit's documents.
+// The value it appends is appendEventValue's and the digest
+// eventDigest's, written from the hashes without spelling them as
+// strings.
+func (w *eventWriter) add(e *engine.Event, memo *docMemo, docs *docWriter) error {
 	// The strings are hashed as they are stored: made valid UTF-8.
-	r := eventRecord{
-		ID: e.ID, Own: e.Own, Type: validUTF8(e.Type), time: e.Timestamp.UTC(),
-		State: validUTF8(e.State), Scope: validUTF8(e.Scope), Error: validUTF8(e.Error), Cause: validUTF8(e.Cause),
+	typ, state, scope, errName, cause := validUTF8(e.Type), validUTF8(e.State), validUTF8(e.Scope), validUTF8(e.Error), validUTF8(e.Cause)
+	ts := e.Timestamp.UTC()
+	doc, err := memo.hash(e.Document)
+	if err != nil {
+		return fmt.Errorf("document: %w", err)
 	}
-	r.Timestamp = r.time.Format(time.RFC3339Nano)
-	var err error
-	if r.DocHash, err = memo.hash(e.Document); err != nil {
-		return preparedEvent{}, fmt.Errorf("document: %w", err)
-	}
-	for _, f := range []struct {
-		dst  *string
-		has  *bool
-		v    any
-		name string
-	}{{&r.InputHash, &r.hasInput, e.Input, "input"}, {&r.OutputHash, &r.hasOutput, e.Output, "output"}} {
-		if f.v == nil {
-			continue
+	var in, out [sha256.Size]byte
+	if e.Input != nil {
+		if in, err = docs.add(e.Input, scope); err != nil {
+			return fmt.Errorf("input: %w", err)
 		}
-		if *f.dst, err = docs.add(f.v, r.Scope); err != nil {
-			return preparedEvent{}, fmt.Errorf("%s: %w", f.name, err)
-		}
-		*f.has = true
 	}
-	var detailHash string
+	if e.Output != nil {
+		if out, err = docs.add(e.Output, scope); err != nil {
+			return fmt.Errorf("output: %w", err)
+		}
+	}
+	var detail []byte
+	var detailSum [sha256.Size]byte
 	if e.Detail != nil {
-		if r.Detail, err = memo.raw(e.Detail); err != nil {
-			return preparedEvent{}, fmt.Errorf("detail: %w", err)
+		if detail, err = memo.raw(e.Detail); err != nil {
+			return fmt.Errorf("detail: %w", err)
 		}
-		if detailHash, err = memo.hash(e.Detail); err != nil {
-			return preparedEvent{}, fmt.Errorf("detail: %w", err)
+		if detailSum, err = memo.hash(e.Detail); err != nil {
+			return fmt.Errorf("detail: %w", err)
 		}
 	}
-	return preparedEvent{value: appendEventValue(nil, &r), digest: eventDigest(&r, [3]string{r.InputHash, r.OutputHash, detailHash})}, nil
+
+	var span [2][2]int
+	b := w.values
+	span[0][0] = len(b)
+	b = append(b, eventFormat, 0)
+	b = append(b, make([]byte, sha256.Size)...)
+	b = binary.AppendVarint(b, e.ID)
+	b = binary.AppendVarint(b, e.Own)
+	b = appendTime(b, ts)
+	b = appendStr(appendStr(appendStr(appendStr(appendStr(b, typ), state), scope), errName), cause)
+	b = append(append(b, refSum), doc[:]...)
+	b = appendSumRef(b, in, doc, e.Input != nil)
+	b = appendSumRef(b, out, doc, e.Output != nil)
+	b = appendBytes(b, detail)
+	b = appendStr(b, "")
+	span[0][1] = len(b)
+	w.values = b
+
+	d := w.digests
+	span[1][0] = len(d)
+	d = append(d, "aslrun event 1\x00"...)
+	d = appendStr(d, typ)
+	d = appendDecimal(d, e.ID)
+	d = appendDecimal(d, e.Own)
+	var tbuf [64]byte
+	d = appendBytes(d, ts.AppendFormat(tbuf[:0], time.RFC3339Nano))
+	d = appendStr(appendStr(appendStr(appendStr(d, state), scope), errName), cause)
+	d = appendHexSum(d, in, e.Input != nil)
+	d = appendHexSum(d, out, e.Output != nil)
+	d = appendHexSum(d, detailSum, e.Detail != nil)
+	d = appendHexSum(d, doc, true)
+	span[1][1] = len(d)
+	w.digests = d
+	w.spans = append(w.spans, span)
+	return nil
+}
+
+// events returns the events encoded, each value and digest clipped so
+// that appending to it copies it.
+func (w *eventWriter) events() []preparedEvent {
+	out := make([]preparedEvent, len(w.spans))
+	for i, sp := range w.spans {
+		out[i] = preparedEvent{value: w.values[sp[0][0]:sp[0][1]:sp[0][1]], digest: w.digests[sp[1][0]:sp[1][1]:sp[1][1]]}
+	}
+	return out
+}
+
+// appendSumRef appends a reference to a document hash as appendRef does
+// to its hex: refSame when it is the event's document's.
+func appendSumRef(b []byte, sum, doc [sha256.Size]byte, present bool) []byte {
+	switch {
+	case !present:
+		return append(b, refNone)
+	case sum == doc:
+		return append(b, refSame)
+	}
+	return append(append(b, refSum), sum[:]...)
+}
+
+// appendHexSum adds a hash to a digest as its hex text's length and
+// bytes, or an empty string when absent.
+func appendHexSum(d []byte, sum [sha256.Size]byte, present bool) []byte {
+	if !present {
+		return append(d, 0)
+	}
+	d = binary.AppendUvarint(d, 2*sha256.Size)
+	return hex.AppendEncode(d, sum[:])
 }
 
 // appendEventValue appends the stored value of a format 2 event, its Hash
@@ -255,16 +324,12 @@ func appendCheckpointDigest(digest []byte, hash string) []byte {
 }
 
 // chainHash completes a digest with the previous event's hash (hex, empty
-// for the first event), using hasher h.
-func chainHash(h hash.Hash, digest, prev []byte) [sha256.Size]byte {
-	h.Reset()
-	h.Write(digest)
-	var n [binary.MaxVarintLen64]byte
-	h.Write(n[:binary.PutUvarint(n[:], uint64(len(prev)))])
-	h.Write(prev)
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	return sum
+// for the first event), in the buffer *scratch.
+func chainHash(scratch *[]byte, digest, prev []byte) [sha256.Size]byte {
+	b := append((*scratch)[:0], digest...)
+	b = appendBytes(b, prev)
+	*scratch = b
+	return sha256.Sum256(b)
 }
 
 // historyReader reads an execution's history records in order: it
@@ -278,12 +343,12 @@ type historyReader struct {
 	docs   map[[sha256.Size]byte]any
 	n      int64  // events read
 	prev   string // the last event's Hash, hex
-	hasher hash.Hash
+	hasher []byte // chainHash's buffer
 	last   eventRecord
 }
 
 func newHistoryReader(id string, verify bool) *historyReader {
-	return &historyReader{id: id, verify: verify, docs: make(map[[sha256.Size]byte]any), hasher: sha256.New()}
+	return &historyReader{id: id, verify: verify, docs: make(map[[sha256.Size]byte]any)}
 }
 
 // record reads the next history record, calling f (when not nil) with
@@ -396,7 +461,7 @@ func (hr *historyReader) event(v []byte) (engine.Event, eventRecord, error) {
 				return e, r, fmt.Errorf("event detail: %v: %w", err, ErrTampered)
 			}
 		}
-		sum := chainHash(hr.hasher, eventDigest(&r, hashes), []byte(e.PrevHash))
+		sum := chainHash(&hr.hasher, eventDigest(&r, hashes), []byte(e.PrevHash))
 		if !bytes.Equal(sum[:], eventHash(v)) {
 			return e, r, fmt.Errorf("event hash %s does not match its content: %w", e.Hash, ErrTampered)
 		}

@@ -58,21 +58,20 @@ func newPreparedHistory(id string, events []preparedEvent, docs []byte, ndocs in
 	for i := range events {
 		size += 4 + len(events[i].value)
 	}
-	p := preparedHistory{values: make([][]byte, len(events)), digests: make([][]byte, len(events))}
+	vd := make([][]byte, 2*len(events))
+	p := preparedHistory{values: vd[:len(events):len(events)], digests: vd[len(events):]}
 	rec := appendHistoryHeader(make([]byte, 0, size), historyFormat, id, 0, 0, len(events))
 	p.prevAt = len(rec)
 	rec = append(rec, make([]byte, sha256.Size)...)
 	rec = binary.AppendUvarint(rec, uint64(ndocs))
 	rec = append(rec, docs...)
-	spans := make([][2]int, len(events))
 	for i := range events {
 		rec = binary.BigEndian.AppendUint32(rec, uint32(len(events[i].value)))
-		spans[i] = [2]int{len(rec), len(rec) + len(events[i].value)}
+		// rec has its final capacity: it does not move as it grows.
+		start := len(rec)
 		rec = append(rec, events[i].value...)
+		p.values[i] = rec[start:len(rec):len(rec)]
 		p.digests[i] = events[i].digest
-	}
-	for i, sp := range spans {
-		p.values[i] = rec[sp[0]:sp[1]:sp[1]]
 	}
 	p.record = rec
 	return p
@@ -122,10 +121,11 @@ func (p *preparedHistory) seal(h *headRecord) error {
 	binary.BigEndian.PutUint64(p.record[historyPrevAt:], h.LastRecord)
 	binary.BigEndian.PutUint64(p.record[historyFirstAt:], uint64(h.Events+1))
 	copy(p.record[p.prevAt:], prev[:])
-	hasher := sha256.New()
-	prevHex := append(make([]byte, 0, 2*sha256.Size), h.LastHash...)
+	scratch := make([]byte, 0, 512)
+	var prevBuf [2 * sha256.Size]byte
+	prevHex := append(prevBuf[:0], h.LastHash...)
 	for i, v := range p.values {
-		sum := chainHash(hasher, p.digests[i], prevHex)
+		sum := chainHash(&scratch, p.digests[i], prevHex)
 		copy(v[eventHashAt:eventHeaderLen], sum[:])
 		prevHex = hex.AppendEncode(prevHex[:0], sum[:])
 	}

@@ -9,22 +9,22 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonpath"
 )
 
 // sealedRecord prepares and seals the history record of events after head
 // h.
 func sealedRecord(t *testing.T, id string, h *headRecord, events ...engine.Event) preparedHistory {
 	t.Helper()
-	prepared := make([]preparedEvent, len(events))
 	memo := newDocMemo()
-	docs := newDocWriter(memo, nil)
+	docs := newDocWriter(memo, nil, len(events))
+	var w eventWriter
 	for i := range events {
-		var err error
-		if prepared[i], err = prepareEvent(&events[i], memo, docs); err != nil {
+		if err := w.add(&events[i], memo, docs); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p := newPreparedHistory(id, prepared, docs.buf, docs.n)
+	p := newPreparedHistory(id, w.events(), docs.buf, docs.n)
 	if err := p.seal(h); err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +73,65 @@ func TestHistoryRecordRoundTrip(t *testing.T) {
 	}
 	if h.Events != 3 {
 		t.Errorf("head after sealing: %d events, want 3", h.Events)
+	}
+}
+
+// TestEventWriter checks that the events a commit writes are encoded and
+// digested as appendEventValue and eventDigest encode them from their
+// fields: the reader and VerifyHistory use those.
+func TestEventWriter(t *testing.T) {
+	at := time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.FixedZone("X", 3600))
+	doc := map[string]any{"a": "b", "n": jsonpath.IntNumber(3)}
+	other := []any{"x", 1.5}
+	tests := []struct {
+		name string
+		e    engine.Event
+	}{
+		{"bare", engine.Event{Type: "ExecutionStarted", Timestamp: at}},
+		{"input is the document", engine.Event{ID: 7, Own: 2, Type: "PassStateEntered", State: "P", Scope: "s/1", Timestamp: at, Input: doc, Document: doc}},
+		{"output differs", engine.Event{ID: -1, Own: 1 << 40, Type: "TaskStateExited", State: "T", Timestamp: at, Input: doc, Output: other, Document: doc}},
+		{"detail, error and cause", engine.Event{Type: "TaskFailed", State: "T", Error: "E", Cause: "c\xffause", Timestamp: at, Detail: map[string]any{"k": "v"}, Document: other}},
+		{"invalid strings", engine.Event{Type: "x\xff", State: "\xfe", Scope: "\xc3", Timestamp: time.Time{}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var w eventWriter
+			if err := w.add(&tt.e, newDocMemo(), newDocWriter(newDocMemo(), nil, 1)); err != nil {
+				t.Fatal(err)
+			}
+			got := w.events()[0]
+			e := &tt.e
+			r := eventRecord{
+				ID: e.ID, Own: e.Own, Type: validUTF8(e.Type), time: e.Timestamp.UTC(),
+				State: validUTF8(e.State), Scope: validUTF8(e.Scope), Error: validUTF8(e.Error), Cause: validUTF8(e.Cause),
+			}
+			r.Timestamp = r.time.Format(time.RFC3339Nano)
+			hash := func(v any) string {
+				h, err := jsonpath.CanonicalHash(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return h
+			}
+			r.DocHash = hash(e.Document)
+			var hashes [3]string
+			if e.Input != nil {
+				r.InputHash, r.hasInput, hashes[0] = hash(e.Input), true, hash(e.Input)
+			}
+			if e.Output != nil {
+				r.OutputHash, r.hasOutput, hashes[1] = hash(e.Output), true, hash(e.Output)
+			}
+			if e.Detail != nil {
+				r.Detail, _ = jsonpath.Marshal(e.Detail)
+				hashes[2] = hash(e.Detail)
+			}
+			if want := appendEventValue(nil, &r); !bytes.Equal(got.value, want) {
+				t.Errorf("value = %x, want %x", got.value, want)
+			}
+			if want := eventDigest(&r, hashes); !bytes.Equal(got.digest, want) {
+				t.Errorf("digest = %q, want %q", got.digest, want)
+			}
+		})
 	}
 }
 
