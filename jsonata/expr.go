@@ -276,14 +276,16 @@ type Scope struct {
 // workflow variable.
 func (s *Scope) lookup(name string, context bool) (any, bool) {
 	if name == "states" {
+		// The result is set once the agent answered, after Arguments used
+		// the scope: add what is new since the last expression.
 		if s.states == nil {
 			s.states = map[string]any{"input": toJSONata(s.Input)}
-			if s.HasResult {
-				s.states["result"] = toJSONata(s.Result)
-			}
-			if s.HasErrorOutput {
-				s.states["errorOutput"] = toJSONata(s.ErrorOutput)
-			}
+		}
+		if _, ok := s.states["result"]; s.HasResult && !ok {
+			s.states["result"] = toJSONata(s.Result)
+		}
+		if _, ok := s.states["errorOutput"]; s.HasErrorOutput && !ok {
+			s.states["errorOutput"] = toJSONata(s.ErrorOutput)
 		}
 		if context && !s.statesContext && s.Context != nil {
 			s.statesContext = true
