@@ -45,6 +45,9 @@ func Compile(src string) (e *Expr, err error) {
 	if src == "" {
 		return nil, errors.New("the expression is empty")
 	}
+	if err := lexerTraps(src); err != nil {
+		return nil, err
+	}
 	defer func() {
 		// The library's parser is third-party code run on text a stranger
 		// may send: whatever it does, a definition gets an error back.
@@ -52,16 +55,86 @@ func Compile(src string) (e *Expr, err error) {
 			e, err = nil, fmt.Errorf("the expression cannot be parsed (%v)", p)
 		}
 	}()
-	x, err := lib.Compile(src)
+	text := withoutComments(src)
+	x, err := lib.Compile(text)
 	if err != nil {
 		return nil, err
 	}
 	e = &Expr{src: src, lib: x}
 	e.scan()
-	if root, err := jparse.Parse(src); err == nil {
+	if root, err := jparse.Parse(text); err == nil {
 		e.path = plainPath(root)
 	}
 	return e, nil
+}
+
+// lexerTraps refuses the text the library's lexer cannot read safely: a
+// "!" or "~" not followed by "=" or ">" (outside strings, quoted names and
+// comments). Neither is an operator alone in JSONata, and when the next
+// character is not ASCII the lexer backs up too far and loops for ever.
+func lexerTraps(s string) error {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\'', '`':
+			for i++; i < len(s) && s[i] != c; i++ {
+				if s[i] == '\\' && c != '`' {
+					i++
+				}
+			}
+		case '/':
+			if i+1 < len(s) && s[i+1] == '*' {
+				end := strings.Index(s[i+2:], "*/")
+				if end < 0 {
+					return nil
+				}
+				i += end + 3
+			}
+		case '!', '~':
+			want := byte('=')
+			if c == '~' {
+				want = '>'
+			}
+			if i+1 >= len(s) || s[i+1] != want {
+				return fmt.Errorf("syntax error: '%c' (at offset %d) must be followed by '%c'", c, i, want)
+			}
+		}
+	}
+	return nil
+}
+
+// withoutComments replaces each /* … */ comment outside strings and quoted
+// names by a space: JSONata 2 (which AWS runs) has comments, the library
+// does not. An unterminated comment is left for the library to refuse.
+func withoutComments(s string) string {
+	if !strings.Contains(s, "/*") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\'' || c == '`':
+			j := i + 1
+			for ; j < len(s) && s[j] != c; j++ {
+				if s[j] == '\\' && c != '`' {
+					j++
+				}
+			}
+			end := min(j+1, len(s))
+			b.WriteString(s[i:end])
+			i = end - 1
+		case c == '/' && i+1 < len(s) && s[i+1] == '*':
+			end := strings.Index(s[i+2:], "*/")
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			b.WriteByte(' ')
+			i += end + 3
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // String returns the expression's text, as AWS quotes it in causes.

@@ -2,6 +2,8 @@ package jsonata
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -78,7 +80,10 @@ func (t *Template) compile(v any, ptr, field string, problems *Problems) any {
 	case map[string]any:
 		out := make(dynObject, len(x))
 		dynamic := false
-		for k, e := range x {
+		// In key order, so that problems are reported in the same order
+		// every time.
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			e := x[k]
 			c := t.compile(e, ptr+"/"+jsonpath.EscapePointer(k), field+"/"+k, problems)
 			out[k] = c
 			dynamic = dynamic || isDynamic(c)
