@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	lib "github.com/blues/jsonata-go"
 	"github.com/google/uuid"
@@ -27,8 +29,9 @@ import (
 const maxRangeItems = 1000
 
 // stepFunctions are the functions Step Functions adds to JSONata, with its
-// $random taking a seed. They replace the library's functions of the same
-// name in the expressions that call them.
+// $random taking a seed, and the JSONata 2 functions the library lacks.
+// They replace the library's functions of the same name in the
+// expressions that call them.
 var stepFunctions = map[string]lib.Extension{
 	"partition": {Func: partition},
 	"range":     {Func: rangeOf},
@@ -36,6 +39,29 @@ var stepFunctions = map[string]lib.Extension{
 	"random":    {Func: random},
 	"uuid":      {Func: newUUID},
 	"parse":     {Func: parse},
+	// JSONata 2 functions the library lacks.
+	"base64encode": {Func: base64Encode, UndefinedHandler: undefinedFirst},
+	"base64decode": {Func: base64Decode, UndefinedHandler: undefinedFirst},
+}
+
+// undefinedFirst makes a function of an undefined first argument give
+// undefined, as JSONata's string functions do.
+func undefinedFirst(argv []reflect.Value) bool { return len(argv) > 0 && !argv[0].IsValid() }
+
+// base64Encode is $base64encode(text): the base64 of text's UTF-8 bytes.
+func base64Encode(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// base64Decode is $base64decode(text): the text whose UTF-8 bytes text
+// encodes in base64.
+func base64Decode(s string) (string, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return "", fmt.Errorf("the text given to $base64decode is not base64: %v", err)
+	}
+	if !utf8.Valid(b) {
+		return "", errors.New("the text given to $base64decode does not decode to UTF-8 text")
+	}
+	return string(b), nil
 }
 
 // arg converts an argument of a call into one of our values; undefined

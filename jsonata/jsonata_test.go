@@ -174,6 +174,9 @@ func TestEval(t *testing.T) {
 		{`"{% $random('s') = $random('s') %}"`, `true`},
 		{`"{% $contains('a$b', /a\\$/) %}"`, `true`},
 		{`"{% 1 /* one */ + 2 & '/* kept */' %}"`, `"3/* kept */"`},
+		{`"{% $base64encode('héllo') %}"`, `"aMOpbGxv"`},
+		{`"{% $base64decode('aMOpbGxv') %}"`, `"héllo"`},
+		{`"{% $exists($base64encode($states.input.none)) %}"`, `false`},
 	} {
 		tm, err := CompileTemplate(decode(t, tc.tmpl), "Output")
 		if err != nil {

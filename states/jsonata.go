@@ -117,6 +117,23 @@ func (p *parser) jsonataExpr(o *object, key string) (*jsonata.Template, bool) {
 	return p.compileJSONata(o, key, v), true
 }
 
+// jsonataInteger reads a field that is an integer within [min, max] or
+// an expression computing one.
+func (p *parser) jsonataInteger(o *object, key string, min, max int64) (int64, bool, *jsonata.Template) {
+	if t, ok := p.jsonataExpr(o, key); ok {
+		return 0, false, t
+	}
+	if v, ok := o.m[key]; ok {
+		if _, isStr := v.(string); isStr {
+			o.used[key] = true
+			o.errorf(key, `%s must be an integer or a JSONata expression ("{%% … %%}"), not a plain string`, key)
+			return 0, false, nil
+		}
+	}
+	n, ok := o.integer(key, min, max)
+	return n, ok, nil
+}
+
 // jsonataAssign reads a JSONata Assign block: an object whose keys are
 // variable names and whose values are templates.
 func (p *parser) jsonataAssign(o *object, key string) *jsonata.Template {
@@ -171,16 +188,8 @@ func (p *parser) jsonataTask(o *object, c Common) *Task {
 	s := &Task{Common: c}
 	s.Agent, _ = o.requiredStr("Agent")
 	s.Arguments = p.jsonataTemplate(o, "Arguments")
-	if t, ok := p.jsonataExpr(o, "TimeoutSeconds"); ok {
-		s.TimeoutSecondsExpr = t
-	} else {
-		s.TimeoutSeconds, _ = o.integer("TimeoutSeconds", 1, MaxTimeoutSeconds)
-	}
-	if t, ok := p.jsonataExpr(o, "HeartbeatSeconds"); ok {
-		s.HeartbeatSecondsExpr = t
-	} else {
-		s.HeartbeatSeconds, _ = o.integer("HeartbeatSeconds", 1, MaxTimeoutSeconds)
-	}
+	s.TimeoutSeconds, _, s.TimeoutSecondsExpr = p.jsonataInteger(o, "TimeoutSeconds", 1, MaxTimeoutSeconds)
+	s.HeartbeatSeconds, _, s.HeartbeatSecondsExpr = p.jsonataInteger(o, "HeartbeatSeconds", 1, MaxTimeoutSeconds)
 	if s.HeartbeatSeconds > 0 && s.TimeoutSeconds > 0 && s.HeartbeatSeconds >= s.TimeoutSeconds {
 		o.errorf("HeartbeatSeconds", "HeartbeatSeconds must be smaller than TimeoutSeconds")
 	}
@@ -250,11 +259,7 @@ func (p *parser) jsonataWait(o *object, c Common) *Wait {
 	if hasSeconds == hasTimestamp {
 		o.errorf("", "a JSONata Wait state needs exactly one of Seconds or Timestamp")
 	}
-	if t, ok := p.jsonataExpr(o, "Seconds"); ok {
-		s.SecondsExpr = t
-	} else {
-		s.Seconds, s.HasSeconds = o.integer("Seconds", 0, MaxTimeoutSeconds)
-	}
+	s.Seconds, s.HasSeconds, s.SecondsExpr = p.jsonataInteger(o, "Seconds", 0, MaxTimeoutSeconds)
 	if t, ok := p.jsonataExpr(o, "Timestamp"); ok {
 		s.TimestampExpr = t
 	} else if ts, ok := o.str("Timestamp"); ok {
@@ -297,16 +302,8 @@ func (p *parser) jsonataMap(o *object, c Common) *Map {
 	}
 	s.ItemSelectorJSONata = p.jsonataTemplate(o, "ItemSelector")
 	p.processor(o, s)
-	if t, ok := p.jsonataExpr(o, "MaxConcurrency"); ok {
-		s.MaxConcurrencyExpr = t
-	} else {
-		s.MaxConcurrency, _ = o.integer("MaxConcurrency", 0, 1<<31-1)
-	}
-	if t, ok := p.jsonataExpr(o, "ToleratedFailureCount"); ok {
-		s.ToleratedFailureCountExpr = t
-	} else {
-		s.ToleratedFailureCount, s.HasToleratedFailureCount = o.integer("ToleratedFailureCount", 0, 1<<31-1)
-	}
+	s.MaxConcurrency, _, s.MaxConcurrencyExpr = p.jsonataInteger(o, "MaxConcurrency", 0, 1<<31-1)
+	s.ToleratedFailureCount, s.HasToleratedFailureCount, s.ToleratedFailureCountExpr = p.jsonataInteger(o, "ToleratedFailureCount", 0, 1<<31-1)
 	if t, ok := p.jsonataExpr(o, "ToleratedFailurePercentage"); ok {
 		s.ToleratedFailurePercentageExpr = t
 	} else {

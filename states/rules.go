@@ -222,6 +222,9 @@ func (p *parser) choiceRules(o *object, arr []any, key string) []ChoiceRule {
 		r := ChoiceRule{}
 		r.Next, _ = ro.requiredStr("Next")
 		r.Assign = p.assign(ro, "Assign")
+		if ro.has("Condition") {
+			ro.errorf("Condition", "%s", otherLanguage(JSONPath, "Condition"))
+		}
 		r.Condition = p.condition(ro)
 		ro.done("a choice rule")
 		out = append(out, r)
