@@ -3,6 +3,7 @@ module github.com/aslrun/aslrun
 go 1.26.0
 
 require (
+	github.com/blues/jsonata-go v1.5.4
 	github.com/chromedp/chromedp v0.23.0
 	github.com/expr-lang/expr v1.17.8
 	github.com/google/uuid v1.6.0
@@ -23,7 +24,6 @@ require (
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
-	github.com/blues/jsonata-go v1.5.4 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
