@@ -347,7 +347,7 @@ func (h *stateRun) jsonataMap(ctx context.Context, s *states.Map, raw any) (step
 // $states.context.Map.Item.
 func (h *stateRun) jsonataItem(s *states.Map, raw any, mi *mapItem) (any, int, error) {
 	e := &env{r: h.r, sc: h.sc, state: h.name(), entered: h.env.entered, retry: h.env.retry, item: mi}
-	sc := &jsonata.Scope{Input: raw, Context: e.Context, Variable: e.Variable, Drew: h.env.Drew}
+	sc := &jsonata.Scope{Input: raw, Context: e.Context, Variable: e.Variable, Drew: e.Drew}
 	v, err := h.evalJSONata(s.ItemSelectorJSONata, sc, "ItemSelector")
 	if err != nil {
 		return nil, 0, err
