@@ -18,6 +18,10 @@ const (
 	// not resolve, a bad Wait or Map configuration value). No Retry or Catch
 	// matches it, as in AWS.
 	ErrRuntime ErrorName = "States.Runtime"
+	// ErrQueryEvaluationError is the failure of a JSONata expression at
+	// run time (it threw, gave nothing, or gave a value of the wrong type),
+	// as AWS names it. Unlike ErrRuntime, Retry and Catch match it.
+	ErrQueryEvaluationError ErrorName = "States.QueryEvaluationError"
 	// ErrTaskFailed is the failure of an agent call that carries no name of its own.
 	ErrTaskFailed ErrorName = "States.TaskFailed"
 	// ErrTimeout is raised when a Task exceeds TimeoutSeconds or an execution

@@ -3,6 +3,7 @@ module github.com/aslrun/aslrun
 go 1.26.0
 
 require (
+	github.com/blues/jsonata-go v1.5.4
 	github.com/chromedp/chromedp v0.23.0
 	github.com/expr-lang/expr v1.17.8
 	github.com/google/uuid v1.6.0

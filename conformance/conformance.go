@@ -511,8 +511,7 @@ func show(v any) string {
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 
 // Collect returns the case files under paths (files or folders, walked
-// recursively), skipping folders named jsonata (JSONata is not supported
-// yet), in sorted order.
+// recursively), in sorted order.
 func Collect(paths []string) ([]string, error) {
 	var files []string
 	for _, p := range paths {
@@ -527,9 +526,6 @@ func Collect(paths []string) ([]string, error) {
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
-			}
-			if d.IsDir() && d.Name() == "jsonata" {
-				return filepath.SkipDir
 			}
 			if !d.IsDir() && strings.HasSuffix(path, ".json") {
 				files = append(files, path)

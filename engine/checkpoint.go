@@ -36,6 +36,12 @@ func (h *stateRun) checkpoint(ctx context.Context, s *states.Checkpoint, raw any
 		return stepResult{}, err
 	}
 	res := stepResult{output: out, proposed: input, next: s.Next, size: h.inSize}
+	if s.JSONata() {
+		if res, err = h.jsonataPassThrough(h.jsonataScope(raw), s.Output, s.AssignJSONata, s.Next); err != nil {
+			return stepResult{}, err
+		}
+		out = res.output
+	}
 	if !h.r.x.durable {
 		return res, nil
 	}

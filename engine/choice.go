@@ -15,6 +15,9 @@ import (
 // input decides the next state (and its Assign); otherwise Default (with
 // the state's Assign); otherwise States.NoChoiceMatched.
 func (h *stateRun) choice(s *states.Choice, raw any) (stepResult, error) {
+	if s.JSONata() {
+		return h.jsonataChoice(s, raw)
+	}
 	input, err := h.inputPath(raw)
 	if err != nil {
 		return stepResult{}, err

@@ -11,6 +11,9 @@ import (
 
 // fail runs a Fail state: it always returns the error the state names.
 func (h *stateRun) fail(s *states.Fail, raw any) error {
+	if s.JSONata() {
+		return h.jsonataFail(s, raw)
+	}
 	name, cause := s.Error, s.Cause
 	if s.ErrorPath != nil {
 		v, err := h.failField(s.ErrorPath, "ErrorPath", raw)

@@ -19,6 +19,9 @@ import (
 // the processor machine, at most MaxConcurrency at a time; the results are
 // in item order.
 func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepResult, error) {
+	if s.JSONata() {
+		return h.jsonataMap(ctx, s, raw)
+	}
 	input, err := h.inputPath(raw)
 	if err != nil {
 		return stepResult{}, err
@@ -61,6 +64,9 @@ func (h *stateRun) collected(raw any, results []any, err error, succeeded, faile
 		return stepResult{}, err
 	}
 	h.r.event(Event{Type: succeeded, State: h.name(), Scope: h.sc.prefix, Document: raw})
+	if h.st.Base().JSONata() {
+		return h.jsonataCollected(raw, results)
+	}
 	var result any = results
 	size, err := h.fits(result, unknownSize)
 	if err != nil {
@@ -212,6 +218,12 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 					return err
 				}
 				itemInput = v
+			} else if s.ItemSelectorJSONata != nil {
+				v, n, err := h.jsonataItem(s, input, mi)
+				if err != nil {
+					return err
+				}
+				itemInput, size = v, n
 			}
 			r.event(Event{Type: EventMapIterationStart, State: h.name(), Scope: h.sc.prefix, Input: itemInput, Document: itemInput, Detail: r.indexDetail(i)})
 			n := itoa(i) + "/"

@@ -19,6 +19,11 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 		return stepResult{}, err
 	}
 	size := h.inSize
+	if s.JSONata() {
+		if input, size, err = h.jsonataParallelInput(s, raw); err != nil {
+			return stepResult{}, err
+		}
+	}
 	if s.Parameters != nil {
 		if input, size, err = h.template(s.Parameters, input, h.inSize); err != nil {
 			return stepResult{}, err

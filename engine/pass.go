@@ -10,6 +10,9 @@ import (
 // falsy), else Parameters evaluated on the effective input, else the
 // effective input itself.
 func (h *stateRun) pass(ctx context.Context, s *states.Pass, raw any) (stepResult, error) {
+	if s.JSONata() {
+		return h.jsonataPass(raw)
+	}
 	input, err := h.inputPath(raw)
 	if err != nil {
 		return stepResult{}, err
@@ -38,7 +41,10 @@ func (h *stateRun) pass(ctx context.Context, s *states.Pass, raw any) (stepResul
 
 // succeed runs a Succeed state: the output is the filtered input and the
 // machine ends.
-func (h *stateRun) succeed(_ *states.Succeed, raw any) (stepResult, error) {
+func (h *stateRun) succeed(s *states.Succeed, raw any) (stepResult, error) {
+	if s.JSONata() {
+		return h.jsonataPassThrough(h.jsonataScope(raw), s.Output, nil, "")
+	}
 	input, err := h.inputPath(raw)
 	if err != nil {
 		return stepResult{}, err

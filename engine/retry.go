@@ -85,6 +85,9 @@ func (h *stateRun) retryProgress(counts []int64) *StepProgress {
 // write is committed here: one the commit point refuses fails the state (or
 // skips it under SKIP_NODE), with no second Catch on the same state.
 func (h *stateRun) caught(ctx context.Context, c *states.Catcher, raw any, ae *asl.Error) (stepResult, error) {
+	if h.st.Base().JSONata() {
+		return h.jsonataCaught(ctx, c, raw, ae)
+	}
 	errOut := map[string]any{}
 	if ae.Name != "" {
 		errOut["Error"] = string(ae.Name)

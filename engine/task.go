@@ -25,6 +25,9 @@ var (
 // Guardrails.Output, Reasoning, ResultSelector, ResultPath (through the
 // guard), Memory.Write, OutputPath.
 func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResult, error) {
+	if s.JSONata() {
+		return h.jsonataTask(ctx, s, raw)
+	}
 	input, err := h.inputPath(raw)
 	if err != nil {
 		return stepResult{}, err

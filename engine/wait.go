@@ -14,6 +14,9 @@ import (
 // wait runs a Wait state: it sleeps for Seconds / SecondsPath or until
 // Timestamp / TimestampPath, then passes its effective input on.
 func (h *stateRun) wait(ctx context.Context, s *states.Wait, raw any) (stepResult, error) {
+	if s.JSONata() {
+		return h.jsonataWait(ctx, s, raw)
+	}
 	input, err := h.inputPath(raw)
 	if err != nil {
 		return stepResult{}, err

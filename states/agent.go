@@ -396,7 +396,7 @@ func (p *parser) approval(o *object, c Common) *Approval {
 		eo.done("Editable")
 		s.Editable = e
 	}
-	s.Catch = p.catch(o)
+	s.Catch = p.catch(o, false)
 	o.unsupported("an Approval state", "Policy", "Notifications", "BatchMode", "ItemsPath", "OnTimeout", "RequiredApprovers")
 	return s
 }
@@ -545,7 +545,7 @@ func (p *parser) debate(o *object, c Common) *Debate {
 	s.Parameters = p.template(o, "Parameters")
 	s.ResultPath = p.resultPath(o, "ResultPath")
 	s.Retry = p.retry(o)
-	s.Catch = p.catch(o)
+	s.Catch = p.catch(o, false)
 	return s
 }
 

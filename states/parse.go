@@ -30,7 +30,7 @@ func Parse(data []byte) (*Machine, error) {
 
 // ParseValue validates an already decoded definition (see Parse).
 func ParseValue(v any) (*Machine, error) {
-	p := &parser{}
+	p := &parser{ql: JSONPath, topQL: JSONPath}
 	m := p.machine(v, "", "", true)
 	if m != nil {
 		m.Definition = v
@@ -63,8 +63,6 @@ func ParseTimestamp(s string) (time.Time, bool) {
 var unsupportedStateFields = map[string]string{
 	"Resource":     "use Agent to name a registered agent",
 	"Credentials":  "credentials are not supported",
-	"Arguments":    "Arguments belongs to JSONata, which is not supported yet",
-	"Output":       "Output belongs to JSONata, which is not supported yet",
 	"ItemReader":   "ItemReader is not supported (items must come from the state input)",
 	"ResultWriter": "ResultWriter is not supported",
 	"ItemBatcher":  "ItemBatcher is not supported",
@@ -87,7 +85,7 @@ func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
 	}
 	p.depth++
 	defer func() { p.depth-- }()
-	m := &Machine{QueryLanguage: "JSONPath"}
+	m := &Machine{QueryLanguage: p.ql}
 	m.Comment, _ = o.str("Comment")
 	if top {
 		m.Version = "1.0"
@@ -104,11 +102,19 @@ func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
 			}
 		}
 	}
-	if ql, ok := o.oneOf("QueryLanguage", "JSONPath", "JSONata"); ok {
-		if ql == "JSONata" {
-			o.errorf("QueryLanguage", "QueryLanguage JSONata is not supported yet; use JSONPath")
+	if ql, ok := o.oneOf("QueryLanguage", JSONPath, JSONata); ok {
+		switch {
+		case top:
+			p.topQL, m.QueryLanguage = ql, ql
+		case ql == JSONPath && p.topQL == JSONata:
+			o.errorf("QueryLanguage", "%s", downgrade)
+		default:
+			m.QueryLanguage = ql
 		}
 	}
+	outer := p.ql
+	p.ql = m.QueryLanguage
+	defer func() { p.ql = outer }()
 	m.StartAt, _ = o.requiredStr("StartAt")
 	statesPtr := o.at("States")
 	rawStates, ok := o.get("States")
@@ -327,10 +333,21 @@ func (p *parser) state(v any, ptr, name string) State {
 		o.errorf("Type", "unknown state type %q", typ)
 		return nil
 	}
-	c := Common{Name: name, Type: typ}
+	c := Common{Name: name, Type: typ, QueryLanguage: p.ql}
 	c.Comment, _ = o.str("Comment")
-	if ql, ok := o.oneOf("QueryLanguage", "JSONPath", "JSONata"); ok && ql == "JSONata" {
-		o.errorf("QueryLanguage", "QueryLanguage JSONata is not supported yet; use JSONPath")
+	if ql, ok := o.oneOf("QueryLanguage", JSONPath, JSONata); ok {
+		if ql == JSONPath && p.topQL == JSONata {
+			// AWS reports this at the state, not at its QueryLanguage.
+			o.errorf("", "%s", downgrade)
+		} else {
+			c.QueryLanguage = ql
+		}
+	}
+	if c.JSONata() {
+		if allowed, known = jsonataStateFields[typ]; !known {
+			o.errorf("QueryLanguage", "%s states do not support JSONata yet: their fields are JSONPath paths", typ)
+			return nil
+		}
 	}
 	allow := make(map[string]bool, len(allowed))
 	for _, f := range allowed {
@@ -347,6 +364,10 @@ func (p *parser) state(v any, ptr, name string) State {
 			o.errorf(k, "%s is not supported on %s state: %s", k, article(typ), why)
 			continue
 		}
+		if msg := otherLanguage(c.QueryLanguage, k); msg != "" {
+			o.errorf(k, "%s", msg)
+			continue
+		}
 		o.errorf(k, "field %s is not valid on %s state", k, article(typ))
 	}
 	if allow["InputPath"] {
@@ -358,13 +379,24 @@ func (p *parser) state(v any, ptr, name string) State {
 		// neither.
 		p.nextEnd(o, &c)
 	}
-	if allow["Assign"] {
+	switch {
+	case allow["Assign"] && c.JSONata():
+		c.AssignJSONata = p.jsonataAssign(o, "Assign")
+	case allow["Assign"]:
 		c.Assign = p.assign(o, "Assign")
+	}
+	if allow["Output"] {
+		c.Output = p.jsonataTemplate(o, "Output")
 	}
 	if v, ok := o.get("WritePolicy"); ok {
 		policy, err := governance.CompilePolicy(v)
 		p.governanceProblems(o.at("WritePolicy"), name, err)
 		c.WritePolicy = policy
+	}
+	if c.JSONata() {
+		st := p.jsonataState(o, c)
+		o.done(article(typ) + " state")
+		return st
 	}
 	var st State
 	switch typ {
@@ -591,7 +623,7 @@ func (p *parser) task(o *object, c Common) *Task {
 		o.errorf("HeartbeatSeconds", "HeartbeatSeconds must be smaller than TimeoutSeconds")
 	}
 	s.Retry = p.retry(o)
-	s.Catch = p.catch(o)
+	s.Catch = p.catch(o, false)
 	s.Memory = p.memory(o, "Memory")
 	s.Context = p.contextConfig(o, "Context")
 	s.Tools = p.tools(o, "Tools")
@@ -644,54 +676,18 @@ func (p *parser) fail(o *object, c Common) *Fail {
 
 func (p *parser) parallel(o *object, c Common) *Parallel {
 	s := &Parallel{Common: c}
-	v, ok := o.get("Branches")
-	arr, isArr := v.([]any)
-	switch {
-	case !ok:
-		o.errorf("", "missing required field Branches")
-	case !isArr || len(arr) == 0:
-		o.errorf("Branches", "Branches must be a non-empty array of state machines")
-	default:
-		for i, b := range arr {
-			ptr := fmt.Sprintf("%s/%d", o.at("Branches"), i)
-			if m := p.machine(b, ptr, o.state, false); m != nil {
-				s.Branches = append(s.Branches, m)
-			}
-			if bm, isObj := b.(map[string]any); isObj {
-				if _, has := bm["ProcessorConfig"]; has {
-					p.errorf(ptr+"/ProcessorConfig", o.state, "ProcessorConfig is only valid in a Map's ItemProcessor")
-				}
-			}
-		}
-	}
+	s.Branches = p.branches(o)
 	s.Parameters = p.template(o, "Parameters")
 	s.ResultSelector = p.template(o, "ResultSelector")
 	s.ResultPath = p.resultPath(o, "ResultPath")
 	s.Retry = p.retry(o)
-	s.Catch = p.catch(o)
+	s.Catch = p.catch(o, false)
 	return s
 }
 
-func (p *parser) mapState(o *object, c Common) *Map {
-	s := &Map{Common: c, Mode: "INLINE"}
-	o.exclusive("ItemsPath", "ItemsPath.$")
-	if _, ok := o.m["ItemsPath.$"]; ok {
-		s.ItemsPath = p.expr(o, "ItemsPath.$")
-		o.has("ItemsPath") // reported by exclusive
-	} else if v, ok := o.get("ItemsPath"); ok {
-		// ItemsPath is a path, or (ASL) an intrinsic producing the array.
-		if str, isStr := v.(string); isStr && strings.HasPrefix(str, "States.") {
-			s.ItemsPath = p.expr(o, "ItemsPath")
-		} else if path := p.path(o, "ItemsPath", v); path != nil {
-			s.ItemsPath, _ = jsonpath.CompileExpr(path.String())
-		}
-	}
-	o.exclusive("ItemSelector", "Parameters")
-	s.ItemSelector = p.template(o, "ItemSelector")
-	if s.ItemSelector == nil {
-		s.ItemSelector = p.template(o, "Parameters")
-	}
-	o.has("Parameters") // reported by exclusive when ItemSelector is set too
+// processor reads a Map's ItemProcessor (or the legacy Iterator) and its
+// ProcessorConfig.
+func (p *parser) processor(o *object, s *Map) {
 	o.exclusive("ItemProcessor", "Iterator")
 	key := "ItemProcessor"
 	if _, ok := o.m[key]; !ok {
@@ -717,6 +713,55 @@ func (p *parser) mapState(o *object, c Common) *Map {
 			}
 		}
 	}
+}
+
+// branches reads a Parallel's Branches.
+func (p *parser) branches(o *object) []*Machine {
+	var branches []*Machine
+	v, ok := o.get("Branches")
+	arr, isArr := v.([]any)
+	switch {
+	case !ok:
+		o.errorf("", "missing required field Branches")
+	case !isArr || len(arr) == 0:
+		o.errorf("Branches", "Branches must be a non-empty array of state machines")
+	default:
+		for i, b := range arr {
+			ptr := fmt.Sprintf("%s/%d", o.at("Branches"), i)
+			if m := p.machine(b, ptr, o.state, false); m != nil {
+				branches = append(branches, m)
+			}
+			if bm, isObj := b.(map[string]any); isObj {
+				if _, has := bm["ProcessorConfig"]; has {
+					p.errorf(ptr+"/ProcessorConfig", o.state, "ProcessorConfig is only valid in a Map's ItemProcessor")
+				}
+			}
+		}
+	}
+	return branches
+}
+
+func (p *parser) mapState(o *object, c Common) *Map {
+	s := &Map{Common: c, Mode: "INLINE"}
+	o.exclusive("ItemsPath", "ItemsPath.$")
+	if _, ok := o.m["ItemsPath.$"]; ok {
+		s.ItemsPath = p.expr(o, "ItemsPath.$")
+		o.has("ItemsPath") // reported by exclusive
+	} else if v, ok := o.get("ItemsPath"); ok {
+		// ItemsPath is a path, or (ASL) an intrinsic producing the array.
+		if str, isStr := v.(string); isStr && strings.HasPrefix(str, "States.") {
+			s.ItemsPath = p.expr(o, "ItemsPath")
+		} else if path := p.path(o, "ItemsPath", v); path != nil {
+			s.ItemsPath, _ = jsonpath.CompileExpr(path.String())
+		}
+	}
+	o.exclusive("ItemSelector", "Parameters")
+	s.ItemSelector = p.template(o, "ItemSelector")
+	if s.ItemSelector == nil {
+		s.ItemSelector = p.template(o, "Parameters")
+	}
+	o.has("Parameters") // reported by exclusive when ItemSelector is set too
+	p.processor(o, s)
 	o.exclusive("MaxConcurrency", "MaxConcurrencyPath")
 	s.MaxConcurrency, _ = o.integer("MaxConcurrency", 0, 1<<31-1)
 	s.MaxConcurrencyPath = p.optPath(o, "MaxConcurrencyPath")
@@ -730,6 +775,6 @@ func (p *parser) mapState(o *object, c Common) *Map {
 	s.ResultSelector = p.template(o, "ResultSelector")
 	s.ResultPath = p.resultPath(o, "ResultPath")
 	s.Retry = p.retry(o)
-	s.Catch = p.catch(o)
+	s.Catch = p.catch(o, false)
 	return s
 }

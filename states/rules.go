@@ -102,7 +102,9 @@ func (p *parser) retry(o *object) []Retrier {
 	return out
 }
 
-func (p *parser) catch(o *object) []Catcher {
+// catch reads a Catch array; a JSONata state's catchers have Output and
+// Assign in place of ResultPath.
+func (p *parser) catch(o *object, jsonata bool) []Catcher {
 	arr, ok := p.array(o, "Catch")
 	if !ok {
 		return nil
@@ -118,8 +120,21 @@ func (p *parser) catch(o *object) []Catcher {
 		c.ErrorEquals = p.errorEquals(co)
 		lists[i] = c.ErrorEquals
 		c.Next, _ = co.requiredStr("Next")
-		c.ResultPath = p.resultPath(co, "ResultPath")
-		c.Assign = p.assign(co, "Assign")
+		if jsonata {
+			c.Output = p.jsonataTemplate(co, "Output")
+			c.AssignJSONata = p.jsonataAssign(co, "Assign")
+			for _, k := range []string{"ResultPath"} {
+				if co.has(k) {
+					co.errorf(k, "%s", otherLanguage(JSONata, k))
+				}
+			}
+		} else {
+			c.ResultPath = p.resultPath(co, "ResultPath")
+			c.Assign = p.assign(co, "Assign")
+			if co.has("Output") {
+				co.errorf("Output", "%s", otherLanguage(JSONPath, "Output"))
+			}
+		}
 		co.has("Comment")
 		co.done("a catcher")
 		out = append(out, c)
@@ -207,6 +222,9 @@ func (p *parser) choiceRules(o *object, arr []any, key string) []ChoiceRule {
 		r := ChoiceRule{}
 		r.Next, _ = ro.requiredStr("Next")
 		r.Assign = p.assign(ro, "Assign")
+		if ro.has("Condition") {
+			ro.errorf("Condition", "%s", otherLanguage(JSONPath, "Condition"))
+		}
 		r.Condition = p.condition(ro)
 		ro.done("a choice rule")
 		out = append(out, r)

@@ -4,7 +4,14 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/governance"
+	"github.com/aslrun/aslrun/jsonata"
 	"github.com/aslrun/aslrun/jsonpath"
+)
+
+// The query languages of a definition (QueryLanguage).
+const (
+	JSONPath = "JSONPath"
+	JSONata  = "JSONata"
 )
 
 // Machine is a validated, immutable state machine: a whole definition or a
@@ -21,7 +28,8 @@ type Machine struct {
 	Version string
 	// TimeoutSeconds is the execution timeout, 0 when there is none.
 	TimeoutSeconds int64
-	// QueryLanguage is "JSONPath" (the only one supported for now).
+	// QueryLanguage is the machine's query language, JSONPath or JSONata:
+	// its own QueryLanguage, else the top-level machine's, else JSONPath.
 	QueryLanguage string
 	// Extensions holds the agent-native top-level blocks (Budget, Memory,
 	// DefaultTools, ToolCategories, Governance); nil when none is set.
@@ -48,6 +56,17 @@ type Common struct {
 	Type string
 	// Comment is the state's Comment.
 	Comment string
+	// QueryLanguage is the state's query language, JSONPath or JSONata: its
+	// own QueryLanguage, else its machine's. A JSONata state has none of the
+	// JSONPath fields (InputPath, OutputPath, Assign as a jsonpath.Template,
+	// Parameters, ResultSelector, ResultPath and the …Path fields) and uses
+	// its JSONata ones instead.
+	QueryLanguage string
+	// Output is a JSONata state's Output; nil when absent (the default
+	// output: the result, else the input).
+	Output *jsonata.Template
+	// AssignJSONata is a JSONata state's Assign block; nil when absent.
+	AssignJSONata *jsonata.Template
 	// InputPath selects the state's effective input.
 	InputPath IOPath
 	// OutputPath selects the state's output.
@@ -67,6 +86,9 @@ type Common struct {
 
 // Base returns c.
 func (c *Common) Base() *Common { return c }
+
+// JSONata reports whether the state's query language is JSONata.
+func (c *Common) JSONata() bool { return c.QueryLanguage == JSONata }
 
 // IOPath is an InputPath or OutputPath: Path nil means "$" (everything);
 // Null means the field was null, which yields an empty object.
@@ -109,6 +131,10 @@ type Catcher struct {
 	ResultPath ResultPath
 	// Assign sets variables when the catcher is taken; nil when absent.
 	Assign *jsonpath.Template
+	// Output and AssignJSONata are a JSONata catcher's Output (nil: the
+	// error output) and Assign.
+	Output        *jsonata.Template
+	AssignJSONata *jsonata.Template
 }
 
 // Pass passes its input to its output, optionally injecting a fixed Result
@@ -136,6 +162,8 @@ type Task struct {
 	Agent string
 	// Parameters builds the agent's input; nil passes the effective input.
 	Parameters *jsonpath.Template
+	// Arguments is a JSONata Task's agent input; nil passes the input.
+	Arguments *jsonata.Template
 	// ResultSelector reshapes the agent's result; nil when absent.
 	ResultSelector *jsonpath.Template
 	// ResultPath places the result in the raw input.
@@ -148,6 +176,10 @@ type Task struct {
 	HeartbeatSeconds int64
 	// HeartbeatSecondsPath reads the heartbeat interval from the effective input.
 	HeartbeatSecondsPath *jsonpath.Path
+	// TimeoutSecondsExpr and HeartbeatSecondsExpr are a JSONata Task's
+	// timeouts given as expressions; nil when literal or absent.
+	TimeoutSecondsExpr   *jsonata.Template
+	HeartbeatSecondsExpr *jsonata.Template
 	// Retry and Catch handle the state's errors.
 	Retry []Retrier
 	Catch []Catcher
@@ -178,6 +210,11 @@ type ChoiceRule struct {
 	Next string
 	// Assign sets variables when this rule is taken; nil when absent.
 	Assign *jsonpath.Template
+	// ConditionExpr is a JSONata rule's Condition (a boolean literal or an
+	// expression); Output and AssignJSONata apply when the rule is taken.
+	ConditionExpr *jsonata.Template
+	Output        *jsonata.Template
+	AssignJSONata *jsonata.Template
 }
 
 // Condition is a Boolean expression of a Choice rule: either a compound
@@ -210,6 +247,10 @@ type Wait struct {
 	// SecondsPath and TimestampPath read the delay or time from the input.
 	SecondsPath   *jsonpath.Path
 	TimestampPath *jsonpath.Path
+	// SecondsExpr and TimestampExpr are a JSONata Wait's Seconds and
+	// Timestamp given as expressions.
+	SecondsExpr   *jsonata.Template
+	TimestampExpr *jsonata.Template
 }
 
 // Succeed ends the run (or branch) successfully.
@@ -227,6 +268,10 @@ type Fail struct {
 	// intrinsic); nil when absent.
 	ErrorPath *jsonpath.Expr
 	CausePath *jsonpath.Expr
+	// ErrorExpr and CauseExpr are a JSONata Fail's Error and Cause given as
+	// expressions.
+	ErrorExpr *jsonata.Template
+	CauseExpr *jsonata.Template
 }
 
 // Map runs a nested machine once per item of an array.
@@ -237,6 +282,16 @@ type Map struct {
 	// ItemSelector builds each item's input (ItemSelector or the legacy
 	// Parameters); nil passes the item itself.
 	ItemSelector *jsonpath.Template
+	// Items and ItemSelectorJSONata are a JSONata Map's Items (nil: the
+	// input) and ItemSelector.
+	Items               *jsonata.Template
+	ItemSelectorJSONata *jsonata.Template
+	// MaxConcurrencyExpr, ToleratedFailureCountExpr and
+	// ToleratedFailurePercentageExpr are a JSONata Map's settings given as
+	// expressions.
+	MaxConcurrencyExpr             *jsonata.Template
+	ToleratedFailureCountExpr      *jsonata.Template
+	ToleratedFailurePercentageExpr *jsonata.Template
 	// Processor is the machine run per item (ItemProcessor or the legacy Iterator).
 	Processor *Machine
 	// Mode is "INLINE" or "DISTRIBUTED" (which runs inline).
@@ -270,6 +325,8 @@ type Parallel struct {
 	Branches []*Machine
 	// Parameters builds the branches' input; nil passes the effective input.
 	Parameters *jsonpath.Template
+	// Arguments is a JSONata Parallel's branch input; nil passes the input.
+	Arguments *jsonata.Template
 	// ResultSelector, ResultPath, Retry and Catch as on Task.
 	ResultSelector *jsonpath.Template
 	ResultPath     ResultPath

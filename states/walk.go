@@ -21,6 +21,9 @@ type parser struct {
 	stateAt map[string]string
 	// depth is 1 inside the top-level machine, more in nested ones.
 	depth int
+	// ql is the query language of the machine being read (the default of
+	// its states); topQL the top-level machine's.
+	ql, topQL string
 }
 
 func (p *parser) errorf(ptr, state, format string, args ...any) {

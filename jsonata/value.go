@@ -1,0 +1,217 @@
+package jsonata
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/blues/jsonata-go/jtypes"
+)
+
+// null is how the library spells JSON null inside the values it
+// evaluates: a nil interface would read as undefined (no value at all).
+var null = (*any)(nil)
+
+// toJSONata converts one of our JSON values (json.Number numbers, nil for
+// null) into a value the library evaluates: numbers become IEEE doubles,
+// as in AWS's JavaScript engine. A number past the double range becomes an
+// infinity, as JSON.parse makes it; digits past a double's precision are
+// lost (DESIGN: docs/jsonata.md, "Numbers").
+func toJSONata(v any) any {
+	switch t := v.(type) {
+	case nil:
+		return null
+	case json.Number:
+		f, _ := strconv.ParseFloat(string(t), 64)
+		return f
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = toJSONata(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = toJSONata(e)
+		}
+		return out
+	}
+	// Strings and booleans are the same in both.
+	return v
+}
+
+// errUnsupported is the failure of a result that is not JSON (a function,
+// a regular expression, a number that is not finite).
+var errUnsupported = fmt.Errorf("unsupported result type")
+
+// fromJSONata converts a result of the library back into one of our JSON
+// values: doubles become json.Number spelled as JavaScript spells them.
+func fromJSONata(v any) (any, error) {
+	switch t := v.(type) {
+	case nil:
+		return nil, nil
+	case *any:
+		if t == nil {
+			return nil, nil
+		}
+		return fromJSONata(*t)
+	case string, bool:
+		return t, nil
+	case float64:
+		return numberOf(t)
+	case int:
+		return json.Number(strconv.Itoa(t)), nil
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			c, err := fromJSONata(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			c, err := fromJSONata(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case jtypes.Callable:
+		return nil, errUnsupported
+	}
+	return fromReflect(reflect.ValueOf(v))
+}
+
+// fromReflect converts the other shapes the library's functions return
+// ([]string from $keys and $split, int counts, typed maps).
+func fromReflect(rv reflect.Value) (any, error) {
+	switch rv.Kind() {
+	case reflect.Invalid:
+		return nil, nil
+	case reflect.Pointer, reflect.Interface:
+		if rv.IsNil() {
+			return nil, nil
+		}
+		return fromJSONata(rv.Elem().Interface())
+	case reflect.String:
+		return rv.String(), nil
+	case reflect.Bool:
+		return rv.Bool(), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return json.Number(strconv.FormatInt(rv.Int(), 10)), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return json.Number(strconv.FormatUint(rv.Uint(), 10)), nil
+	case reflect.Float32, reflect.Float64:
+		return numberOf(rv.Float())
+	case reflect.Slice, reflect.Array:
+		out := make([]any, rv.Len())
+		for i := range out {
+			c, err := fromJSONata(rv.Index(i).Interface())
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case reflect.Map:
+		if rv.Type().Key().Kind() != reflect.String {
+			return nil, errUnsupported
+		}
+		out := make(map[string]any, rv.Len())
+		it := rv.MapRange()
+		for it.Next() {
+			c, err := fromJSONata(it.Value().Interface())
+			if err != nil {
+				return nil, err
+			}
+			out[it.Key().String()] = c
+		}
+		return out, nil
+	}
+	return nil, errUnsupported
+}
+
+// numberOf spells a double as JavaScript's Number.prototype.toString
+// does, the spelling AWS's results have: integers without a fraction,
+// the shortest digits that read back as the same double, and an exponent
+// below 1e-6 and from 1e21 on.
+func numberOf(f float64) (json.Number, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "", errUnsupported
+	}
+	return json.Number(FormatNumber(f)), nil
+}
+
+// FormatNumber writes a finite double as JavaScript's
+// Number.prototype.toString writes it.
+func FormatNumber(f float64) string {
+	if f == 0 {
+		return "0" // -0 too, as in JavaScript
+	}
+	sign := ""
+	if f < 0 {
+		sign, f = "-", -f
+	}
+	// e-form with the shortest digits: d.ddde±x
+	s := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, exp, _ := strings.Cut(s, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	x, _ := strconv.Atoi(exp)
+	n := x + 1 // position of the decimal point after the first digit
+	k := len(digits)
+	var b strings.Builder
+	b.WriteString(sign)
+	switch {
+	case k <= n && n <= 21:
+		b.WriteString(digits)
+		b.WriteString(strings.Repeat("0", n-k))
+	case 0 < n && n <= 21:
+		b.WriteString(digits[:n])
+		b.WriteByte('.')
+		b.WriteString(digits[n:])
+	case -6 < n && n <= 0:
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -n))
+		b.WriteString(digits)
+	default:
+		b.WriteString(digits[:1])
+		if k > 1 {
+			b.WriteByte('.')
+			b.WriteString(digits[1:])
+		}
+		b.WriteByte('e')
+		if n-1 >= 0 {
+			b.WriteByte('+')
+		}
+		b.WriteString(strconv.Itoa(n - 1))
+	}
+	return b.String()
+}
+
+// typeName is JSONata's name of the type of one of our values ($type).
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case json.Number:
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "function"
+}

@@ -1,0 +1,325 @@
+package states
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/aslrun/aslrun/jsonata"
+	"github.com/aslrun/aslrun/jsonpath"
+)
+
+// downgrade is AWS's message for a JSONPath state or machine in a
+// definition whose top-level QueryLanguage is JSONata.
+const downgrade = "'QueryLanguage' can not be 'JSONPath' if set to 'JSONata' for whole state machine"
+
+// jsonataStateFields lists the fields each state type accepts in JSONata
+// (besides Type, Comment and QueryLanguage). Approval and Debate are not
+// there: their fields are JSONPath paths.
+var jsonataStateFields = map[string][]string{
+	"Pass":       {"Next", "End", "Assign", "Output", "WritePolicy"},
+	"Task":       {"Next", "End", "Assign", "Output", "Agent", "Arguments", "TimeoutSeconds", "HeartbeatSeconds", "Retry", "Catch", "Tools", "Budget", "WritePolicy"},
+	"Choice":     {"Assign", "Output", "Choices", "Default"},
+	"Wait":       {"Next", "End", "Assign", "Output", "Seconds", "Timestamp"},
+	"Succeed":    {"Output"},
+	"Fail":       {"Error", "Cause"},
+	"Map":        {"Next", "End", "Assign", "Output", "Items", "ItemSelector", "ItemProcessor", "Iterator", "MaxConcurrency", "ToleratedFailureCount", "ToleratedFailurePercentage", "Label", "Retry", "Catch", "WritePolicy"},
+	"Parallel":   {"Next", "End", "Assign", "Output", "Arguments", "Branches", "Retry", "Catch", "WritePolicy"},
+	"Checkpoint": {"Next", "End", "Assign", "Output", "Name", "Storage", "TTL"},
+}
+
+// jsonataOnly are the fields only a JSONata state has.
+var jsonataOnly = map[string]bool{"Arguments": true, "Output": true, "Items": true, "Condition": true}
+
+// jsonPathOnly are the fields only a JSONPath state has, with what a
+// JSONata state uses instead.
+var jsonPathOnly = map[string]string{
+	"InputPath":                      "$states.input in Arguments or Output",
+	"OutputPath":                     "Output",
+	"Parameters":                     "Arguments (ItemSelector on a Map)",
+	"ResultSelector":                 "Output",
+	"ResultPath":                     "Output",
+	"Result":                         "Output",
+	"ItemsPath":                      "Items",
+	"ItemsPath.$":                    "Items",
+	"SecondsPath":                    `Seconds with a "{% … %}" expression`,
+	"TimestampPath":                  `Timestamp with a "{% … %}" expression`,
+	"TimeoutSecondsPath":             `TimeoutSeconds with a "{% … %}" expression`,
+	"HeartbeatSecondsPath":           `HeartbeatSeconds with a "{% … %}" expression`,
+	"MaxConcurrencyPath":             `MaxConcurrency with a "{% … %}" expression`,
+	"ToleratedFailureCountPath":      `ToleratedFailureCount with a "{% … %}" expression`,
+	"ToleratedFailurePercentagePath": `ToleratedFailurePercentage with a "{% … %}" expression`,
+	"ErrorPath":                      `Error with a "{% … %}" expression`,
+	"CausePath":                      `Cause with a "{% … %}" expression`,
+	"Error.$":                        `Error with a "{% … %}" expression`,
+	"Cause.$":                        `Cause with a "{% … %}" expression`,
+	"Variable":                       "Condition",
+	"Variable.$":                     "Condition",
+	"Memory":                         "Arguments and Assign (Memory reads and writes the document with JSONPath paths)",
+	"Context":                        "Arguments (Context windows select with JSONPath paths)",
+	"Guardrails":                     "a JSONPath state (Guardrails target JSONPath paths)",
+	"Reasoning":                      "a JSONPath state (Reasoning stores its trace at a JSONPath path)",
+}
+
+// otherLanguage explains why field is not valid in a state of language
+// ql when it belongs to the other language, or returns "".
+func otherLanguage(ql, field string) string {
+	if ql == JSONata {
+		if instead, ok := jsonPathOnly[field]; ok {
+			return field + " is a JSONPath field, not valid on a JSONata state: use " + instead
+		}
+		return ""
+	}
+	if jsonataOnly[field] {
+		return field + ` is a JSONata field, not valid on a JSONPath state: set "QueryLanguage": "JSONata" to use it`
+	}
+	return ""
+}
+
+// jsonataTemplate compiles the value of key, a JSON value whose
+// "{% … %}" strings are expressions; every expression that does not compile
+// is reported at its own pointer.
+func (p *parser) jsonataTemplate(o *object, key string) *jsonata.Template {
+	v, ok := o.get(key)
+	if !ok {
+		return nil
+	}
+	return p.compileJSONata(o, key, v)
+}
+
+func (p *parser) compileJSONata(o *object, key string, v any) *jsonata.Template {
+	t, err := jsonata.CompileTemplate(v, key)
+	if err != nil {
+		var problems jsonata.Problems
+		if !errors.As(err, &problems) {
+			o.errorf(key, "%v", err)
+			return nil
+		}
+		for _, pr := range problems {
+			p.errorf(o.at(key)+pr.Pointer, o.state, "%s", pr.Msg)
+		}
+		return nil
+	}
+	return t
+}
+
+// jsonataExpr compiles the value of key when it is an expression string;
+// other values are left to the caller (it returns nil, false).
+func (p *parser) jsonataExpr(o *object, key string) (*jsonata.Template, bool) {
+	v, ok := o.m[key]
+	if !ok {
+		return nil, false
+	}
+	s, isStr := v.(string)
+	if !isStr || !jsonata.IsExpression(s) {
+		return nil, false
+	}
+	o.used[key] = true
+	return p.compileJSONata(o, key, v), true
+}
+
+// jsonataInteger reads a field that is an integer within [min, max] or
+// an expression computing one.
+func (p *parser) jsonataInteger(o *object, key string, min, max int64) (int64, bool, *jsonata.Template) {
+	if t, ok := p.jsonataExpr(o, key); ok {
+		return 0, false, t
+	}
+	if v, ok := o.m[key]; ok {
+		if _, isStr := v.(string); isStr {
+			o.used[key] = true
+			o.errorf(key, `%s must be an integer or a JSONata expression ("{%% … %%}"), not a plain string`, key)
+			return 0, false, nil
+		}
+	}
+	n, ok := o.integer(key, min, max)
+	return n, ok, nil
+}
+
+// jsonataAssign reads a JSONata Assign block: an object whose keys are
+// variable names and whose values are templates.
+func (p *parser) jsonataAssign(o *object, key string) *jsonata.Template {
+	v, ok := o.m[key]
+	if !ok {
+		return nil
+	}
+	m, isObj := v.(map[string]any)
+	if !isObj {
+		o.used[key] = true
+		o.errorf(key, "%s must be an object, not %s", key, jsonpath.TypeName(v))
+		return nil
+	}
+	for _, k := range sortedKeys(m) {
+		if !variableName.MatchString(k) || len(k) > 80 {
+			p.errorf(o.at(key)+"/"+jsonpath.EscapePointer(k), o.state, "%q is not a valid variable name (a letter or _ followed by letters, digits or _, at most 80 characters)", k)
+		}
+		if k == "states" {
+			p.errorf(o.at(key)+"/"+jsonpath.EscapePointer(k), o.state, "the variable name \"states\" is reserved: $states holds the state's input, result, error output and context")
+		}
+	}
+	return p.jsonataTemplate(o, key)
+}
+
+// jsonataState reads the type-specific fields of a JSONata state (the
+// common ones are in c).
+func (p *parser) jsonataState(o *object, c Common) State {
+	switch c.Type {
+	case "Pass":
+		return &Pass{Common: c}
+	case "Succeed":
+		return &Succeed{Common: c}
+	case "Task":
+		return p.jsonataTask(o, c)
+	case "Choice":
+		return p.jsonataChoice(o, c)
+	case "Wait":
+		return p.jsonataWait(o, c)
+	case "Fail":
+		return p.jsonataFail(o, c)
+	case "Map":
+		return p.jsonataMap(o, c)
+	case "Parallel":
+		return p.jsonataParallel(o, c)
+	case "Checkpoint":
+		return p.checkpoint(o, c)
+	}
+	return nil
+}
+
+func (p *parser) jsonataTask(o *object, c Common) *Task {
+	s := &Task{Common: c}
+	s.Agent, _ = o.requiredStr("Agent")
+	s.Arguments = p.jsonataTemplate(o, "Arguments")
+	s.TimeoutSeconds, _, s.TimeoutSecondsExpr = p.jsonataInteger(o, "TimeoutSeconds", 1, MaxTimeoutSeconds)
+	s.HeartbeatSeconds, _, s.HeartbeatSecondsExpr = p.jsonataInteger(o, "HeartbeatSeconds", 1, MaxTimeoutSeconds)
+	if s.HeartbeatSeconds > 0 && s.TimeoutSeconds > 0 && s.HeartbeatSeconds >= s.TimeoutSeconds {
+		o.errorf("HeartbeatSeconds", "HeartbeatSeconds must be smaller than TimeoutSeconds")
+	}
+	s.Retry = p.retry(o)
+	s.Catch = p.catch(o, true)
+	s.Tools = p.tools(o, "Tools")
+	s.Budget = p.budget(o, "Budget")
+	return s
+}
+
+func (p *parser) jsonataChoice(o *object, c Common) *Choice {
+	s := &Choice{Common: c}
+	arr, ok := p.array(o, "Choices")
+	switch {
+	case !ok:
+		if _, present := o.m["Choices"]; !present {
+			o.errorf("", "missing required field Choices")
+		}
+	case len(arr) == 0:
+		o.errorf("Choices", "Choices must contain at least one rule")
+	}
+	for i, v := range arr {
+		ro := p.newObject(v, o.at("Choices")+"/"+strconv.Itoa(i), o.state, "a choice rule")
+		if ro == nil {
+			continue
+		}
+		r := ChoiceRule{}
+		r.Next, _ = ro.requiredStr("Next")
+		r.AssignJSONata = p.jsonataAssign(ro, "Assign")
+		r.Output = p.jsonataTemplate(ro, "Output")
+		ro.has("Comment")
+		switch cond, ok := ro.get("Condition"); {
+		case !ok:
+			ro.errorf("", "missing required field Condition")
+		default:
+			if s, isStr := cond.(string); isStr && jsonata.IsExpression(s) {
+				r.ConditionExpr = p.compileJSONata(ro, "Condition", cond)
+			} else if _, isBool := cond.(bool); isBool {
+				r.ConditionExpr = p.compileJSONata(ro, "Condition", cond)
+			} else {
+				ro.errorf("Condition", `Condition must be a boolean or a JSONata expression ("{%% … %%}"), not %s`, jsonpath.TypeName(cond))
+			}
+		}
+		for _, k := range sortedKeys(ro.m) {
+			if ro.used[k] {
+				continue
+			}
+			if msg := otherLanguage(JSONata, k); msg != "" || isOperator(k) || k == "And" || k == "Or" || k == "Not" {
+				ro.used[k] = true
+				if msg == "" {
+					msg = k + " is a JSONPath choice rule field, not valid on a JSONata state: use Condition"
+				}
+				ro.errorf(k, "%s", msg)
+			}
+		}
+		ro.done("a choice rule")
+		s.Choices = append(s.Choices, r)
+	}
+	s.Default, _ = o.str("Default")
+	return s
+}
+
+func (p *parser) jsonataWait(o *object, c Common) *Wait {
+	s := &Wait{Common: c}
+	_, hasSeconds := o.m["Seconds"]
+	_, hasTimestamp := o.m["Timestamp"]
+	if hasSeconds == hasTimestamp {
+		o.errorf("", "a JSONata Wait state needs exactly one of Seconds or Timestamp")
+	}
+	s.Seconds, s.HasSeconds, s.SecondsExpr = p.jsonataInteger(o, "Seconds", 0, MaxTimeoutSeconds)
+	if t, ok := p.jsonataExpr(o, "Timestamp"); ok {
+		s.TimestampExpr = t
+	} else if ts, ok := o.str("Timestamp"); ok {
+		t, valid := ParseTimestamp(ts)
+		if !valid {
+			o.errorf("Timestamp", "String does not match RFC3339 timestamp: %q", ts)
+		}
+		s.Timestamp = t
+	}
+	return s
+}
+
+func (p *parser) jsonataFail(o *object, c Common) *Fail {
+	s := &Fail{Common: c}
+	if t, ok := p.jsonataExpr(o, "Error"); ok {
+		s.ErrorExpr = t
+	} else {
+		s.Error, _ = o.str("Error")
+	}
+	if t, ok := p.jsonataExpr(o, "Cause"); ok {
+		s.CauseExpr = t
+	} else {
+		s.Cause, _ = o.str("Cause")
+	}
+	return s
+}
+
+func (p *parser) jsonataMap(o *object, c Common) *Map {
+	s := &Map{Common: c, Mode: "INLINE"}
+	if v, ok := o.m["Items"]; ok {
+		str, isStr := v.(string)
+		_, isArr := v.([]any)
+		switch {
+		case isStr && jsonata.IsExpression(str), isArr:
+			s.Items = p.jsonataTemplate(o, "Items")
+		default:
+			o.used["Items"] = true
+			o.errorf("Items", `Items must be an array or a JSONata expression ("{%% … %%}"), not %s`, jsonpath.TypeName(v))
+		}
+	}
+	s.ItemSelectorJSONata = p.jsonataTemplate(o, "ItemSelector")
+	p.processor(o, s)
+	s.MaxConcurrency, _, s.MaxConcurrencyExpr = p.jsonataInteger(o, "MaxConcurrency", 0, 1<<31-1)
+	s.ToleratedFailureCount, s.HasToleratedFailureCount, s.ToleratedFailureCountExpr = p.jsonataInteger(o, "ToleratedFailureCount", 0, 1<<31-1)
+	if t, ok := p.jsonataExpr(o, "ToleratedFailurePercentage"); ok {
+		s.ToleratedFailurePercentageExpr = t
+	} else {
+		s.ToleratedFailurePercentage, s.HasToleratedFailurePercentage = o.number("ToleratedFailurePercentage", 0, 100)
+	}
+	s.Label, _ = o.str("Label")
+	s.Retry = p.retry(o)
+	s.Catch = p.catch(o, true)
+	return s
+}
+
+func (p *parser) jsonataParallel(o *object, c Common) *Parallel {
+	s := &Parallel{Common: c}
+	s.Branches = p.branches(o)
+	s.Arguments = p.jsonataTemplate(o, "Arguments")
+	s.Retry = p.retry(o)
+	s.Catch = p.catch(o, true)
+	return s
+}
