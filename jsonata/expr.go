@@ -60,11 +60,16 @@ func Compile(src string) (e *Expr, err error) {
 	if err != nil {
 		return nil, err
 	}
+	root, err := jparse.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseRecursion(root); err != nil {
+		return nil, err
+	}
 	e = &Expr{src: src, lib: x}
 	e.scan()
-	if root, err := jparse.Parse(text); err == nil {
-		e.path = plainPath(root)
-	}
+	e.path = plainPath(root)
 	return e, nil
 }
 
