@@ -61,7 +61,9 @@ func prepareMemory(ws []engine.MemoryWrite, memo *docMemo) ([]memWrite, error) {
 type memRecord struct {
 	key       string
 	data      []byte
+	updatedAt time.Time
 	expiresAt time.Time
+	execution string
 }
 
 // applyMemoryWrites returns the records the writes leave, in the order
@@ -116,7 +118,7 @@ func applyMemoryWrites(ws []memWrite, get func(key []byte) []byte) ([]memRecord,
 		if err != nil {
 			return nil, err
 		}
-		put(memRecord{key: string(w.key), data: data, expiresAt: rec.ExpiresAt})
+		put(memRecord{key: string(w.key), data: data, updatedAt: rec.UpdatedAt, expiresAt: rec.ExpiresAt, execution: rec.Execution})
 	}
 	return out, nil
 }

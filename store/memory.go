@@ -120,99 +120,60 @@ func (m *Memory) Commit(ctx context.Context, c *engine.Commit) error {
 }
 
 // apply writes a prepared commit with m.mu held. Everything that can fail
-// is computed before anything is changed.
+// is computed (p.apply, as every backend's) before anything is changed.
 func (m *Memory) apply(p *prepared) error {
 	x, ok := m.execs[p.id]
 	if !ok {
 		return engine.ErrNotFound
 	}
-	h, err := decodeHead(p.id, x.head)
+	a, err := p.apply(x.head, x.history, func(k []byte) []byte { return m.memory[string(k)] })
 	if err != nil {
 		return err
 	}
-	p.applyHead(h)
-	var superseded map[int][]int // record → its events the rollback supersedes
-	if p.rollback != nil {
-		n := 0
-		for i, rec := range x.history {
-			r, err := parseHistoryRecord(rec)
-			if err != nil {
-				return err
-			}
-			for j, v := range r.events {
-				n++
-				ok, err := supersedes(p.rollback, v)
-				if err != nil {
-					return fmt.Errorf("history event %d: %w", n, err)
-				}
-				if ok {
-					if superseded == nil {
-						superseded = make(map[int][]int)
-					}
-					superseded[i] = append(superseded[i], j)
-				}
-			}
-		}
-	}
-	if err := p.history.seal(h); err != nil {
-		return err
-	}
 	var oldBlob string
-	if cp := p.checkpoint; cp != nil {
-		if old, ok := x.checkpoints[cp.name]; ok {
-			_, r, err := decodeCheckpoint(p.id, cp.name, old, false)
+	if cp := a.Checkpoint; cp != nil {
+		if old, ok := x.checkpoints[cp.Name]; ok {
+			_, r, err := decodeCheckpoint(p.id, cp.Name, old, false)
 			if err != nil {
 				return err
 			}
 			oldBlob = r.Blob
 		}
 	}
-	var memory []memRecord
-	if len(p.memory) > 0 {
-		get := func(k []byte) []byte { return m.memory[string(k)] }
-		if memory, err = applyMemoryWrites(p.memory, get); err != nil {
-			return err
-		}
-	}
-	head := encodeHead(h)
 
-	x.head = head
-	if len(p.drop) > 0 {
-		maps.DeleteFunc(x.scopes, func(k string, _ []byte) bool { return dropped(k, p.drop) })
+	x.head = a.Head
+	if len(a.DropScopes) > 0 {
+		maps.DeleteFunc(x.scopes, func(k string, _ []byte) bool { return dropped(k, a.DropScopes) })
 	}
-	for _, w := range p.scopes {
-		if w.value == nil {
-			delete(x.scopes, w.key)
+	for _, w := range a.Scopes {
+		if w.Value == nil {
+			delete(x.scopes, w.Key)
 		} else {
-			x.scopes[w.key] = w.value
+			x.scopes[w.Key] = w.Value
 		}
 	}
-	for i, events := range superseded {
-		rec := bytes.Clone(x.history[i])
-		r, _ := parseHistoryRecord(rec) // it parsed above
-		for _, j := range events {
-			r.events[j][1] |= eventSuperseded
-		}
+	for i, rec := range a.Superseded {
 		x.history[i] = rec
 	}
-	if len(p.history.values) > 0 {
-		x.history = append(x.history, p.history.record)
+	if a.History != nil {
+		x.history = append(x.history, a.History)
 	}
-	if cp := p.checkpoint; cp != nil {
-		m.ref(cp.blob, cp.data)
+	if cp := a.Checkpoint; cp != nil {
+		m.ref(cp.Blob, cp.Snapshot)
 		if oldBlob != "" {
 			m.unref(oldBlob)
 		}
-		x.checkpoints[cp.name] = cp.record
+		x.checkpoints[cp.Name] = cp.Record
 	}
-	for _, ns := range p.namespaces {
+	for _, ns := range a.Namespaces {
 		x.namespaces[ns] = true
 	}
-	for _, r := range memory {
-		if r.data == nil {
-			delete(m.memory, r.key)
+	for _, w := range a.Memory {
+		k := string(idKey(w.Namespace, w.Key))
+		if w.Record == nil {
+			delete(m.memory, k)
 		} else {
-			m.memory[r.key] = r.data
+			m.memory[k] = w.Record
 		}
 	}
 	return nil

@@ -23,9 +23,19 @@ const defaultDB = "aslrun.db"
 // lock (see open).
 const lockTimeout = 250 * time.Millisecond
 
-// dbFlag adds --db to fs.
+// envDB names the environment variable that gives --db when it is not
+// given.
+const envDB = "ASLRUN_DB"
+
+// dbFlag adds --db to fs. Its value is ASLRUN_DB when that is set and
+// --db is not given; the help shows the file default regardless, so that
+// it never prints a URL's password.
 func dbFlag(fs *flag.FlagSet) *string {
-	return fs.String("db", defaultDB, "the database `PATH`")
+	p := fs.String("db", defaultDB, "the database: a bbolt file `PATH`, or a PostgreSQL URL postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?…] ($ASLRUN_DB when --db is not given)")
+	if env := os.Getenv(envDB); env != "" {
+		*p = env
+	}
+	return p
 }
 
 // mockAgents builds the agents of a mock file's content.

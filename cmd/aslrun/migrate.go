@@ -9,12 +9,6 @@ import (
 	"github.com/aslrun/aslrun/store/postgres"
 )
 
-// postgresNotYet is why the commands other than migrate refuse a
-// postgres:// database: the store on it is not built yet.
-func postgresNotYet(db string) error {
-	return usageErrorf("--db %s: the PostgreSQL store is not complete yet: only `aslrun migrate` takes a postgres:// database", postgres.Redact(db))
-}
-
 // cmdMigrate applies the schema migrations a PostgreSQL database lacks.
 func cmdMigrate(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)

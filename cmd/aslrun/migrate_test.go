@@ -12,11 +12,11 @@ import (
 func TestMigrateCommand(t *testing.T) {
 	url := pgtest.Fresh(t)
 	code, out, errOut := invoke(t, "", "migrate", "--db", url)
-	if code != 0 || !strings.Contains(out, "migrated to schema version 1 (applied 1)") {
-		t.Fatalf("migrate: code %d, stdout %q, stderr %q; want schema version 1 applied", code, out, errOut)
+	if code != 0 || !strings.Contains(out, "migrated to schema version 2 (applied 1, 2)") {
+		t.Fatalf("migrate: code %d, stdout %q, stderr %q; want schema version 2 applied", code, out, errOut)
 	}
 	code, out, errOut = invoke(t, "", "migrate", "--db", url)
-	if code != 0 || !strings.Contains(out, "is up to date: schema version 1") {
+	if code != 0 || !strings.Contains(out, "is up to date: schema version 2") {
 		t.Errorf("migrate again: code %d, stdout %q, stderr %q; want up to date", code, out, errOut)
 	}
 }
@@ -47,13 +47,13 @@ func TestMigrateRefuses(t *testing.T) {
 	}
 }
 
-// TestPostgresNotYet: every command that opens a database refuses a
-// postgres:// one, saying that only migrate takes it so far, without
-// showing the password.
-func TestPostgresNotYet(t *testing.T) {
+// TestPostgresUnreachable: every command that opens a database takes a
+// postgres:// one, and when no server answers says so, naming the URL
+// without its password.
+func TestPostgresUnreachable(t *testing.T) {
 	dir := t.TempDir()
 	wf := writeFile(t, dir, "wf.json", `{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}`)
-	const db = "postgres://app:s3cret@127.0.0.1:1/aslrun"
+	const db = "postgres://app:s3cret@127.0.0.1:1/aslrun?connect_timeout=2"
 	for _, args := range [][]string{
 		{"run", wf},
 		{"resume", "e1"},
@@ -69,13 +69,55 @@ func TestPostgresNotYet(t *testing.T) {
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			code, _, errOut := invoke(t, "", append(args, "--db", db)...)
-			want := "--db postgres://app:xxxxx@127.0.0.1:1/aslrun: the PostgreSQL store is not complete yet: only `aslrun migrate` takes a postgres:// database"
-			if code != exitUsage || !strings.Contains(errOut, want) {
-				t.Errorf("%v: code %d, stderr %q; want exit %d saying %q", args, code, errOut, exitUsage, want)
+			want := "postgres://app:xxxxx@127.0.0.1:1/aslrun"
+			if code != exitUsage || !strings.Contains(errOut, want) || strings.Contains(errOut, "s3cret") {
+				t.Errorf("%v: code %d, stderr %q; want exit %d naming %q without the password", args, code, errOut, exitUsage, want)
 			}
 		})
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
 		t.Errorf("the commands left %v (%v) in their directory, want only the workflow", entries, err)
+	}
+}
+
+// TestPostgresNotMigrated: a command on a database without the schema
+// says to run aslrun migrate.
+func TestPostgresNotMigrated(t *testing.T) {
+	url := pgtest.Fresh(t)
+	code, _, errOut := invoke(t, "", "list", "--db", url)
+	if code != exitUsage || !strings.Contains(errOut, "run `aslrun migrate --db") {
+		t.Errorf("list on an empty database: code %d, stderr %q; want exit %d saying to run aslrun migrate", code, errOut, exitUsage)
+	}
+}
+
+// TestPostgresRun runs an example on PostgreSQL, chosen by --db and then
+// by ASLRUN_DB, and reads it back with status, history --verify and list.
+func TestPostgresRun(t *testing.T) {
+	url := pgtest.Fresh(t)
+	if code, _, errOut := invoke(t, "", "migrate", "--db", url); code != 0 {
+		t.Fatalf("migrate: %s", errOut)
+	}
+	ex := filepath.Join("..", "..", "workflows", "support-triage")
+	want, err := os.ReadFile(filepath.Join(ex, "output.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := invoke(t, "", "run", filepath.Join(ex, "workflow.json"), "--input", "@"+filepath.Join(ex, "input.json"),
+		"--mock", filepath.Join(ex, "mock.json"), "--db", url, "--name", "pg-1")
+	if code != 0 {
+		t.Fatalf("run: code %d, stderr %q", code, errOut)
+	}
+	if !jsonEqual(t, out, string(want)) {
+		t.Errorf("run output = %s, want %s", out, want)
+	}
+	t.Setenv(envDB, url)
+	for _, args := range [][]string{{"status", "pg-1"}, {"history", "pg-1", "--verify"}, {"list"}} {
+		code, out, errOut := invoke(t, "", args...)
+		if code != 0 || !strings.Contains(out, "pg-1") && args[0] != "history" || !strings.Contains(out+errOut, "SUCCEEDED") && args[0] != "history" {
+			t.Errorf("%v: code %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+		if args[0] == "history" && (code != 0 || !strings.Contains(strings.ToLower(out+errOut), "verif")) {
+			t.Errorf("%v: code %d, stdout %q, stderr %q; want the history verified", args, code, out, errOut)
+		}
 	}
 }

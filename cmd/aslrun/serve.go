@@ -20,6 +20,7 @@ import (
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/server"
 	"github.com/aslrun/aslrun/store"
+	"github.com/aslrun/aslrun/store/postgres"
 	"github.com/aslrun/aslrun/tracing"
 )
 
@@ -126,6 +127,9 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	sock := socketPath(dbPath)
 	if *socket != "" {
 		sock = *socket
+	}
+	if sock == "" {
+		return usageErrorf("serve: --db %s: a PostgreSQL database has no file beside which to put the socket: give --socket PATH", postgres.Redact(dbPath))
 	}
 	h, err := c.open(ctx, dbPath, accessServe, holderInfo{API: apiAll, Socket: sock})
 	if err != nil {

@@ -133,12 +133,18 @@ const (
 // (bounded by ctx: a signal stops the wait with its exit code). me is what
 // this process records in DB.holder while it holds the database.
 func (c *cmdContext) open(ctx context.Context, db string, what access, me holderInfo) (*handle, error) {
-	if postgres.IsURL(db) {
-		return nil, postgresNotYet(db)
-	}
 	codec, err := store.ParseCodec(os.Getenv("ASLRUN_SNAPSHOT_CODEC"))
 	if err != nil {
 		return nil, usageErrorf("ASLRUN_SNAPSHOT_CODEC: %v", err)
+	}
+	if postgres.IsURL(db) {
+		// Every process opens the database itself: PostgreSQL has no
+		// holder to wait for or to ask.
+		pg, err := postgres.Open(ctx, db, postgres.Options{Codec: codec})
+		if err != nil {
+			return nil, &exitError{code: exitUsage, msg: err.Error()}
+		}
+		return &handle{st: pg, close: func() { pg.Close() }}, nil
 	}
 	me.PID = os.Getpid()
 	if me.Socket != "" {
@@ -225,7 +231,7 @@ type readsServer struct {
 // startReads starts the reads server on sock; nil (with a note on stderr)
 // when it cannot listen, which does not stop the command.
 func (c *cmdContext) startReads(st store.Store, x *engine.Executor, sock string) *readsServer {
-	if !c.serveReads {
+	if !c.serveReads || sock == "" {
 		return nil
 	}
 	srv, err := server.New(server.Config{Store: st, Executor: x, Logger: slog.New(slog.DiscardHandler)})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/store"
+	"github.com/aslrun/aslrun/store/postgres"
 )
 
 // gcEvery is how often serve removes expired checkpoints.
@@ -16,7 +17,13 @@ const gcEvery = 10 * time.Minute
 
 // socketPath is the unix socket beside db where the process holding it
 // serves the API.
-func socketPath(db string) string { return db + ".sock" }
+func socketPath(db string) string {
+	if postgres.IsURL(db) {
+		// Every process opens the database itself: none serves it to others.
+		return ""
+	}
+	return db + ".sock"
+}
 
 // cmdWorker is the old name of serve: it says so and runs serve with the
 // flags the two share (--poll, --max-payload, --db).

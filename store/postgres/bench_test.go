@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/aslrun/aslrun/engine"
 )
 
 // BenchmarkLease measures the round trips leases add: taking and giving
@@ -115,6 +117,62 @@ func benchLease(b *testing.B, db *DB) {
 					return tx.SendBatch(ctx, batch).Close()
 				})
 				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// benchStoreCommit is a step of an execution: three events and its
+// top-level scope, as a Task state's commit writes them.
+func benchStoreCommit(id string, seq int64) *engine.Commit {
+	at := time.Unix(1_700_000_000, seq)
+	doc := map[string]any{"ticket": map[string]any{"id": "T-1", "body": "the printer is on fire"}, "step": float64(seq)}
+	return &engine.Commit{
+		Execution: id, Seq: seq, LastEvent: 3 * seq,
+		Events: []engine.Event{
+			{ID: 3*seq - 2, Type: "TaskStateEntered", Timestamp: at, State: "T", Document: doc, Input: doc},
+			{ID: 3*seq - 1, Type: "TaskSucceeded", Timestamp: at, State: "T", Document: doc, Output: doc},
+			{ID: 3 * seq, Type: "TaskStateExited", Timestamp: at, State: "T", Document: doc, Output: doc},
+		},
+		Scopes: map[string]*engine.Scope{"": {Next: "T", Doc: doc}},
+	}
+}
+
+// BenchmarkCommit measures a commit of one execution's step, one at a
+// time (One) and from 16 executions at once (Parallel16), durably.
+func BenchmarkCommit(b *testing.B) {
+	ctx := context.Background()
+	db := openTest(b, Options{})
+	create := func(id string) {
+		if err := db.Create(ctx, &engine.Execution{ID: id, MachineName: "bench", StartedAt: time.Unix(1_700_000_000, 0), Input: map[string]any{}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("One", func(b *testing.B) {
+		create("one")
+		b.ReportAllocs()
+		seq := int64(0)
+		for b.Loop() {
+			seq++
+			if err := db.Commit(ctx, benchStoreCommit("one", seq)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Parallel16", func(b *testing.B) {
+		var n atomic.Int64
+		b.ReportAllocs()
+		b.SetParallelism(8) // 16 goroutines on 2 CPUs
+		b.RunParallel(func(pb *testing.PB) {
+			id := "par-" + strconv.FormatInt(n.Add(1), 10) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			create(id)
+			seq := int64(0)
+			for pb.Next() {
+				seq++
+				if err := db.Commit(ctx, benchStoreCommit(id, seq)); err != nil {
 					b.Error(err)
 					return
 				}

@@ -36,6 +36,6 @@ func openTest(t testing.TB, opts Options) *DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(db.Close)
+	t.Cleanup(func() { db.Close() })
 	return db
 }

@@ -7,10 +7,14 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/aslrun/aslrun/store"
 )
 
 // Defaults of Options.
@@ -38,6 +42,10 @@ type Options struct {
 	// its schema version. Without it, Open refuses a database that lacks
 	// some (run `aslrun migrate`).
 	Migrate bool
+	// Codec compresses checkpoint snapshots ("": store.CodecZstd).
+	Codec store.Codec
+	// Migrations migrate checkpoint snapshots of older formats.
+	Migrations *store.Migrations
 }
 
 // DB is an aslrun database on PostgreSQL: a connection pool whose schema
@@ -46,6 +54,12 @@ type DB struct {
 	pool *pgxpool.Pool
 	// url is the database's URL without its password, for messages.
 	url string
+
+	rec     *store.Records
+	heads   headCache
+	closed  atomic.Bool
+	fenceMu sync.Mutex
+	fences  map[string]int64 // execution → epoch its commits check
 }
 
 // Errors of Open.
@@ -167,11 +181,15 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	rec, err := store.NewRecords(opts.Codec, opts.Migrations)
+	if err != nil {
+		return nil, err
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, urlError(rawURL, "connecting", err)
 	}
-	db := &DB{pool: pool, url: Redact(rawURL)}
+	db := &DB{pool: pool, url: Redact(rawURL), rec: rec}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, urlError(rawURL, "connecting", err)
@@ -190,8 +208,13 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 }
 
 // Close closes the pool, waiting for the connections in use to be
-// returned.
-func (db *DB) Close() { db.pool.Close() }
+// returned; later calls of the store fail with store.ErrClosed.
+func (db *DB) Close() error {
+	if !db.closed.Swap(true) {
+		db.pool.Close()
+	}
+	return nil
+}
 
 // URL returns the database's URL without its password.
 func (db *DB) URL() string { return db.url }

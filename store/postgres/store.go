@@ -1,0 +1,709 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/store"
+)
+
+// The store. A DB keeps the records package store encodes (store.Records),
+// the same bytes as Bolt's, in the tables of the schema; the columns
+// beside them are what queries filter and order on.
+//
+// A commit is one round trip: one batch of statements, which PostgreSQL
+// runs as one implicit transaction (all of it or nothing). It applies the
+// commit to the execution's head as this process last wrote it (headCache)
+// and its first statement swaps the head only if it is still that one
+// (commit_seq unchanged); when it is not (another process committed to
+// the execution, or the head was not cached), the batch fails, the head
+// is read and the commit applied again. Commits of different executions
+// share nothing but the pool: they run on as many connections at once,
+// and PostgreSQL's group commit shares their WAL flushes.
+
+var _ store.Store = (*DB)(nil)
+
+// SQLSTATE codes aslrun_refuse raises (migration 0002).
+const (
+	codeFenced   = "AR001" // the lease's epoch is not the commit's
+	codeConflict = "AR002" // the head (or a memory record) changed since it was read
+)
+
+// maxConflicts bounds the times a commit is applied again after finding
+// its execution's head changed.
+const maxConflicts = 16
+
+// maxCachedHeads bounds the head cache; it is emptied when full.
+const maxCachedHeads = 4096
+
+// cachedHead is an execution's head as this process last wrote it.
+type cachedHead struct {
+	head []byte
+	seq  int64
+}
+
+// headCache holds the heads this process wrote.
+type headCache struct {
+	mu    sync.Mutex
+	heads map[string]cachedHead
+}
+
+func (c *headCache) get(id string) (cachedHead, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.heads[id]
+	return h, ok
+}
+
+func (c *headCache) put(id string, h cachedHead) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.heads == nil || len(c.heads) >= maxCachedHeads {
+		c.heads = make(map[string]cachedHead)
+	}
+	c.heads[id] = h
+}
+
+func (c *headCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.heads, id)
+}
+
+// Fence makes every later commit of l's execution check that l is still
+// its lease, in the commit's transaction: once another process took the
+// lease over, the commit is refused (a *FencedError) and writes nothing.
+func (db *DB) Fence(l Lease) {
+	db.fenceMu.Lock()
+	defer db.fenceMu.Unlock()
+	if db.fences == nil {
+		db.fences = make(map[string]int64)
+	}
+	db.fences[l.Execution] = l.Epoch
+}
+
+// Unfence stops checking a lease in the commits of an execution (its
+// lease was released).
+func (db *DB) Unfence(execution string) {
+	db.fenceMu.Lock()
+	defer db.fenceMu.Unlock()
+	delete(db.fences, execution)
+}
+
+// fence returns the epoch commits of an execution check, 0 for none.
+func (db *DB) fence(execution string) int64 {
+	db.fenceMu.Lock()
+	defer db.fenceMu.Unlock()
+	return db.fences[execution]
+}
+
+// check returns ErrClosed after Close, else ctx's error.
+func (db *DB) check(ctx context.Context) error {
+	if db.closed.Load() {
+		return store.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// dbErr wraps an error of the database with its URL.
+func (db *DB) dbErr(doing string, err error) error {
+	return fmt.Errorf("database %s: %s: %w", db.url, doing, err)
+}
+
+// sqlState returns the SQLSTATE of a database error, "" for another.
+func sqlState(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// storable reports whether s can be a text value: valid UTF-8 without
+// NUL. A name that is not can name nothing stored.
+func storable(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
+}
+
+// nsOrNull is TimeKey(t), NULL for the zero time.
+func nsOrNull(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	n := store.TimeKey(t)
+	return &n
+}
+
+// Create records a new execution; ErrExists when the id is taken.
+func (db *DB) Create(ctx context.Context, e *engine.Execution) error {
+	if err := db.check(ctx); err != nil {
+		return err
+	}
+	n, err := store.PrepareCreate(e)
+	if err != nil {
+		return fmt.Errorf("create execution %s: %w", e.ID, err)
+	}
+	b := &pgx.Batch{}
+	if n.Definition != nil {
+		b.Queue(`INSERT INTO definitions (hash, body) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING`, n.DefinitionHash, n.Definition)
+	}
+	var def *string
+	if n.DefinitionHash != "" {
+		def = &n.DefinitionHash
+	}
+	var parent *string
+	if n.Summary.Parent != "" {
+		parent = &n.Summary.Parent
+	}
+	s := &n.Summary
+	b.Queue(`INSERT INTO executions (id, machine_name, definition_hash, status, started_ns, stopped_ns, wake_ns, waiting_for, parent, error, spec, head)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		n.ID, s.MachineName, def, string(s.Status), store.TimeKey(s.StartedAt), nsOrNull(s.StoppedAt), nsOrNull(s.WakeAt), s.WaitingFor, parent, s.Error, n.Spec, n.Head)
+	if len(n.Scopes) > 0 {
+		keys, values := scopeArrays(n.Scopes)
+		b.Queue(`INSERT INTO scopes (execution, key, body) SELECT $1, k, v FROM unnest($2::text[], $3::bytea[]) AS t(k, v)`, n.ID, keys, values)
+	}
+	err = db.pool.SendBatch(ctx, b).Close()
+	switch {
+	case sqlState(err) == "23505":
+		return fmt.Errorf("create execution %s: %w", n.ID, engine.ErrExists)
+	case err != nil:
+		return db.dbErr("create execution "+n.ID, err)
+	}
+	db.heads.put(n.ID, cachedHead{head: n.Head})
+	return nil
+}
+
+// scopeArrays returns the keys and values of scope records.
+func scopeArrays(ss []store.ScopeRecord) ([]string, [][]byte) {
+	keys, values := make([]string, len(ss)), make([][]byte, len(ss))
+	for i, s := range ss {
+		keys[i], values[i] = s.Key, s.Value
+	}
+	return keys, values
+}
+
+// Commit applies one step of an execution atomically and durably, in one
+// transaction, fenced when the execution's lease was given to Fence.
+func (db *DB) Commit(ctx context.Context, c *engine.Commit) error {
+	if err := db.check(ctx); err != nil {
+		return err
+	}
+	id := c.Execution
+	cached, ok := db.heads.get(id)
+	if !ok {
+		db.rec.Forget(id)
+	}
+	p, err := db.rec.PrepareCommit(c)
+	if err != nil {
+		return fmt.Errorf("commit execution %s: %w", id, err)
+	}
+	epoch := db.fence(id)
+	for attempt := 0; ; attempt++ {
+		var history [][]byte
+		var firsts []int64
+		if !ok || p.RollsBack() {
+			if cached, history, firsts, err = db.readHead(ctx, id, p.RollsBack()); err != nil {
+				return fmt.Errorf("commit execution %s: %w", id, err)
+			}
+		}
+		a, err := p.Apply(cached.head, history, func(ns, key string) ([]byte, error) { return db.memoryRecord(ctx, ns, key) })
+		if err != nil {
+			return fmt.Errorf("commit execution %s: %w", id, err)
+		}
+		err = db.pool.SendBatch(ctx, commitBatch(id, cached.seq, epoch, a, firsts)).Close()
+		switch code := sqlState(err); {
+		case err == nil:
+			if a.Status.Ended() {
+				db.heads.drop(id)
+			} else {
+				db.heads.put(id, cachedHead{head: a.Head, seq: cached.seq + 1})
+			}
+			db.rec.Committed(p)
+			return nil
+		case code == codeFenced:
+			db.heads.drop(id)
+			return fmt.Errorf("commit execution %s: %w", id, db.fenced(context.WithoutCancel(ctx), db.pool, id, epoch))
+		case code == codeConflict && attempt < maxConflicts:
+			// Another process committed to the execution since this one
+			// last did: what the execution's history holds is read again.
+			db.heads.drop(id)
+			db.rec.Forget(id)
+			if p, err = db.rec.PrepareCommit(c); err != nil {
+				return fmt.Errorf("commit execution %s: %w", id, err)
+			}
+			ok = false
+		default:
+			db.heads.drop(id)
+			return db.dbErr("commit execution "+id, err)
+		}
+	}
+}
+
+// readHead reads an execution's head and, with history, its history
+// records and their first events, in one statement (one snapshot).
+func (db *DB) readHead(ctx context.Context, id string, history bool) (cachedHead, [][]byte, []int64, error) {
+	var h cachedHead
+	var records [][]byte
+	var firsts []int64
+	var err error
+	if history {
+		err = db.pool.QueryRow(ctx, `SELECT head, commit_seq,
+  ARRAY(SELECT body FROM history_records WHERE execution = $1 ORDER BY first_event),
+  ARRAY(SELECT first_event FROM history_records WHERE execution = $1 ORDER BY first_event)
+FROM executions WHERE id = $1`, id).Scan(&h.head, &h.seq, &records, &firsts)
+	} else {
+		err = db.pool.QueryRow(ctx, `SELECT head, commit_seq FROM executions WHERE id = $1`, id).Scan(&h.head, &h.seq)
+	}
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return h, nil, nil, engine.ErrNotFound
+	case err != nil:
+		return h, nil, nil, db.dbErr("reading execution "+id, err)
+	}
+	return h, records, firsts, nil
+}
+
+// memoryRecord reads an agent memory record, nil when there is none.
+func (db *DB) memoryRecord(ctx context.Context, namespace, key string) ([]byte, error) {
+	var v []byte
+	err := db.pool.QueryRow(ctx, `SELECT value FROM agent_memory WHERE namespace = $1 AND key = $2`, namespace, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, db.dbErr("reading agent memory", err)
+	}
+	return v, nil
+}
+
+// The statements of a commit's batch.
+const (
+	fenceCheck = `SELECT aslrun_refuse('AR001', 'lease fenced off') FROM (
+  SELECT count(*) AS n FROM (SELECT 1 FROM leases WHERE execution = $1 AND epoch = $2 AND owner <> '' FOR SHARE) l) c
+WHERE c.n = 0`
+	swapHead = `WITH u AS (
+  UPDATE executions SET head = $3, commit_seq = $2 + 1, status = $4, stopped_ns = $5, wake_ns = $6,
+    waiting_for = $7, error = $8, event_count = $9, last_hash = $10
+  WHERE id = $1 AND commit_seq = $2 RETURNING 1)
+SELECT aslrun_refuse('AR002', 'execution changed since it was read') WHERE NOT EXISTS (SELECT 1 FROM u)`
+	checkMemory = `SELECT aslrun_refuse('AR002', 'agent memory changed since it was read')
+WHERE (SELECT value FROM agent_memory WHERE namespace = $1 AND key = $2 FOR UPDATE) IS DISTINCT FROM $3::bytea`
+)
+
+// commitBatch returns the statements that write a applied to the head of
+// commit seq seq of execution id, fenced by epoch (0: not fenced); firsts
+// are the first events of the history records a rollback was applied to.
+func commitBatch(id string, seq, epoch int64, a *store.AppliedCommit, firsts []int64) *pgx.Batch {
+	b := &pgx.Batch{}
+	if epoch != 0 {
+		b.Queue(fenceCheck, id, epoch)
+	}
+	lastHash, _ := store.HashBytes(a.LastHash)
+	b.Queue(swapHead, id, seq, a.Head, string(a.Status), nsOrNull(a.StoppedAt), nsOrNull(a.WakeAt), a.WaitingFor, a.Error, a.Events, lastHash)
+	for _, m := range a.MemoryRead {
+		b.Queue(checkMemory, m.Namespace, m.Key, m.Record)
+	}
+	for i, rec := range a.Superseded {
+		b.Queue(`UPDATE history_records SET body = $3 WHERE execution = $1 AND first_event = $2`, id, firsts[i], rec)
+	}
+	if a.History != nil {
+		b.Queue(`INSERT INTO history_records (execution, first_event, body) VALUES ($1, $2, $3)`, id, a.FirstEvent, a.History)
+	}
+	for _, prefix := range a.DropScopes {
+		b.Queue(`DELETE FROM scopes WHERE execution = $1 AND starts_with(key, $2)`, id, prefix)
+	}
+	var put, del []store.ScopeRecord
+	for _, s := range a.Scopes {
+		if s.Value == nil {
+			del = append(del, s)
+		} else {
+			put = append(put, s)
+		}
+	}
+	if len(del) > 0 {
+		keys, _ := scopeArrays(del)
+		b.Queue(`DELETE FROM scopes WHERE execution = $1 AND key = ANY($2::text[])`, id, keys)
+	}
+	if len(put) > 0 {
+		keys, values := scopeArrays(put)
+		b.Queue(`INSERT INTO scopes (execution, key, body) SELECT $1, k, v FROM unnest($2::text[], $3::bytea[]) AS t(k, v)
+ON CONFLICT (execution, key) DO UPDATE SET body = EXCLUDED.body`, id, keys, values)
+	}
+	if cp := a.Checkpoint; cp != nil {
+		blob, _ := store.HashBytes(cp.Blob)
+		doc, _ := store.HashBytes(cp.DocHash)
+		codec, format, _ := store.SnapshotCodec(cp.Snapshot)
+		var event *int64
+		if cp.Event > 0 {
+			event = &cp.Event
+		}
+		b.Queue(`INSERT INTO snapshot_blobs (key, codec, format, body) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING`, blob, string(codec), format, cp.Snapshot)
+		b.Queue(`INSERT INTO checkpoints (execution, name, blob, doc_hash, event_seq, created_ns, expires_ns, body)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (execution, name) DO UPDATE SET blob = EXCLUDED.blob, doc_hash = EXCLUDED.doc_hash, event_seq = EXCLUDED.event_seq,
+  created_ns = EXCLUDED.created_ns, expires_ns = EXCLUDED.expires_ns, body = EXCLUDED.body`,
+			id, cp.Name, blob, doc, event, store.TimeKey(cp.CreatedAt), nsOrNull(cp.ExpiresAt), cp.Record)
+	}
+	if len(a.Namespaces) > 0 {
+		b.Queue(`INSERT INTO memory_namespaces (execution, namespace) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`, id, a.Namespaces)
+	}
+	for _, m := range a.Memory {
+		if m.Record == nil {
+			b.Queue(`DELETE FROM agent_memory WHERE namespace = $1 AND key = $2`, m.Namespace, m.Key)
+			continue
+		}
+		b.Queue(`INSERT INTO agent_memory (namespace, key, value, updated_ns, expires_ns, execution) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (namespace, key) DO UPDATE SET value = EXCLUDED.value, updated_ns = EXCLUDED.updated_ns, expires_ns = EXCLUDED.expires_ns, execution = EXCLUDED.execution`,
+			m.Namespace, m.Key, m.Record, store.TimeKey(m.UpdatedAt), nsOrNull(m.ExpiresAt), m.Execution)
+	}
+	return b
+}
+
+// Load returns an execution as last committed; ErrNotFound when there is
+// none. It reads it in one statement, so as of one commit.
+func (db *DB) Load(ctx context.Context, id string) (*engine.Execution, error) {
+	if err := db.check(ctx); err != nil {
+		return nil, err
+	}
+	if !storable(id) {
+		return nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	}
+	var spec, head, def []byte
+	var keys, namespaces []string
+	var values [][]byte
+	err := db.pool.QueryRow(ctx, `SELECT e.spec, e.head, d.body,
+  ARRAY(SELECT key FROM scopes WHERE execution = e.id ORDER BY key),
+  ARRAY(SELECT body FROM scopes WHERE execution = e.id ORDER BY key),
+  ARRAY(SELECT namespace FROM memory_namespaces WHERE execution = e.id ORDER BY namespace)
+FROM executions e LEFT JOIN definitions d ON d.hash = e.definition_hash WHERE e.id = $1`, id).Scan(&spec, &head, &def, &keys, &values, &namespaces)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	case err != nil:
+		return nil, db.dbErr("loading execution "+id, err)
+	}
+	if len(keys) != len(values) {
+		return nil, db.dbErr("loading execution "+id, fmt.Errorf("%d scope keys, %d scopes", len(keys), len(values)))
+	}
+	scopes := make([]store.ScopeRecord, len(keys))
+	for i := range keys {
+		scopes[i] = store.ScopeRecord{Key: keys[i], Value: values[i]}
+	}
+	return store.LoadExecution(id, spec, head, def, scopes, namespaces)
+}
+
+// historyOf reads an execution's head and history records in one
+// statement.
+func (db *DB) historyOf(ctx context.Context, id string) ([]byte, [][]byte, error) {
+	if !storable(id) {
+		return nil, nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	}
+	var head []byte
+	var records [][]byte
+	err := db.pool.QueryRow(ctx, `SELECT head, ARRAY(SELECT body FROM history_records WHERE execution = $1 ORDER BY first_event)
+FROM executions WHERE id = $1`, id).Scan(&head, &records)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	case err != nil:
+		return nil, nil, db.dbErr("reading the history of execution "+id, err)
+	}
+	return head, records, nil
+}
+
+// History returns an execution's history in order.
+func (db *DB) History(ctx context.Context, id string) ([]engine.Event, error) {
+	if err := db.check(ctx); err != nil {
+		return nil, err
+	}
+	_, records, err := db.historyOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return store.ReadHistory(id, records)
+}
+
+// VerifyHistory checks an execution's history; ErrTampered names the
+// first event that does not verify.
+func (db *DB) VerifyHistory(ctx context.Context, id string) error {
+	if err := db.check(ctx); err != nil {
+		return err
+	}
+	head, records, err := db.historyOf(ctx, id)
+	if err != nil {
+		return err
+	}
+	return store.VerifyHistory(id, head, records)
+}
+
+// Checkpoint returns the named checkpoint of an execution, its document
+// decoded and verified; ErrNotFound when there is none.
+func (db *DB) Checkpoint(ctx context.Context, id, name string) (*engine.Checkpoint, error) {
+	if err := db.check(ctx); err != nil {
+		return nil, err
+	}
+	if !storable(id) || !storable(name) {
+		return nil, fmt.Errorf("execution %s checkpoint %q: %w", id, name, engine.ErrNotFound)
+	}
+	var record, blob []byte
+	var found bool
+	err := db.pool.QueryRow(ctx, `SELECT c.body, b.body, b.key IS NOT NULL FROM checkpoints c LEFT JOIN snapshot_blobs b ON b.key = c.blob
+WHERE c.execution = $1 AND c.name = $2`, id, name).Scan(&record, &blob, &found)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, fmt.Errorf("execution %s checkpoint %q: %w", id, name, engine.ErrNotFound)
+	case err != nil:
+		return nil, db.dbErr(fmt.Sprintf("reading execution %s checkpoint %q", id, name), err)
+	}
+	return db.rec.LoadCheckpoint(id, name, record, blob, found)
+}
+
+// ListCheckpoints returns an execution's checkpoints without their
+// documents, oldest first.
+func (db *DB) ListCheckpoints(ctx context.Context, id string) ([]*engine.Checkpoint, error) {
+	if err := db.check(ctx); err != nil {
+		return nil, err
+	}
+	if !storable(id) {
+		return nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	}
+	var names []string
+	var records [][]byte
+	err := db.pool.QueryRow(ctx, `SELECT ARRAY(SELECT name FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT body FROM checkpoints WHERE execution = $1 ORDER BY name)
+FROM executions WHERE id = $1`, id).Scan(&names, &records)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	case err != nil:
+		return nil, db.dbErr("listing the checkpoints of execution "+id, err)
+	}
+	out := make([]*engine.Checkpoint, 0, len(names))
+	for i, name := range names {
+		cp, err := store.CheckpointInfo(id, name, records[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cp)
+	}
+	store.SortCheckpoints(out)
+	return out, nil
+}
+
+// ids runs a query of execution ids.
+func (db *DB) ids(ctx context.Context, doing, query string, args ...any) ([]string, error) {
+	if err := db.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := db.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, db.dbErr(doing, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, db.dbErr(doing, err)
+	}
+	return out, nil
+}
+
+// Due returns the WAITING executions whose WakeAt is at or before now,
+// earliest first.
+func (db *DB) Due(ctx context.Context, now time.Time) ([]string, error) {
+	return db.ids(ctx, "finding due executions", `SELECT id FROM executions
+WHERE status = 'WAITING' AND wake_ns IS NOT NULL AND wake_ns <= $1 ORDER BY wake_ns, id`, store.TimeKey(now))
+}
+
+// Unfinished returns the RUNNING executions, by id.
+func (db *DB) Unfinished(ctx context.Context) ([]string, error) {
+	return db.ids(ctx, "finding running executions", `SELECT id FROM executions WHERE status = 'RUNNING' ORDER BY id`)
+}
+
+// List returns summaries of the executions, newest first, filtered in
+// the database by the indexed columns.
+func (db *DB) List(ctx context.Context, opts store.ListOptions) ([]store.Summary, error) {
+	if err := db.check(ctx); err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if opts.After != "" {
+		if !storable(opts.After) {
+			return nil, store.CursorError(opts.After)
+		}
+		var at int64
+		err := db.pool.QueryRow(ctx, `SELECT started_ns FROM executions WHERE id = $1`, opts.After).Scan(&at)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil, store.CursorError(opts.After)
+		case err != nil:
+			return nil, db.dbErr("listing executions", err)
+		}
+		where = append(where, "(started_ns, id) < ("+arg(at)+", "+arg(opts.After)+")")
+	}
+	if opts.Status != "" {
+		where = append(where, "status = "+arg(string(opts.Status)))
+	}
+	if opts.MachineName != "" {
+		where = append(where, "machine_name = "+arg(opts.MachineName))
+	}
+	if !opts.StartedAfter.IsZero() {
+		where = append(where, "started_ns > "+arg(store.TimeKey(opts.StartedAfter)))
+	}
+	if !opts.StartedBefore.IsZero() {
+		where = append(where, "started_ns < "+arg(store.TimeKey(opts.StartedBefore)))
+	}
+	q := "SELECT id, spec, head FROM executions"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY started_ns DESC, id DESC"
+	if opts.Limit > 0 {
+		q += " LIMIT " + arg(opts.Limit)
+	}
+	rows, err := db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, db.dbErr("listing executions", err)
+	}
+	defer rows.Close()
+	var out []store.Summary
+	for rows.Next() {
+		var id string
+		var spec, head []byte
+		if err := rows.Scan(&id, &spec, &head); err != nil {
+			return nil, db.dbErr("listing executions", err)
+		}
+		s, err := store.ExecutionSummary(id, spec, head)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.dbErr("listing executions", err)
+	}
+	return out, nil
+}
+
+// Definition returns the definition text stored under hash.
+func (db *DB) Definition(ctx context.Context, hash string) ([]byte, error) {
+	if err := db.check(ctx); err != nil {
+		return nil, err
+	}
+	if !storable(hash) {
+		return nil, fmt.Errorf("definition %s: %w", hash, engine.ErrNotFound)
+	}
+	var def []byte
+	err := db.pool.QueryRow(ctx, `SELECT body FROM definitions WHERE hash = $1`, hash).Scan(&def)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, fmt.Errorf("definition %s: %w", hash, engine.ErrNotFound)
+	case err != nil:
+		return nil, db.dbErr("reading definition "+hash, err)
+	}
+	return def, nil
+}
+
+// GC removes the expired checkpoints (but not the newest of a RUNNING or
+// WAITING execution), the snapshot blobs no checkpoint refers to and the
+// expired agent memory, in one transaction.
+func (db *DB) GC(ctx context.Context, now time.Time) (store.GCReport, error) {
+	if err := db.check(ctx); err != nil {
+		return store.GCReport{}, err
+	}
+	at := store.TimeKey(now)
+	b := &pgx.Batch{}
+	b.Queue(`WITH newest AS (
+  SELECT DISTINCT ON (c.execution) c.execution, c.name FROM checkpoints c JOIN executions e ON e.id = c.execution
+  WHERE e.status IN ('RUNNING', 'WAITING') ORDER BY c.execution, c.created_ns DESC, c.name DESC)
+DELETE FROM checkpoints c WHERE c.expires_ns IS NOT NULL AND c.expires_ns <= $1
+  AND NOT EXISTS (SELECT 1 FROM newest n WHERE n.execution = c.execution AND n.name = c.name)`, at)
+	b.Queue(`DELETE FROM snapshot_blobs b WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.blob = b.key)`)
+	b.Queue(`DELETE FROM agent_memory WHERE expires_ns IS NOT NULL AND expires_ns <= $1`, at)
+	br := db.pool.SendBatch(ctx, b)
+	var rep store.GCReport
+	for _, n := range []*int{&rep.Checkpoints, &rep.Blobs, &rep.Memory} {
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			return store.GCReport{}, db.dbErr("gc", err)
+		}
+		*n = int(tag.RowsAffected())
+	}
+	if err := br.Close(); err != nil {
+		return store.GCReport{}, db.dbErr("gc", err)
+	}
+	return rep, nil
+}
+
+// ReadMemory returns the live entries of keys in namespace.
+func (db *DB) ReadMemory(ctx context.Context, namespace string, keys []string, now time.Time) (map[string]*engine.MemoryEntry, error) {
+	if err := db.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := db.pool.Query(ctx, `SELECT namespace, key, value FROM agent_memory WHERE namespace = $1 AND key = ANY($2::text[])`, namespace, keys)
+	if err != nil {
+		return nil, db.dbErr("reading agent memory", err)
+	}
+	es, err := db.memoryEntries(rows, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*engine.MemoryEntry, len(es))
+	for _, e := range es {
+		out[e.Key] = e
+	}
+	return out, nil
+}
+
+// ListMemory returns the live entries of namespace ("" for all), by
+// namespace and key.
+func (db *DB) ListMemory(ctx context.Context, namespace string, now time.Time) ([]*engine.MemoryEntry, error) {
+	if err := db.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := db.pool.Query(ctx, `SELECT namespace, key, value FROM agent_memory WHERE $1 = '' OR namespace = $1 ORDER BY namespace, key`, namespace)
+	if err != nil {
+		return nil, db.dbErr("listing agent memory", err)
+	}
+	return db.memoryEntries(rows, now)
+}
+
+// memoryEntries decodes rows of namespace, key and record, leaving out the
+// entries expired at now.
+func (db *DB) memoryEntries(rows pgx.Rows, now time.Time) ([]*engine.MemoryEntry, error) {
+	defer rows.Close()
+	var out []*engine.MemoryEntry
+	for rows.Next() {
+		var ns, key string
+		var rec []byte
+		if err := rows.Scan(&ns, &key, &rec); err != nil {
+			return nil, db.dbErr("reading agent memory", err)
+		}
+		e, err := store.DecodeMemory(ns, key, rec, now)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.dbErr("reading agent memory", err)
+	}
+	return out, nil
+}
