@@ -405,9 +405,11 @@ type docCache struct {
 }
 
 // Bounds of the cache: it forgets everything when it holds too many
-// executions, an execution's hashes when it holds too many of them, and
+// executions, an execution's hashes when it holds too many of them (and
+// its scopes' last documents when it has too many scopes), and
 // every execution's encodings when together they pass their bound.
 const (
+	maxCachedScopes    = 1024
 	maxCachedExecs     = 4096
 	maxCachedHashes    = 1 << 14
 	maxExecEncodings   = 256 << 10
@@ -507,7 +509,11 @@ func (e *execDocs) committed(w *docWriter, memo *docMemo) int {
 		for _, d := range w.used {
 			e.stored[d.sum] = struct{}{}
 		}
-		if e.last == nil {
+		if e.last == nil || len(e.last)+len(w.last) > maxCachedScopes {
+			// A Map's items are scopes of their own: past the bound the
+			// bases are forgotten (the next document of a scope is then
+			// stored whole), so that the cache does not grow with the
+			// items run.
 			e.last = make(map[string]cachedDoc, len(w.last))
 		}
 		for _, l := range w.last {
