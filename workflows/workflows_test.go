@@ -161,70 +161,94 @@ func examples(t *testing.T) []example {
 	return out
 }
 
-// TestExamples parses and runs every example durably, with its mock file
-// and script.json, and checks the output. Delays run on the synctest
-// clock.
+// TestExamples parses and runs every example in each durability mode,
+// with its mock file and script.json, and checks the output. Delays run on
+// the synctest clock. Under durability none (no store) an example that
+// could park is refused at start, and one that rolls back stops at the
+// first run's outcome (a rollback needs a store); its history and memory
+// are not checked (there are none to read).
 func TestExamples(t *testing.T) {
-	for _, ex := range examples(t) {
-		dir, m := ex.dir, ex.m
-		t.Run(dir, func(t *testing.T) {
-			reg := mockRegistry(t, filepath.Join(dir, "mock.json"))
-			sc := readScript(t, dir)
-			input := readJSON(t, filepath.Join(dir, "input.json"))
-			want := readJSON(t, filepath.Join(dir, "output.json"))
-			synctest.Test(t, func(t *testing.T) {
-				ctx := context.Background()
-				st := store.NewMemory()
-				quiet := func(context.Context, engine.EscalationNotice) error { return nil }
-				x := engine.New(engine.Config{Agents: reg, Store: st, OnEscalation: quiet})
-				res, err := x.Run(ctx, m, input, engine.StartOptions{MachineName: dir})
-				if err == nil {
-					res, err = conformance.Drive(ctx, x, res, sc.Decisions)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if sc.First != nil {
-					if string(res.Status) != sc.First.Status || res.Error != sc.First.Error {
-						t.Fatalf("first run: %s %s (%s), want %s %s", res.Status, res.Error, res.Cause, sc.First.Status, sc.First.Error)
-					}
-					opts := engine.ResumeOptions{Agents: mockRegistry(t, filepath.Join(dir, sc.ResumeMock))}
-					if res, err = x.Rollback(ctx, res.ID, sc.ResumeFromCheckpoint, opts); err != nil {
-						t.Fatal(err)
-					}
-				}
-				wantResult(t, res, want)
-				if sc.Again != nil {
-					in2 := readJSON(t, filepath.Join(dir, sc.Again.Input))
-					if res, err = x.Run(ctx, m, in2, engine.StartOptions{MachineName: dir}); err != nil {
-						t.Fatal(err)
-					}
-					wantResult(t, res, readJSON(t, filepath.Join(dir, sc.Again.Output)))
-				}
-				for ns, keys := range sc.Memory {
-					for k, w := range keys {
-						got, err := st.ReadMemory(ctx, ns, []string{k}, time.Now())
-						if err != nil || got[k] == nil || !jsonpath.Equal(got[k].Value, w) {
-							t.Errorf("memory %s/%s = %v, %v; want %v", ns, k, got[k], err, w)
-						}
-					}
-				}
-				hist, err := st.History(ctx, res.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for typ, n := range sc.Events {
-					got := 0
-					for _, e := range hist {
-						if e.Type == typ {
-							got++
-						}
-					}
-					if got != n {
-						t.Errorf("%d %s events, want %d", got, typ, n)
-					}
-				}
-			})
-		})
+	for _, mode := range []engine.Durability{engine.DurabilityStrict, engine.DurabilityBatched, engine.DurabilityNone} {
+		for _, ex := range examples(t) {
+			dir, m := ex.dir, ex.m
+			t.Run(string(mode)+"/"+dir, func(t *testing.T) { runExample(t, mode, dir, m) })
+		}
 	}
+}
+
+func runExample(t *testing.T, mode engine.Durability, dir string, m *states.Machine) {
+	reg := mockRegistry(t, filepath.Join(dir, "mock.json"))
+	sc := readScript(t, dir)
+	input := readJSON(t, filepath.Join(dir, "input.json"))
+	want := readJSON(t, filepath.Join(dir, "output.json"))
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		var st *store.Memory
+		quiet := func(context.Context, engine.EscalationNotice) error { return nil }
+		cfg := engine.Config{Agents: reg, OnEscalation: quiet, Durability: mode}
+		if mode != engine.DurabilityNone {
+			st = store.NewMemory()
+			cfg.Store = st
+		}
+		x := engine.New(cfg)
+		res, err := x.Run(ctx, m, input, engine.StartOptions{MachineName: dir})
+		if st == nil && errors.Is(err, engine.ErrDurability) {
+			if len(sc.Decisions) == 0 {
+				t.Fatalf("refused without a store, but its script makes no decision: %v", err)
+			}
+			return
+		}
+		if err == nil {
+			res, err = conformance.Drive(ctx, x, res, sc.Decisions)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.First != nil {
+			if string(res.Status) != sc.First.Status || res.Error != sc.First.Error {
+				t.Fatalf("first run: %s %s (%s), want %s %s", res.Status, res.Error, res.Cause, sc.First.Status, sc.First.Error)
+			}
+			if st == nil {
+				return
+			}
+			opts := engine.ResumeOptions{Agents: mockRegistry(t, filepath.Join(dir, sc.ResumeMock))}
+			if res, err = x.Rollback(ctx, res.ID, sc.ResumeFromCheckpoint, opts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantResult(t, res, want)
+		if sc.Again != nil {
+			in2 := readJSON(t, filepath.Join(dir, sc.Again.Input))
+			if res, err = x.Run(ctx, m, in2, engine.StartOptions{MachineName: dir}); err != nil {
+				t.Fatal(err)
+			}
+			wantResult(t, res, readJSON(t, filepath.Join(dir, sc.Again.Output)))
+		}
+		if st == nil {
+			return
+		}
+		for ns, keys := range sc.Memory {
+			for k, w := range keys {
+				got, err := st.ReadMemory(ctx, ns, []string{k}, time.Now())
+				if err != nil || got[k] == nil || !jsonpath.Equal(got[k].Value, w) {
+					t.Errorf("memory %s/%s = %v, %v; want %v", ns, k, got[k], err, w)
+				}
+			}
+		}
+		hist, err := st.History(ctx, res.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for typ, n := range sc.Events {
+			got := 0
+			for _, e := range hist {
+				if e.Type == typ {
+					got++
+				}
+			}
+			if got != n {
+				t.Errorf("%d %s events, want %d", got, typ, n)
+			}
+		}
+	})
 }
