@@ -484,29 +484,47 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return nil
 	}
+	follow(ctx, stop, out, every, inboxPoll, func() error {
+		if err := in.refresh(ctx, s.st); err != nil {
+			return err
+		}
+		if send(in.since(cursor)) != nil {
+			return errGone
+		}
+		return nil
+	})
+	return nil
+}
+
+// errGone ends a stream whose client is gone (a write failed): there is
+// nobody to tell.
+var errGone = errors.New("the client is gone")
+
+// follow keeps a polling stream open until stop closes, ctx ends or a
+// write fails: a keepalive comment every `every`, and tick every `poll`.
+// An error of tick ends the stream, told to the client unless it is
+// errGone or ctx has ended.
+func follow(ctx context.Context, stop <-chan struct{}, out *sse, every, poll time.Duration, tick func() error) {
 	keepalive := time.NewTicker(every)
 	defer keepalive.Stop()
-	poll := time.NewTicker(inboxPoll)
-	defer poll.Stop()
+	ticks := time.NewTicker(poll)
+	defer ticks.Stop()
 	for {
 		select {
 		case <-stop:
-			return nil
+			return
 		case <-ctx.Done():
-			return nil
+			return
 		case <-keepalive.C:
 			if out.comment("keepalive") != nil {
-				return nil
+				return
 			}
-		case <-poll.C:
-			if err := in.refresh(ctx, s.st); err != nil {
-				if ctx.Err() == nil {
+		case <-ticks.C:
+			if err := tick(); err != nil {
+				if !errors.Is(err, errGone) && ctx.Err() == nil {
 					out.fail(err)
 				}
-				return nil
-			}
-			if send(in.since(cursor)) != nil {
-				return nil
+				return
 			}
 		}
 	}

@@ -384,43 +384,23 @@ func (s *Server) streamExecutions(w http.ResponseWriter, r *http.Request) error 
 		}
 		return nil
 	}
-	keepalive := time.NewTicker(every)
-	defer keepalive.Stop()
-	poll := time.NewTicker(feedPoll)
-	defer poll.Stop()
-	for {
-		select {
-		case <-stop:
-			return nil
-		case <-ctx.Done():
-			return nil
-		case <-keepalive.C:
-			if out.comment("keepalive") != nil {
-				return nil
-			}
-		case <-poll.C:
-			if err := f.refresh(ctx, s.st); err != nil {
-				if ctx.Err() == nil {
-					out.fail(err)
-				}
-				return nil
-			}
-			changes, head, ok := f.since(cursor)
-			if !ok {
-				// Fell out of the ring (or cannot happen otherwise): the
-				// list again.
-				if cursor, err = reset(); err != nil {
-					if ctx.Err() == nil {
-						out.fail(err)
-					}
-					return nil
-				}
-				continue
-			}
-			if send(changes) != nil {
-				return nil
-			}
-			cursor = head
+	follow(ctx, stop, out, every, feedPoll, func() error {
+		if err := f.refresh(ctx, s.st); err != nil {
+			return err
 		}
-	}
+		changes, head, ok := f.since(cursor)
+		if !ok {
+			// Fell out of the ring (or cannot happen otherwise): the
+			// list again.
+			var err error
+			cursor, err = reset()
+			return err
+		}
+		if send(changes) != nil {
+			return errGone
+		}
+		cursor = head
+		return nil
+	})
+	return nil
 }
