@@ -193,24 +193,13 @@ func stateOfID(id string) string {
 func approvalOf(m *states.Machine, pa *PendingApproval) (*states.Approval, error) {
 	name := stateOfID(pa.ID)
 	var found *states.Approval
-	var walk func(m *states.Machine)
-	walk = func(m *states.Machine) {
-		for n, st := range m.States {
-			switch s := st.(type) {
-			case *states.Approval:
-				if n == name {
-					found = s
-				}
-			case *states.Map:
-				walk(s.Processor)
-			case *states.Parallel:
-				for _, b := range s.Branches {
-					walk(b)
-				}
-			}
+	m.Each(func(_, n string, st states.State) bool {
+		if a, ok := st.(*states.Approval); ok && n == name {
+			found = a
+			return false
 		}
-	}
-	walk(m)
+		return true
+	})
 	if found == nil {
 		return nil, fmt.Errorf("approval %s: the definition has no Approval state %q", pa.ID, name)
 	}

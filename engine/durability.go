@@ -101,34 +101,26 @@ func (x *Executor) durabilityOf(m *states.Machine, asked Durability) (Durability
 func parksAt(m *states.Machine, parkAfter time.Duration) string {
 	if t := m.TimeoutSeconds; t > 0 && time.Duration(t)*time.Second <= parkAfter {
 		// It times out before any Wait could park.
-		return approvalIn(m, "")
+		return approvalIn(m)
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.States)) {
 		if w, ok := m.States[name].(*states.Wait); ok && w.HasSeconds && time.Duration(w.Seconds)*time.Second > parkAfter {
 			return fmt.Sprintf("state %q waits %d seconds (longer than %s)", name, w.Seconds, parkAfter)
 		}
 	}
-	return approvalIn(m, "")
+	return approvalIn(m)
 }
 
 // approvalIn names the first Approval state of m or of a machine nested in
 // it, its name qualified by where it is nested; "" when there is none.
-func approvalIn(m *states.Machine, prefix string) string {
-	for _, name := range slices.Sorted(maps.Keys(m.States)) {
-		switch s := m.States[name].(type) {
-		case *states.Approval:
-			return fmt.Sprintf("state %q is an Approval", prefix+name)
-		case *states.Map:
-			if where := approvalIn(s.Processor, prefix+name+"/"); where != "" {
-				return where
-			}
-		case *states.Parallel:
-			for i, b := range s.Branches {
-				if where := approvalIn(b, fmt.Sprintf("%s%s/%d/", prefix, name, i)); where != "" {
-					return where
-				}
-			}
+func approvalIn(m *states.Machine) string {
+	where := ""
+	m.Each(func(within, name string, st states.State) bool {
+		if _, ok := st.(*states.Approval); ok {
+			where = fmt.Sprintf("state %q is an Approval", within+name)
+			return false
 		}
-	}
-	return ""
+		return true
+	})
+	return where
 }

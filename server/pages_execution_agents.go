@@ -264,25 +264,12 @@ func debates(m *states.Machine, events []engine.Event, currency string) []debate
 // name (state names are unique across a definition).
 func debateStates(m *states.Machine) map[string]*states.Debate {
 	out := map[string]*states.Debate{}
-	var walk func(*states.Machine)
-	walk = func(m *states.Machine) {
-		if m == nil {
-			return
+	m.Each(func(_, name string, st states.State) bool {
+		if d, ok := st.(*states.Debate); ok {
+			out[name] = d
 		}
-		for name, st := range m.States {
-			switch s := st.(type) {
-			case *states.Debate:
-				out[name] = s
-			case *states.Map:
-				walk(s.Processor)
-			case *states.Parallel:
-				for _, b := range s.Branches {
-					walk(b)
-				}
-			}
-		}
-	}
-	walk(m)
+		return true
+	})
 	return out
 }
 
