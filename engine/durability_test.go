@@ -262,7 +262,7 @@ func TestMapDiscardingResults(t *testing.T) {
 		items[i] = map[string]any{"i": jsonpath.IntNumber(int64(i))}
 	}
 	input := map[string]any{"items": items}
-	for _, die := range []int64{0, 10, 30} {
+	for _, die := range []int64{0, 8, 12} {
 		st := &dyingStore{Memory: store.NewMemory(), dieAt: die}
 		a := &recordingAgent{}
 		x := engine.New(engine.Config{Agents: registry(t, a.agent(), "Worker"), Store: st, MaxPayloadSize: -1})
