@@ -276,8 +276,9 @@ func (r *Registry) RegisterResource(key, agent string) error {
 // ResolveResource returns the name of the registered agent that runs a
 // Task's Resource, trying in order: the agent mapped to function (the
 // FunctionName of lambda:invoke, or the Resource of a function ARN), the
-// agent mapped to resource, an agent registered under function itself, and
-// an agent registered under fallback (the function's bare name). Empty
+// agent mapped to resource, then an agent registered under function
+// itself, under fallback (the function's bare name), or under resource
+// (an integration's ARN, "arn:aws:states:::dynamodb:putItem"). Empty
 // arguments are skipped. ok is false when none of these names a
 // registered agent; name is then the mapped name that is not registered,
 // if any.
@@ -293,7 +294,7 @@ func (r *Registry) ResolveResource(resource, function, fallback string) (name st
 			return mapped, ok
 		}
 	}
-	for _, n := range []string{function, fallback} {
+	for _, n := range []string{function, fallback, resource} {
 		if _, found := r.agents[n]; found && n != "" {
 			return n, true
 		}

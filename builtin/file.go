@@ -231,7 +231,6 @@ func parseResources(ptr string, v any) (map[string]string, error) {
 	return out, nil
 }
 
-
 // Resolved returns the file's text with the paths of its exec agents made
 // absolute against baseDir, as Register resolves them: each exec agent's
 // Dir is set, and a Command program given as a relative path with a slash
