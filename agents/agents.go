@@ -273,6 +273,18 @@ func (r *Registry) RegisterResource(key, agent string) error {
 	return nil
 }
 
+// MappedResource returns the agent name key is mapped to with
+// RegisterResource.
+func (r *Registry) MappedResource(key string) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	name, ok := r.resources[key]
+	return name, ok
+}
+
 // ResolveResource returns the name of the registered agent that runs a
 // Task's Resource, trying in order: the agent mapped to function (the
 // FunctionName of lambda:invoke, or the Resource of a function ARN), the

@@ -188,6 +188,11 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 			return fmt.Errorf("agents file: register agent %q: %w", name, agents.ErrDuplicate)
 		}
 	}
+	for key := range f.resources {
+		if _, taken := reg.MappedResource(key); taken {
+			return fmt.Errorf("agents file: register resource %q: %w", key, agents.ErrDuplicate)
+		}
+	}
 	for i, name := range f.names {
 		if err := reg.Register(name, built[i]); err != nil {
 			return fmt.Errorf("agents file: %w", err)
