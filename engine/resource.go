@@ -3,7 +3,6 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 
 	"github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonpath"
@@ -17,26 +16,35 @@ import (
 // naming the ARN (a start-time check refuses the resources known before
 // the run; lambda:invoke with a FunctionName computed at run time is only
 // known here).
-func (h *stateRun) resolveAgent(s *states.Task, params any) (string, any, error) {
+//
+// version is the version a lambda:invoke runs ("$LATEST", or the numeric
+// qualifier of its FunctionName), for its response.
+func (h *stateRun) resolveAgent(s *states.Task, params any) (name string, input any, version string, err error) {
 	r := s.Resource
 	if r == nil {
-		return s.Agent, params, nil
+		return s.Agent, params, "", nil
 	}
 	function, fallback, input := r.Function(), r.AgentName(), params
 	if r.Kind == states.LambdaInvoke {
 		obj, ok := params.(map[string]any)
 		if !ok {
-			return "", nil, asl.Errorf(asl.ErrTaskFailed, "%s: the parameters must be an object with FunctionName and Payload, not %s", r.ARN, jsonpath.TypeName(params))
+			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "%s: the parameters must be an object with FunctionName and Payload, not %s", r.ARN, jsonpath.TypeName(params))
 		}
 		fn, ok := obj["FunctionName"].(string)
 		if !ok {
-			return "", nil, asl.Errorf(asl.ErrTaskFailed, "%s: the parameter FunctionName must be a string, not %s", r.ARN, jsonpath.TypeName(obj["FunctionName"]))
+			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "%s: the parameter FunctionName must be a string, not %s", r.ARN, jsonpath.TypeName(obj["FunctionName"]))
 		}
-		name, _, ok := states.FunctionName(fn)
+		name, q, ok := states.FunctionName(fn)
 		if !ok {
-			return "", nil, asl.Errorf(asl.ErrTaskFailed, "%s: FunctionName %q is not a function name, a partial ARN or a function ARN", r.ARN, fn)
+			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "%s: FunctionName %q is not a function name, a partial ARN or a function ARN", r.ARN, fn)
 		}
 		function, fallback = fn, name
+		version = "$LATEST"
+		if isDigits(q) {
+			// A published version runs as itself; an alias's version
+			// is not known here.
+			version = q
+		}
 		// Lambda receives the Payload; with none, an empty object.
 		input = map[string]any{}
 		if p, ok := obj["Payload"]; ok {
@@ -47,14 +55,14 @@ func (h *stateRun) resolveAgent(s *states.Task, params any) (string, any, error)
 	if !ok {
 		switch {
 		case name != "":
-			return name, nil, asl.Errorf(asl.ErrTaskFailed, "resource %s is mapped to agent %q, which is not registered", r.ARN, name)
+			return name, nil, "", asl.Errorf(asl.ErrTaskFailed, "resource %s is mapped to agent %q, which is not registered", r.ARN, name)
 		case function != "" && function != r.ARN:
-			return "", nil, asl.Errorf(asl.ErrTaskFailed, "resource %s (FunctionName %q) resolves to no agent: register agent %q or map the function in the resources", r.ARN, function, fallback)
+			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "resource %s (FunctionName %q) resolves to no agent: register agent %q or map the function in the resources", r.ARN, function, fallback)
 		default:
-			return "", nil, asl.Errorf(asl.ErrTaskFailed, "resource %s resolves to no agent", r.ARN)
+			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "resource %s resolves to no agent", r.ARN)
 		}
 	}
-	return name, input, nil
+	return name, input, version, nil
 }
 
 // credentials evaluates a Task's Credentials for one call: against the
@@ -75,20 +83,21 @@ func (h *stateRun) credentials(s *states.Task) (any, error) {
 	return nil, nil
 }
 
-// lambdaResponse wraps an agent's result in the response arn:aws:states:::lambda:invoke
-// gives a state: AWS's Lambda Invoke response with the result as Payload.
-// The request id is derived from the call's idempotency key, so that a
-// call repeated after a crash gives the same response.
-func lambdaResponse(result any, function, key string) any {
+// lambdaResponse wraps an agent's result in the response
+// arn:aws:states:::lambda:invoke gives a state: AWS's Lambda Invoke
+// response with the result as Payload. The request id is derived from the
+// call's idempotency key, so that a call repeated after a crash gives the
+// same response.
+func lambdaResponse(result any, version, key string) any {
 	sum := sha256.Sum256([]byte(key))
-	h := hex.EncodeToString(sum[:16])
-	id := fmt.Sprintf("%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
-	version := "$LATEST"
-	if _, q, _ := states.FunctionName(function); isDigits(q) {
-		// A published version runs as itself; an alias's version is
-		// not known here.
-		version = q
-	}
+	var b [36]byte
+	hex.Encode(b[0:8], sum[0:4])
+	hex.Encode(b[9:13], sum[4:6])
+	hex.Encode(b[14:18], sum[6:8])
+	hex.Encode(b[19:23], sum[8:10])
+	hex.Encode(b[24:36], sum[10:16])
+	b[8], b[13], b[18], b[23] = '-', '-', '-', '-'
+	id := string(b[:])
 	status := jsonpath.IntNumber(200)
 	return map[string]any{
 		"ExecutedVersion": version,

@@ -133,7 +133,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 	if err != nil {
 		return nil, 0, err
 	}
-	name, agentInput, rerr := h.resolveAgent(s, input)
+	name, agentInput, version, rerr := h.resolveAgent(s, input)
 	a, ok := r.agents.Lookup(name)
 	r.mu.Lock()
 	n := r.invocations[name]
@@ -231,9 +231,8 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 			result = nil
 		} else {
 			result = normal
-			if s.Resource != nil && s.Resource.Kind == states.LambdaInvoke {
-				fn, _ := input.(map[string]any)["FunctionName"].(string)
-				result = lambdaResponse(result, fn, req.IdempotencyKey())
+			if version != "" {
+				result = lambdaResponse(result, version, req.IdempotencyKey())
 			}
 			size, err = h.fits(result, unknownSize)
 		}
