@@ -34,6 +34,14 @@ type Agent interface {
 type Request struct {
 	// Agent is the name the agent is registered under.
 	Agent string
+	// Resource is the calling Task's Resource ARN as written, or empty
+	// when the Task names its Agent.
+	Resource string
+	// Credentials is the Task's Credentials block evaluated for this call
+	// ({"RoleArn": "arn:aws:iam::…"}), or nil when it has none. The engine
+	// only hands it over: assuming the role, if anything, is the agent's
+	// business. It is shared: never modify it.
+	Credentials any
 	// Execution is the execution's id.
 	Execution string
 	// State is the position of the calling state: its name, prefixed inside
@@ -193,8 +201,9 @@ var ErrDuplicate = errors.New("agent already registered")
 // Registry maps agent names to agents. The zero value is an empty registry
 // ready to use. It is safe for concurrent use.
 type Registry struct {
-	mu     sync.RWMutex
-	agents map[string]Agent
+	mu        sync.RWMutex
+	agents    map[string]Agent
+	resources map[string]string
 }
 
 // NewRegistry returns an empty registry.
@@ -242,4 +251,65 @@ func (r *Registry) Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// RegisterResource maps a Task's Resource ARN, or a Lambda function (its
+// name or ARN, as lambda:invoke's FunctionName writes it), to the name of
+// the agent that runs it. The agent itself may be registered before or
+// after. It fails when either is empty or key is already mapped.
+func (r *Registry) RegisterResource(key, agent string) error {
+	if key == "" || agent == "" {
+		return fmt.Errorf("register resource %q: empty resource or agent name", key)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.resources[key]; ok {
+		return fmt.Errorf("register resource %q: %w", key, ErrDuplicate)
+	}
+	if r.resources == nil {
+		r.resources = make(map[string]string)
+	}
+	r.resources[key] = agent
+	return nil
+}
+
+// MappedResource returns the agent name key is mapped to with
+// RegisterResource.
+func (r *Registry) MappedResource(key string) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	name, ok := r.resources[key]
+	return name, ok
+}
+
+// ResolveResource returns the name of the registered agent that runs a
+// Task's Resource, trying in order: the agent mapped to function (the
+// FunctionName of lambda:invoke, or the Resource of a function ARN), the
+// agent mapped to resource, then an agent registered under function
+// itself, under fallback (the function's bare name), or under resource
+// (an integration's ARN, "arn:aws:states:::dynamodb:putItem"). Empty
+// arguments are skipped. ok is false when none of these names a
+// registered agent; name is then the mapped name that is not registered,
+// if any.
+func (r *Registry) ResolveResource(resource, function, fallback string) (name string, ok bool) {
+	if r == nil {
+		return "", false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, key := range []string{function, resource} {
+		if mapped, found := r.resources[key]; found && key != "" {
+			_, ok := r.agents[mapped]
+			return mapped, ok
+		}
+	}
+	for _, n := range []string{function, fallback, resource} {
+		if _, found := r.agents[n]; found && n != "" {
+			return n, true
+		}
+	}
+	return "", false
 }

@@ -239,3 +239,65 @@ func TestMockUsageAndTools(t *testing.T) {
 		t.Errorf("Total with Tokens = %d, want 10", total)
 	}
 }
+
+func TestResolveResource(t *testing.T) {
+	r := NewRegistry()
+	echo := Func(func(_ context.Context, req *Request) (any, error) { return req.Input, nil })
+	for _, name := range []string{"classify", "Mapped", "arn:aws:lambda:us-east-1:123456789012:function:tagged:prod", "arn:aws:states:::sqs:sendMessage", "Gateway"} {
+		if err := r.Register(name, echo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for key, agent := range map[string]string{
+		"arn:aws:lambda:us-east-1:123456789012:function:mapped": "Mapped",
+		"score":                             "Mapped",
+		"arn:aws:states:::lambda:invoke":    "Gateway",
+		"arn:aws:states:::dynamodb:putItem": "Missing",
+	} {
+		if err := r.RegisterResource(key, agent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const fn = "arn:aws:lambda:us-east-1:123456789012:function:"
+	tests := []struct {
+		name                         string
+		resource, function, fallback string
+		want                         string
+		ok                           bool
+	}{
+		{"function name", fn + "classify", fn + "classify", "classify", "classify", true},
+		{"function mapped", fn + "mapped", fn + "mapped", "mapped", "Mapped", true},
+		{"function registered by ARN", fn + "tagged:prod", fn + "tagged:prod", "tagged", "arn:aws:lambda:us-east-1:123456789012:function:tagged:prod", true},
+		{"function unknown", fn + "other", fn + "other", "other", "", false},
+		{"invoke by FunctionName map", "arn:aws:states:::lambda:invoke", "score", "score", "Mapped", true},
+		{"the integration's map before the function's name", "arn:aws:states:::lambda:invoke", "classify", "classify", "Gateway", true},
+		{"invoke falls back to the integration map", "arn:aws:states:::lambda:invoke", "nobody", "nobody", "Gateway", true},
+		{"integration registered by ARN", "arn:aws:states:::sqs:sendMessage", "", "", "arn:aws:states:::sqs:sendMessage", true},
+		{"integration mapped to a missing agent", "arn:aws:states:::dynamodb:putItem", "", "", "Missing", false},
+		{"integration unknown", "arn:aws:states:::sns:publish", "", "", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := r.ResolveResource(tt.resource, tt.function, tt.fallback)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("%s: ResolveResource(%q, %q, %q) = %q, %v, want %q, %v", tt.name, tt.resource, tt.function, tt.fallback, got, ok, tt.want, tt.ok)
+		}
+	}
+	if err := r.RegisterResource("score", "Other"); !errors.Is(err, ErrDuplicate) {
+		t.Errorf("RegisterResource twice: %v, want ErrDuplicate", err)
+	}
+	for _, kv := range [][2]string{{"", "A"}, {"k", ""}} {
+		if err := r.RegisterResource(kv[0], kv[1]); err == nil {
+			t.Errorf("RegisterResource(%q, %q) accepted", kv[0], kv[1])
+		}
+	}
+	if name, ok := r.MappedResource("score"); name != "Mapped" || !ok {
+		t.Errorf("MappedResource(score) = %q, %v", name, ok)
+	}
+	if _, ok := r.MappedResource("classify"); ok {
+		t.Error("MappedResource(classify): an agent name is no mapping")
+	}
+	var nilReg *Registry
+	if _, ok := nilReg.ResolveResource("a", "b", "c"); ok {
+		t.Error("nil registry resolved a resource")
+	}
+}

@@ -29,6 +29,17 @@ const maxFileSeconds = 86400
 //	  "Notify":     {"Type": "http", "URL": "https://hooks.example.com/x", "Headers": {"Authorization": "Bearer ${HOOK_TOKEN}"}}
 //	}
 //
+// The key "Resources" is reserved: it maps the Resource ARNs of Task
+// states written for AWS Step Functions, and Lambda functions (by name or
+// ARN, as lambda:invoke's FunctionName writes them), to the names of the
+// agents that run them, which may be agents of the file, mocked or
+// registered from Go:
+//
+//	"Resources": {
+//	  "arn:aws:states:::dynamodb:putItem": "Store",
+//	  "arn:aws:lambda:us-east-1:123456789012:function:classify": "Classifier"
+//	}
+//
 // The fields are those of LLMConfig, ExecConfig and HTTPConfig (but
 // HTTPClient and Logger), with TimeoutSeconds (from 0.001 to 86400) for
 // Timeout, and an optional "Comment" string. In an llm agent
@@ -68,6 +79,9 @@ const maxFileSeconds = 86400
 type AgentsFile struct {
 	names  []string
 	agents map[string]fileAgent
+	// resources maps Task Resource ARNs and Lambda functions to agent
+	// names (the file's "Resources").
+	resources map[string]string
 	// raw is the decoded file, for Resolved.
 	raw map[string]any
 }
@@ -122,6 +136,12 @@ func ParseAgentsFile(data []byte) (*AgentsFile, error) {
 	f := &AgentsFile{agents: make(map[string]fileAgent, len(top)), raw: top}
 	for _, name := range slices.Sorted(maps.Keys(top)) {
 		ptr := "/" + jsonpath.EscapePointer(name)
+		if name == ResourcesKey {
+			if f.resources, err = parseResources(ptr, top[name]); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if name == "" {
 			return nil, fileErrorf(ptr, "an agent name must not be empty")
 		}
@@ -168,12 +188,52 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 			return fmt.Errorf("agents file: register agent %q: %w", name, agents.ErrDuplicate)
 		}
 	}
+	for key := range f.resources {
+		if _, taken := reg.MappedResource(key); taken {
+			return fmt.Errorf("agents file: register resource %q: %w", key, agents.ErrDuplicate)
+		}
+	}
 	for i, name := range f.names {
 		if err := reg.Register(name, built[i]); err != nil {
 			return fmt.Errorf("agents file: %w", err)
 		}
 	}
+	for _, key := range slices.Sorted(maps.Keys(f.resources)) {
+		if err := reg.RegisterResource(key, f.resources[key]); err != nil {
+			return fmt.Errorf("agents file: %w", err)
+		}
+	}
 	return nil
+}
+
+// ResourcesKey is the reserved key of an agents file that maps resources
+// to agents (see AgentsFile); no agent may be named so.
+const ResourcesKey = "Resources"
+
+// Resources returns the file's map of resources to agent names (a copy);
+// nil when it has none.
+func (f *AgentsFile) Resources() map[string]string { return maps.Clone(f.resources) }
+
+// parseResources reads the file's Resources: an object mapping each
+// resource (an ARN or a Lambda function name) to an agent name.
+func parseResources(ptr string, v any) (map[string]string, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fileErrorf(ptr, "Resources must be an object mapping resource ARNs or Lambda function names to agent names, not %s", jsonpath.TypeName(v))
+	}
+	out := make(map[string]string, len(obj))
+	for _, key := range slices.Sorted(maps.Keys(obj)) {
+		at := ptr + "/" + jsonpath.EscapePointer(key)
+		if key == "" {
+			return nil, fileErrorf(at, "a resource must not be empty")
+		}
+		name, ok := obj[key].(string)
+		if !ok || name == "" {
+			return nil, fileErrorf(at, "the agent of a resource must be a non-empty agent name, not %s", describe(obj[key]))
+		}
+		out[key] = name
+	}
+	return out, nil
 }
 
 // Resolved returns the file's text with the paths of its exec agents made

@@ -81,6 +81,10 @@ func TestParseAgentsFileErrors(t *testing.T) {
 		{"unknown Type", `{"A": {"Type": "grpc"}}`, "/A/Type"},
 		{"Comment not a string", `{"A": {"Type": "llm", "Model": "m", "Comment": 1}}`, "/A/Comment"},
 		{"first agent by name", `{"B": {"Type": "llm"}, "A": {"Type": "http"}}`, "/A/URL"},
+		{"Resources not an object", `{"Resources": ["x"]}`, "/Resources"},
+		{"Resources empty resource", `{"Resources": {"": "A"}}`, "/Resources/"},
+		{"Resources agent not a string", `{"Resources": {"arn:aws:states:::sqs:sendMessage": 1}}`, "/Resources/arn:aws:states:::sqs:sendMessage"},
+		{"Resources empty agent", `{"Resources": {"f": ""}}`, "/Resources/f"},
 
 		{"llm without Model", `{"A": {"Type": "llm"}}`, "/A/Model"},
 		{"llm empty Model", `{"A": {"Type": "llm", "Model": ""}}`, "/A/Model"},
@@ -555,5 +559,64 @@ func TestResolvedHoldsNoSecret(t *testing.T) {
 		if strings.Contains(string(stored), v) {
 			t.Errorf("the stored text %s holds the secret %q", stored, v)
 		}
+	}
+}
+
+func TestAgentsFileResources(t *testing.T) {
+	f, err := ParseAgentsFile([]byte(`{
+	  "Notify": {"Type": "http", "URL": "http://127.0.0.1:1/hook"},
+	  "Resources": {
+	    "arn:aws:states:::sns:publish": "Notify",
+	    "arn:aws:lambda:us-east-1:123456789012:function:classify": "Classifier"
+	  }
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Names(); !slices.Equal(got, []string{"Notify"}) {
+		t.Errorf("Names() = %v, want [Notify]: Resources is no agent", got)
+	}
+	if got := f.Resources(); len(got) != 2 || got["arn:aws:states:::sns:publish"] != "Notify" {
+		t.Errorf("Resources() = %v", got)
+	}
+	reg := agents.NewRegistry()
+	if err := f.Register(reg, t.TempDir(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if name, ok := reg.ResolveResource("arn:aws:states:::sns:publish", "", ""); name != "Notify" || !ok {
+		t.Errorf("ResolveResource(sns:publish) = %q, %v, want Notify, true", name, ok)
+	}
+	// Classifier is mapped but not registered: resolved to a name that is
+	// missing, so the check at start can say which.
+	arn := "arn:aws:lambda:us-east-1:123456789012:function:classify"
+	if name, ok := reg.ResolveResource(arn, arn, "classify"); name != "Classifier" || ok {
+		t.Errorf("ResolveResource(classify) = %q, %v, want Classifier, false", name, ok)
+	}
+	// The resolved text keeps the map, so a resumed execution resolves
+	// the same way.
+	text, err := f.Resolved(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseAgentsFile(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := again.Resources(); len(got) != 2 || got[arn] != "Classifier" {
+		t.Errorf("Resources() after Resolved = %v", got)
+	}
+	// A resource mapped already (by Go, or another file) is refused.
+	if err := again.Register(reg, "", nil); err == nil {
+		t.Error("Register into a registry holding the same agents and resources succeeded")
+	}
+	fresh := agents.NewRegistry()
+	if err := fresh.RegisterResource("arn:aws:states:::sns:publish", "Other"); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Register(fresh, "", nil); !errors.Is(err, agents.ErrDuplicate) {
+		t.Errorf("Register with a resource mapped already: %v, want ErrDuplicate", err)
+	}
+	if _, ok := fresh.Lookup("Notify"); ok {
+		t.Error("a refused Register registered agent Notify")
 	}
 }

@@ -125,11 +125,15 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 	if sub != "" {
 		step += "/" + sub
 	}
-	name := s.Agent
 	if err := h.workflowBudgetSpent(); err != nil {
 		// The agent is not called: nothing is scheduled.
 		return nil, 0, err
 	}
+	creds, err := h.credentials(s)
+	if err != nil {
+		return nil, 0, err
+	}
+	name, agentInput, version, rerr := h.resolveAgent(s, input)
 	a, ok := r.agents.Lookup(name)
 	r.mu.Lock()
 	n := r.invocations[name]
@@ -145,8 +149,11 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		logged = input
 	}
 	r.event(Event{Type: EventTaskScheduled, State: h.name(), Scope: h.sc.prefix, Input: logged, Document: h.raw, Detail: key})
-	if !ok {
-		err := asl.Errorf(asl.ErrTaskFailed, "agent %q is not registered", name)
+	if rerr == nil && !ok {
+		rerr = asl.Errorf(asl.ErrTaskFailed, "agent %q is not registered", name)
+	}
+	if rerr != nil {
+		err := classify(rerr, timeout, heartbeat)
 		r.event(Event{Type: EventTaskFailed, State: h.name(), Scope: h.sc.prefix, Error: string(err.Name), Cause: err.Cause, Document: h.raw, Detail: key})
 		return nil, 0, err
 	}
@@ -157,9 +164,13 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		State:      h.qualified(),
 		Attempt:    h.env.retry,
 		Invocation: n,
-		Input:      input,
+		Input:      agentInput,
 		Violation:  h.violation,
 	}
+	if s.Resource != nil {
+		req.Resource = s.Resource.ARN
+	}
+	req.Credentials = creds
 	usage := new(callUsage)
 	req.Tools = h.toolSet(s.Tools, &usage.denied)
 	req.OnUsage = usage.report
@@ -220,6 +231,9 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 			result = nil
 		} else {
 			result = normal
+			if version != "" {
+				result = lambdaResponse(result, version, req.IdempotencyKey())
+			}
 			size, err = h.fits(result, unknownSize)
 		}
 	}

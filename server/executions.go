@@ -223,6 +223,16 @@ func (s *Server) existing(w http.ResponseWriter, e *engine.Execution, m *states.
 func missingAgents(m *states.Machine, reg *agents.Registry) *problem {
 	var errs []api.FieldError
 	for _, ref := range m.AgentRefs() {
+		if ref.Resource != "" {
+			if name, ok := reg.ResolveResource(ref.Resource, ref.Function, ref.Agent); !ok {
+				detail := fmt.Sprintf("Resource %s resolves to no agent of the server", ref.Resource)
+				if name != "" {
+					detail = fmt.Sprintf("Resource %s is mapped to agent %q, which is neither mocked nor one of the server's agents", ref.Resource, name)
+				}
+				errs = append(errs, api.FieldError{Pointer: "/definition", State: ref.State, Detail: detail})
+			}
+			continue
+		}
 		if _, ok := reg.Lookup(ref.Agent); !ok {
 			errs = append(errs, api.FieldError{Pointer: "/definition", State: ref.State,
 				Detail: fmt.Sprintf("%s names agent %q, which is neither mocked nor one of the server's agents", ref.Field, ref.Agent)})

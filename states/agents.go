@@ -15,12 +15,21 @@ type AgentRef struct {
 	// "Consensus.Arbiter", "Context.Summarize.Using",
 	// "Guardrails.Input.Validator", "Guardrails.Output.Rules[2].Validator"…
 	Field string
-	// Agent is the name.
+	// Agent is the name. For a Resource (Field "Resource") it is the
+	// agent the resource runs by default (a Lambda function's name), and
+	// may be empty.
 	Agent string
+	// Resource is the Task's Resource ARN when Field is "Resource", and
+	// Function the Lambda function it calls as written (the ARN of a
+	// function ARN, lambda:invoke's literal FunctionName), or empty. An
+	// agents registry resolves them (agents.Registry.ResolveResource).
+	Resource, Function string
 }
 
 // AgentRefs lists every agent m names, nested machines included, in the
-// order of the states' names, then fields.
+// order of the states' names, then fields. A Task's Resource is listed too,
+// unless it is lambda:invoke with a FunctionName computed at run time
+// (which names its agent only then).
 func (m *Machine) AgentRefs() []AgentRef {
 	var out []AgentRef
 	m.agentRefs("", &out)
@@ -38,6 +47,9 @@ func (m *Machine) agentRefs(prefix string, out *[]AgentRef) {
 		switch s := m.States[name].(type) {
 		case *Task:
 			add("Agent", s.Agent)
+			if r := s.Resource; r != nil && !r.dynamic() {
+				*out = append(*out, AgentRef{State: q, Field: "Resource", Agent: r.AgentName(), Resource: r.ARN, Function: r.Function()})
+			}
 			if c := s.Context; c != nil && c.Summarize != nil {
 				add("Context.Summarize.Using", c.Summarize.Using)
 			}

@@ -17,7 +17,7 @@ const downgrade = "'QueryLanguage' can not be 'JSONPath' if set to 'JSONata' for
 // there: their fields are JSONPath paths.
 var jsonataStateFields = map[string][]string{
 	"Pass":       {"Next", "End", "Assign", "Output", "WritePolicy"},
-	"Task":       {"Next", "End", "Assign", "Output", "Agent", "Arguments", "TimeoutSeconds", "HeartbeatSeconds", "Retry", "Catch", "Tools", "Budget", "WritePolicy"},
+	"Task":       {"Next", "End", "Assign", "Output", "Agent", "Resource", "Credentials", "Arguments", "TimeoutSeconds", "HeartbeatSeconds", "Retry", "Catch", "Tools", "Budget", "WritePolicy"},
 	"Choice":     {"Assign", "Output", "Choices", "Default"},
 	"Wait":       {"Next", "End", "Assign", "Output", "Seconds", "Timestamp"},
 	"Succeed":    {"Output"},
@@ -186,7 +186,10 @@ func (p *parser) jsonataState(o *object, c Common) State {
 
 func (p *parser) jsonataTask(o *object, c Common) *Task {
 	s := &Task{Common: c}
-	s.Agent, _ = o.requiredStr("Agent")
+	p.taskTarget(o, s, "Arguments")
+	if v, ok := p.credentials(o, true); ok {
+		s.CredentialsJSONata = p.compileJSONata(o, "Credentials", v)
+	}
 	s.Arguments = p.jsonataTemplate(o, "Arguments")
 	s.TimeoutSeconds, _, s.TimeoutSecondsExpr = p.jsonataInteger(o, "TimeoutSeconds", 1, MaxTimeoutSeconds)
 	s.HeartbeatSeconds, _, s.HeartbeatSecondsExpr = p.jsonataInteger(o, "HeartbeatSeconds", 1, MaxTimeoutSeconds)

@@ -61,8 +61,8 @@ func ParseTimestamp(s string) (time.Time, bool) {
 // semantics, or AWS fields this engine does not run; they are rejected with
 // a message saying so rather than as unknown fields.
 var unsupportedStateFields = map[string]string{
-	"Resource":     "use Agent to name a registered agent",
-	"Credentials":  "credentials are not supported",
+	"Resource":     "only a Task calls a resource",
+	"Credentials":  "only a Task has Credentials",
 	"ItemReader":   "ItemReader is not supported (items must come from the state input)",
 	"ResultWriter": "ResultWriter is not supported",
 	"ItemBatcher":  "ItemBatcher is not supported",
@@ -306,7 +306,7 @@ func StateTypes() []string {
 // Comment and QueryLanguage.
 var stateFields = map[string][]string{
 	"Pass":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Result", "ResultPath", "Parameters", "Memory", "WritePolicy"},
-	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "WritePolicy"},
+	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Resource", "Credentials", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "WritePolicy"},
 	"Choice":     {"InputPath", "OutputPath", "Assign", "Choices", "Default"},
 	"Wait":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
 	"Succeed":    {"InputPath", "OutputPath"},
@@ -609,7 +609,14 @@ func (p *parser) pass(o *object, c Common) *Pass {
 
 func (p *parser) task(o *object, c Common) *Task {
 	s := &Task{Common: c}
-	s.Agent, _ = o.requiredStr("Agent")
+	p.taskTarget(o, s, "Parameters")
+	if v, ok := p.credentials(o, false); ok {
+		t, err := jsonpath.CompileTemplate(v)
+		if err != nil {
+			p.templateErrors(o, "Credentials", err)
+		}
+		s.Credentials = t
+	}
 	s.Parameters = p.template(o, "Parameters")
 	s.ResultSelector = p.template(o, "ResultSelector")
 	s.ResultPath = p.resultPath(o, "ResultPath")

@@ -155,11 +155,22 @@ type Pass struct {
 	Memory *MemoryConfig
 }
 
-// Task calls a registered agent.
+// Task calls a registered agent, named by Agent or resolved from an AWS
+// Resource ARN.
 type Task struct {
 	Common
-	// Agent is the name of the registered agent to call.
+	// Agent is the name of the registered agent to call; empty when the
+	// Task has a Resource instead.
 	Agent string
+	// Resource is the Task's Resource ARN, parsed; nil when it names an
+	// Agent. Exactly one of Agent and Resource is set.
+	Resource *Resource
+	// Credentials is the Credentials block ({"RoleArn": …} or
+	// {"RoleArn.$": …}), evaluated against the effective input and handed
+	// to the agent; nil when absent. CredentialsJSONata is a JSONata
+	// Task's.
+	Credentials        *jsonpath.Template
+	CredentialsJSONata *jsonata.Template
 	// Parameters builds the agent's input; nil passes the effective input.
 	Parameters *jsonpath.Template
 	// Arguments is a JSONata Task's agent input; nil passes the input.

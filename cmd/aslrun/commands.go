@@ -271,6 +271,12 @@ func waitAndPrint(ctx context.Context, c *cmdContext, h *handle, id string, noPr
 func checkAgents(file string, m *states.Machine, reg *agents.Registry) error {
 	var lines []string
 	for _, ref := range m.AgentRefs() {
+		if ref.Resource != "" {
+			if name, ok := reg.ResolveResource(ref.Resource, ref.Function, ref.Agent); !ok {
+				lines = append(lines, fmt.Sprintf("%s: state %s: Resource %s %s", file, ref.State, ref.Resource, unresolved(ref, name)))
+			}
+			continue
+		}
 		if _, ok := reg.Lookup(ref.Agent); !ok {
 			lines = append(lines, fmt.Sprintf("%s: state %s: %s names agent %q, which is not mocked, in the agents file or registered", file, ref.State, ref.Field, ref.Agent))
 		}
@@ -280,6 +286,18 @@ func checkAgents(file string, m *states.Machine, reg *agents.Registry) error {
 		return usageErrorf("%s", strings.Join(lines, "\n"))
 	}
 	return nil
+}
+
+// unresolved says why a Task's Resource resolves to no agent; name is
+// the agent its resources map names, if any.
+func unresolved(ref states.AgentRef, name string) string {
+	switch {
+	case name != "":
+		return fmt.Sprintf("is mapped to agent %q, which is not mocked, in the agents file or registered", name)
+	case ref.Agent != "":
+		return fmt.Sprintf("resolves to no agent: give an agent named %q or map the resource in the agents file's Resources", ref.Agent)
+	}
+	return "resolves to no agent: map it to one in the agents file's Resources"
 }
 
 func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
