@@ -141,6 +141,9 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (_
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
 	defer x.release(id)
+	if err := x.lease(ctx, id); err != nil {
+		return nil, err
+	}
 	defer func() { err = stopped(ctx, id, err) }()
 	e, m, err := x.load(ctx, id)
 	if err != nil {
@@ -268,6 +271,9 @@ func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts Res
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
 	defer x.release(id)
+	if err := x.lease(ctx, id); err != nil {
+		return nil, err
+	}
 	e, m, cp, reg, err := x.fromCheckpoint(ctx, id, checkpoint, opts)
 	if err != nil {
 		return nil, err
@@ -360,6 +366,9 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 		return nil, fmt.Errorf("execution %s: %w", e.ID, ErrBusy)
 	}
 	defer x.release(e.ID)
+	if err := x.lease(ctx, e.ID); err != nil {
+		return nil, err
+	}
 	r := x.newRun(m, e, reg)
 	var usage *Usage
 	if opts.Restore != RestoreMemory {

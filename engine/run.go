@@ -292,6 +292,10 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 				}
 			}
 			if ctxErr := ctx.Err(); ctxErr != nil {
+				if cause := context.Cause(ctx); errors.Is(cause, ErrLeaseLost) {
+					// Another process runs the execution now.
+					return nil, cause
+				}
 				return nil, fmt.Errorf("execution %s: %w", r.exec.ID, ctxErr)
 			}
 			return nil, fmt.Errorf("execution %s: %w", r.exec.ID, err)
