@@ -67,7 +67,7 @@ func (x *Executor) Decide(ctx context.Context, id string, d Decision, opts Resum
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
 	defer x.release(id)
-	if err := x.lease(ctx, id); err != nil {
+	if err := x.lease(ctx, id, true); err != nil {
 		return nil, err
 	}
 	defer func() { err = stopped(ctx, id, err) }()

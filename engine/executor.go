@@ -301,7 +301,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		return nil, fmt.Errorf("execution %s: %w (it is held by this executor)", e.ID, ErrExists)
 	}
 	defer x.release(e.ID)
-	if err := x.lease(ctx, e.ID); err != nil {
+	if err := x.lease(ctx, e.ID, true); err != nil {
 		return nil, err
 	}
 	if x.durable {

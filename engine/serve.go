@@ -53,7 +53,7 @@ func (x *Executor) Serve(ctx context.Context, opts ServeOptions) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			res, err := x.Resume(ctx, id, ResumeOptions{})
+			res, err := x.Resume(ctx, id, ResumeOptions{noWait: true})
 			if errors.Is(err, ErrBusy) {
 				return
 			}

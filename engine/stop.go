@@ -81,14 +81,14 @@ func (x *Executor) acquireRun(ctx context.Context, id string) (context.Context, 
 
 // lease takes the lease of an execution this executor holds (acquireRun,
 // Stop), when the store is a Leaser, waiting while another process holds
-// it; release gives it up. When the lease is lost, the run holding the
+// it if wait is set (else failing with ErrBusy); release gives it up. When the lease is lost, the run holding the
 // execution is cancelled with an error wrapping ErrLeaseLost.
-func (x *Executor) lease(ctx context.Context, id string) error {
+func (x *Executor) lease(ctx context.Context, id string, wait bool) error {
 	l, ok := x.store.(Leaser)
 	if !ok {
 		return nil
 	}
-	lost, unlease, err := l.Lease(ctx, id)
+	lost, unlease, err := l.Lease(ctx, id, wait)
 	if err != nil {
 		return fmt.Errorf("execution %s: %w", id, err)
 	}
@@ -175,7 +175,7 @@ func (x *Executor) Stop(ctx context.Context, id string, errName, cause string) (
 // abort releases it.
 func (x *Executor) abort(ctx context.Context, id string, req *stopRequest) (*Result, error) {
 	defer x.release(id)
-	if err := x.lease(ctx, id); err != nil {
+	if err := x.lease(ctx, id, true); err != nil {
 		return nil, err
 	}
 	e, err := x.store.Load(ctx, id)

@@ -289,8 +289,9 @@ type Checkpoints interface {
 // long as it holds it, so that one process at a time runs an execution,
 // and one that lost its lease can never commit to it again.
 type Leaser interface {
-	// Lease takes the lease of an execution for this process, waiting
-	// while another process holds it (until its holder releases it, or
+	// Lease takes the lease of an execution for this process. While
+	// another process holds it, Lease fails with an error wrapping ErrBusy
+	// unless wait is set: then it waits (until the holder releases it, or
 	// stops renewing it and it expires), until ctx ends (an error that
 	// wraps context.Cause(ctx) then). Until release is
 	// called, the store keeps it renewed and checks it in every commit of
@@ -299,7 +300,7 @@ type Leaser interface {
 	// executor then stops the run at once. release gives the lease up,
 	// after which lost is closed (with nothing received); it is called
 	// once, with no commit of the execution in flight.
-	Lease(ctx context.Context, execution string) (lost <-chan error, release func(), err error)
+	Lease(ctx context.Context, execution string, wait bool) (lost <-chan error, release func(), err error)
 }
 
 // Scheduler is implemented by stores that can find executions to wake or

@@ -242,3 +242,51 @@ func TestResumeWaitsForRelease(t *testing.T) {
 		t.Fatalf("lease = %+v, %v; want released at epoch 2 (the first's, then the second's)", l, err)
 	}
 }
+
+// TestServeTakesOverExpired: a server leaves alone the executions another
+// live process runs, and takes over (and finishes) one whose process
+// stopped renewing its lease, without being restarted.
+func TestServeTakesOverExpired(t *testing.T) {
+	url := testServer.Schema(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	a := openProcess(t, url, "a", time.Minute, blockingAgent(started, release))
+	b := openProcess(t, url, "b", time.Minute, func(context.Context, *agents.Request) (any, error) { return "from-b", nil })
+	const id = "orphan"
+	startLeased(t, a, id)
+	<-started
+
+	ctx, cancel := context.WithCancel(context.Background())
+	results := make(chan *engine.Result, 4)
+	served := make(chan error, 1)
+	go func() {
+		served <- b.x.Serve(ctx, engine.ServeOptions{Poll: 20 * time.Millisecond, OnResult: func(got string, res *engine.Result, err error) {
+			if got == id && err == nil {
+				results <- res
+			}
+		}})
+	}()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case res := <-results:
+		t.Fatalf("the server ran %s (%s) while the first process held it", id, res.Status)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// The first process dies: its lease is left to expire.
+	if _, err := a.db.pool.Exec(context.Background(), `UPDATE leases SET expires_at = clock_timestamp() WHERE execution = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-results:
+		if res.Status != engine.StatusSucceeded {
+			t.Fatalf("the server ended %s as %s, want SUCCEEDED", id, res.Status)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not take over the execution whose lease expired")
+	}
+}

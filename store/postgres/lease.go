@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/aslrun/aslrun/engine"
 )
 
 // DefaultLeaseTTL is how long a lease lasts unless renewed: a crashed
@@ -51,8 +53,9 @@ func (e *HeldError) Error() string {
 		e.Holder.Execution, e.Holder.Owner, e.Holder.Epoch, e.Holder.Expires.UTC().Format(time.RFC3339Nano))
 }
 
-// Is makes errors.Is(err, ErrHeld) true.
-func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+// Is makes errors.Is(err, ErrHeld) true, and errors.Is(err,
+// engine.ErrBusy): the execution is busy in another process.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld || target == engine.ErrBusy }
 
 // FencedError is the error of a lease operation or a fence check whose
 // lease (Execution, Epoch) is no longer current.
@@ -339,12 +342,13 @@ func leasePoll(ttl time.Duration) time.Duration {
 
 // Lease makes DB an engine.Leaser: it acquires the execution's lease for
 // this process (Options.LeaseOwner, Options.LeaseTTL), trying again while
-// another process holds it, until ctx ends; then it fences the
+// another process holds it, until ctx ends, when wait is set (else failing
+// with a *HeldError, which is also an engine.ErrBusy); then it fences the
 // execution's commits with it (Fence) and keeps it renewed (KeepRenewed)
 // until release, which releases it and lifts the fence. When a renewal
 // finds it taken over, lost receives the *FencedError; the fence stays,
 // so that the commits still in flight are refused.
-func (db *DB) Lease(ctx context.Context, execution string) (lost <-chan error, release func(), err error) {
+func (db *DB) Lease(ctx context.Context, execution string, wait bool) (lost <-chan error, release func(), err error) {
 	if err := db.check(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -354,7 +358,7 @@ func (db *DB) Lease(ctx context.Context, execution string) (lost <-chan error, r
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, ErrHeld) {
+		if !errors.Is(err, ErrHeld) || !wait {
 			return nil, nil, err
 		}
 		t := time.NewTimer(leasePoll(db.leaseTTL))
