@@ -301,7 +301,11 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		return nil, fmt.Errorf("execution %s: %w (it is held by this executor)", e.ID, ErrExists)
 	}
 	defer x.release(e.ID)
-	if err := x.lease(ctx, e.ID, true); err != nil {
+	// An id another process holds is an execution that exists: Run does
+	// not wait for it.
+	if err := x.lease(ctx, e.ID, false); errors.Is(err, ErrBusy) {
+		return nil, fmt.Errorf("%w (%w: another process runs it)", err, ErrExists)
+	} else if err != nil {
 		return nil, err
 	}
 	if x.durable {

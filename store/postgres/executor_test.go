@@ -290,3 +290,24 @@ func TestServeTakesOverExpired(t *testing.T) {
 		t.Fatal("the server did not take over the execution whose lease expired")
 	}
 }
+
+// TestRunRefusesHeldID: starting an execution under an id another process
+// runs fails at once with ErrExists, rather than waiting for it.
+func TestRunRefusesHeldID(t *testing.T) {
+	url := testServer.Schema(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	a := openProcess(t, url, "a", time.Minute, blockingAgent(started, release))
+	b := openProcess(t, url, "b", time.Minute, blockingAgent(make(chan struct{}), release))
+	const id = "taken-id"
+	startLeased(t, a, id)
+	<-started
+	select {
+	case err := <-startLeased(t, b, id):
+		if !errors.Is(err, engine.ErrExists) {
+			t.Fatalf("Run of an id another process runs = %v, want ErrExists", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run of an id another process runs waited for it")
+	}
+}
