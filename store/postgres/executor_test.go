@@ -151,8 +151,8 @@ func TestExecutorsShareByLease(t *testing.T) {
 }
 
 // TestRunStopsWhenLeaseLost: a run whose lease another process takes over
-// stops at once (its agent call is cancelled) with ErrLeaseLost, and its
-// last commits are refused.
+// stops at once (its agent call is cancelled) with ErrLeaseLost, and
+// commits nothing more.
 func TestRunStopsWhenLeaseLost(t *testing.T) {
 	url := testServer.Schema(t)
 	started := make(chan struct{})
