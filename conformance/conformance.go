@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -305,18 +306,42 @@ func optString(m map[string]any, key string) (*string, error) {
 
 // Run runs a case in real time and returns nil when the engine did what
 // the case expects, or an error saying what differed.
-func Run(ctx context.Context, c *Case) error { return run(ctx, c, false, engine.DurabilityStrict) }
+func Run(ctx context.Context, c *Case) error { return RunWith(ctx, c, Options{}) }
+
+// Options tune RunWith.
+type Options struct {
+	// Durability is the engine's durability mode; "" means
+	// engine.DurabilityStrict.
+	Durability engine.Durability
+	// NewStore makes the store the case runs on, and done, called once
+	// the case is over (to close it); nil means a fresh store.Memory. The
+	// store must hold no agent memory the case does not seed (a fresh
+	// one, or one whose memory was emptied): the case's expectations of
+	// memory assume it starts empty.
+	NewStore func(ctx context.Context) (st store.Store, done func(), err error)
+	// exactTime says the clock is the test suite's fake clock, so elapsed
+	// time can be checked exactly.
+	exactTime bool
+}
+
+// RunWith runs a case in real time, as Run does, tuned by opts.
+func RunWith(ctx context.Context, c *Case, opts Options) error {
+	if opts.Durability == "" {
+		opts.Durability = engine.DurabilityStrict
+	}
+	return run(ctx, c, opts)
+}
 
 // ErrNeedsStore is returned (wrapped) by a case run under DurabilityNone
 // that the engine refused at start because it could park (an Approval, a
 // long Wait), or that seeds or checks agent memory: it needs a store.
 var ErrNeedsStore = errors.New("the case needs a store")
 
-// run runs a case under durability mode; exactTime says the clock is the
-// test suite's fake clock, so elapsed time can be checked exactly. Under
-// DurabilityNone there is no store: the history and the memory are not
-// checked (there are none), only how the execution ended.
-func run(ctx context.Context, c *Case, exactTime bool, mode engine.Durability) error {
+// run runs a case as opts say. Under DurabilityNone there is no store: the
+// history and the memory are not checked (there are none), only how the
+// execution ended.
+func run(ctx context.Context, c *Case, opts Options) error {
+	mode := opts.Durability
 	m, err := states.ParseValue(c.Definition)
 	if c.Expect.Status == "INVALID_DEFINITION" {
 		if err == nil {
@@ -336,18 +361,29 @@ func run(ctx context.Context, c *Case, exactTime bool, mode engine.Durability) e
 			return err
 		}
 	}
-	// Every case runs durably, on the memory store (but under
-	// DurabilityNone): an execution that stops to wait is resumed when it
-	// is due, as a worker would.
-	var st *store.Memory
+	// Every case runs durably, on a store (but under DurabilityNone): an
+	// execution that stops to wait is resumed when it is due, as a worker
+	// would.
+	var st store.Store
 	// Escalations are checked in the history (expect.events), not logged.
 	quiet := func(context.Context, engine.EscalationNotice) error { return nil }
 	cfg := engine.Config{Agents: reg, OnEscalation: quiet, Durability: mode}
-	if mode != engine.DurabilityNone {
-		st = store.NewMemory()
-		cfg.Store = st
-	} else if c.Memory != nil || c.Expect.Memory != nil {
+	switch {
+	case mode == engine.DurabilityNone && (c.Memory != nil || c.Expect.Memory != nil):
 		return fmt.Errorf("%w: it seeds or checks agent memory", ErrNeedsStore)
+	case mode == engine.DurabilityNone:
+	case opts.NewStore != nil:
+		s, done, err := opts.NewStore(ctx)
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		defer done()
+		st = s
+	default:
+		st = store.NewMemory()
+	}
+	if st != nil {
+		cfg.Store = st
 	}
 	x := engine.New(cfg)
 	ctx, cancel := context.WithTimeout(ctx, caseTimeout)
@@ -389,7 +425,7 @@ func run(ctx context.Context, c *Case, exactTime bool, mode engine.Durability) e
 	}
 	if e := c.Expect; e.HasElapsedSeconds {
 		want := time.Duration(e.ElapsedSeconds * float64(time.Second))
-		if exactTime && elapsed != want || !exactTime && elapsed < want {
+		if opts.exactTime && elapsed != want || !opts.exactTime && elapsed < want {
 			return fmt.Errorf("took %v, want %v", elapsed, want)
 		}
 	}
@@ -667,13 +703,18 @@ func Drive(ctx context.Context, x *engine.Executor, res *engine.Result, decision
 	return res, nil
 }
 
+// seedCount numbers the executions that seed memory.
+var seedCount atomic.Int64
+
 // seedMemory writes a case's memory before it runs, through a commit of an
 // execution of its own.
-func seedMemory(ctx context.Context, st *store.Memory, mem map[string]map[string]any) error {
+func seedMemory(ctx context.Context, st store.Store, mem map[string]map[string]any) error {
 	if len(mem) == 0 {
 		return nil
 	}
-	const seed = "memory-seed"
+	// A store may be shared by cases one after another (its memory
+	// emptied between them): each seeding execution has an id of its own.
+	seed := fmt.Sprintf("memory-seed-%d", seedCount.Add(1))
 	now := time.Now()
 	if err := st.Create(ctx, &engine.Execution{ID: seed, Status: engine.StatusSucceeded, StartedAt: now}); err != nil {
 		return err
@@ -691,7 +732,7 @@ func seedMemory(ctx context.Context, st *store.Memory, mem map[string]map[string
 }
 
 // checkMemory compares the memory after a case with what it expects.
-func checkMemory(ctx context.Context, st *store.Memory, want map[string]map[string]any) error {
+func checkMemory(ctx context.Context, st store.Store, want map[string]map[string]any) error {
 	for ns, keys := range want {
 		names := make([]string, 0, len(keys))
 		for k := range keys {

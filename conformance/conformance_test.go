@@ -64,7 +64,7 @@ func runTreeIn(t *testing.T, root string, mode engine.Durability) {
 				// The bubble's clock starts in 2000: bring it to the present
 				// so that timestamps in cases mean what they say.
 				time.Sleep(time.Until(now))
-				err := run(context.Background(), c, true, mode)
+				err := run(context.Background(), c, Options{Durability: mode, exactTime: true})
 				if mode == engine.DurabilityNone && errors.Is(err, ErrNeedsStore) {
 					t.Skip(err)
 				}

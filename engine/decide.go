@@ -67,6 +67,9 @@ func (x *Executor) Decide(ctx context.Context, id string, d Decision, opts Resum
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
 	defer x.release(id)
+	if err := x.lease(ctx, id, true); err != nil {
+		return nil, err
+	}
 	defer func() { err = stopped(ctx, id, err) }()
 	e, m, err := x.load(ctx, id)
 	if err != nil {

@@ -237,6 +237,10 @@ var (
 	// ErrBusy is returned (wrapped) when an execution is already running in
 	// this executor.
 	ErrBusy = errors.New("execution is running")
+	// ErrLeaseLost is returned (wrapped) by a run that stopped because
+	// another process took its execution's lease over (Leaser): the
+	// execution is that process's now, and this run's commits were refused.
+	ErrLeaseLost = errors.New("the execution's lease was lost")
 	// ErrNotDurable is returned (wrapped) by Resume, Rollback and Fork on an
 	// executor without a store.
 	ErrNotDurable = errors.New("the executor has no store")
@@ -297,6 +301,13 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		return nil, fmt.Errorf("execution %s: %w (it is held by this executor)", e.ID, ErrExists)
 	}
 	defer x.release(e.ID)
+	// An id another process holds is an execution that exists: Run does
+	// not wait for it.
+	if err := x.lease(ctx, e.ID, false); errors.Is(err, ErrBusy) {
+		return nil, fmt.Errorf("%w (%w: another process runs it)", err, ErrExists)
+	} else if err != nil {
+		return nil, err
+	}
 	if x.durable {
 		if e.Definition, e.DefinitionHash, err = definitionOf(m); err != nil {
 			return nil, err

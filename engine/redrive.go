@@ -55,6 +55,9 @@ func (x *Executor) Redrive(ctx context.Context, id string, opts RedriveOptions) 
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
 	defer x.release(id)
+	if err := x.lease(ctx, id, true); err != nil {
+		return nil, err
+	}
 	e, m, err := x.load(ctx, id)
 	if err != nil {
 		return nil, err

@@ -35,6 +35,10 @@ type ResumeOptions struct {
 	// rollback, and return with the execution RUNNING, without continuing
 	// it: the caller continues it (Resume), e.g. in the background.
 	RecordOnly bool
+	// noWait makes Resume fail with ErrBusy, rather than wait, when
+	// another process holds the execution's lease (Serve: another server
+	// runs it).
+	noWait bool
 }
 
 // Restore selects what a rollback or fork takes from a checkpoint.
@@ -141,6 +145,9 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (_
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
 	defer x.release(id)
+	if err := x.lease(ctx, id, !opts.noWait); err != nil {
+		return nil, err
+	}
 	defer func() { err = stopped(ctx, id, err) }()
 	e, m, err := x.load(ctx, id)
 	if err != nil {
@@ -268,6 +275,9 @@ func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts Res
 		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
 	defer x.release(id)
+	if err := x.lease(ctx, id, true); err != nil {
+		return nil, err
+	}
 	e, m, cp, reg, err := x.fromCheckpoint(ctx, id, checkpoint, opts)
 	if err != nil {
 		return nil, err
@@ -360,6 +370,9 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 		return nil, fmt.Errorf("execution %s: %w", e.ID, ErrBusy)
 	}
 	defer x.release(e.ID)
+	if err := x.lease(ctx, e.ID, true); err != nil {
+		return nil, err
+	}
 	r := x.newRun(m, e, reg)
 	var usage *Usage
 	if opts.Restore != RestoreMemory {

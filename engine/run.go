@@ -285,13 +285,19 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 			// An engine failure (store, cancelled context): not an outcome of
 			// the execution, which stays RUNNING and can be resumed. A run
 			// stopped on purpose (cancelled, drained) writes the commits
-			// still waiting, so that it resumes from all it did.
-			if ctx.Err() != nil || errors.Is(err, ErrDrained) {
+			// still waiting, so that it resumes from all it did; one whose
+			// lease was lost writes nothing more (it would be refused).
+			lost := errors.Is(context.Cause(ctx), ErrLeaseLost)
+			if (ctx.Err() != nil || errors.Is(err, ErrDrained)) && !lost {
 				if ferr := r.flush(context.WithoutCancel(ctx)); ferr != nil {
 					r.x.log.Warn("the commits of a run that stopped could not be written: it resumes from its last commit", "execution", r.exec.ID, "error", ferr)
 				}
 			}
 			if ctxErr := ctx.Err(); ctxErr != nil {
+				if lost {
+					// Another process runs the execution now.
+					return nil, context.Cause(ctx)
+				}
 				return nil, fmt.Errorf("execution %s: %w", r.exec.ID, ctxErr)
 			}
 			return nil, fmt.Errorf("execution %s: %w", r.exec.ID, err)

@@ -21,7 +21,8 @@ type ServeOptions struct {
 
 // Serve runs as a worker until ctx ends: it first resumes the RUNNING
 // executions a stopped process left behind, then wakes WAITING executions
-// when they are due. It needs a store that implements Scheduler.
+// when they are due. On a store that is a Leaser, it also takes over, at
+// every poll, the RUNNING executions whose process's lease expired. It needs a store that implements Scheduler.
 // Executions it runs are cancelled when ctx ends; they stay resumable.
 func (x *Executor) Serve(ctx context.Context, opts ServeOptions) error {
 	sched, ok := x.store.(Scheduler)
@@ -52,7 +53,7 @@ func (x *Executor) Serve(ctx context.Context, opts ServeOptions) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			res, err := x.Resume(ctx, id, ResumeOptions{})
+			res, err := x.Resume(ctx, id, ResumeOptions{noWait: true})
 			if errors.Is(err, ErrBusy) {
 				return
 			}
@@ -71,12 +72,22 @@ func (x *Executor) Serve(ctx context.Context, opts ServeOptions) error {
 	for _, id := range ids {
 		launch(id)
 	}
+	// On a store other processes share, a RUNNING execution no live
+	// process holds is one whose process died: it is taken over.
+	_, shared := x.store.(Leaser)
 	t := time.NewTicker(opts.Poll)
 	defer t.Stop()
 	for {
 		due, err := sched.Due(ctx, time.Now())
 		if err != nil && ctx.Err() == nil {
 			x.log.Error("find due executions", "error", err)
+		}
+		if shared {
+			orphans, err := sched.Unfinished(ctx)
+			if err != nil && ctx.Err() == nil {
+				x.log.Error("find unfinished executions", "error", err)
+			}
+			due = append(due, orphans...)
 		}
 		for _, id := range due {
 			launch(id)

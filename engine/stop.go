@@ -30,6 +30,9 @@ type held struct {
 	// settled is set once the run has committed how it ended or where it
 	// waits: what comes next for the execution need only wait for done.
 	settled bool
+	// unlease gives up the execution's lease (Leaser); nil when there is
+	// none.
+	unlease func()
 }
 
 // settled marks the run holding id as done with the execution (its last
@@ -76,14 +79,54 @@ func (x *Executor) acquireRun(ctx context.Context, id string) (context.Context, 
 	return ctx, true
 }
 
-// release lets go of an execution held by acquireRun or Stop.
+// lease takes the lease of an execution this executor holds (acquireRun,
+// Stop), when the store is a Leaser, waiting while another process holds
+// it if wait is set (else failing with ErrBusy); release gives it up. When the lease is lost, the run holding the
+// execution is cancelled with an error wrapping ErrLeaseLost.
+func (x *Executor) lease(ctx context.Context, id string, wait bool) error {
+	l, ok := x.store.(Leaser)
+	if !ok {
+		return nil
+	}
+	lost, unlease, err := l.Lease(ctx, id, wait)
+	if err != nil {
+		return fmt.Errorf("execution %s: %w", id, err)
+	}
+	x.mu.Lock()
+	h := x.active[id]
+	h.unlease = unlease
+	x.mu.Unlock()
+	go func() {
+		select {
+		case err, ok := <-lost:
+			if ok && h.cancel != nil {
+				h.cancel(fmt.Errorf("execution %s: %w: %w", id, ErrLeaseLost, err))
+			}
+		case <-h.done:
+		}
+	}()
+	return nil
+}
+
+// release lets go of an execution held by acquireRun or Stop, and of its
+// lease.
 func (x *Executor) release(id string) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	h := x.active[id]
 	if h == nil {
+		x.mu.Unlock()
 		return
 	}
+	unlease := h.unlease
+	h.unlease = nil
+	x.mu.Unlock()
+	// The lease is given up before the execution is: what waits for it
+	// in this process (acquireNext) can then take the lease at once.
+	if unlease != nil {
+		unlease()
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	if h.cancel != nil {
 		h.cancel(nil)
 	}
@@ -132,6 +175,9 @@ func (x *Executor) Stop(ctx context.Context, id string, errName, cause string) (
 // abort releases it.
 func (x *Executor) abort(ctx context.Context, id string, req *stopRequest) (*Result, error) {
 	defer x.release(id)
+	if err := x.lease(ctx, id, true); err != nil {
+		return nil, err
+	}
 	e, err := x.store.Load(ctx, id)
 	if err != nil {
 		return nil, err

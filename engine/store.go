@@ -283,12 +283,33 @@ type Checkpoints interface {
 	ListCheckpoints(ctx context.Context, execution string) ([]*Checkpoint, error)
 }
 
+// Leaser is implemented by stores that several processes share (the
+// PostgreSQL store): the executor leases every execution it works on (a
+// run, a resume, a decision, a rollback, a redrive, a fork, a stop) for as
+// long as it holds it, so that one process at a time runs an execution,
+// and one that lost its lease can never commit to it again.
+type Leaser interface {
+	// Lease takes the lease of an execution for this process. While
+	// another process holds it, Lease fails with an error wrapping ErrBusy
+	// unless wait is set: then it waits (until the holder releases it, or
+	// stops renewing it and it expires), until ctx ends (an error that
+	// wraps context.Cause(ctx) then). Until release is
+	// called, the store keeps it renewed and checks it in every commit of
+	// the execution: once another process has taken it over, commits fail
+	// (and write nothing), and lost receives the error that says so. The
+	// executor then stops the run at once. release gives the lease up,
+	// after which lost is closed (with nothing received); it is called
+	// once, with no commit of the execution in flight.
+	Lease(ctx context.Context, execution string, wait bool) (lost <-chan error, release func(), err error)
+}
+
 // Scheduler is implemented by stores that can find executions to wake or
 // recover; Executor.Serve needs it.
 type Scheduler interface {
 	// Due returns the WAITING executions whose WakeAt is at or before now,
 	// earliest first.
 	Due(ctx context.Context, now time.Time) ([]string, error)
-	// Unfinished returns the RUNNING executions.
+	// Unfinished returns the RUNNING executions; a store that is also a
+	// Leaser leaves out those that a live process holds.
 	Unfinished(ctx context.Context) ([]string, error)
 }

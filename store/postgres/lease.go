@@ -2,12 +2,17 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/aslrun/aslrun/engine"
 )
 
 // DefaultLeaseTTL is how long a lease lasts unless renewed: a crashed
@@ -48,8 +53,9 @@ func (e *HeldError) Error() string {
 		e.Holder.Execution, e.Holder.Owner, e.Holder.Epoch, e.Holder.Expires.UTC().Format(time.RFC3339Nano))
 }
 
-// Is makes errors.Is(err, ErrHeld) true.
-func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+// Is makes errors.Is(err, ErrHeld) true, and errors.Is(err,
+// engine.ErrBusy): the execution is busy in another process.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld || target == engine.ErrBusy }
 
 // FencedError is the error of a lease operation or a fence check whose
 // lease (Execution, Epoch) is no longer current.
@@ -306,4 +312,82 @@ func (r *Renewer) Lost() <-chan error { return r.lost }
 func (r *Renewer) Stop() {
 	r.stop()
 	<-r.done
+}
+
+// defaultOwner names this process: host name, process id and a random
+// suffix (a process id is reused after a restart, a lease must not be).
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Owner returns the name this process takes leases under
+// (Options.LeaseOwner).
+func (db *DB) Owner() string { return db.owner }
+
+// releaseTimeout bounds giving a lease up, on a context of its own (the
+// run's has ended by then).
+const releaseTimeout = 5 * time.Second
+
+// leasePoll returns how often Lease tries again while another process
+// holds the lease: a tenth of the ttl, between 10 ms and a second.
+func leasePoll(ttl time.Duration) time.Duration {
+	return min(max(ttl/10, 10*time.Millisecond), time.Second)
+}
+
+// Lease makes DB an engine.Leaser: it acquires the execution's lease for
+// this process (Options.LeaseOwner, Options.LeaseTTL), trying again while
+// another process holds it, until ctx ends, when wait is set (else failing
+// with a *HeldError, which is also an engine.ErrBusy); then it fences the
+// execution's commits with it (Fence) and keeps it renewed (KeepRenewed)
+// until release, which releases it and lifts the fence. When a renewal
+// finds it taken over, lost receives the *FencedError; the fence stays,
+// so that the commits still in flight are refused.
+func (db *DB) Lease(ctx context.Context, execution string, wait bool) (lost <-chan error, release func(), err error) {
+	if err := db.check(ctx); err != nil {
+		return nil, nil, err
+	}
+	var l Lease
+	for {
+		l, err = db.Acquire(ctx, execution, db.owner, db.leaseTTL)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrHeld) || !wait {
+			return nil, nil, err
+		}
+		t := time.NewTimer(leasePoll(db.leaseTTL))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, fmt.Errorf("%w: %w", err, context.Cause(ctx))
+		case <-t.C:
+		}
+	}
+	db.Fence(l)
+	// Renewals outlive the context the lease was asked for in: release
+	// stops them.
+	r, err := db.KeepRenewed(context.WithoutCancel(ctx), l, db.leaseTTL)
+	if err != nil {
+		db.Unfence(execution)
+		return nil, nil, err
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			r.Stop()
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			defer cancel()
+			// A lease taken over needs no releasing; one that cannot be
+			// released (the database is away) expires.
+			_ = db.Release(rctx, r.Lease())
+			db.Unfence(execution)
+		})
+	}
+	return r.Lost(), release, nil
 }

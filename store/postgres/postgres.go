@@ -46,6 +46,13 @@ type Options struct {
 	Codec store.Codec
 	// Migrations migrate checkpoint snapshots of older formats.
 	Migrations *store.Migrations
+	// LeaseTTL is how long the leases the executor takes (DB.Lease) last
+	// unless renewed; 0 means DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// LeaseOwner names this process in the leases it takes; "" means its
+	// host name, process id and a random suffix. Two DBs with the same
+	// owner are one process to each other.
+	LeaseOwner string
 }
 
 // DB is an aslrun database on PostgreSQL: a connection pool whose schema
@@ -60,6 +67,9 @@ type DB struct {
 	closed  atomic.Bool
 	fenceMu sync.Mutex
 	fences  map[string]int64 // execution → epoch its commits check
+
+	owner    string        // this process, in the leases it takes
+	leaseTTL time.Duration // of the leases it takes
 }
 
 // Errors of Open.
@@ -181,6 +191,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	ttl, err := leaseTTL(opts.LeaseTTL)
+	if err != nil {
+		return nil, err
+	}
 	rec, err := store.NewRecords(opts.Codec, opts.Migrations)
 	if err != nil {
 		return nil, err
@@ -189,7 +203,11 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, urlError(rawURL, "connecting", err)
 	}
-	db := &DB{pool: pool, url: Redact(rawURL), rec: rec}
+	owner := opts.LeaseOwner
+	if owner == "" {
+		owner = defaultOwner()
+	}
+	db := &DB{pool: pool, url: Redact(rawURL), rec: rec, owner: owner, leaseTTL: ttl}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, urlError(rawURL, "connecting", err)

@@ -518,16 +518,25 @@ func (db *DB) ids(ctx context.Context, doing, query string, args ...any) ([]stri
 }
 
 // Due returns the WAITING executions whose WakeAt is at or before now,
-// earliest first.
+// earliest first, but those a live process holds the lease of (a decision
+// or a resume is being applied to them).
 func (db *DB) Due(ctx context.Context, now time.Time) ([]string, error) {
-	return db.ids(ctx, "finding due executions", `SELECT id FROM executions
-WHERE status = 'WAITING' AND wake_ns IS NOT NULL AND wake_ns <= $1 ORDER BY wake_ns, id`, store.TimeKey(now))
+	return db.ids(ctx, "finding due executions", `SELECT id FROM executions e
+WHERE status = 'WAITING' AND wake_ns IS NOT NULL AND wake_ns <= $1 AND `+unleased+`
+ORDER BY wake_ns, id`, store.TimeKey(now))
 }
 
-// Unfinished returns the RUNNING executions, by id.
+// Unfinished returns the RUNNING executions, by id, but those a live
+// process holds the lease of (it is running them).
 func (db *DB) Unfinished(ctx context.Context) ([]string, error) {
-	return db.ids(ctx, "finding running executions", `SELECT id FROM executions WHERE status = 'RUNNING' ORDER BY id`)
+	return db.ids(ctx, "finding running executions", `SELECT id FROM executions e
+WHERE status = 'RUNNING' AND `+unleased+` ORDER BY id`)
 }
+
+// unleased is the condition that no live process holds the lease of the
+// execution e: it has none, or it was released, or it expired.
+const unleased = `NOT EXISTS (SELECT 1 FROM leases l
+WHERE l.execution = e.id AND l.owner <> '' AND l.expires_at > clock_timestamp())`
 
 // List returns summaries of the executions, newest first, filtered in
 // the database by the indexed columns.
