@@ -137,20 +137,12 @@ func (p *parser) jsonataInteger(o *object, key string, min, max int64) (int64, b
 // jsonataAssign reads a JSONata Assign block: an object whose keys are
 // variable names and whose values are templates.
 func (p *parser) jsonataAssign(o *object, key string) *jsonata.Template {
-	v, ok := o.m[key]
+	m, ok := assignBlock(o, key)
 	if !ok {
 		return nil
 	}
-	m, isObj := v.(map[string]any)
-	if !isObj {
-		o.used[key] = true
-		o.errorf(key, "%s must be an object, not %s", key, jsonpath.TypeName(v))
-		return nil
-	}
 	for _, k := range sortedKeys(m) {
-		if !variableName.MatchString(k) || len(k) > 80 {
-			p.errorf(o.at(key)+"/"+jsonpath.EscapePointer(k), o.state, "%q is not a valid variable name (a letter or _ followed by letters, digits or _, at most 80 characters)", k)
-		}
+		p.variableName(o, key, k, k)
 		if k == "states" {
 			p.errorf(o.at(key)+"/"+jsonpath.EscapePointer(k), o.state, "the variable name \"states\" is reserved: $states holds the state's input, result, error output and context")
 		}
@@ -205,15 +197,7 @@ func (p *parser) jsonataTask(o *object, c Common) *Task {
 
 func (p *parser) jsonataChoice(o *object, c Common) *Choice {
 	s := &Choice{Common: c}
-	arr, ok := p.array(o, "Choices")
-	switch {
-	case !ok:
-		if _, present := o.m["Choices"]; !present {
-			o.errorf("", "missing required field Choices")
-		}
-	case len(arr) == 0:
-		o.errorf("Choices", "Choices must contain at least one rule")
-	}
+	arr := p.choices(o)
 	for i, v := range arr {
 		ro := p.newObject(v, o.at("Choices")+"/"+strconv.Itoa(i), o.state, "a choice rule")
 		if ro == nil {

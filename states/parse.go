@@ -573,23 +573,39 @@ var variableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // assign reads an Assign block: an object whose keys are variable names,
 // with ".$" for values taken from a path or intrinsic.
 func (p *parser) assign(o *object, key string) *jsonpath.Template {
-	v, ok := o.m[key]
+	m, ok := assignBlock(o, key)
 	if !ok {
 		return nil
+	}
+	for _, k := range sortedKeys(m) {
+		name := strings.TrimSuffix(k, ".$")
+		p.variableName(o, key, k, name)
+	}
+	return p.template(o, key)
+}
+
+// assignBlock returns the Assign block at key when it is an object; false
+// when it is absent or refused (not an object).
+func assignBlock(o *object, key string) (map[string]any, bool) {
+	v, ok := o.m[key]
+	if !ok {
+		return nil, false
 	}
 	m, isObj := v.(map[string]any)
 	if !isObj {
 		o.used[key] = true
 		o.errorf(key, "%s must be an object, not %s", key, jsonpath.TypeName(v))
-		return nil
+		return nil, false
 	}
-	for _, k := range sortedKeys(m) {
-		name := strings.TrimSuffix(k, ".$")
-		if !variableName.MatchString(name) || len(name) > 80 {
-			p.errorf(o.at(key)+"/"+jsonpath.EscapePointer(k), o.state, "%q is not a valid variable name (a letter or _ followed by letters, digits or _, at most 80 characters)", name)
-		}
+	return m, true
+}
+
+// variableName refuses name, assigned by the member k of the block at key,
+// when it cannot name a variable.
+func (p *parser) variableName(o *object, key, k, name string) {
+	if !variableName.MatchString(name) || len(name) > 80 {
+		p.errorf(o.at(key)+"/"+jsonpath.EscapePointer(k), o.state, "%q is not a valid variable name (a letter or _ followed by letters, digits or _, at most 80 characters)", name)
 	}
-	return p.template(o, key)
 }
 
 // errText returns an error's message for embedding in a validation message.

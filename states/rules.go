@@ -195,8 +195,9 @@ func isOperator(key string) bool {
 	return ok
 }
 
-func (p *parser) choice(o *object, c Common) *Choice {
-	s := &Choice{Common: c}
+// choices returns a Choice state's Choices, refusing a missing or empty
+// list.
+func (p *parser) choices(o *object) []any {
 	arr, ok := p.array(o, "Choices")
 	switch {
 	case !ok:
@@ -206,7 +207,12 @@ func (p *parser) choice(o *object, c Common) *Choice {
 	case len(arr) == 0:
 		o.errorf("Choices", "Choices must contain at least one rule")
 	}
-	s.Choices = p.choiceRules(o, arr, "Choices")
+	return arr
+}
+
+func (p *parser) choice(o *object, c Common) *Choice {
+	s := &Choice{Common: c}
+	s.Choices = p.choiceRules(o, p.choices(o), "Choices")
 	s.Default, _ = o.str("Default")
 	return s
 }
