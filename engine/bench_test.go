@@ -21,9 +21,9 @@ const payload1KiB = `{"id":"doc-20931","owner":{"name":"Maria Lopez","email":"ma
 "history":[{"at":"2026-03-14T10:02:11Z","by":"classifier","note":"intent refund, confidence 0.93"},{"at":"2026-03-14T10:02:12Z","by":"router","note":"auto refund under 100 EUR"},{"at":"2026-03-14T10:02:15Z","by":"refund-agent","note":"refund RF-20931 issued"}],
 "customer":{"since":"2019-06-01","orders":48,"lifetimeValue":3120.5,"segment":"loyal"}}`
 
-// passChain builds n Pass states that each use InputPath, Parameters,
-// ResultPath and OutputPath, and keep the document's shape.
-func passChain(n int) string {
+// chain builds a machine of n states S0 … Sn-1 in a row: state(i, next)
+// writes state i's body, next being its "Next" or "End" member.
+func chain(n int, state func(i int, next string) string) string {
 	var b strings.Builder
 	b.WriteString(`{"StartAt":"S0","States":{`)
 	for i := range n {
@@ -34,10 +34,18 @@ func passChain(n int) string {
 		if i == n-1 {
 			next = `"End":true`
 		}
-		fmt.Fprintf(&b, `"S%d":{"Type":"Pass","InputPath":"$.payload","Parameters":{"payload.$":"$","summary":{"id.$":"$.id","owner.$":"$.owner.name","tags.$":"$.tags","score.$":"$.metrics.score"}},"ResultPath":"$.next","OutputPath":"$.next",%s}`, i, next)
+		fmt.Fprintf(&b, `"S%d":%s`, i, state(i, next))
 	}
 	b.WriteString(`}}`)
 	return b.String()
+}
+
+// passChain builds n Pass states that each use InputPath, Parameters,
+// ResultPath and OutputPath, and keep the document's shape.
+func passChain(n int) string {
+	return chain(n, func(_ int, next string) string {
+		return `{"Type":"Pass","InputPath":"$.payload","Parameters":{"payload.$":"$","summary":{"id.$":"$.id","owner.$":"$.owner.name","tags.$":"$.tags","score.$":"$.metrics.score"}},"ResultPath":"$.next","OutputPath":"$.next",` + next + `}`
+	})
 }
 
 // BenchmarkPassChain100 runs a 100-state Pass chain on a 1 KiB document on

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/aslrun/aslrun/agents"
@@ -14,20 +13,9 @@ import (
 // document's payload and keep the result at $.payload; target is the
 // field naming the agent, and params the Task's Parameters.
 func taskChain(n int, target, params, resultPath string) string {
-	var b strings.Builder
-	b.WriteString(`{"StartAt":"S0","States":{`)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		next := fmt.Sprintf(`"Next":"S%d"`, i+1)
-		if i == n-1 {
-			next = `"End":true`
-		}
-		fmt.Fprintf(&b, `"S%d":{"Type":"Task",%s,"Parameters":%s,"ResultSelector":{"payload.$":"%s"},"ResultPath":"$",%s}`, i, target, params, resultPath, next)
-	}
-	b.WriteString(`}}`)
-	return b.String()
+	return chain(n, func(_ int, next string) string {
+		return fmt.Sprintf(`{"Type":"Task",%s,"Parameters":%s,"ResultSelector":{"payload.$":"%s"},"ResultPath":"$",%s}`, target, params, resultPath, next)
+	})
 }
 
 // BenchmarkTaskChain100 runs 100 Task states on the 1 KiB payload, each
