@@ -117,10 +117,10 @@ func TestExportRefusesTampered(t *testing.T) {
 	template := filepath.Join(t.TempDir(), "template.db")
 	fillTamper(t, template)
 	tests := []struct {
-		name      string
-		edit      func(t *bbolt.Tx) error
-		id, cp    string
-		field     string
+		name     string
+		edit     func(t *bbolt.Tx) error
+		id, cp   string
+		field    string
 		wantWrap error
 	}{
 		{"head status", editHead("ended", set("status", `"FAILED"`)), "ended", "", "status", nil},
