@@ -85,6 +85,12 @@ type BoltOptions struct {
 	// Migrations upgrade snapshots of older formats when they are loaded
 	// (default none).
 	Migrations *Migrations
+	// ReadOnly opens an existing database for reading only (Export, and
+	// every read), sharing its lock with other readers: a process that
+	// holds it for writing makes OpenBolt fail with ErrLocked, and none can
+	// take it for writing meanwhile. A database of an older format is
+	// refused (it cannot be converted), and every write fails.
+	ReadOnly bool
 
 	// bbolt replaces boltOptions, for the benchmarks that choose them.
 	bbolt *bbolt.Options
@@ -98,6 +104,13 @@ func (o *BoltOptions) bboltOptions() *bbolt.Options {
 	c := *o.bbolt
 	c.Timeout = o.LockTimeout
 	return &c
+}
+
+// openOptions are the bbolt options of opening an existing database.
+func (o *BoltOptions) openOptions() *bbolt.Options {
+	c := o.bboltOptions()
+	c.ReadOnly = o.ReadOnly
+	return c
 }
 
 // Bolt is the store on a bbolt database file: every commit is durable
@@ -149,7 +162,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 		opts.Migrations = &Migrations{}
 	}
 	info, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly {
 		if err := createDatabase(path, opts.bboltOptions()); err != nil {
 			return nil, dbErr(path, "create: %w", err)
 		}
@@ -167,13 +180,13 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	var db *bbolt.DB
 	err = guard(path, func() error {
 		var err error
-		db, err = bbolt.Open(path, 0o600, opts.bboltOptions())
+		db, err = bbolt.Open(path, 0o600, opts.openOptions())
 		return err
 	})
 	if err != nil {
 		return nil, openError(path, err)
 	}
-	if err := guard(path, func() error { return checkFormat(db, path) }); err != nil {
+	if err := guard(path, func() error { return checkFormat(db, path, opts.ReadOnly) }); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -254,8 +267,9 @@ func openError(path string, err error) error {
 }
 
 // checkFormat checks the meta bucket of an open database, and converts
-// one of an older format. A database that is not ours is not written to.
-func checkFormat(db *bbolt.DB, path string) error {
+// one of an older format (unless readOnly: then it is refused). A
+// database that is not ours is not written to.
+func checkFormat(db *bbolt.DB, path string, readOnly bool) error {
 	var version []byte
 	err := db.View(func(tx *bbolt.Tx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil {
@@ -280,6 +294,8 @@ func checkFormat(db *bbolt.DB, path string) error {
 		return dbErr(path, "format version %q is not valid: %w", version, ErrNotOurs)
 	case v > formatVersion:
 		return dbErr(path, "format version %d is newer than this program's (%d): %w", v, formatVersion, ErrNotOurs)
+	case v < formatVersion && readOnly:
+		return dbErr(path, "format version %d is older than this program's (%d) and opened read-only: open it once for writing (any aslrun command on it) to convert it", v, formatVersion)
 	case v < formatVersion:
 		err := db.Update(func(t *bbolt.Tx) error {
 			if v == 1 {

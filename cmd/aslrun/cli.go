@@ -86,6 +86,7 @@ func commands() []*command {
 		{name: "worker", usage: "worker [--poll DURATION] [--max-payload BYTES] [--db PATH]", summary: "another name for serve (the flags it shares: --poll, --max-payload, --db)", run: cmdWorker},
 		{name: "memory", usage: "memory [NAMESPACE [KEY]] [--json] [--db PATH]", summary: "list agent memory", run: cmdMemory},
 		{name: "migrate", usage: "migrate --db URL", summary: "apply the schema migrations a PostgreSQL database lacks", run: cmdMigrate},
+		{name: "copy", usage: "copy --from FILE --to URL [--skip-existing]", summary: "copy a bbolt database's executions, memory and workflows into PostgreSQL, verified", run: cmdCopy},
 		{name: "gc", usage: "gc [--db PATH]", summary: "remove expired checkpoints, unreferenced snapshots and expired memory", run: cmdGC},
 		{name: "token", usage: "token create NAME --role ROLE [--tokens FILE]", summary: "create a bearer token for aslrun serve, print it once and store its hash", run: cmdToken},
 		{name: "graph", usage: "graph FILE [--format dot|mermaid|svg]", summary: "draw a workflow as a Graphviz or Mermaid graph or an SVG picture", run: cmdGraph},
