@@ -86,3 +86,29 @@ func TestTaskTokenCommands(t *testing.T) {
 		t.Errorf("two tokens: exit %d, %s", code, errOut)
 	}
 }
+
+func TestTaskTokenThroughServe(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wf := writeFile(t, dir, "callback.json", callbackWorkflow)
+	inbox := filepath.Join(dir, "inbox.jsonl")
+	agentsFile := writeFile(t, dir, "agents.json", `{"notify":{"Type":"exec","Command":["sh","-c","cat >> '`+inbox+`'; echo '{\"queued\":true}'"]}}`)
+	db := filepath.Join(dir, "x.db")
+	token := startCallback(t, wf, agentsFile, inbox, db, "s1")
+
+	// With the database held by the server, the commands are its clients.
+	startServe(t, db)
+	if code, out, errOut := invoke(t, "", "task-heartbeat", token, "--db", db); code != 0 || out != "" {
+		t.Fatalf("task-heartbeat through the API: exit %d, %q / %s", code, out, errOut)
+	}
+	if code, _, errOut := invoke(t, "", "task-success", token, "--db", db, "--output", "1", "--agents", agentsFile); code != exitUsage || !strings.Contains(errOut, "cannot be used through the API") {
+		t.Errorf("task-success --agents through the API: exit %d, %s", code, errOut)
+	}
+	code, out, errOut := invoke(t, "", "task-success", token, "--db", db, "--output", `"done"`)
+	if code != 0 || !jsonEqual(t, out, `{"n":1,"answer":"done"}`) {
+		t.Fatalf("task-success through the API: exit %d, %s / %s", code, out, errOut)
+	}
+	if code, _, errOut := invoke(t, "", "task-failure", token, "--db", db); code != exitUsage || !strings.Contains(errOut, "task token is not valid") {
+		t.Errorf("the token a second time through the API: exit %d, %s", code, errOut)
+	}
+}
