@@ -62,7 +62,7 @@ type PendingCallback struct {
 	Outcome map[string]any
 }
 
-// NewTaskToken returns a token for execution id with a fresh random
+// newTaskToken returns a token for execution id with a fresh random
 // secret, and the secret's hash to record.
 func newTaskToken(id string) (token, secretHash string, err error) {
 	secret := make([]byte, tokenSecretBytes)

@@ -32,6 +32,7 @@ type notifier struct {
 	mu     sync.Mutex
 	tokens []string
 	inputs []any
+	states []string // the qualified state of each call
 }
 
 func (n *notifier) agent() agents.Agent {
@@ -39,6 +40,7 @@ func (n *notifier) agent() agents.Agent {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		n.inputs = append(n.inputs, req.Input)
+		n.states = append(n.states, req.State)
 		tok, _ := req.Input.(map[string]any)["token"].(string)
 		n.tokens = append(n.tokens, tok)
 		return map[string]any{"queued": true}, nil
@@ -83,6 +85,9 @@ func TestCallbackRoundTrip(t *testing.T) {
 	// The process restarts while the execution waits: a new executor on
 	// the same store takes the token.
 	y := callbackExecutor(t, st, n)
+	if res, err = y.Resume(ctx, "cb", engine.ResumeOptions{}); err != nil || res.Status != engine.StatusWaiting || res.WaitingFor != engine.WaitingForTaskToken {
+		t.Fatalf("Resume while waiting = %+v, %v; want WAITING for the TaskToken again", res, err)
+	}
 	if err := y.SendTaskHeartbeat(ctx, token); err != nil {
 		t.Fatalf("SendTaskHeartbeat = %v", err)
 	}
@@ -213,6 +218,37 @@ func TestCallbackDeadlines(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+func TestCallbackInParallelBranches(t *testing.T) {
+	const flow = `{"StartAt":"Both","States":{"Both":{"Type":"Parallel","End":true,"Branches":[
+		{"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke.waitForTaskToken",
+			"Parameters":{"FunctionName":"Notify","Payload":{"token.$":"$$.Task.Token"}},"End":true}}},
+		{"StartAt":"B","States":{"B":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke.waitForTaskToken",
+			"Parameters":{"FunctionName":"Notify","Payload":{"token.$":"$$.Task.Token"}},"End":true}}}]}}}`
+	st := store.NewMemory()
+	n := &notifier{}
+	x := callbackExecutor(t, st, n)
+	ctx := context.Background()
+	res, err := x.Run(ctx, mustParse(t, flow), map[string]any{}, engine.StartOptions{ID: "p"})
+	if err != nil || res.Status != engine.StatusWaiting || len(n.tokens) != 2 {
+		t.Fatalf("run = %+v, %v with %d tokens; want WAITING on two", res, err, len(n.tokens))
+	}
+	// Answered B first, each token reaches its own branch.
+	byState := map[string]string{}
+	for i, st := range n.states {
+		byState[st[strings.LastIndex(st, "/")+1:]] = n.tokens[i]
+	}
+	first, second := byState["B"], byState["A"]
+	if res, err = x.SendTaskSuccess(ctx, first, "b", engine.ResumeOptions{}); err != nil || res.Status != engine.StatusWaiting {
+		t.Fatalf("first answer: %+v, %v; want WAITING on the other branch", res, err)
+	}
+	if res, err = x.SendTaskSuccess(ctx, second, "a", engine.ResumeOptions{}); err != nil || res.Status != engine.StatusSucceeded {
+		t.Fatalf("second answer: %+v, %v", res, err)
+	}
+	if got := compactOf(res.Output); got != `["a","b"]` {
+		t.Errorf("output %s, want [\"a\",\"b\"] (branch order)", got)
 	}
 }
 
