@@ -319,3 +319,24 @@ const (
 	MaxStopError = 256
 	MaxStopCause = 32768
 )
+
+// TaskSuccess is the body of POST /v1/task-tokens/success: a task token
+// (the callback pattern, .waitForTaskToken) and the Task's result, any
+// JSON value.
+type TaskSuccess struct {
+	Token  string          `json:"token"`
+	Output json.RawMessage `json:"output"`
+}
+
+// TaskFailure is the body of POST /v1/task-tokens/failure: the Task fails
+// with Error (States.TaskFailed when empty) and Cause.
+type TaskFailure struct {
+	Token string `json:"token"`
+	Error string `json:"error,omitempty"`
+	Cause string `json:"cause,omitempty"`
+}
+
+// TaskHeartbeat is the body of POST /v1/task-tokens/heartbeat.
+type TaskHeartbeat struct {
+	Token string `json:"token"`
+}

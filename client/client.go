@@ -232,3 +232,25 @@ func (c *Client) Wait(ctx context.Context, id string, every time.Duration) (api.
 		}
 	}
 }
+
+// SendTaskSuccess answers a task token with the Task's result; the
+// execution goes on in the background.
+func (c *Client) SendTaskSuccess(ctx context.Context, req api.TaskSuccess) (api.Execution, error) {
+	var e api.Execution
+	err := c.do(ctx, "POST", "/v1/task-tokens/success", req, &e)
+	return e, err
+}
+
+// SendTaskFailure answers a task token with a failure; the execution goes
+// on in the background.
+func (c *Client) SendTaskFailure(ctx context.Context, req api.TaskFailure) (api.Execution, error) {
+	var e api.Execution
+	err := c.do(ctx, "POST", "/v1/task-tokens/failure", req, &e)
+	return e, err
+}
+
+// SendTaskHeartbeat restarts the HeartbeatSeconds of the Task waiting for
+// a token.
+func (c *Client) SendTaskHeartbeat(ctx context.Context, token string) error {
+	return c.do(ctx, "POST", "/v1/task-tokens/heartbeat", api.TaskHeartbeat{Token: token}, nil)
+}

@@ -94,7 +94,7 @@ func (x *Executor) durabilityOf(m *states.Machine, asked Durability) (Durability
 }
 
 // parksAt names the first place where an execution of m could stop to wait
-// (and so needs a store): an Approval state anywhere, or a top-level Wait
+// (and so needs a store): an Approval state or a callback Task anywhere, or a top-level Wait
 // whose Seconds is longer than parkAfter (and than the execution's
 // TimeoutSeconds). "" when there is none. (A Wait whose time comes from its
 // input or a timestamp sleeps without a store.)
@@ -111,14 +111,21 @@ func parksAt(m *states.Machine, parkAfter time.Duration) string {
 	return approvalIn(m)
 }
 
-// approvalIn names the first Approval state of m or of a machine nested in
-// it, its name qualified by where it is nested; "" when there is none.
+// approvalIn names the first state of m or of a machine nested in it that
+// waits for an answer from outside (an Approval, a .waitForTaskToken
+// Task), its name qualified by where it is nested; "" when there is none.
 func approvalIn(m *states.Machine) string {
 	where := ""
 	m.Each(func(within, name string, st states.State) bool {
-		if _, ok := st.(*states.Approval); ok {
+		switch s := st.(type) {
+		case *states.Approval:
 			where = fmt.Sprintf("state %q is an Approval", within+name)
 			return false
+		case *states.Task:
+			if s.Resource.WaitsForTaskToken() {
+				where = fmt.Sprintf("state %q waits for its task token (.waitForTaskToken)", within+name)
+				return false
+			}
 		}
 		return true
 	})

@@ -105,6 +105,15 @@ func (h *stateRun) jsonataPassThrough(sc *jsonata.Scope, output, assign *jsonata
 // jsonataTask runs one attempt of a JSONata Task: Arguments (default: the
 // input) go to the agent, whose result is $states.result.
 func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (stepResult, error) {
+	if cb := h.awaiting(); cb != nil && waitsForToken(s) {
+		result, size, err := h.callbackResult(ctx, cb)
+		if err != nil {
+			return stepResult{}, err
+		}
+		sc := h.jsonataScope(raw)
+		sc.Result, sc.HasResult = result, true
+		return h.jsonataFinish(sc, result, size)
+	}
 	sc := h.jsonataScope(raw)
 	timeout, err := h.jsonataSeconds(s.TimeoutSecondsExpr, "TimeoutSeconds", s.TimeoutSeconds, sc)
 	if err != nil {
@@ -114,6 +123,14 @@ func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (st
 	if err != nil {
 		return stepResult{}, err
 	}
+	var cb *PendingCallback
+	if waitsForToken(s) {
+		// $states.context.Task.Token: the scope is made again with it.
+		if cb, err = h.issueToken(timeout, heartbeat); err != nil {
+			return stepResult{}, err
+		}
+		sc = h.jsonataScope(raw)
+	}
 	args := raw
 	if s.Arguments != nil {
 		if args, err = h.evalJSONata(s.Arguments, sc, "Arguments"); err != nil {
@@ -122,6 +139,12 @@ func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (st
 		if _, err := h.fits(args, unknownSize); err != nil {
 			return stepResult{}, err
 		}
+	}
+	if cb != nil {
+		if _, _, err := h.submit(ctx, s, args, timeout, heartbeat); err != nil {
+			return stepResult{}, err
+		}
+		return stepResult{}, h.awaitToken(ctx, cb)
 	}
 	result, size, err := h.callAgent(ctx, s, "", args, nil, timeout, heartbeat)
 	if err != nil {

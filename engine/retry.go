@@ -28,6 +28,7 @@ func (h *stateRun) withRetry(ctx context.Context, raw any, retry []states.Retrie
 		}
 	}
 	for {
+		h.retries = append([]int64(nil), counts...)
 		res, err := attempt(ctx)
 		if err == nil {
 			return res, nil

@@ -185,6 +185,9 @@ type env struct {
 	retry     int
 	item      *mapItem
 	ctxObject map[string]any
+	// token is the task token of a .waitForTaskToken Task's attempt
+	// ($$.Task.Token); empty for other states.
+	token string
 	// chance is set when the state read something that could differ on
 	// another run of it: the context object, or a random draw.
 	chance bool
@@ -222,6 +225,9 @@ func (e *env) Context() any {
 			"EnteredTime": formatTime(e.entered),
 			"RetryCount":  jsonpath.IntNumber(int64(e.retry)),
 		},
+	}
+	if e.token != "" {
+		obj["Task"] = map[string]any{"Token": e.token}
 	}
 	if e.item != nil {
 		obj["Map"] = map[string]any{

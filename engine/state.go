@@ -44,6 +44,12 @@ type stateRun struct {
 	denied      *asl.Error
 	violation   map[string]any
 	retriedOnce bool
+	// retries are the retries made per retrier before the running attempt
+	// (kept by withRetry), for a state that parks in the middle of it.
+	retries []int64
+	// submitting is set while a callback Task calls its agent: the call's
+	// success is a TaskSubmitted event, the Task's own comes with its token.
+	submitting bool
 	// parkedSelf is set when the state itself parked (its progress is
 	// committed), not a machine nested in it.
 	parkedSelf bool

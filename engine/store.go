@@ -168,6 +168,9 @@ type StepProgress struct {
 	// Debate holds the turns of a Debate's finished rounds (a JSON list of
 	// {round, agent, response}); nil for other states.
 	Debate any
+	// Callback is the pending task token of a .waitForTaskToken Task (with
+	// the answer once one is sent); nil for other states.
+	Callback *PendingCallback
 }
 
 // Commit is one step of an execution, applied atomically by the store.

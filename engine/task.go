@@ -28,53 +28,7 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 	if s.JSONata() {
 		return h.jsonataTask(ctx, s, raw)
 	}
-	input, err := h.inputPath(raw)
-	if err != nil {
-		return stepResult{}, err
-	}
-	inSize := h.inSize
-	if s.Memory != nil && s.Memory.Read != nil {
-		if input, err = h.memoryRead(ctx, s.Memory, input); err != nil {
-			return stepResult{}, err
-		}
-		inSize = unknownSize
-	}
-	// The Path forms of the timeouts read the input before guardrails
-	// and the context window change it.
-	timeout, err := h.seconds("TimeoutSecondsPath", s.TimeoutSeconds, s.TimeoutSecondsPath, input)
-	if err != nil {
-		return stepResult{}, err
-	}
-	heartbeat, err := h.seconds("HeartbeatSecondsPath", s.HeartbeatSeconds, s.HeartbeatSecondsPath, input)
-	if err != nil {
-		return stepResult{}, err
-	}
-	if s.Guardrails != nil && s.Guardrails.Input != nil {
-		if input, err = h.guardInput(ctx, s, input); err != nil {
-			return stepResult{}, err
-		}
-		inSize = unknownSize
-	}
-	if s.Context != nil {
-		if input, err = h.contextWindow(ctx, s, input); err != nil {
-			return stepResult{}, err
-		}
-		inSize = unknownSize
-	}
-	// The agent's input is held to the payload limit after Parameters.
-	params := input
-	if s.Parameters != nil {
-		if params, _, err = h.template(s.Parameters, input, inSize); err != nil {
-			return stepResult{}, err
-		}
-	}
-	result, size, err := h.callAgent(ctx, s, "", params, nil, timeout, heartbeat)
-	if err != nil {
-		return stepResult{}, err
-	}
-	result, size, err = h.guardOutput(ctx, s, result, size, func(ctx context.Context, sub string) (any, int, error) {
-		return h.callAgent(ctx, s, sub, params, nil, timeout, heartbeat)
-	})
+	result, size, err := h.taskCall(ctx, s, raw)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -92,6 +46,80 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 		}
 	}
 	return h.finish(raw, result, size, s.ResultPath)
+}
+
+// taskCall runs a Task's call of a JSONPath state up to its checked result:
+// InputPath, Memory.Read, Guardrails.Input, the Context window, Parameters,
+// the agent call and Guardrails.Output. A callback Task (.waitForTaskToken)
+// issues its token before Parameters, calls the agent with it and parks;
+// resumed, its result is the answer the token got.
+func (h *stateRun) taskCall(ctx context.Context, s *states.Task, raw any) (any, int, error) {
+	if cb := h.awaiting(); cb != nil && waitsForToken(s) {
+		result, size, err := h.callbackResult(ctx, cb)
+		if err != nil {
+			return nil, 0, err
+		}
+		return h.guardOutput(ctx, s, result, size, noRegenerate)
+	}
+	input, err := h.inputPath(raw)
+	if err != nil {
+		return nil, 0, err
+	}
+	inSize := h.inSize
+	if s.Memory != nil && s.Memory.Read != nil {
+		if input, err = h.memoryRead(ctx, s.Memory, input); err != nil {
+			return nil, 0, err
+		}
+		inSize = unknownSize
+	}
+	// The Path forms of the timeouts read the input before guardrails
+	// and the context window change it.
+	timeout, err := h.seconds("TimeoutSecondsPath", s.TimeoutSeconds, s.TimeoutSecondsPath, input)
+	if err != nil {
+		return nil, 0, err
+	}
+	heartbeat, err := h.seconds("HeartbeatSecondsPath", s.HeartbeatSeconds, s.HeartbeatSecondsPath, input)
+	if err != nil {
+		return nil, 0, err
+	}
+	var cb *PendingCallback
+	if waitsForToken(s) {
+		if cb, err = h.issueToken(timeout, heartbeat); err != nil {
+			return nil, 0, err
+		}
+	}
+	if s.Guardrails != nil && s.Guardrails.Input != nil {
+		if input, err = h.guardInput(ctx, s, input); err != nil {
+			return nil, 0, err
+		}
+		inSize = unknownSize
+	}
+	if s.Context != nil {
+		if input, err = h.contextWindow(ctx, s, input); err != nil {
+			return nil, 0, err
+		}
+		inSize = unknownSize
+	}
+	// The agent's input is held to the payload limit after Parameters.
+	params := input
+	if s.Parameters != nil {
+		if params, _, err = h.template(s.Parameters, input, inSize); err != nil {
+			return nil, 0, err
+		}
+	}
+	if cb != nil {
+		if _, _, err := h.submit(ctx, s, params, timeout, heartbeat); err != nil {
+			return nil, 0, err
+		}
+		return nil, 0, h.awaitToken(ctx, cb)
+	}
+	result, size, err := h.callAgent(ctx, s, "", params, nil, timeout, heartbeat)
+	if err != nil {
+		return nil, 0, err
+	}
+	return h.guardOutput(ctx, s, result, size, func(ctx context.Context, sub string) (any, int, error) {
+		return h.callAgent(ctx, s, sub, params, nil, timeout, heartbeat)
+	})
 }
 
 // seconds resolves TimeoutSeconds/HeartbeatSeconds or their Path forms.
@@ -258,7 +286,11 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		r.event(Event{Type: typ, State: h.name(), Scope: h.sc.prefix, Error: string(ae.Name), Cause: ae.Cause, Document: h.raw, Detail: outcome})
 		return nil, 0, ae
 	}
-	r.event(Event{Type: EventTaskSucceeded, State: h.name(), Scope: h.sc.prefix, Output: result, Document: h.raw, Detail: outcome})
+	typ := EventTaskSucceeded
+	if h.submitting {
+		typ = EventTaskSubmitted
+	}
+	r.event(Event{Type: typ, State: h.name(), Scope: h.sc.prefix, Output: result, Document: h.raw, Detail: outcome})
 	return result, size, nil
 }
 

@@ -60,6 +60,9 @@ func problemOf(err error) *problem {
 		return &problem{status: http.StatusConflict, kind: "decision-refused", title: "decision refused", detail: err.Error()}
 	case errors.Is(err, engine.ErrExists):
 		return &problem{status: http.StatusConflict, kind: "exists", title: "the name is taken", detail: err.Error()}
+	case errors.Is(err, engine.ErrTaskTokenInvalid):
+		return &problem{status: http.StatusBadRequest, kind: "task-token-invalid", title: "task token is not valid", detail: err.Error(),
+			errors: []api.FieldError{{Pointer: "/token", Detail: err.Error()}}}
 	case errors.Is(err, engine.ErrBusy):
 		return &problem{status: http.StatusConflict, kind: "busy", title: "the execution is running", detail: err.Error()}
 	case errors.Is(err, engine.ErrEnded):

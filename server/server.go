@@ -203,6 +203,10 @@ func (s *Server) table() []route {
 		{"POST /v1/executions/{id}/redrive", RoleOperator, s.redriveExecution},
 		// Control of executions (control.go).
 		{"POST /v1/executions/{id}/stop", RoleOperator, s.stopExecution},
+		// The callback pattern's answers (tasktokens.go).
+		{"POST /v1/task-tokens/success", RoleOperator, s.taskSuccess},
+		{"POST /v1/task-tokens/failure", RoleOperator, s.taskFailure},
+		{"POST /v1/task-tokens/heartbeat", RoleOperator, s.taskHeartbeat},
 	}
 }
 

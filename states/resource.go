@@ -180,12 +180,8 @@ func (p *parser) taskTarget(o *object, s *Task, args string) {
 		o.errorf("Resource", "%v", err)
 		return
 	}
-	switch {
-	case r.Kind == Activity:
+	if r.Kind == Activity {
 		o.errorf("Resource", "activities (%s) are not supported yet", arn)
-		return
-	case r.Pattern == PatternWaitForTaskToken:
-		o.errorf("Resource", "the callback pattern (.waitForTaskToken) is not supported yet")
 		return
 	}
 	if r.Kind == LambdaInvoke {
@@ -274,6 +270,11 @@ func (p *parser) credentials(o *object, jsonataState bool) (any, bool) {
 	}
 	return v, good
 }
+
+// WaitsForTaskToken reports whether the Resource uses the callback
+// pattern (.waitForTaskToken): the state issues a task token, hands it to
+// the agent, and waits until the token is sent back.
+func (r *Resource) WaitsForTaskToken() bool { return r != nil && r.Pattern == PatternWaitForTaskToken }
 
 // Function returns the Lambda function the Resource calls as written: the
 // ARN itself for a function ARN, the literal FunctionName for

@@ -158,6 +158,7 @@ func encodeScopeRecord(r *scopeRecord) []byte {
 			w.time("wakeAt", st.WakeAt)
 			w.raw("approval", st.Approval)
 			w.raw("debate", st.Debate)
+			w.raw("callback", st.Callback)
 		})
 	}
 	w.bool("done", r.Done)

@@ -93,6 +93,8 @@ type stepRecord struct {
 	// Debate's finished rounds.
 	Approval json.RawMessage `json:"approval,omitempty"`
 	Debate   json.RawMessage `json:"debate,omitempty"`
+	// Callback is a pending task token's Value.
+	Callback json.RawMessage `json:"callback,omitempty"`
 }
 
 // checkpointRecord is one engine.Checkpoint without its document, which is
@@ -214,6 +216,11 @@ func encodeScope(s *engine.Scope, memo *docMemo) ([]byte, error) {
 				return nil, fmt.Errorf("debate progress: %w", err)
 			}
 		}
+		if st.Callback != nil {
+			if r.Step.Callback, err = memo.raw(st.Callback.Value()); err != nil {
+				return nil, fmt.Errorf("pending callback: %w", err)
+			}
+		}
 	}
 	return encodeScopeRecord(&r), nil
 }
@@ -257,6 +264,15 @@ func decodeScopeRecord(data []byte) (*engine.Scope, error) {
 		}
 		if s.Step.Debate, err = decodeDoc(st.Debate); err != nil {
 			return nil, fmt.Errorf("debate progress: %w", err)
+		}
+		if len(st.Callback) > 0 {
+			v, err := decodeDoc(st.Callback)
+			if err != nil {
+				return nil, fmt.Errorf("pending callback: %w", err)
+			}
+			if s.Step.Callback, err = engine.PendingCallbackFromValue(v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return s, nil

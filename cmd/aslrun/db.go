@@ -225,6 +225,8 @@ func printResult(c *cmdContext, res *engine.Result) error {
 				fmt.Fprintf(c.stderr, "execution %s waits for a decision at %s; decide with `aslrun approve %s%s --decision %s`\n",
 					res.ID, pa.State, res.ID, which, strings.Join(pa.Options, "|"))
 			}
+		} else if res.WaitingFor == engine.WaitingForTaskToken {
+			fmt.Fprintf(c.stderr, "execution %s waits at %s for its task token (the agent has it); answer with `aslrun task-success TOKEN --output JSON` or `aslrun task-failure TOKEN`\n", res.ID, res.State)
 		} else {
 			fmt.Fprintf(c.stderr, "execution %s is waiting (%s at %s); `aslrun serve` wakes it, or `aslrun resume %s`\n", res.ID, res.WaitingFor, res.State, res.ID)
 		}

@@ -78,7 +78,7 @@ type cliSection struct {
 }
 
 var (
-	cliHeading  = regexp.MustCompile("^## `aslrun ([a-z]+)`$")
+	cliHeading  = regexp.MustCompile("^## `aslrun ([a-z]+(?:-[a-z]+)*)`$")
 	cliFlagItem = regexp.MustCompile("^- `--([a-z][a-z0-9-]*)")
 )
 
@@ -135,7 +135,7 @@ var (
 	codeSpan   = regexp.MustCompile("`([^`]+)`")
 	// aslrunCall finds "aslrun CMD", also as "./aslrun CMD" or
 	// "go run ./cmd/aslrun CMD", but not "aslrun.db" or "aslrun COMMAND".
-	aslrunCall = regexp.MustCompile(`(?:^|[\s/(])aslrun ([a-z]+)\b`)
+	aslrunCall = regexp.MustCompile(`(?:^|[\s/(])aslrun ([a-z]+(?:-[a-z]+)*)\b`)
 )
 
 // docCommands returns every aslrun command line in the code of a
