@@ -276,6 +276,22 @@ func checkScope(t *testing.T, where string, got, want *engine.Scope) {
 		t.Errorf("%s: Step = %+v, want %+v", where, g, w)
 	case g != nil && (g.Visit != w.Visit || g.Attempt != w.Attempt || !slices.Equal(g.Retries, w.Retries) || !g.WakeAt.Equal(w.WakeAt)):
 		t.Errorf("%s: Step = %+v, want %+v", where, *g, *w)
+	case g != nil:
+		checkCallback(t, where, g.Callback, w.Callback)
+	}
+}
+
+// checkCallback compares the pending task tokens of two steps.
+func checkCallback(t *testing.T, where string, got, want *engine.PendingCallback) {
+	t.Helper()
+	switch {
+	case (got == nil) != (want == nil):
+		t.Errorf("%s: Step.Callback = %+v, want %+v", where, got, want)
+	case got == nil:
+	case got.Attempt != want.Attempt || got.SecretHash != want.SecretHash || !got.IssuedAt.Equal(want.IssuedAt) ||
+		!got.Deadline.Equal(want.Deadline) || got.Heartbeat != want.Heartbeat || !got.HeartbeatDeadline.Equal(want.HeartbeatDeadline) ||
+		text(got.Outcome) != text(want.Outcome):
+		t.Errorf("%s: Step.Callback = %+v, want %+v", where, *got, *want)
 	}
 }
 
@@ -375,10 +391,16 @@ func testCommitAndLoad(t *testing.T, s store.Store) {
 	e.Seq, e.Progress = 1, engine.Progress{Scopes: c.Scopes, Invocations: c.Invocations, LastEvent: 12, LastOwnEvent: 2}
 	checkExecution(t, load(t, s, "e1"), e)
 
-	// Waiting: only the scope that changes is in the commit.
+	// Waiting: only the scope that changes is in the commit; its step
+	// waits for a task token, answered already.
+	callback := &engine.PendingCallback{
+		Attempt: 1, SecretHash: "5f2b3c0e9d1a4b6c8e7f00112233445566778899aabbccddeeff001122334455",
+		IssuedAt: at(time.Minute), Deadline: at(time.Hour), Heartbeat: 30 * time.Second, HeartbeatDeadline: at(90 * time.Second),
+		Outcome: map[string]any{"output": doc(t, `{"approved":true,"amount":12.50}`)},
+	}
 	c = &engine.Commit{
 		Execution: "e1", Seq: 2, Status: engine.StatusWaiting, WakeAt: at(time.Hour), WaitingFor: "Wait",
-		Scopes:      map[string]*engine.Scope{"": {Next: "Wait", Doc: doc(t, `{"n":2.0}`)}},
+		Scopes:      map[string]*engine.Scope{"": {Next: "Wait", Doc: doc(t, `{"n":2.0}`), Step: &engine.StepProgress{Visit: 1, Attempt: 1, Callback: callback}}},
 		Invocations: map[string]int{"Reviewer": 8}, LastEvent: 13, LastOwnEvent: 2,
 	}
 	commit(t, s, c)
