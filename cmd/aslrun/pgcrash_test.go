@@ -361,8 +361,9 @@ func TestPostgresFencing(t *testing.T) {
 	}
 	// A's call returns at once (its time has passed); its commit is
 	// refused and its run stops.
-	a.p.log.waitFor(t, "lease")
+	a.p.log.waitFor(t, "lease", "fenced off")
 	time.Sleep(500 * time.Millisecond)
+	t.Logf("server A, continued:\n%s", a.p.log)
 	after := historyOf(t, url, "f1")
 	if len(after) != len(before) || after[len(after)-1].Hash != before[len(before)-1].Hash {
 		t.Errorf("server A changed the history after it was fenced off: %d events (last %s), were %d (last %s)",
