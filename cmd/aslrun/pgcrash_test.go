@@ -504,3 +504,33 @@ WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
 	}
 	t.Logf("%d connections ended", terminated)
 }
+
+// TestLeaseTTLEnv: what ASLRUN_LEASE_TTL takes and what it refuses.
+func TestLeaseTTLEnv(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+		err   string
+	}{
+		{"", 0, ""},
+		{"2s", 2 * time.Second, ""},
+		{"500ms", 500 * time.Millisecond, ""},
+		{"1ms", time.Millisecond, ""},
+		{"0", 0, `ASLRUN_LEASE_TTL="0": want a duration of at least 1ms`},
+		{"100us", 0, `ASLRUN_LEASE_TTL="100us": want a duration`},
+		{"-5s", 0, `ASLRUN_LEASE_TTL="-5s": want a duration`},
+		{"5", 0, `ASLRUN_LEASE_TTL="5": want a duration`},
+		{"soon", 0, `ASLRUN_LEASE_TTL="soon": want a duration`},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			t.Setenv(envLeaseTTL, tc.value)
+			got, err := leaseTTLEnv()
+			switch {
+			case tc.err == "" && (err != nil || got != tc.want):
+				t.Errorf("got %v %v, want %v", got, err, tc.want)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("got %v %v, want an error containing %q", got, err, tc.err)
+			}
+		})
+	}
+}
