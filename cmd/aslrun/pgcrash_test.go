@@ -59,14 +59,22 @@ type pgServer struct {
 // start starts the server (again) and waits until it serves.
 func (s *pgServer) start(t *testing.T) {
 	t.Helper()
+	if err := s.restart(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restart is start for a goroutine other than the test's: it returns
+// what went wrong.
+func (s *pgServer) restart(t *testing.T) error {
 	cmd := aslrunCmd("serve", "--db", s.url, "--socket", s.sock, "--poll", "100ms", "--grace", "100ms")
 	cmd.Env = append(cmd.Env, envLeaseTTL+"="+pgLeaseTTL.String())
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	p := &serveProcess{cmd: cmd, sock: s.sock, log: &workerLog{changed: make(chan struct{})}, done: make(chan error, 1)}
 	go func() {
@@ -83,7 +91,28 @@ func (s *pgServer) start(t *testing.T) {
 		<-p.done
 	})
 	s.p = p
-	p.log.waitFor(t, "serving")
+	return p.log.await(30*time.Second, "serving")
+}
+
+// await waits until the log has a line containing every one of parts,
+// for at most within.
+func (l *workerLog) await(within time.Duration, parts ...string) error {
+	deadline := time.After(within)
+	for seen := 0; ; {
+		l.mu.Lock()
+		lines, changed := l.lines, l.changed
+		l.mu.Unlock()
+		for ; seen < len(lines); seen++ {
+			if containsAll(lines[seen], parts) {
+				return nil
+			}
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return fmt.Errorf("no line with %q within %v; the log:\n%s", parts, within, l)
+		}
+	}
 }
 
 // kill kills the server with SIGKILL and waits for it to exit.
@@ -128,7 +157,7 @@ func referenceOutput(t *testing.T) any {
 // awaitEnded waits until every execution in ids has ended, reading the
 // database directly (servers may be down), and returns them. A read that
 // fails (the connection was cut) is tried again.
-func awaitEnded(t *testing.T, db *postgres.DB, ids []string, within time.Duration, servers []*pgServer) map[string]*engine.Execution {
+func awaitEnded(t *testing.T, db *postgres.DB, ids []string, within time.Duration, logs func() string) map[string]*engine.Execution {
 	t.Helper()
 	ended := map[string]*engine.Execution{}
 	deadline := time.Now().Add(within)
@@ -149,14 +178,23 @@ func awaitEnded(t *testing.T, db *postgres.DB, ids []string, within time.Duratio
 					open = append(open, id)
 				}
 			}
-			for i, s := range servers {
-				t.Logf("server %d log:\n%s", i, s.p.log)
-			}
+			t.Log(logs())
 			t.Fatalf("%d executions not ended after %v: %v", len(open), within, open)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return ended
+}
+
+// serverLogs returns the servers' logs, for a failure's message.
+func serverLogs(servers []*pgServer) func() string {
+	return func() string {
+		var b strings.Builder
+		for i, s := range servers {
+			fmt.Fprintf(&b, "server %d log:\n%s\n", i, s.p.log)
+		}
+		return b.String()
+	}
 }
 
 // startOn starts execution id of the crash pipeline through one of the
@@ -261,8 +299,12 @@ func TestPostgresCrashAcrossServers(t *testing.T) {
 			mu.Unlock()
 			time.Sleep(time.Duration(krng.IntN(800)) * time.Millisecond)
 			mu.Lock()
-			s.start(t)
+			err := s.restart(t)
 			mu.Unlock()
+			if err != nil {
+				t.Error(err)
+				return
+			}
 		}
 	})
 	ids := make([]string, executions)
@@ -271,7 +313,11 @@ func TestPostgresCrashAcrossServers(t *testing.T) {
 		startOn(t, servers, rng.IntN(len(servers)), ids[i])
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 	}
-	ended := awaitEnded(t, db, ids, 90*time.Second, servers)
+	ended := awaitEnded(t, db, ids, 90*time.Second, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return serverLogs(servers)()
+	})
 	close(stop)
 	killer.Wait()
 	for _, id := range ids {
@@ -350,7 +396,7 @@ func TestPostgresFencing(t *testing.T) {
 	if err := a.p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	ended := awaitEnded(t, db, []string{"f1"}, 30*time.Second, servers)
+	ended := awaitEnded(t, db, []string{"f1"}, 30*time.Second, serverLogs(servers))
 	e := ended["f1"]
 	if owner, epoch2 := leaseOwner(t, url, "f1"); epoch2 <= epoch || ownedBy(owner, a.pid()) {
 		t.Errorf("after the takeover the lease is %q epoch %d, want B's with an epoch after %d", owner, epoch2, epoch)
@@ -440,7 +486,7 @@ func TestPostgresDecisionAcrossServers(t *testing.T) {
 	if _, err := client.NewUnix(servers[2].sock).Decide(ctx, inbox[0].ID, api.Decision{Option: "approve"}); err == nil {
 		t.Error("a second decision of the same approval, on another server, was accepted")
 	}
-	e := awaitEnded(t, db, []string{"d1"}, 30*time.Second, servers)["d1"]
+	e := awaitEnded(t, db, []string{"d1"}, 30*time.Second, serverLogs(servers))["d1"]
 	if e.Status != engine.StatusSucceeded {
 		t.Fatalf("d1: %s (%s: %s)", e.Status, e.Error, e.Cause)
 	}
@@ -498,7 +544,7 @@ WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
 	if terminated < 5 {
 		t.Errorf("%d connections ended, want at least one a time", terminated)
 	}
-	ended := awaitEnded(t, db, ids, 60*time.Second, servers)
+	ended := awaitEnded(t, db, ids, 60*time.Second, serverLogs(servers))
 	for _, id := range ids {
 		checkEnded(t, url, ended[id], want)
 	}
