@@ -252,6 +252,9 @@ func (db *DB) Commit(ctx context.Context, c *engine.Commit) error {
 			}
 			db.rec.Committed(p)
 			return nil
+		case code == codeFenced && epoch == doubtEpoch:
+			db.heads.drop(id)
+			return fmt.Errorf("commit execution %s: %w: the outcome of an earlier commit of it is unknown (its connection was lost): its run stops, and the next one goes on from what the database holds", id, ErrFenced)
 		case code == codeFenced:
 			db.heads.drop(id)
 			return fmt.Errorf("commit execution %s: %w", id, db.fenced(context.WithoutCancel(ctx), db.pool, id, epoch))
