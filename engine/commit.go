@@ -334,9 +334,18 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 		err := r.storeCommit(ctx, next)
 		r.mu.Lock()
 		if err != nil {
-			// Nothing of it was written: keep its history for the next
-			// commit (the one that records how the execution stopped).
+			// Nothing of it was written: keep all of it, its history and
+			// the scopes it moves, for the next commit (the one that
+			// records how the execution stopped, or another branch's).
+			// Its history alone would record a completion whose scope
+			// does not move past it: a resume would run the state again.
 			r.events = append(next.Events, r.events...)
+			next.Events = nil
+			if q.pending == nil {
+				q.pending = next
+			} else {
+				q.pending = mergeCommit(next, q.pending)
+			}
 			err = fmt.Errorf("commit execution %s step %d: %w", r.exec.ID, next.Seq, err)
 			if q.errorGens == nil {
 				q.errorGens = make(map[uint64]error)

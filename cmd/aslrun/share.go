@@ -140,7 +140,11 @@ func (c *cmdContext) open(ctx context.Context, db string, what access, me holder
 	if postgres.IsURL(db) {
 		// Every process opens the database itself: PostgreSQL has no
 		// holder to wait for or to ask.
-		pg, err := postgres.Open(ctx, db, postgres.Options{Codec: codec})
+		ttl, err := leaseTTLEnv()
+		if err != nil {
+			return nil, err
+		}
+		pg, err := postgres.Open(ctx, db, postgres.Options{Codec: codec, LeaseTTL: ttl})
 		if err != nil {
 			return nil, &exitError{code: exitUsage, msg: err.Error()}
 		}
@@ -343,4 +347,23 @@ func (r *readsServer) stop(ctx context.Context) {
 		}
 	}
 	r.srv.Close()
+}
+
+// envLeaseTTL names the environment variable that sets the time-to-live
+// of the leases a process takes on PostgreSQL (a Go duration, "5s"): how
+// soon other servers take a crashed one's executions over. It is for
+// tests and for operators who need takeovers sooner than the default.
+const envLeaseTTL = "ASLRUN_LEASE_TTL"
+
+// leaseTTLEnv reads ASLRUN_LEASE_TTL: 0 (the store's default) when unset.
+func leaseTTLEnv() (time.Duration, error) {
+	v := os.Getenv(envLeaseTTL)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Millisecond {
+		return 0, usageErrorf("%s=%q: want a duration of at least 1ms, as 5s or 500ms", envLeaseTTL, v)
+	}
+	return d, nil
 }

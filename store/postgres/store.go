@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -222,7 +223,27 @@ func (db *DB) Commit(ctx context.Context, c *engine.Commit) error {
 			return fmt.Errorf("commit execution %s: %w", id, err)
 		}
 		err = db.pool.SendBatch(ctx, commitBatch(id, cached.seq, epoch, a, firsts)).Close()
-		switch code := sqlState(err); {
+		code := sqlState(err)
+		if err != nil && code == "" {
+			// The batch failed outside the database (the connection was
+			// cut, ctx ended): it may have committed before the answer was
+			// lost. The run takes an error for "nothing was written" and
+			// keeps the commit's events for its next commit, so the
+			// outcome must be known: read it back.
+			switch applied, cerr := db.commitApplied(ctx, id, cached.seq, a.Head); {
+			case cerr != nil:
+				// Unknown: refuse the execution's later commits here,
+				// so that none writes these events a second time; the
+				// next run of it (after the lease is released) loads
+				// what the database holds.
+				db.doubt(id)
+				db.heads.drop(id)
+				return db.dbErr("commit execution "+id+" (its outcome is unknown: "+cerr.Error()+")", err)
+			case applied:
+				err = nil
+			}
+		}
+		switch {
 		case err == nil:
 			if a.Status.Ended() {
 				db.heads.drop(id)
@@ -231,6 +252,9 @@ func (db *DB) Commit(ctx context.Context, c *engine.Commit) error {
 			}
 			db.rec.Committed(p)
 			return nil
+		case code == codeFenced && epoch == doubtEpoch:
+			db.heads.drop(id)
+			return fmt.Errorf("commit execution %s: %w: the outcome of an earlier commit of it is unknown (its connection was lost): its run stops, and the next one goes on from what the database holds", id, ErrFenced)
 		case code == codeFenced:
 			db.heads.drop(id)
 			return fmt.Errorf("commit execution %s: %w", id, db.fenced(context.WithoutCancel(ctx), db.pool, id, epoch))
@@ -248,6 +272,50 @@ func (db *DB) Commit(ctx context.Context, c *engine.Commit) error {
 			return db.dbErr("commit execution "+id, err)
 		}
 	}
+}
+
+// appliedChecks bounds the attempts to learn a commit's outcome, and
+// appliedWait is the pause between them (the pool connects again).
+const (
+	appliedChecks = 5
+	appliedWait   = 200 * time.Millisecond
+)
+
+// commitApplied reports whether the commit that swaps the head of commit seq
+// seq for head was written: only the lease's holder commits, so the
+// head that follows seq being head is that commit.
+func (db *DB) commitApplied(ctx context.Context, id string, seq int64, head []byte) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appliedChecks*(appliedWait+time.Second))
+	defer cancel()
+	var err error
+	for range appliedChecks {
+		var cur []byte
+		var curSeq int64
+		err = db.pool.QueryRow(ctx, `SELECT head, commit_seq FROM executions WHERE id = $1`, id).Scan(&cur, &curSeq)
+		if err == nil {
+			return curSeq == seq+1 && bytes.Equal(cur, head), nil
+		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		time.Sleep(appliedWait)
+	}
+	return false, err
+}
+
+// doubtEpoch is the fence of an execution whose last commit's outcome is
+// unknown: no lease has it, so every later commit is refused as fenced
+// off until the lease is released (Unfence).
+const doubtEpoch = -1
+
+// doubt fences off the commits of an execution (doubtEpoch).
+func (db *DB) doubt(execution string) {
+	db.fenceMu.Lock()
+	defer db.fenceMu.Unlock()
+	if db.fences == nil {
+		db.fences = make(map[string]int64)
+	}
+	db.fences[execution] = doubtEpoch
 }
 
 // readHead reads an execution's head and, with history, its history
