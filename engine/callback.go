@@ -233,17 +233,11 @@ func (x *Executor) withToken(ctx context.Context, token string, opts ResumeOptio
 	if err != nil {
 		return nil, err
 	}
-	if !x.durable {
-		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
-	}
-	ctx, ok := x.acquireNext(ctx, id)
-	if !ok {
-		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
-	}
-	defer x.release(id)
-	if err := x.lease(ctx, id, true); err != nil {
+	ctx, release, err := x.hold(ctx, id, true)
+	if err != nil {
 		return nil, err
 	}
+	defer release()
 	defer func() { err = stopped(ctx, id, err) }()
 	e, m, err := x.load(ctx, id)
 	if errors.Is(err, ErrNotFound) {

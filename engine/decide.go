@@ -57,19 +57,13 @@ func pendingKeys(e *Execution) []string {
 // second one for the same approval, sent at the same time or later, is
 // refused (ErrBusy while the first is being applied).
 func (x *Executor) Decide(ctx context.Context, id string, d Decision, opts ResumeOptions) (_ *Result, err error) {
-	if !x.durable {
-		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
-	}
 	// Hold the execution before reading it, so that two decisions are
 	// applied one after the other, the second seeing the first.
-	ctx, ok := x.acquireNext(ctx, id)
-	if !ok {
-		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
-	}
-	defer x.release(id)
-	if err := x.lease(ctx, id, true); err != nil {
+	ctx, release, err := x.hold(ctx, id, true)
+	if err != nil {
 		return nil, err
 	}
+	defer release()
 	defer func() { err = stopped(ctx, id, err) }()
 	e, m, err := x.load(ctx, id)
 	if err != nil {

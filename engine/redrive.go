@@ -47,17 +47,11 @@ type RedriveOptions struct {
 // changes. An execution in another status is ErrNotRedrivable (or
 // ErrNotFound).
 func (x *Executor) Redrive(ctx context.Context, id string, opts RedriveOptions) (*Result, error) {
-	if !x.durable {
-		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
-	}
-	ctx, ok := x.acquireNext(ctx, id)
-	if !ok {
-		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
-	}
-	defer x.release(id)
-	if err := x.lease(ctx, id, true); err != nil {
+	ctx, release, err := x.hold(ctx, id, true)
+	if err != nil {
 		return nil, err
 	}
+	defer release()
 	e, m, err := x.load(ctx, id)
 	if err != nil {
 		return nil, err

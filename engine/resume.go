@@ -135,19 +135,13 @@ func (x *Executor) resumed(m *states.Machine, e *Execution, reg *agents.Registry
 // key and invocation number. Resuming an execution that has ended fails
 // with ErrEnded.
 func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (_ *Result, err error) {
-	if !x.durable {
-		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
-	}
 	// Hold the execution before reading it, so that what it is read as
 	// stays true (a Stop or a decision cannot come in between).
-	ctx, ok := x.acquireNext(ctx, id)
-	if !ok {
-		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
-	}
-	defer x.release(id)
-	if err := x.lease(ctx, id, !opts.noWait); err != nil {
+	ctx, release, err := x.hold(ctx, id, !opts.noWait)
+	if err != nil {
 		return nil, err
 	}
+	defer release()
 	defer func() { err = stopped(ctx, id, err) }()
 	e, m, err := x.load(ctx, id)
 	if err != nil {
@@ -266,18 +260,12 @@ func (x *Executor) fromCheckpoint(ctx context.Context, id, name string, opts Res
 // selects what is restored: RestoreMemory leaves the position and document
 // where they are (and needs an execution that has not ended).
 func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts ResumeOptions) (*Result, error) {
-	if !x.durable {
-		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
-	}
 	// Hold the execution before reading it, as Resume does.
-	ctx, ok := x.acquireNext(ctx, id)
-	if !ok {
-		return nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
-	}
-	defer x.release(id)
-	if err := x.lease(ctx, id, true); err != nil {
+	ctx, release, err := x.hold(ctx, id, true)
+	if err != nil {
 		return nil, err
 	}
+	defer release()
 	e, m, cp, reg, err := x.fromCheckpoint(ctx, id, checkpoint, opts)
 	if err != nil {
 		return nil, err

@@ -46,6 +46,26 @@ func (x *Executor) settled(id string) {
 	}
 }
 
+// hold holds execution id for what continues it (a resume, a decision, an
+// answer to a task token, a rollback, a redrive): in this process
+// (acquireNext) and, on a store that leases executions, across processes
+// (waiting for the lease when wait is set). The caller calls release once
+// done.
+func (x *Executor) hold(ctx context.Context, id string, wait bool) (_ context.Context, release func(), err error) {
+	if !x.durable {
+		return ctx, nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
+	}
+	ctx, ok := x.acquireNext(ctx, id)
+	if !ok {
+		return ctx, nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
+	}
+	if err := x.lease(ctx, id, wait); err != nil {
+		x.release(id)
+		return ctx, nil, err
+	}
+	return ctx, func() { x.release(id) }, nil
+}
+
 // acquireNext is acquireRun for what continues an execution (a decision,
 // a resume): when the run holding it has settled, it waits for the run to
 // let go, then holds it.
