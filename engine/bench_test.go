@@ -250,15 +250,8 @@ func BenchmarkEffectLoop(b *testing.B) {
 		"P2":{"Type":"Pass","Next":"Loop"},
 		"Loop":{"Type":"Choice","Choices":[{"Variable":"$.n","NumericLessThan":500,"Next":"Start"}],"Default":"Done"},
 		"Done":{"Type":"Succeed"}}}`
-	m, err := states.Parse([]byte(def))
-	if err != nil {
-		b.Fatal(err)
-	}
-	doc, err := jsonpath.Decode([]byte(payload1KiB))
-	if err != nil {
-		b.Fatal(err)
-	}
-	input := map[string]any{"n": jsonpath.IntNumber(0), "doc": doc}
+	m, in := benchMachine(b, def)
+	input := map[string]any{"n": jsonpath.IntNumber(0), "doc": in["payload"]}
 	reg := agents.NewRegistry()
 	_ = reg.Register("Worker", agents.Func(func(context.Context, *agents.Request) (any, error) {
 		return map[string]any{"ok": true}, nil
