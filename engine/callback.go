@@ -60,6 +60,23 @@ type PendingCallback struct {
 	// Outcome is the answer once one is sent (nil while waiting):
 	// {"output": v} for success, {"error": e, "cause": c} for failure.
 	Outcome map[string]any
+
+	// Activity names the activity of a Task whose Resource is an activity
+	// ARN (empty for the callback pattern). Its task waits to be handed to
+	// a worker (ClaimActivity): until then Worker is empty, no token
+	// exists (SecretHash is empty) and HeartbeatSeconds does not count.
+	Activity string
+	// Input is the effective input handed to the activity's worker (after
+	// Parameters or Arguments); State and Scope name the state and the
+	// scope prefix it runs in ("" at the top level, "Map/3/" in a Map
+	// item).
+	Input        any
+	State, Scope string
+	// StartedAt is when the activity task was handed to a worker (zero
+	// until then), and Worker that worker's workerName (which may be
+	// empty).
+	Worker    string
+	StartedAt time.Time
 }
 
 // newTaskToken returns a token for execution id with a fresh random
@@ -143,7 +160,11 @@ func (h *stateRun) awaitToken(ctx context.Context, cb *PendingCallback) error {
 	if d := cb.HeartbeatDeadline; !d.IsZero() && (wake.IsZero() || d.Before(wake)) {
 		wake = d
 	}
-	return h.park(ctx, WaitingForTaskToken, wake, &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries, Callback: cb})
+	what := WaitingForTaskToken
+	if cb.Activity != "" {
+		what = WaitingForActivity
+	}
+	return h.park(ctx, what, wake, &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries, Callback: cb})
 }
 
 // callbackResult is the result of a resumed callback Task: the answer sent
@@ -152,6 +173,7 @@ func (h *stateRun) awaitToken(ctx context.Context, cb *PendingCallback) error {
 func (h *stateRun) callbackResult(ctx context.Context, cb *PendingCallback) (any, int, error) {
 	r := h.r
 	now := time.Now()
+	succeeded, failed, timedOut := cb.eventTypes()
 	var ae *asl.Error
 	switch {
 	case cb.Outcome != nil:
@@ -165,18 +187,18 @@ func (h *stateRun) callbackResult(ctx context.Context, cb *PendingCallback) (any
 		if err != nil {
 			return nil, 0, err
 		}
-		r.event(Event{Type: EventTaskSucceeded, State: h.name(), Scope: h.sc.prefix, Output: out, Document: h.raw})
+		r.event(Event{Type: succeeded, State: h.name(), Scope: h.sc.prefix, Output: out, Document: h.raw})
 		return out, size, nil
 	case !cb.Deadline.IsZero() && !now.Before(cb.Deadline):
-		ae = asl.Errorf(asl.ErrTimeout, "no answer to the task token within TimeoutSeconds (%s)", cb.Deadline.Sub(cb.IssuedAt))
+		ae = asl.Errorf(asl.ErrTimeout, "no answer to the %s within TimeoutSeconds (%s)", cb.what(), cb.Deadline.Sub(cb.IssuedAt))
 	case !cb.HeartbeatDeadline.IsZero() && !now.Before(cb.HeartbeatDeadline):
-		ae = asl.Errorf(asl.ErrHeartbeatTimeout, "no heartbeat for the task token within HeartbeatSeconds (%s)", cb.Heartbeat)
+		ae = asl.Errorf(asl.ErrHeartbeatTimeout, "no heartbeat for the %s within HeartbeatSeconds (%s)", cb.what(), cb.Heartbeat)
 	default:
 		return nil, 0, h.awaitToken(ctx, cb)
 	}
-	typ := EventTaskFailed
+	typ := failed
 	if ae.Name == asl.ErrTimeout || ae.Name == asl.ErrHeartbeatTimeout {
-		typ = EventTaskTimedOut
+		typ = timedOut
 	}
 	r.event(Event{Type: typ, State: h.name(), Scope: h.sc.prefix, Error: string(ae.Name), Cause: ae.Cause, Document: h.raw})
 	return nil, 0, ae
@@ -325,6 +347,19 @@ func (cb *PendingCallback) Value() map[string]any {
 	if cb.Outcome != nil {
 		v["outcome"] = cb.Outcome
 	}
+	if cb.Activity != "" {
+		v["activity"] = cb.Activity
+		v["input"] = cb.Input
+		v["state"] = cb.State
+		v["scope"] = cb.Scope
+		if !cb.StartedAt.IsZero() {
+			v["worker"] = cb.Worker
+			v["startedAt"] = cb.StartedAt.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	if cb.SecretHash == "" {
+		delete(v, "secretHash")
+	}
 	return v
 }
 
@@ -361,11 +396,23 @@ func PendingCallbackFromValue(v any) (*PendingCallback, error) {
 	}
 	cb.Attempt = int(integer("attempt"))
 	cb.Heartbeat = time.Duration(integer("heartbeatMillis")) * time.Millisecond
-	cb.SecretHash, _ = obj["secretHash"].(string)
-	if len(cb.SecretHash) != 2*sha256.Size {
+	str := func(k string) string {
+		raw, has := obj[k]
+		s, isStr := raw.(string)
+		if has && !isStr {
+			bad = append(bad, k)
+		}
+		return s
+	}
+	cb.SecretHash = str("secretHash")
+	cb.Activity, cb.State, cb.Scope, cb.Worker = str("activity"), str("state"), str("scope"), str("worker")
+	cb.Input = obj["input"]
+	cb.IssuedAt, cb.Deadline, cb.HeartbeatDeadline = when("issuedAt"), when("deadline"), when("heartbeatDeadline")
+	cb.StartedAt = when("startedAt")
+	// An activity task has a token once it was handed to a worker.
+	if len(cb.SecretHash) != 2*sha256.Size && (cb.Activity == "" || !cb.StartedAt.IsZero() || cb.SecretHash != "") {
 		bad = append(bad, "secretHash")
 	}
-	cb.IssuedAt, cb.Deadline, cb.HeartbeatDeadline = when("issuedAt"), when("deadline"), when("heartbeatDeadline")
 	if o, has := obj["outcome"]; has {
 		if cb.Outcome, ok = o.(map[string]any); !ok {
 			bad = append(bad, "outcome")

@@ -113,7 +113,7 @@ func parksAt(m *states.Machine, parkAfter time.Duration) string {
 
 // approvalIn names the first state of m or of a machine nested in it that
 // waits for an answer from outside (an Approval, a .waitForTaskToken
-// Task), its name qualified by where it is nested; "" when there is none.
+// Task, a Task of an activity), its name qualified by where it is nested; "" when there is none.
 func approvalIn(m *states.Machine) string {
 	where := ""
 	m.Each(func(within, name string, st states.State) bool {
@@ -124,6 +124,10 @@ func approvalIn(m *states.Machine) string {
 		case *states.Task:
 			if s.Resource.WaitsForTaskToken() {
 				where = fmt.Sprintf("state %q waits for its task token (.waitForTaskToken)", within+name)
+				return false
+			}
+			if isActivity(s) {
+				where = fmt.Sprintf("state %q waits for a worker of activity %s", within+name, s.Resource.Name)
 				return false
 			}
 		}

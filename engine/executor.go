@@ -122,6 +122,8 @@ type Executor struct {
 	limiters map[string]*limiter
 	// local is the agent memory of an executor without a store.
 	local localMemory
+	// acts knows where tasks of activities wait for workers (activity.go).
+	acts activityBoard
 }
 
 // New returns an Executor configured by cfg.

@@ -105,7 +105,7 @@ func (h *stateRun) jsonataPassThrough(sc *jsonata.Scope, output, assign *jsonata
 // jsonataTask runs one attempt of a JSONata Task: Arguments (default: the
 // input) go to the agent, whose result is $states.result.
 func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (stepResult, error) {
-	if cb := h.awaiting(); cb != nil && waitsForToken(s) {
+	if cb := h.awaiting(); cb != nil && (waitsForToken(s) || isActivity(s)) {
 		result, size, err := h.callbackResult(ctx, cb)
 		if err != nil {
 			return stepResult{}, err
@@ -139,6 +139,9 @@ func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (st
 		if _, err := h.fits(args, unknownSize); err != nil {
 			return stepResult{}, err
 		}
+	}
+	if h.toWorkers(s) {
+		return stepResult{}, h.scheduleActivity(ctx, s, args, timeout, heartbeat)
 	}
 	if cb != nil {
 		if _, _, err := h.submit(ctx, s, args, timeout, heartbeat); err != nil {

@@ -73,6 +73,8 @@ type parking struct {
 	wake  time.Time
 	// approval is the pending Approval, if that is what it waits for.
 	approval *PendingApproval
+	// activity names the activity whose task it waits for, if any.
+	activity string
 }
 
 // errParked unwinds the run when the execution stops to wait.
@@ -511,7 +513,11 @@ func (h *stateRun) park(ctx context.Context, what string, wake time.Time, progre
 		return err
 	}
 	r.mu.Lock()
-	r.parked = append(r.parked, parking{state: h.qualified(), what: what, wake: wake, approval: progress.Approval})
+	p := parking{state: h.qualified(), what: what, wake: wake, approval: progress.Approval}
+	if cb := progress.Callback; cb != nil && cb.StartedAt.IsZero() {
+		p.activity = cb.Activity
+	}
+	r.parked = append(r.parked, p)
 	r.mu.Unlock()
 	h.parkedSelf = true
 	return errParked
@@ -542,6 +548,13 @@ func (r *run) parkExecution(ctx context.Context, res *Result) (*Result, error) {
 		return nil, err
 	}
 	r.x.settled(r.exec.ID)
+	var activities []string
+	for _, p := range r.parked {
+		if p.activity != "" {
+			activities = append(activities, p.activity)
+		}
+	}
+	r.x.acts.parked(r.exec.ID, activities)
 	return res, nil
 }
 

@@ -52,9 +52,11 @@ func (h *stateRun) task(ctx context.Context, s *states.Task, raw any) (stepResul
 // InputPath, Memory.Read, Guardrails.Input, the Context window, Parameters,
 // the agent call and Guardrails.Output. A callback Task (.waitForTaskToken)
 // issues its token before Parameters, calls the agent with it and parks;
-// resumed, its result is the answer the token got.
+// resumed, its result is the answer the token got. A Task of an activity
+// schedules its task for the activity's workers after Parameters and parks
+// the same way.
 func (h *stateRun) taskCall(ctx context.Context, s *states.Task, raw any) (any, int, error) {
-	if cb := h.awaiting(); cb != nil && waitsForToken(s) {
+	if cb := h.awaiting(); cb != nil && (waitsForToken(s) || isActivity(s)) {
 		result, size, err := h.callbackResult(ctx, cb)
 		if err != nil {
 			return nil, 0, err
@@ -106,6 +108,9 @@ func (h *stateRun) taskCall(ctx context.Context, s *states.Task, raw any) (any, 
 		if params, _, err = h.template(s.Parameters, input, inSize); err != nil {
 			return nil, 0, err
 		}
+	}
+	if h.toWorkers(s) {
+		return nil, 0, h.scheduleActivity(ctx, s, params, timeout, heartbeat)
 	}
 	if cb != nil {
 		if _, _, err := h.submit(ctx, s, params, timeout, heartbeat); err != nil {

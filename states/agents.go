@@ -29,7 +29,8 @@ type AgentRef struct {
 // AgentRefs lists every agent m names, nested machines included, in the
 // order of the states' names, then fields. A Task's Resource is listed too,
 // unless it is lambda:invoke with a FunctionName computed at run time
-// (which names its agent only then).
+// (which names its agent only then) or an activity (whose workers poll for
+// its tasks: no agent is needed).
 func (m *Machine) AgentRefs() []AgentRef {
 	var out []AgentRef
 	m.agentRefs("", &out)
@@ -47,7 +48,7 @@ func (m *Machine) agentRefs(prefix string, out *[]AgentRef) {
 		switch s := m.States[name].(type) {
 		case *Task:
 			add("Agent", s.Agent)
-			if r := s.Resource; r != nil && !r.dynamic() {
+			if r := s.Resource; r != nil && !r.dynamic() && r.Kind != Activity {
 				*out = append(*out, AgentRef{State: q, Field: "Resource", Agent: r.AgentName(), Resource: r.ARN, Function: r.Function()})
 			}
 			if c := s.Context; c != nil && c.Summarize != nil {

@@ -123,6 +123,14 @@ func ParseResource(arn string) (Resource, error) {
 	return bad(fmt.Sprintf("service %q is not one a Task calls: use a Lambda function ARN or an arn:aws:states::: service integration", parts[2]))
 }
 
+// activityNameRE is the NAME of an activity ARN.
+var activityNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,80}$`)
+
+// ValidActivityName reports whether name is one an activity ARN
+// (arn:aws:states:REGION:ACCOUNT:activity:NAME) can end with: 1 to 80
+// letters, digits, '-', '_' and '.'.
+func ValidActivityName(name string) bool { return activityNameRE.MatchString(name) }
+
 // FunctionName returns the function's name in the FunctionName parameter
 // of arn:aws:states:::lambda:invoke, which may be a name, a partial ARN
 // (ACCOUNT:function:NAME) or a full function ARN, each with an optional
@@ -178,10 +186,6 @@ func (p *parser) taskTarget(o *object, s *Task, args string) {
 	r, err := ParseResource(arn)
 	if err != nil {
 		o.errorf("Resource", "%v", err)
-		return
-	}
-	if r.Kind == Activity {
-		o.errorf("Resource", "activities (%s) are not supported yet", arn)
 		return
 	}
 	if r.Kind == LambdaInvoke {
