@@ -340,3 +340,35 @@ type TaskFailure struct {
 type TaskHeartbeat struct {
 	Token string `json:"token"`
 }
+
+// ActivityPoll is the body of POST /v1/activities/{name}/poll: the
+// worker's name, recorded in the ActivityStarted event of the task it
+// gets (at most 80 characters, no control characters; may be empty).
+type ActivityPoll struct {
+	WorkerName string `json:"workerName,omitempty"`
+}
+
+// ActivityTask is the answer of POST /v1/activities/{name}/poll when a
+// task was handed to the worker: its task token (answered through
+// /v1/task-tokens), its input (the Task state's effective input, a JSON
+// value), the execution and the state (qualified by its scope, like
+// "Map/3/Work").
+type ActivityTask struct {
+	TaskToken string          `json:"taskToken"`
+	Input     json.RawMessage `json:"input"`
+	Execution string          `json:"execution"`
+	State     string          `json:"state"`
+}
+
+// Activity is one activity of GET /v1/activities: how many of its tasks
+// wait for a worker (pending) and how many workers hold (started).
+type Activity struct {
+	Name    string `json:"name"`
+	Pending int    `json:"pending"`
+	Started int    `json:"started"`
+}
+
+// ActivityList is the answer of GET /v1/activities, by name.
+type ActivityList struct {
+	Activities []Activity `json:"activities"`
+}

@@ -78,17 +78,24 @@ func StatusOf(err error) int {
 // do sends a request with a JSON body (when not nil) and decodes a JSON
 // answer into out (when not nil).
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	_, err := c.send(ctx, c.hc, method, path, body, out)
+	return err
+}
+
+// send is do through hc, returning the answer's status (a 204 leaves out
+// as it is).
+func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, body, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -96,14 +103,14 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if resp.StatusCode >= 300 {
 		e := &Error{Status: resp.StatusCode}
@@ -111,15 +118,15 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 			e.Problem.Title = http.StatusText(resp.StatusCode)
 			e.Problem.Detail = string(bytes.TrimSpace(data))
 		}
-		return e
+		return resp.StatusCode, e
 	}
-	if out == nil {
-		return nil
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return resp.StatusCode, nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("server: %s %s: the answer is not what the API says: %w", method, path, err)
+		return resp.StatusCode, fmt.Errorf("server: %s %s: the answer is not what the API says: %w", method, path, err)
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // Start starts an execution.
@@ -253,4 +260,41 @@ func (c *Client) SendTaskFailure(ctx context.Context, req api.TaskFailure) (api.
 // a token.
 func (c *Client) SendTaskHeartbeat(ctx context.Context, token string) error {
 	return c.do(ctx, "POST", "/v1/task-tokens/heartbeat", api.TaskHeartbeat{Token: token}, nil)
+}
+
+// MaxPollWait is the longest wait of PollActivity, as the server allows.
+const MaxPollWait = 60 * time.Second
+
+// PollActivity long-polls for the next task of activity name (the NAME of
+// arn:aws:states:REGION:ACCOUNT:activity:NAME) as worker (its workerName),
+// waiting up to wait (0 to MaxPollWait): the task, now this worker's, and
+// true; false when none came in time or the server stopped. The worker
+// then answers its TaskToken with SendTaskSuccess or SendTaskFailure,
+// sending SendTaskHeartbeat meanwhile when the Task has HeartbeatSeconds.
+// The request may outlast the client's timeout: it is given wait more.
+func (c *Client) PollActivity(ctx context.Context, name, worker string, wait time.Duration) (api.ActivityTask, bool, error) {
+	var task api.ActivityTask
+	if wait < 0 || wait > MaxPollWait {
+		return task, false, fmt.Errorf("poll activity %s: wait %v is not from 0 to %v", name, wait, MaxPollWait)
+	}
+	hc := c.hc
+	if hc.Timeout != 0 {
+		longer := *hc
+		longer.Timeout += wait
+		hc = &longer
+	}
+	path := "/v1/activities/" + url.PathEscape(name) + "/poll?wait=" + strconv.Itoa(int(wait/time.Second))
+	status, err := c.send(ctx, hc, "POST", path, api.ActivityPoll{WorkerName: worker}, &task)
+	if err != nil {
+		return task, false, err
+	}
+	return task, status == http.StatusOK, nil
+}
+
+// Activities lists the activities with tasks in waiting executions, with
+// how many wait for a worker and how many workers hold.
+func (c *Client) Activities(ctx context.Context) ([]api.Activity, error) {
+	var list api.ActivityList
+	err := c.do(ctx, "GET", "/v1/activities", nil, &list)
+	return list.Activities, err
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/states"
 )
@@ -103,11 +104,15 @@ func isActivity(s *states.Task) bool { return s.Resource != nil && s.Resource.Ki
 // workers: yes, unless the execution's agents map its ARN to an agent (or
 // register an agent under it), which then runs it as any Resource.
 func (h *stateRun) toWorkers(s *states.Task) bool {
-	if !isActivity(s) {
-		return false
-	}
-	name, ok := h.r.agents.ResolveResource(s.Resource.ARN, "", "")
-	return name == "" && !ok
+	return isActivity(s) && !mappedActivity(h.r.agents, s)
+}
+
+// mappedActivity reports whether reg runs the Task of an activity s with
+// an agent: one its resources map names for the ARN, or one registered
+// under the ARN itself.
+func mappedActivity(reg *agents.Registry, s *states.Task) bool {
+	name, ok := reg.ResolveResource(s.Resource.ARN, "", "")
+	return name != "" || ok
 }
 
 // scheduleActivity schedules the task of a Task of an activity with input

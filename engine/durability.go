@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -73,7 +74,7 @@ func (x *Executor) Durability() Durability { return x.durability }
 // durabilityOf checks the durability asked for a new execution of m (""
 // for the executor's) and returns what the execution records: what was
 // asked, "" when nothing was (or without a store).
-func (x *Executor) durabilityOf(m *states.Machine, asked Durability) (Durability, error) {
+func (x *Executor) durabilityOf(m *states.Machine, asked Durability, reg *agents.Registry) (Durability, error) {
 	if asked != "" {
 		if _, err := ParseDurability(string(asked)); err != nil {
 			return "", fmt.Errorf("%w: %w", ErrDurability, err)
@@ -85,7 +86,7 @@ func (x *Executor) durabilityOf(m *states.Machine, asked Durability) (Durability
 	case x.durable && asked == DurabilityNone:
 		return "", fmt.Errorf("%w: the execution asks for durability none, but the executor keeps every execution in its store; run one without a store for none", ErrDurability)
 	case !x.durable:
-		if where := parksAt(m, x.parkAfter); where != "" {
+		if where := parksAt(m, x.parkAfter, reg); where != "" {
 			return "", fmt.Errorf("%w: %s, which needs a store to wait; durability none keeps nothing (give a database)", ErrDurability, where)
 		}
 		return "", nil
@@ -98,23 +99,23 @@ func (x *Executor) durabilityOf(m *states.Machine, asked Durability) (Durability
 // whose Seconds is longer than parkAfter (and than the execution's
 // TimeoutSeconds). "" when there is none. (A Wait whose time comes from its
 // input or a timestamp sleeps without a store.)
-func parksAt(m *states.Machine, parkAfter time.Duration) string {
+func parksAt(m *states.Machine, parkAfter time.Duration, reg *agents.Registry) string {
 	if t := m.TimeoutSeconds; t > 0 && time.Duration(t)*time.Second <= parkAfter {
 		// It times out before any Wait could park.
-		return approvalIn(m)
+		return approvalIn(m, reg)
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.States)) {
 		if w, ok := m.States[name].(*states.Wait); ok && w.HasSeconds && time.Duration(w.Seconds)*time.Second > parkAfter {
 			return fmt.Sprintf("state %q waits %d seconds (longer than %s)", name, w.Seconds, parkAfter)
 		}
 	}
-	return approvalIn(m)
+	return approvalIn(m, reg)
 }
 
 // approvalIn names the first state of m or of a machine nested in it that
 // waits for an answer from outside (an Approval, a .waitForTaskToken
-// Task, a Task of an activity), its name qualified by where it is nested; "" when there is none.
-func approvalIn(m *states.Machine) string {
+// Task, a Task of an activity that reg runs with no agent), its name qualified by where it is nested; "" when there is none.
+func approvalIn(m *states.Machine, reg *agents.Registry) string {
 	where := ""
 	m.Each(func(within, name string, st states.State) bool {
 		switch s := st.(type) {
@@ -126,7 +127,7 @@ func approvalIn(m *states.Machine) string {
 				where = fmt.Sprintf("state %q waits for its task token (.waitForTaskToken)", within+name)
 				return false
 			}
-			if isActivity(s) {
+			if isActivity(s) && !mappedActivity(reg, s) {
 				where = fmt.Sprintf("state %q waits for a worker of activity %s", within+name, s.Resource.Name)
 				return false
 			}

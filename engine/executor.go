@@ -274,7 +274,11 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if err := checkInput(m, input); err != nil {
 		return nil, err
 	}
-	durability, err := x.durabilityOf(m, opts.Durability)
+	reg := opts.Agents
+	if reg == nil {
+		reg = x.agents
+	}
+	durability, err := x.durabilityOf(m, opts.Durability, reg)
 	if err != nil {
 		return nil, err
 	}

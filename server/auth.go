@@ -18,18 +18,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Role is what a caller may do; each role may do everything the ones
-// before it may, so roles compare with <, >= and so on.
+// Role is what a caller may do. The roles viewer, approver, operator and
+// admin each may do everything the ones before it may, so they compare
+// with <, >= and so on. RoleWorker stands apart, below them all: it may
+// poll activities and answer task tokens, and nothing else (operator and
+// admin may do those too). Check what a role allows with allows.
 type Role int
 
 // The roles, from least to most allowed.
 const (
+	// RoleWorker polls for the tasks of activities and answers task
+	// tokens (a worker beside the engine): it reads nothing.
+	RoleWorker Role = -1
 	// RoleViewer reads executions, histories, checkpoints and workflows.
-	RoleViewer Role = iota + 1
+	RoleViewer Role = iota
 	// RoleApprover also decides approvals.
 	RoleApprover
 	// RoleOperator also starts, stops, resumes, rolls back and forks
-	// executions.
+	// executions, polls activities and answers task tokens.
 	RoleOperator
 	// RoleAdmin also registers workflows.
 	RoleAdmin
@@ -37,26 +43,42 @@ const (
 
 var roleNames = [...]string{RoleViewer: "viewer", RoleApprover: "approver", RoleOperator: "operator", RoleAdmin: "admin"}
 
-// ParseRole returns the role named s: "viewer", "approver", "operator" or
-// "admin".
+// ParseRole returns the role named s: "worker", "viewer", "approver",
+// "operator" or "admin".
 func ParseRole(s string) (Role, error) {
+	if s == "worker" {
+		return RoleWorker, nil
+	}
 	for r := RoleViewer; r <= RoleAdmin; r++ {
 		if roleNames[r] == s {
 			return r, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown role %q (want viewer, approver, operator or admin)", s)
+	return 0, fmt.Errorf("unknown role %q (want worker, viewer, approver, operator or admin)", s)
 }
 
 // String returns the role's name as ParseRole reads it.
 func (r Role) String() string {
+	if r == RoleWorker {
+		return "worker"
+	}
 	if r < RoleViewer || r > RoleAdmin {
 		return fmt.Sprintf("Role(%d)", int(r))
 	}
 	return roleNames[r]
 }
 
-func (r Role) valid() bool { return r >= RoleViewer && r <= RoleAdmin }
+func (r Role) valid() bool { return r == RoleWorker || r >= RoleViewer && r <= RoleAdmin }
+
+// allows reports whether a caller with role r may call what needs role
+// need: a worker's routes take a worker, an operator or an admin; the
+// others take need or a role above it (never a worker).
+func (r Role) allows(need Role) bool {
+	if need == RoleWorker {
+		return r == RoleWorker || r >= RoleOperator
+	}
+	return r >= need
+}
 
 // Principal is an authenticated caller.
 type Principal struct {

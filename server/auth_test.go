@@ -37,6 +37,7 @@ func TestParseRole(t *testing.T) {
 		want Role
 		ok   bool
 	}{
+		{"worker", RoleWorker, true},
 		{"viewer", RoleViewer, true},
 		{"approver", RoleApprover, true},
 		{"operator", RoleOperator, true},
@@ -55,7 +56,7 @@ func TestParseRole(t *testing.T) {
 			}
 		})
 	}
-	for _, r := range []Role{0, -1, RoleAdmin + 1} {
+	for _, r := range []Role{0, -2, RoleAdmin + 1} {
 		if _, err := ParseRole(r.String()); err == nil {
 			t.Errorf("ParseRole(%v.String()) = nil error, want an error for an invalid role", int(r))
 		}

@@ -149,7 +149,7 @@ func (s *Server) handler(role Role, h func(w http.ResponseWriter, r *http.Reques
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := principalOf(r.Context())
 		noteRequest(r, p)
-		if role > 0 && p.Role < role {
+		if role != 0 && !p.Role.allows(role) {
 			writeProblem(w, &problem{status: http.StatusForbidden, kind: "forbidden", title: "forbidden",
 				detail: fmt.Sprintf("%s has the role %s; %s %s needs %s", p.Name, p.Role, r.Method, r.Pattern, role)})
 			return

@@ -161,7 +161,7 @@ func (s *Server) background(what, id string, f func(ctx context.Context) (*engin
 // route is one route of the API.
 type route struct {
 	pattern string // "METHOD /path", as http.ServeMux takes it
-	role    Role   // the least role that may call it; 0: open
+	role    Role   // the least role that may call it (Role.allows); 0: open
 	h       func(w http.ResponseWriter, r *http.Request) error
 }
 
@@ -203,10 +203,14 @@ func (s *Server) table() []route {
 		{"POST /v1/executions/{id}/redrive", RoleOperator, s.redriveExecution},
 		// Control of executions (control.go).
 		{"POST /v1/executions/{id}/stop", RoleOperator, s.stopExecution},
-		// The callback pattern's answers (tasktokens.go).
-		{"POST /v1/task-tokens/success", RoleOperator, s.taskSuccess},
-		{"POST /v1/task-tokens/failure", RoleOperator, s.taskFailure},
-		{"POST /v1/task-tokens/heartbeat", RoleOperator, s.taskHeartbeat},
+		// The answers to task tokens (tasktokens.go), and the activities'
+		// workers' polls (activities.go): RoleWorker means a worker, an
+		// operator or an admin.
+		{"POST /v1/task-tokens/success", RoleWorker, s.taskSuccess},
+		{"POST /v1/task-tokens/failure", RoleWorker, s.taskFailure},
+		{"POST /v1/task-tokens/heartbeat", RoleWorker, s.taskHeartbeat},
+		{"POST /v1/activities/{name}/poll", RoleWorker, s.pollActivity},
+		{"GET /v1/activities", RoleViewer, s.listActivities},
 	}
 }
 

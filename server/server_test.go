@@ -36,7 +36,7 @@ func newTestServer(t *testing.T, options ...func(*Config)) *testServer {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tokens")
 	tokens := map[Role]string{}
-	for _, r := range []Role{RoleViewer, RoleApprover, RoleOperator, RoleAdmin} {
+	for _, r := range []Role{RoleWorker, RoleViewer, RoleApprover, RoleOperator, RoleAdmin} {
 		tok, err := CreateToken(path, r.String()+"-bot", r)
 		if err != nil {
 			t.Fatal(err)
@@ -398,7 +398,7 @@ func TestOpenAPIDescribesTheRoutes(t *testing.T) {
 	served := map[string]string{}
 	for _, rt := range s.table() {
 		role := "none"
-		if rt.role > 0 {
+		if rt.role != 0 {
 			role = rt.role.String()
 		} else if method, path, _ := strings.Cut(rt.pattern, " "); method != "GET" || !openPaths[path] {
 			t.Errorf("%s has no role but the authentication lets it in only for callers", rt.pattern)

@@ -7,10 +7,12 @@ import (
 	"github.com/aslrun/aslrun/engine"
 )
 
-// The callback pattern's answers. The token is in the body, never in the
-// path, so that it stays out of access logs. Each route takes the operator
-// role: an answer is the result of a Task (not a choice among options an
-// approval offers), so a token is as strong as a resume.
+// The answers to task tokens: of the callback pattern, and of the tasks of
+// activities handed to workers. The token is in the body, never in the
+// path, so that it stays out of access logs. Each route takes the worker
+// role, which an operator and an admin have too: an answer is the result
+// of a Task (not a choice among options an approval offers), so a token is
+// as strong as a resume, and it is all a worker may send.
 
 // taskSuccess records a task token's result and continues the execution in
 // the background (202).

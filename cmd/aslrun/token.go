@@ -13,7 +13,7 @@ import (
 // makes one, prints it once and stores only its hash.
 func cmdToken(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
-	roleName := fs.String("role", "", "what the token may do: viewer, approver, operator or admin (required)")
+	roleName := fs.String("role", "", "what the token may do: worker, viewer, approver, operator or admin (required)")
 	file := fs.String("tokens", "aslrun.tokens", "the tokens file (made with mode 0600 if missing)")
 	pos, err := parseFlags(fs, "token", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -27,7 +27,7 @@ func cmdToken(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	name := pos[1]
 	if *roleName == "" {
-		return usageErrorf("token create: --role is required (viewer, approver, operator or admin)")
+		return usageErrorf("token create: --role is required (worker, viewer, approver, operator or admin)")
 	}
 	role, err := server.ParseRole(*roleName)
 	if err != nil {
