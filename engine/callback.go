@@ -255,7 +255,7 @@ func (x *Executor) withToken(ctx context.Context, token string, opts ResumeOptio
 	if err != nil {
 		return nil, err
 	}
-	ctx, release, err := x.hold(ctx, id, true)
+	ctx, release, err := x.holdSoon(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -302,6 +302,31 @@ func (x *Executor) withToken(ctx context.Context, token string, opts ResumeOptio
 		return &Result{ID: id, Status: StatusRunning}, nil
 	}
 	return r.execute(ctx, e.Progress.Scopes[""])
+}
+
+// busyWait is how long an answer to a task token waits for the execution
+// held by something else of this process (another answer or heartbeat, a
+// worker's claim, a run on its way to wait again) before it is refused
+// with ErrBusy.
+const busyWait = 5 * time.Second
+
+// holdSoon holds execution id as hold does (waiting for its lease), and
+// waits up to busyWait while this process holds it for something else.
+func (x *Executor) holdSoon(ctx context.Context, id string) (context.Context, func(), error) {
+	deadline := time.Now().Add(busyWait)
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		hctx, release, err := x.hold(ctx, id, true)
+		if !errors.Is(err, ErrBusy) || !time.Now().Add(delay).Before(deadline) {
+			return hctx, release, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx, nil, fmt.Errorf("execution %s: %w", id, context.Cause(ctx))
+		case <-t.C:
+		}
+	}
 }
 
 // pendingCallback returns the key of the scope of e waiting for the token

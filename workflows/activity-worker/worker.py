@@ -45,6 +45,10 @@ def summarize(task_input):
     return {"id": doc_id, "summary": " ".join(words[: task_input.get("maxWords", 10)]), "words": len(words)}
 
 
+class Busy(RuntimeError):
+    """The execution is busy (409): ask again in a moment."""
+
+
 class API:
     """A small client of aslrun's HTTP API."""
 
@@ -66,7 +70,8 @@ class API:
         except urllib.error.HTTPError as e:
             # A problem document (RFC 9457): say what the server refused.
             detail = e.read().decode(errors="replace")
-            raise RuntimeError("%s %s: %d %s" % ("POST", path, e.code, detail)) from None
+            kind = Busy if e.code == 409 else RuntimeError
+            raise kind("POST %s: %d %s" % (path, e.code, detail)) from None
 
     def poll(self, activity, worker, wait):
         path = "/v1/activities/%s/poll?wait=%d" % (urllib.parse.quote(activity, safe=""), wait)
@@ -96,25 +101,31 @@ def heartbeats(api, token, every, done):
 
 
 def work(api, task, heartbeat_every):
-    """Works on one task and answers its token."""
+    """Works on one task, with heartbeats meanwhile, and answers its token."""
     token = task["taskToken"]
     done = threading.Event()
     beat = threading.Thread(target=heartbeats, args=(api, token, heartbeat_every, done), daemon=True)
     beat.start()
     try:
-        output = summarize(task["input"])
+        answer = ("succeeded", api.succeed, (token, summarize(task["input"])))
     except DocumentRejected as e:
-        api.fail(token, "DocumentRejected", str(e))
-        return "rejected"
+        answer = ("rejected", api.fail, (token, "DocumentRejected", str(e)))
     except Exception as e:
         # Anything unexpected: the Task fails with States.TaskFailed.
-        api.fail(token, "States.TaskFailed", "%s: %s" % (type(e).__name__, e))
-        return "failed"
+        answer = ("failed", api.fail, (token, "States.TaskFailed", "%s: %s" % (type(e).__name__, e)))
     finally:
         done.set()
         beat.join()
-    api.succeed(token, output)
-    return "succeeded"
+    outcome, send, send_args = answer
+    # An execution busy with another of its tasks (409) is asked again.
+    for attempt in range(20):
+        try:
+            send(*send_args)
+            return outcome
+        except Busy:
+            time.sleep(min(0.05 * 2 ** attempt, 2))
+    send(*send_args)
+    return outcome
 
 
 def main():
