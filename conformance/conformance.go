@@ -44,6 +44,8 @@ type Case struct {
 	// Decisions answer the execution's approvals, in order (README:
 	// "decisions").
 	Decisions []Decision
+	// Workers take the tasks of activities, in order (README: "workers").
+	Workers []Worker
 	// Memory is agent memory present before the execution starts, by
 	// namespace and key.
 	Memory map[string]map[string]any
@@ -215,6 +217,12 @@ func (c *Case) decode(m map[string]any) error {
 		}
 		c.Memory = mem
 	}
+	if v, ok := m["workers"]; ok {
+		var err error
+		if c.Workers, err = ParseWorkers(v); err != nil {
+			return err
+		}
+	}
 	v, ok := m["decisions"]
 	if !ok {
 		return nil
@@ -222,6 +230,110 @@ func (c *Case) decode(m map[string]any) error {
 	var err error
 	c.Decisions, err = ParseDecisions(v)
 	return err
+}
+
+// Worker is a scripted worker of an activity: PollAfter seconds after a
+// task of Activity waits (and the previous worker took its task), it polls
+// and takes the oldest one (as Name); then, sending a heartbeat every
+// HeartbeatEvery seconds (0: none), it answers AnswerAfter seconds later
+// with Output, or with the failure Error and Cause when Fails, or never
+// when Abandon (a worker that died). When HasInput, the task's input must
+// be Input.
+type Worker struct {
+	Activity, Name                         string
+	PollAfter, AnswerAfter, HeartbeatEvery float64
+	Output                                 any
+	Fails                                  bool
+	Error, Cause                           string
+	Abandon                                bool
+	Input                                  any
+	HasInput                               bool
+}
+
+// ParseWorkers reads a list of scripted workers (README: "workers").
+func ParseWorkers(v any) ([]Worker, error) {
+	list, isList := v.([]any)
+	if !isList {
+		return nil, errors.New("workers must be an array")
+	}
+	var out []Worker
+	for i, item := range list {
+		obj, isObj := item.(map[string]any)
+		if !isObj {
+			return nil, fmt.Errorf("workers[%d] must be an object", i)
+		}
+		var w Worker
+		answers := 0
+		for k, v := range obj {
+			s, isStr := v.(string)
+			switch k {
+			case "activity", "worker":
+				if !isStr {
+					return nil, fmt.Errorf("workers[%d].%s must be a string", i, k)
+				}
+			}
+			switch k {
+			case "activity":
+				w.Activity = s
+			case "worker":
+				w.Name = s
+			case "poll_after_seconds", "answer_after_seconds", "heartbeat_every_seconds":
+				n, isNum := v.(json.Number)
+				f, valid := jsonpath.Float64(n)
+				if !isNum || !valid || f < 0 {
+					return nil, fmt.Errorf("workers[%d].%s must be a non-negative number", i, k)
+				}
+				switch k {
+				case "poll_after_seconds":
+					w.PollAfter = f
+				case "answer_after_seconds":
+					w.AnswerAfter = f
+				default:
+					w.HeartbeatEvery = f
+				}
+			case "success":
+				w.Output = v
+				answers++
+			case "failure":
+				f, isObj := v.(map[string]any)
+				if !isObj {
+					return nil, fmt.Errorf("workers[%d].failure must be an object with error and cause", i)
+				}
+				for fk, fv := range f {
+					fs, isStr := fv.(string)
+					if !isStr || fk != "error" && fk != "cause" {
+						return nil, fmt.Errorf("workers[%d].failure: want string fields error and cause, not %q", i, fk)
+					}
+					if fk == "error" {
+						w.Error = fs
+					} else {
+						w.Cause = fs
+					}
+				}
+				w.Fails = true
+				answers++
+			case "input":
+				w.Input, w.HasInput = v, true
+			case "abandon":
+				b, isBool := v.(bool)
+				if !isBool || !b {
+					return nil, fmt.Errorf("workers[%d].abandon must be true", i)
+				}
+				w.Abandon = true
+				answers++
+			default:
+				return nil, fmt.Errorf("workers[%d]: unknown field %q", i, k)
+			}
+		}
+		if !engine.ValidActivityName(w.Activity) {
+			return nil, fmt.Errorf("workers[%d]: activity %q is not an activity name", i, w.Activity)
+		}
+		if answers != 1 {
+			return nil, fmt.Errorf("workers[%d]: give exactly one of success, failure and abandon", i)
+		}
+		out = append(out, w)
+	}
+	return out, nil
 }
 
 // ParseDecisions reads a list of scripted decisions (README: "decisions").
@@ -402,7 +514,7 @@ func run(ctx context.Context, c *Case, opts Options) error {
 		return fmt.Errorf("%w: %w", ErrNeedsStore, err)
 	}
 	if err == nil {
-		res, err = Drive(ctx, x, res, c.Decisions)
+		res, err = DriveWorkers(ctx, x, res, c.Decisions, c.Workers)
 	}
 	elapsed := time.Since(start)
 	if err != nil {
@@ -670,37 +782,144 @@ func DefaultSkips() Skips {
 // when the execution waits for a decision and none is left, or when a
 // decision is left unused.
 func Drive(ctx context.Context, x *engine.Executor, res *engine.Result, decisions []Decision) (*engine.Result, error) {
+	return DriveWorkers(ctx, x, res, decisions, nil)
+}
+
+// holding is a scripted worker that took a task.
+type holding struct {
+	w        Worker
+	token    string
+	answerAt time.Time
+	beatAt   time.Time // zero: no heartbeats
+}
+
+// DriveWorkers is Drive with scripted workers of activities, too: while the
+// execution waits for a task of an activity, the next worker polls for it
+// (PollAfter seconds after it began to wait), takes it, sends its
+// heartbeats and answers it. It fails, too, when a worker is left unused.
+func DriveWorkers(ctx context.Context, x *engine.Executor, res *engine.Result, decisions []Decision, workers []Worker) (*engine.Result, error) {
 	var (
-		at  time.Time // when the next decision is made, once its wait began
-		err error
+		at     time.Time // when the next decision is made, once its wait began
+		pollAt time.Time // when the next worker polls, once a task waits
+		held   []*holding
+		empty  bool // the last poll found no task: wait for a change
+		err    error
 	)
 	for res.Status == engine.StatusWaiting {
-		if len(res.Approvals) > 0 && len(decisions) > 0 {
-			d := decisions[0]
-			if at.IsZero() {
-				at = time.Now().Add(time.Duration(d.AfterSeconds * float64(time.Second)))
+		// The next thing to happen: a decision, a poll, a heartbeat or an
+		// answer of a worker, or a timer of the execution.
+		next, act := res.WakeAt, "wake"
+		consider := func(t time.Time, what string) {
+			if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+				next, act = t, what
 			}
-			if res.WakeAt.IsZero() || at.Before(res.WakeAt) {
-				time.Sleep(time.Until(at))
-				decisions, at = decisions[1:], time.Time{}
-				if res, err = x.Decide(ctx, res.ID, d.Decision, engine.ResumeOptions{}); err != nil {
-					return nil, err
-				}
+		}
+		if len(res.Approvals) > 0 && len(decisions) > 0 {
+			if at.IsZero() {
+				at = time.Now().Add(seconds(decisions[0].AfterSeconds))
+			}
+			consider(at, "decide")
+		}
+		if len(workers) > 0 && !empty && engine.WaitsForActivity(res.WaitingFor) {
+			if pollAt.IsZero() {
+				pollAt = time.Now().Add(seconds(workers[0].PollAfter))
+			}
+			consider(pollAt, "poll")
+		}
+		var who *holding
+		for _, h := range held {
+			if !h.beatAt.IsZero() && h.beatAt.Before(h.answerAt) && (next.IsZero() || h.beatAt.Before(next)) {
+				next, act, who = h.beatAt, "beat", h
+			}
+			if !h.w.Abandon && (next.IsZero() || h.answerAt.Before(next)) {
+				next, act, who = h.answerAt, "answer", h
+			}
+		}
+		if next.IsZero() {
+			if len(decisions) == 0 && len(res.Approvals) > 0 {
+				return nil, fmt.Errorf("the execution waits at %s for a decision, and none is left", res.State)
+			}
+			return nil, fmt.Errorf("the execution waits at %s (for %s) with no timer, decision or scripted worker left", res.State, res.WaitingFor)
+		}
+		time.Sleep(time.Until(next))
+		switch act {
+		case "decide":
+			d := decisions[0]
+			decisions, at = decisions[1:], time.Time{}
+			res, err = x.Decide(ctx, res.ID, d.Decision, engine.ResumeOptions{})
+		case "poll":
+			w := workers[0]
+			task, perr := x.PollActivity(ctx, w.Activity, engine.PollOptions{Worker: w.Name})
+			switch {
+			case perr != nil:
+				return nil, perr
+			case task == nil:
+				empty = true
+				continue
+			case w.HasInput && !jsonpath.Equal(task.Input, w.Input):
+				return nil, fmt.Errorf("worker of %s got the input %s, want %s", w.Activity, show(task.Input), show(w.Input))
+			}
+			workers, pollAt = workers[1:], time.Time{}
+			h := &holding{w: w, token: task.Token, answerAt: time.Now().Add(seconds(w.AnswerAfter))}
+			if w.HeartbeatEvery > 0 && !w.Abandon {
+				h.beatAt = time.Now().Add(seconds(w.HeartbeatEvery))
+			}
+			held = append(held, h)
+			// Read where it waits now: the hand-out moves its wake-up
+			// to the task's heartbeat deadline.
+			res, err = x.Resume(ctx, res.ID, engine.ResumeOptions{})
+		case "beat":
+			if err := x.SendTaskHeartbeat(ctx, who.token); errors.Is(err, engine.ErrTaskTokenInvalid) {
+				// The task ended meanwhile (a timeout): the worker
+				// gives up.
+				held = dropHolding(held, who)
+				continue
+			} else if err != nil {
+				return nil, err
+			}
+			who.beatAt = who.beatAt.Add(seconds(who.w.HeartbeatEvery))
+			continue
+		case "answer":
+			held = dropHolding(held, who)
+			var r *engine.Result
+			if who.w.Fails {
+				r, err = x.SendTaskFailure(ctx, who.token, who.w.Error, who.w.Cause, engine.ResumeOptions{})
+			} else {
+				r, err = x.SendTaskSuccess(ctx, who.token, who.w.Output, engine.ResumeOptions{})
+			}
+			if errors.Is(err, engine.ErrTaskTokenInvalid) {
+				// Too late: the task timed out. Its answer is refused.
+				err = nil
 				continue
 			}
+			res = r
+		default:
+			res, err = x.Resume(ctx, res.ID, engine.ResumeOptions{})
 		}
-		if res.WakeAt.IsZero() {
-			return nil, fmt.Errorf("the execution waits at %s for a decision, and none is left", res.State)
-		}
-		time.Sleep(time.Until(res.WakeAt))
-		if res, err = x.Resume(ctx, res.ID, engine.ResumeOptions{}); err != nil {
+		if err != nil {
 			return nil, err
 		}
+		empty = false
 	}
-	if len(decisions) > 0 {
+	switch {
+	case len(decisions) > 0:
 		return nil, fmt.Errorf("%d scripted decisions were not used", len(decisions))
+	case len(workers) > 0:
+		return nil, fmt.Errorf("%d scripted workers were not used", len(workers))
 	}
 	return res, nil
+}
+
+func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+
+func dropHolding(list []*holding, h *holding) []*holding {
+	out := list[:0]
+	for _, o := range list {
+		if o != h {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // seedCount numbers the executions that seed memory.
