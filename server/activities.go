@@ -29,25 +29,11 @@ const (
 // (200 with the task) or, when none came within the wait, answers 204.
 // It ends early, with 204, when the server stops.
 func (s *Server) pollActivity(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("name")
-	if !engine.ValidActivityName(name) {
-		return badRequest("", "%q is not an activity name: 1 to 80 letters, digits, '-', '_' and '.' (the NAME of arn:aws:states:REGION:ACCOUNT:activity:NAME)", name)
-	}
-	wait := maxPollWait
-	if v := r.URL.Query().Get("wait"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || time.Duration(n)*time.Second > maxPollWait {
-			return badRequest("", "wait %q is not a number of seconds from 0 to %d", v, int(maxPollWait/time.Second))
-		}
-		wait = time.Duration(n) * time.Second
-	}
-	var req api.ActivityPoll
-	if err := decodeBody(r, &req); err != nil {
+	poll, err := readPoll(r)
+	if err != nil {
 		return err
 	}
-	if err := checkWorkerName(req.WorkerName); err != nil {
-		return err
-	}
+	name, wait := poll.name, poll.wait
 	stop, _, ok := s.streams.enter()
 	if !ok {
 		return errStopping
@@ -62,7 +48,7 @@ func (s *Server) pollActivity(w http.ResponseWriter, r *http.Request) error {
 		case <-ctx.Done():
 		}
 	}()
-	task, err := s.x.PollActivity(ctx, name, engine.PollOptions{Worker: req.WorkerName, Wait: wait, Find: s.activityExecutions})
+	task, err := s.x.PollActivity(ctx, name, engine.PollOptions{Worker: poll.worker, Wait: wait, Find: s.activityExecutions})
 	if err != nil {
 		return err
 	}
@@ -76,6 +62,37 @@ func (s *Server) pollActivity(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, api.ActivityTask{TaskToken: task.Token, Input: in, Execution: task.Execution, State: task.State})
 	return nil
+}
+
+// poll is a poll request, read and checked.
+type poll struct {
+	name, worker string
+	wait         time.Duration
+}
+
+// readPoll reads a poll request: the activity's name (the path), the
+// wait (?wait=, seconds) and the body (the worker's name).
+func readPoll(r *http.Request) (poll, error) {
+	p := poll{name: r.PathValue("name"), wait: maxPollWait}
+	if !engine.ValidActivityName(p.name) {
+		return p, badRequest("", "%q is not an activity name: 1 to 80 letters, digits, '-', '_' and '.' (the NAME of arn:aws:states:REGION:ACCOUNT:activity:NAME)", p.name)
+	}
+	if v := r.URL.Query().Get("wait"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > int(maxPollWait/time.Second) {
+			return p, badRequest("", "wait %q is not a number of seconds from 0 to %d", v, int(maxPollWait/time.Second))
+		}
+		p.wait = time.Duration(n) * time.Second
+	}
+	var req api.ActivityPoll
+	if err := decodeBody(r, &req); err != nil {
+		return p, err
+	}
+	if err := checkWorkerName(req.WorkerName); err != nil {
+		return p, err
+	}
+	p.worker = req.WorkerName
+	return p, nil
 }
 
 // checkWorkerName refuses a worker name that is too long or holds control
