@@ -77,7 +77,8 @@ func streamEvents() string {
 		engine.EventMemoryWritten, engine.EventToolDenied, engine.EventToolRateLimited, engine.EventBudgetAlert, engine.EventBudgetExceeded,
 		engine.EventBudgetOverridden, engine.EventMapIterationStart, engine.EventMapIterationOK, engine.EventMapIterationFailed,
 		engine.EventMapStateStarted, engine.EventMapStateSucceeded, engine.EventMapStateFailed, engine.EventParallelStarted,
-		engine.EventParallelSucceeded, engine.EventParallelFailed}
+		engine.EventParallelSucceeded, engine.EventParallelFailed, engine.EventTaskSubmitted, engine.EventActivityScheduled,
+		engine.EventActivityStarted, engine.EventActivitySucceeded, engine.EventActivityFailed, engine.EventActivityTimedOut}
 	for _, t := range []string{"Pass", "Task", "Choice", "Wait", "Succeed", "Fail", "Map", "Parallel", "Approval", "Debate", "Checkpoint"} {
 		names = append(names, t+"StateEntered", t+"StateExited")
 	}
