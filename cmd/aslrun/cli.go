@@ -81,6 +81,7 @@ func commands() []*command {
 		{name: "task-success", usage: "task-success TOKEN --output JSON|@FILE|- [--mock FILE | --agents FILE] [--max-payload BYTES] [--db PATH]", summary: "answer a task token with the Task's result and continue the execution", run: cmdTaskSuccess},
 		{name: "task-failure", usage: "task-failure TOKEN [--error E] [--cause C] [--mock FILE | --agents FILE] [--max-payload BYTES] [--db PATH]", summary: "answer a task token with a failure (Retry and Catch apply) and continue the execution", run: cmdTaskFailure},
 		{name: "task-heartbeat", usage: "task-heartbeat TOKEN [--db PATH]", summary: "tell a Task waiting for its token that the work goes on (HeartbeatSeconds count again)", run: cmdTaskHeartbeat},
+		{name: "activity-poll", usage: "activity-poll NAME [--worker NAME] [--wait DURATION] [--db PATH]", summary: "wait for the next task of an activity and print it with its task token (a worker's poll)", run: cmdActivityPoll},
 		{name: "list", usage: "list [--status S] [--limit N] [--json] [--db PATH]", summary: "list executions, newest first", run: cmdList},
 		{name: "status", usage: "status ID [--json] [--db PATH]", summary: "show where an execution stands", run: cmdStatus},
 		{name: "history", usage: "history ID [--json] [--verify] [--db PATH]", summary: "show an execution's history, or verify it is untampered", run: cmdHistory},
