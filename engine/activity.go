@@ -193,6 +193,17 @@ func unclaimed(e *Execution, name string, now time.Time) (string, bool) {
 	return "", false
 }
 
+// moreUnclaimed reports whether e has a task of activity name waiting for
+// a worker besides the one at key.
+func moreUnclaimed(e *Execution, name, key string) bool {
+	for _, k := range activityKeys(e) {
+		if cb := e.Progress.Scopes[k].Step.Callback; k != key && cb.Activity == name && cb.StartedAt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
 // ClaimActivity hands the oldest task of activity name that waits in
 // execution id to worker (its workerName): the hand-out (ActivityStarted,
 // with the hash of a new task token) is committed through the commit
@@ -246,6 +257,9 @@ func (x *Executor) ClaimActivity(ctx context.Context, id, name, worker string) (
 	}
 	if err := r.commit(ctx, nil, c); err != nil {
 		return nil, err
+	}
+	if !moreUnclaimed(e, name, key) {
+		x.acts.forget(name, id)
 	}
 	x.acts.poke()
 	return &ActivityTask{
@@ -350,6 +364,7 @@ func (x *Executor) readActivities(ctx context.Context, find func(ctx context.Con
 	if fresh {
 		return nil
 	}
+	started := time.Now()
 	ids, err := find(ctx)
 	if err != nil {
 		return fmt.Errorf("activities: %w", err)
@@ -376,8 +391,21 @@ func (x *Executor) readActivities(ctx context.Context, find func(ctx context.Con
 		}
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.found, b.readAt = found, time.Now()
-	b.mu.Unlock()
+	// What this process noted before the read and the store no longer
+	// shows waiting has been taken or has ended: forget it, so that
+	// tasks nobody polls for do not pile up.
+	for name, ids := range b.local {
+		for id, at := range ids {
+			if _, ok := found[name][id]; !ok && at.Before(started) {
+				delete(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			delete(b.local, name)
+		}
+	}
 	return nil
 }
 
