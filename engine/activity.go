@@ -255,7 +255,9 @@ func (x *Executor) ClaimActivity(ctx context.Context, id, name, worker string) (
 		}
 		c.Status, c.WakeAt, c.WaitingFor = StatusWaiting, wake, e.WaitingFor
 	}
-	if err := r.commit(ctx, nil, c); err != nil {
+	// Once begun, the hand-out is written whatever becomes of the
+	// poll: its outcome is never in doubt.
+	if err := r.commit(context.WithoutCancel(ctx), nil, c); err != nil {
 		return nil, err
 	}
 	if !moreUnclaimed(e, name, key) {
