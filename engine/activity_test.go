@@ -394,3 +394,50 @@ func TestPendingActivityValue(t *testing.T) {
 		}
 	}
 }
+
+// TestActivityConcurrentAnswers: workers answer the tasks of one
+// execution at once, with heartbeats meanwhile: each answer waits its turn
+// instead of being refused as busy.
+func TestActivityConcurrentAnswers(t *testing.T) {
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Store: st})
+	ctx := context.Background()
+	flow := `{"StartAt":"Fan","States":{"Fan":{"Type":"Map","ItemsPath":"$.items","ItemProcessor":{"StartAt":"Work","States":{
+		"Work":{"Type":"Task","Resource":"arn:aws:states:eu-west-1:123456789012:activity:work","HeartbeatSeconds":60,"End":true}}},"End":true}}}`
+	if _, err := x.Run(ctx, mustParse(t, flow), mustJSON(t, `{"items":[0,1,2,3,4,5]}`), engine.StartOptions{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	var tasks []*engine.ActivityTask
+	for {
+		task, err := x.PollActivity(ctx, "work", engine.PollOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task == nil {
+			break
+		}
+		tasks = append(tasks, task)
+	}
+	if len(tasks) != 6 {
+		t.Fatalf("%d tasks handed out, want 6", len(tasks))
+	}
+	var wg sync.WaitGroup
+	for _, task := range tasks {
+		wg.Go(func() {
+			if err := x.SendTaskHeartbeat(ctx, task.Token); err != nil {
+				t.Errorf("heartbeat: %v", err)
+			}
+			if _, err := x.SendTaskSuccess(ctx, task.Token, task.Input, engine.ResumeOptions{}); err != nil {
+				t.Errorf("answer: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	e, err := st.Load(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Status != engine.StatusSucceeded || compactOf(e.Output) != `[0,1,2,3,4,5]` {
+		t.Errorf("execution %s %s, want SUCCEEDED with the items in order", e.Status, compactOf(e.Output))
+	}
+}

@@ -22,7 +22,7 @@ func TestActivityPollCommand(t *testing.T) {
 	dir := t.TempDir()
 	wf := writeFile(t, dir, "activity.json", activityWorkflow)
 	db := filepath.Join(dir, "p.db")
-	if code, out, errOut := invoke(t, "", "run", wf, "--db", db, "--name", "p1", "--input", `{"n":1}`); code != exitWaiting || !strings.Contains(out, `"waitingFor": "Activity"`) {
+	if code, out, errOut := invoke(t, "", "run", wf, "--db", db, "--name", "p1", "--input", `{"n":1}`); code != exitWaiting || !strings.Contains(out, `"waitingFor": "Activity"`) || !strings.Contains(errOut, "aslrun activity-poll NAME") {
 		t.Fatalf("run: exit %d, %s / %s; want 3, waiting for an Activity", code, out, errOut)
 	}
 	for _, tc := range []struct {

@@ -225,6 +225,8 @@ func printResult(c *cmdContext, res *engine.Result) error {
 				fmt.Fprintf(c.stderr, "execution %s waits for a decision at %s; decide with `aslrun approve %s%s --decision %s`\n",
 					res.ID, pa.State, res.ID, which, strings.Join(pa.Options, "|"))
 			}
+		} else if res.WaitingFor == engine.WaitingForActivity {
+			fmt.Fprintf(c.stderr, "execution %s waits at %s for a worker of its activity; a worker takes the task with `aslrun activity-poll NAME` (or `aslrun serve`'s POST /v1/activities/NAME/poll) and answers with `aslrun task-success TOKEN --output JSON` or `aslrun task-failure TOKEN`\n", res.ID, res.State)
 		} else if res.WaitingFor == engine.WaitingForTaskToken {
 			fmt.Fprintf(c.stderr, "execution %s waits at %s for its task token (the agent has it); answer with `aslrun task-success TOKEN --output JSON` or `aslrun task-failure TOKEN`\n", res.ID, res.State)
 		} else {
