@@ -3,6 +3,8 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"strings"
 
 	"github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonpath"
@@ -127,4 +129,45 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// lambdaError gives an agent's own error, raised by a Task whose Resource
+// is a Lambda function or lambda:invoke, the cause Lambda gives a
+// function's error in Step Functions: a JSON object text with errorMessage
+// and errorType, so that definitions written for AWS (a Catch reading
+// States.StringToJson($.Cause).errorMessage) work unchanged. The error
+// name is kept. States.* errors (timeouts, States.TaskFailed for a plain
+// Go error, budget and permission errors) keep their text, as AWS gives
+// its own errors, and so does a cause that is already such an object.
+func lambdaError(r *states.Resource, ae *asl.Error) *asl.Error {
+	if r == nil || (r.Kind != states.LambdaFunction && r.Kind != states.LambdaInvoke) ||
+		strings.HasPrefix(string(ae.Name), "States.") || isLambdaCause(ae.Cause) {
+		return ae
+	}
+	// encoding/json escapes as AWS's Lambda runtimes do not ("<", ">",
+	// "&"); an Encoder without HTML escaping keeps the text as written.
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
+		Message string `json:"errorMessage"`
+		Type    string `json:"errorType"`
+	}{ae.Cause, string(ae.Name)}); err != nil {
+		return ae
+	}
+	out := *ae
+	out.Cause = strings.TrimSuffix(b.String(), "\n")
+	return &out
+}
+
+// isLambdaCause reports whether cause is already a Lambda error object
+// (JSON with a string errorMessage).
+func isLambdaCause(cause string) bool {
+	if !strings.HasPrefix(cause, "{") {
+		return false
+	}
+	var v struct {
+		Message *string `json:"errorMessage"`
+	}
+	return json.Unmarshal([]byte(cause), &v) == nil && v.Message != nil
 }

@@ -278,7 +278,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 			// The execution itself was cancelled: not an outcome of the task.
 			return nil, 0, err
 		}
-		ae = classify(err, timeout, heartbeat)
+		ae = lambdaError(s.Resource, classify(err, timeout, heartbeat))
 		typ := EventTaskFailed
 		if ae.Name == asl.ErrTimeout || ae.Name == asl.ErrHeartbeatTimeout {
 			typ = EventTaskTimedOut
