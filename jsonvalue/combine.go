@@ -1,4 +1,4 @@
-package jsonpath
+package jsonvalue
 
 // Combine returns what storing add "merged" into old gives: two objects
 // merge key by key (keys of both combine in turn), two arrays are joined

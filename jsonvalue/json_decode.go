@@ -1,4 +1,4 @@
-package jsonpath
+package jsonvalue
 
 import (
 	"encoding/json"
@@ -358,7 +358,7 @@ func (d *decoder) strEscaped(start, i int, ascii bool) (string, bool, *JSONError
 // unicodeEscape reads the \uXXXX escape at i, and its low surrogate when it
 // is a high surrogate. It returns the rune and the bytes read.
 func (d *decoder) unicodeEscape(i int) (rune, int, *JSONError) {
-	r, ok := hex4(d.data, i+2)
+	r, ok := Hex4(d.data, i+2)
 	if !ok {
 		return 0, 0, d.fail(i, "invalid \\u escape in string")
 	}
@@ -368,7 +368,7 @@ func (d *decoder) unicodeEscape(i int) (rune, int, *JSONError) {
 	case r >= 0xD800 && r <= 0xDBFF:
 		lo, ok := rune(0), false
 		if i+7 < len(d.data) && d.data[i+6] == '\\' && d.data[i+7] == 'u' {
-			lo, ok = hex4(d.data, i+8)
+			lo, ok = Hex4(d.data, i+8)
 		}
 		if !ok || lo < 0xDC00 || lo > 0xDFFF {
 			return 0, 0, d.fail(i, "unpaired UTF-16 surrogate \\u%04X in string", r)
@@ -378,8 +378,8 @@ func (d *decoder) unicodeEscape(i int) (rune, int, *JSONError) {
 	return r, 6, nil
 }
 
-// hex4 parses the four hex digits at data[i:].
-func hex4[T string | []byte](data T, i int) (rune, bool) {
+// Hex4 parses the four hex digits of a \u escape at data[i:]; false when they are not four hex digits.
+func Hex4[T string | []byte](data T, i int) (rune, bool) {
 	if i+4 > len(data) {
 		return 0, false
 	}

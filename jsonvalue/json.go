@@ -1,4 +1,4 @@
-package jsonpath
+package jsonvalue
 
 import (
 	"encoding/json"
