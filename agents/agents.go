@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // Agent is something a Task state can call. Invoke receives the state's
@@ -179,7 +179,7 @@ var _ Agent = Func(nil)
 // error of the call (States.TaskFailed).
 func Typed[In, Out any](fn func(ctx context.Context, in In) (Out, error)) Agent {
 	return Func(func(ctx context.Context, req *Request) (any, error) {
-		data, err := jsonpath.Marshal(req.Input)
+		data, err := jsonvalue.Marshal(req.Input)
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: encode input: %w", req.Agent, err)
 		}
@@ -191,7 +191,7 @@ func Typed[In, Out any](fn func(ctx context.Context, in In) (Out, error)) Agent 
 		if err != nil {
 			return nil, err
 		}
-		return jsonpath.Normalize(out)
+		return jsonvalue.Normalize(out)
 	})
 }
 

@@ -25,7 +25,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
@@ -101,7 +101,7 @@ func Load(file string) (*Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
@@ -171,7 +171,7 @@ func fromValue(v any) (*Case, error) {
 	e.RequireErrorContains = e.ErrorContains != "" && !fromAWS
 	if v, ok := ex["elapsed_seconds"]; ok {
 		n, isNum := v.(json.Number)
-		f, valid := jsonpath.Float64(n)
+		f, valid := jsonvalue.Float64(n)
 		if !isNum || !valid || f < 0 {
 			return nil, errors.New("expect.elapsed_seconds must be a non-negative number")
 		}
@@ -190,7 +190,7 @@ func fromValue(v any) (*Case, error) {
 		e.Events = make(map[string]int, len(obj))
 		for typ, v := range obj {
 			n, isNum := v.(json.Number)
-			k, isInt := jsonpath.Int64(n)
+			k, isInt := jsonvalue.Int64(n)
 			if !isNum || !isInt || k < 0 {
 				return nil, fmt.Errorf("expect.events.%s must be a count", typ)
 			}
@@ -258,7 +258,7 @@ func ParseDecisions(v any) ([]Decision, error) {
 				dec.Edit = v
 			case "after_seconds":
 				n, isNum := v.(json.Number)
-				f, valid := jsonpath.Float64(n)
+				f, valid := jsonvalue.Float64(n)
 				if !isNum || !valid || f < 0 {
 					return nil, fmt.Errorf("decisions[%d].after_seconds must be a non-negative number", i)
 				}
@@ -466,7 +466,7 @@ func check(c *Case, res *engine.Result, history []engine.Event, hasHistory bool)
 	}
 	switch e.Status {
 	case "SUCCEEDED":
-		if !jsonpath.Equal(res.Output, e.Output) {
+		if !jsonvalue.Equal(res.Output, e.Output) {
 			return fmt.Errorf("output %s, want %s", show(res.Output), show(e.Output))
 		}
 	case "FAILED", "TIMED_OUT":
@@ -510,8 +510,8 @@ func checkCause(e *Expect, got string) error {
 	case !e.HasCause:
 		return nil
 	case e.HasCauseJSON:
-		v, err := jsonpath.Decode([]byte(got))
-		if err != nil || !jsonpath.Equal(v, e.CauseJSON) {
+		v, err := jsonvalue.Decode([]byte(got))
+		if err != nil || !jsonvalue.Equal(v, e.CauseJSON) {
 			return fmt.Errorf("cause %q, want the JSON value %s", got, show(e.CauseJSON))
 		}
 	case e.CausePrefix != "" || e.CauseSuffix != "":
@@ -534,7 +534,7 @@ func deref(s *string) string {
 }
 
 func show(v any) string {
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
@@ -747,7 +747,7 @@ func checkMemory(ctx context.Context, st store.Store, want map[string]map[string
 			if e, ok := got[k]; ok {
 				g = e.Value
 			}
-			if !jsonpath.Equal(g, w) {
+			if !jsonvalue.Equal(g, w) {
 				return fmt.Errorf("memory %s/%s is %s, want %s", ns, k, show(g), show(w))
 			}
 		}

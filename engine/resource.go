@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -30,11 +30,11 @@ func (h *stateRun) resolveAgent(s *states.Task, params any) (name string, input 
 	if r.Kind == states.LambdaInvoke {
 		obj, ok := params.(map[string]any)
 		if !ok {
-			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "%s: the parameters must be an object with FunctionName and Payload, not %s", r.ARN, jsonpath.TypeName(params))
+			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "%s: the parameters must be an object with FunctionName and Payload, not %s", r.ARN, jsonvalue.TypeName(params))
 		}
 		fn, ok := obj["FunctionName"].(string)
 		if !ok {
-			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "%s: the parameter FunctionName must be a string, not %s", r.ARN, jsonpath.TypeName(obj["FunctionName"]))
+			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "%s: the parameter FunctionName must be a string, not %s", r.ARN, jsonvalue.TypeName(obj["FunctionName"]))
 		}
 		name, q, ok := states.FunctionName(fn)
 		if !ok {
@@ -100,7 +100,7 @@ func lambdaResponse(result any, version, key string) any {
 	hex.Encode(b[24:36], sum[10:16])
 	b[8], b[13], b[18], b[23] = '-', '-', '-', '-'
 	id := string(b[:])
-	status := jsonpath.IntNumber(200)
+	status := jsonvalue.IntNumber(200)
 	return map[string]any{
 		"ExecutedVersion": version,
 		"Payload":         result,

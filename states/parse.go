@@ -11,6 +11,7 @@ import (
 
 	"github.com/aslrun/aslrun/governance"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // MaxTimeoutSeconds is the largest TimeoutSeconds, HeartbeatSeconds,
@@ -19,9 +20,9 @@ const MaxTimeoutSeconds = 99999999
 
 // Parse decodes data strictly and validates it as a state machine
 // definition. A definition with problems returns an ErrorList holding every
-// problem found; text that is not strict JSON returns a *jsonpath.JSONError.
+// problem found; text that is not strict JSON returns a *jsonvalue.JSONError.
 func Parse(data []byte) (*Machine, error) {
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +264,7 @@ func (p *parser) checkGraph(m *Machine, raw map[string]any, statesPtr string) {
 		if !ok {
 			continue
 		}
-		targets, ptrs := transitions(st, statesPtr+"/"+jsonpath.EscapePointer(n))
+		targets, ptrs := transitions(st, statesPtr+"/"+jsonvalue.EscapePointer(n))
 		for i, t := range targets {
 			if _, ok := raw[t]; !ok {
 				p.errorf(ptrs[i], n, "transition to state %q, which does not exist", t)
@@ -292,7 +293,7 @@ func (p *parser) checkGraph(m *Machine, raw map[string]any, statesPtr string) {
 	}
 	for _, n := range names {
 		if !seen[n] {
-			p.errorf(statesPtr+"/"+jsonpath.EscapePointer(n), n, "state %q is not reachable from StartAt", n)
+			p.errorf(statesPtr+"/"+jsonvalue.EscapePointer(n), n, "state %q is not reachable from StartAt", n)
 		}
 	}
 }
@@ -471,7 +472,7 @@ func (p *parser) ioPath(o *object, key string) IOPath {
 func (p *parser) path(o *object, key string, v any) *jsonpath.Path {
 	s, ok := v.(string)
 	if !ok {
-		o.errorf(key, "%s must be a JSONPath string, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be a JSONPath string, not %s", key, jsonvalue.TypeName(v))
 		return nil
 	}
 	path, err := jsonpath.Compile(s)
@@ -499,7 +500,7 @@ func (p *parser) expr(o *object, key string) *jsonpath.Expr {
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		o.errorf(key, "%s must be a JSONPath or intrinsic function string, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be a JSONPath or intrinsic function string, not %s", key, jsonvalue.TypeName(v))
 		return nil
 	}
 	e, err := jsonpath.CompileExpr(s)
@@ -520,7 +521,7 @@ func (p *parser) resultPath(o *object, key string) ResultPath {
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		o.errorf(key, "%s must be a JSONPath string or null, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be a JSONPath string or null, not %s", key, jsonvalue.TypeName(v))
 		return ResultPath{}
 	}
 	path, err := jsonpath.CompileReference(s)
@@ -594,7 +595,7 @@ func assignBlock(o *object, key string) (map[string]any, bool) {
 	m, isObj := v.(map[string]any)
 	if !isObj {
 		o.used[key] = true
-		o.errorf(key, "%s must be an object, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be an object, not %s", key, jsonvalue.TypeName(v))
 		return nil, false
 	}
 	return m, true
@@ -604,7 +605,7 @@ func assignBlock(o *object, key string) (map[string]any, bool) {
 // when it cannot name a variable.
 func (p *parser) variableName(o *object, key, k, name string) {
 	if !variableName.MatchString(name) || len(name) > 80 {
-		p.errorf(o.at(key)+"/"+jsonpath.EscapePointer(k), o.state, "%q is not a valid variable name (a letter or _ followed by letters, digits or _, at most 80 characters)", name)
+		p.errorf(o.at(key)+"/"+jsonvalue.EscapePointer(k), o.state, "%q is not a valid variable name (a letter or _ followed by letters, digits or _, at most 80 characters)", name)
 	}
 }
 
@@ -615,7 +616,7 @@ func (p *parser) pass(o *object, c Common) *Pass {
 	s := &Pass{Common: c}
 	s.Result, s.HasResult = o.get("Result")
 	if s.HasResult {
-		s.ResultSize = jsonpath.Size(s.Result)
+		s.ResultSize = jsonvalue.Size(s.Result)
 	}
 	s.Parameters = p.template(o, "Parameters")
 	s.ResultPath = p.resultPath(o, "ResultPath")

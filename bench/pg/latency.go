@@ -15,7 +15,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 	"github.com/aslrun/aslrun/store/postgres"
@@ -74,7 +74,7 @@ func newLoopFixture(dir string, turns int) (*loopFixture, error) {
 		return nil, err
 	}
 	in := fmt.Appendf(nil, `{"doc":%s,"i":0,"n":%d}`, doc, turns)
-	input, err := jsonpath.Decode(in)
+	input, err := jsonvalue.Decode(in)
 	if err != nil {
 		return nil, err
 	}
