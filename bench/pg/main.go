@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -41,6 +42,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	executions := fs.Int("executions", 64, "latency: executions of each row")
 	concurrent := fs.Int("concurrent", 16, "latency: executions at once in the concurrent rows")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to `FILE`")
+	aslrun := fs.String("aslrun", "", "scale: the aslrun `binary` the servers run")
+	servers := fs.String("servers", "1,2,4", "scale: the server `counts` to measure")
+	delays := fs.String("delays", "20ms,0", "scale: the agents' `delays` to measure")
+	perServer := fs.Int("per-server", 64, "scale: executions submitted per server")
+	capacity := fs.Int("cap", 16, "scale: each server's --max-concurrent")
+	submit := fs.String("submit", "spread", "scale: where starts go: spread (round robin over the servers, as a load balancer would) or one (all to the first server)")
+	timeout := fs.Duration("timeout", 5*time.Minute, "scale: the longest one row may take")
+	poll := fs.Duration("poll", time.Second, "scale: each server's --poll")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,7 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"turns", *turns}, {"executions", *executions}, {"concurrent", *concurrent}} {
+	}{{"turns", *turns}, {"executions", *executions}, {"concurrent", *concurrent}, {"per-server", *perServer}, {"cap", *capacity}} {
 		if f.v < 1 {
 			return fmt.Errorf("-%s %d: want at least 1", f.name, f.v)
 		}
@@ -65,6 +74,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch *mode {
 	case "latency":
 		figures, err = latencyTable(ctx, stdout, *workflows, *tmp, *db, *turns, *executions, *concurrent)
+	case "scale":
+		if *aslrun == "" {
+			return errNoScale
+		}
+		if *submit != "spread" && *submit != "one" {
+			return fmt.Errorf("-submit %q: want spread or one", *submit)
+		}
+		cfg := scaleConfig{aslrun: *aslrun, db: *db, tmp: *tmp, perServer: *perServer, cap: *capacity,
+			submit: *submit, timeout: *timeout, stderr: stderr, poll: *poll, tasksInRun: 3}
+		if cfg.servers, err = parseInts(*servers); err != nil {
+			return fmt.Errorf("-servers %w", err)
+		}
+		if cfg.delays, err = parseDelays(*delays); err != nil {
+			return fmt.Errorf("-delays %w", err)
+		}
+		figures, err = scaleTable(ctx, stdout, cfg)
 	default:
 		return fmt.Errorf("-mode %q: want latency or scale", *mode)
 	}

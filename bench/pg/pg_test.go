@@ -43,6 +43,9 @@ func TestRefusedFlags(t *testing.T) {
 		{[]string{"-db", "postgres://x/y", "-mode", "fast"}, `-mode "fast"`},
 		{[]string{"-db", "postgres://x/y", "-turns", "0"}, "-turns 0: want at least 1"},
 		{[]string{"-db", "postgres://x/y", "extra"}, "unexpected arguments: extra"},
+		{[]string{"-db", "postgres://x/y", "-mode", "scale"}, "needs -aslrun"},
+		{[]string{"-db", "postgres://x/y", "-mode", "scale", "-aslrun", "x", "-submit", "all"}, `-submit "all"`},
+		{[]string{"-db", "postgres://x/y", "-mode", "scale", "-aslrun", "x", "-servers", "1,0"}, "-servers"},
 	} {
 		t.Setenv("ASLRUN_BENCH_POSTGRES", "")
 		var out, errs bytes.Buffer
@@ -74,6 +77,42 @@ func TestLatencyRuns(t *testing.T) {
 		}
 		if r.Durability == "strict" && r.Commits < int64(r.Executions*3) {
 			t.Errorf("%s strict ×%d: %d commits for %d executions of 2 turns, want one per turn and more", r.Store, r.Concurrent, r.Commits, r.Executions)
+		}
+	}
+}
+
+func TestSumMetric(t *testing.T) {
+	text := `# HELP aslrun_executions_finished_total Executions that ended, by status.
+# TYPE aslrun_executions_finished_total counter
+aslrun_executions_finished_total{status="FAILED"} 2
+aslrun_executions_finished_total{status="SUCCEEDED"} 40
+aslrun_executions_finished_totally 99
+aslrun_executions_started_total 42
+`
+	got, err := sumMetric(strings.NewReader(text), "aslrun_executions_finished_total")
+	if err != nil || got != 42 {
+		t.Errorf("sumMetric = %v, %v; want 42", got, err)
+	}
+	if _, err := sumMetric(strings.NewReader("aslrun_x{a=\"b\"} nope\n"), "aslrun_x"); err == nil {
+		t.Error("a sample that is not a number: no error")
+	}
+}
+
+func TestParseLists(t *testing.T) {
+	if got, err := parseInts("1, 2,4"); err != nil || len(got) != 3 || got[2] != 4 {
+		t.Errorf("parseInts = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "0", "1,x", "-2"} {
+		if _, err := parseInts(bad); err == nil {
+			t.Errorf("parseInts(%q): no error", bad)
+		}
+	}
+	if got, err := parseDelays("20ms,0,1s"); err != nil || len(got) != 3 || got[0] != 0.02 || got[1] != 0 || got[2] != 1 {
+		t.Errorf("parseDelays = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "20", "-1s", "fast"} {
+		if _, err := parseDelays(bad); err == nil {
+			t.Errorf("parseDelays(%q): no error", bad)
 		}
 	}
 }
