@@ -761,7 +761,30 @@ func (h *stateRun) recordMapRun(ctx context.Context, d *distributed, run *mapRun
 			rec["resultWriterDetails"] = w["ResultWriterDetails"]
 		}
 	}
-	return r.commit(ctx, nil, &Commit{Scopes: map[string]*Scope{key: {Done: true, Output: rec}}})
+	sc := &Scope{Done: true, Output: rec}
+	r.mu.Lock()
+	if r.mapRuns == nil {
+		r.mapRuns = make(map[string]*Scope)
+	}
+	r.mapRuns[key] = sc
+	r.mu.Unlock()
+	return r.commit(ctx, nil, &Commit{Scopes: map[string]*Scope{key: sc}})
+}
+
+// keepMapRuns adds the records of the execution's map runs to c, the
+// commit that ends it (and drops every other scope), so that they stay
+// listed (MapRuns).
+func (r *run) keepMapRuns(c *Commit) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, s := range r.loaded {
+		if strings.HasPrefix(k, mapRunPrefix) && r.mapRuns[k] == nil {
+			c.Scopes[k] = s
+		}
+	}
+	for k, s := range r.mapRuns {
+		c.Scopes[k] = s
+	}
 }
 
 // MapRuns lists the map runs of execution id's Distributed Maps, in the
