@@ -109,6 +109,19 @@ func TestDistributedMapCrash(t *testing.T) {
 			t.Errorf("child %s had ended at the kill (commit %d) but was committed again (commit %d)", id, seq, after[id])
 		}
 	}
+	// map-runs lists the map run with its counts.
+	code, text, errText := invoke(t, "", "map-runs", "dm", "--json", "--db", db)
+	var runs []map[string]any
+	if code != 0 || json.Unmarshal([]byte(text), &runs) != nil || len(runs) != 1 {
+		t.Fatalf("map-runs: exit %d: %s%s", code, text, errText)
+	}
+	r := runs[0]
+	if r["mapRunId"] != "dm/Rows#1.0" || r["label"] != "rows" || r["status"] != "SUCCEEDED" || r["total"] != 100.0 || r["succeeded"] != 95.0 || r["failed"] != 5.0 || r["pending"] != 0.0 {
+		t.Errorf("map-runs: %v", r)
+	}
+	if code, _, errText := invoke(t, "", "map-runs", "nope", "--db", db); code != exitUsage || !strings.Contains(errText, "not found") {
+		t.Errorf("map-runs of an unknown execution: exit %d, %s; want exit 2, not found", code, errText)
+	}
 	// The result files list the same children, with the same outcomes.
 	for _, f := range []string{"SUCCEEDED_0.json", "FAILED_0.json"} {
 		a := resultSummary(t, filepath.Join(refOut, "results/Rows#1.0", f))
