@@ -171,3 +171,9 @@ func (a *atomicFile) Close() error {
 	}
 	return err
 }
+
+// Abort discards the file: the object keeps its previous content.
+func (a *atomicFile) Abort() {
+	a.f.Close()
+	os.Remove(a.f.Name())
+}

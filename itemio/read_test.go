@@ -224,3 +224,15 @@ func FuzzJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, data, Format{InputType: JSON}) })
 }
+
+func TestResultsAbort(t *testing.T) {
+	ctx := context.Background()
+	d := Dir(t.TempDir())
+	w := NewResults(d, "b", "run")
+	w.Add(ctx, Succeeded, "x")
+	w.Abort()
+	entries, err := os.ReadDir(filepath.Join(string(d), "run"))
+	if err != nil || len(entries) != 0 {
+		t.Errorf("after Abort the folder holds %v (%v), want nothing", entries, err)
+	}
+}

@@ -116,10 +116,16 @@ func (r *Results) Close(ctx context.Context, mapRunARN string) (string, error) {
 	return key, nil
 }
 
-// Abort closes the files written so far without a manifest (a map run
-// that failed to write its results).
+// Abort gives up the files written so far, without a manifest (a map run
+// that failed to write its results): a writer with an Abort method (Dir's)
+// discards its file, any other is closed.
 func (r *Results) Abort() {
 	for _, status := range r.order {
-		r.files[status].w.Close()
+		w := r.files[status].w
+		if a, ok := w.(interface{ Abort() }); ok {
+			a.Abort()
+		} else {
+			w.Close()
+		}
 	}
 }
