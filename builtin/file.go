@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/itemio"
 	"github.com/aslrun/aslrun/jsonvalue"
 )
 
@@ -39,6 +40,12 @@ const maxFileSeconds = 86400
 //	  "arn:aws:states:::dynamodb:putItem": "Store",
 //	  "arn:aws:lambda:us-east-1:123456789012:function:classify": "Classifier"
 //	}
+//
+// The key "Buckets" is reserved too: it maps the buckets that
+// Distributed Maps read (ItemReader) and write (ResultWriter) to local
+// folders, relative to the file's directory (see BucketsKey):
+//
+//	"Buckets": {"orders": {"Dir": "./data/orders"}}
 //
 // The fields are those of LLMConfig, ExecConfig and HTTPConfig (but
 // HTTPClient and Logger), with TimeoutSeconds (from 0.001 to 86400) for
@@ -82,6 +89,9 @@ type AgentsFile struct {
 	// resources maps Task Resource ARNs and Lambda functions to agent
 	// names (the file's "Resources").
 	resources map[string]string
+	// buckets maps bucket names to local folders (the file's "Buckets"),
+	// as written (relative to the file's directory).
+	buckets map[string]string
 	// raw is the decoded file, for Resolved.
 	raw map[string]any
 }
@@ -142,6 +152,12 @@ func ParseAgentsFile(data []byte) (*AgentsFile, error) {
 			}
 			continue
 		}
+		if name == BucketsKey {
+			if f.buckets, err = parseBuckets(ptr, top[name]); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if name == "" {
 			return nil, fileErrorf(ptr, "an agent name must not be empty")
 		}
@@ -193,6 +209,16 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 			return fmt.Errorf("agents file: register resource %q: %w", key, agents.ErrDuplicate)
 		}
 	}
+	for name := range f.buckets {
+		if _, taken := reg.Bucket(name); taken {
+			return fmt.Errorf("agents file: register bucket %q: %w", name, agents.ErrDuplicate)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.buckets)) {
+		if err := reg.RegisterBucket(name, itemio.Dir(resolveDir(base, f.buckets[name]))); err != nil {
+			return fmt.Errorf("agents file: %w", err)
+		}
+	}
 	for i, name := range f.names {
 		if err := reg.Register(name, built[i]); err != nil {
 			return fmt.Errorf("agents file: %w", err)
@@ -204,6 +230,53 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 		}
 	}
 	return nil
+}
+
+// BucketsKey is the reserved key of an agents file that maps the buckets
+// of Distributed Maps (ItemReader, ResultWriter) to local folders:
+//
+//	"Buckets": {"my-bucket": {"Dir": "./data"}}
+//
+// A relative Dir is relative to the file's directory.
+const BucketsKey = "Buckets"
+
+// parseBuckets reads the file's Buckets: an object mapping each bucket
+// name to {"Dir": folder}.
+func parseBuckets(ptr string, v any) (map[string]string, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fileErrorf(ptr, "Buckets must be an object mapping bucket names to {\"Dir\": folder}, not %s", jsonvalue.TypeName(v))
+	}
+	out := make(map[string]string, len(obj))
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
+		at := ptr + "/" + jsonvalue.EscapePointer(name)
+		if name == "" || strings.ContainsAny(name, "/:") {
+			return nil, fileErrorf(at, "a bucket name must be non-empty, without '/' or ':' (write the name, not s3://name)")
+		}
+		b, ok := obj[name].(map[string]any)
+		if !ok {
+			return nil, fileErrorf(at, "a bucket must be an object {\"Dir\": folder}, not %s", describe(obj[name]))
+		}
+		for k := range b {
+			if k != "Dir" && k != "Comment" {
+				return nil, fileErrorf(at+"/"+jsonvalue.EscapePointer(k), "unknown field %q of a bucket (want Dir)", k)
+			}
+		}
+		dir, ok := b["Dir"].(string)
+		if !ok || dir == "" {
+			return nil, fileErrorf(at+"/Dir", "Dir must be a non-empty folder path, not %s", describe(b["Dir"]))
+		}
+		out[name] = dir
+	}
+	return out, nil
+}
+
+// resolveDir makes dir absolute against base.
+func resolveDir(base, dir string) string {
+	if filepath.IsAbs(dir) {
+		return filepath.Clean(dir)
+	}
+	return filepath.Join(base, dir)
 }
 
 // ResourcesKey is the reserved key of an agents file that maps resources
@@ -253,6 +326,14 @@ func (f *AgentsFile) Resolved(baseDir string) ([]byte, error) {
 	}
 	out := make(map[string]any, len(f.raw))
 	for name, v := range f.raw {
+		if name == BucketsKey {
+			dirs := make(map[string]any, len(f.buckets))
+			for b, dir := range f.buckets {
+				dirs[b] = map[string]any{"Dir": resolveDir(base, dir)}
+			}
+			out[name] = dirs
+			continue
+		}
 		fa := f.agents[name]
 		if fa.exec == nil {
 			out[name] = v

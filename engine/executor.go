@@ -198,6 +198,9 @@ type StartOptions struct {
 	// (its input accepted and, with a store, its record created), before
 	// its first state runs.
 	Created func(id string)
+	// parent is the execution whose Distributed Map starts this one (a
+	// child execution), stored as its Parent.
+	parent string
 }
 
 // Result is where an execution stands when Run, Resume or Fork returns.
@@ -279,7 +282,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	e := &Execution{
 		ID: opts.ID, MachineName: opts.MachineName, Input: input, Status: StatusRunning,
 		StartedAt: time.Now().UTC(), Agents: opts.AgentsFile, AgentsKind: opts.AgentsKind,
-		MaxPayload: own, Durability: durability,
+		MaxPayload: own, Durability: durability, Parent: opts.parent,
 	}
 	if e.ID == "" {
 		u, err := uuid.NewV7()

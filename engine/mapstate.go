@@ -20,6 +20,9 @@ import (
 // the processor machine, at most MaxConcurrency at a time; the results are
 // in item order.
 func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepResult, error) {
+	if s.Mode == "DISTRIBUTED" {
+		return h.distributedMap(ctx, s, raw)
+	}
 	if s.JSONata() {
 		return h.jsonataMap(ctx, s, raw)
 	}

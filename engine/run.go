@@ -60,6 +60,10 @@ type run struct {
 	batched    bool
 	batchTimer *time.Timer
 	batchErr   error
+	// mapRuns are the records of the map runs of the execution's
+	// Distributed Maps written by this run, by scope key (distmap.go),
+	// kept when the execution ends.
+	mapRuns map[string]*Scope
 	// failedAt is the top-level machine's position at the state that
 	// failed (or was running when the execution timed out), kept in the
 	// final commit for Redrive.
@@ -322,6 +326,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		DropScopes: []string{""},
 		Transition: &Transition{Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause},
 	}
+	r.keepMapRuns(c)
 	if res.Status == StatusSucceeded {
 		c.Checkpoint = r.lastCheckpoint
 	} else {

@@ -22,7 +22,7 @@ var jsonataStateFields = map[string][]string{
 	"Wait":       {"Next", "End", "Assign", "Output", "Seconds", "Timestamp"},
 	"Succeed":    {"Output"},
 	"Fail":       {"Error", "Cause"},
-	"Map":        {"Next", "End", "Assign", "Output", "Items", "ItemSelector", "ItemProcessor", "Iterator", "MaxConcurrency", "ToleratedFailureCount", "ToleratedFailurePercentage", "Label", "Retry", "Catch", "WritePolicy"},
+	"Map":        {"Next", "End", "Assign", "Output", "Items", "ItemSelector", "ItemProcessor", "Iterator", "MaxConcurrency", "ToleratedFailureCount", "ToleratedFailurePercentage", "Label", "ItemReader", "ItemBatcher", "ResultWriter", "Retry", "Catch", "WritePolicy"},
 	"Parallel":   {"Next", "End", "Assign", "Output", "Arguments", "Branches", "Retry", "Catch", "WritePolicy"},
 	"Checkpoint": {"Next", "End", "Assign", "Output", "Name", "Storage", "TTL"},
 }
@@ -297,6 +297,7 @@ func (p *parser) jsonataMap(o *object, c Common) *Map {
 		s.ToleratedFailurePercentage, s.HasToleratedFailurePercentage = o.number("ToleratedFailurePercentage", 0, 100)
 	}
 	s.Label, _ = o.str("Label")
+	p.distributed(o, s)
 	s.Retry = p.retry(o)
 	s.Catch = p.catch(o, true)
 	return s

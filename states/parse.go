@@ -62,21 +62,18 @@ func ParseTimestamp(s string) (time.Time, bool) {
 // semantics, or AWS fields this engine does not run; they are rejected with
 // a message saying so rather than as unknown fields.
 var unsupportedStateFields = map[string]string{
-	"Resource":     "only a Task calls a resource",
-	"Credentials":  "only a Task has Credentials",
-	"ItemReader":   "ItemReader is not supported (items must come from the state input)",
-	"ResultWriter": "ResultWriter is not supported",
-	"ItemBatcher":  "ItemBatcher is not supported",
-	"Feedback":     "Feedback is not supported",
-	"Cache":        "Cache is not supported",
-	"Audit":        "Audit is not supported",
-	"Streaming":    "Streaming is not supported",
-	"Idempotent":   "Idempotent is not supported (every agent call receives an idempotency key)",
-	"Metadata":     "Metadata is not supported",
-	"Model":        "Model is not supported (configure the model on the agent)",
-	"Generation":   "Generation is not supported (configure generation on the agent)",
-	"Progress":     "Progress is not supported",
-	"Events":       "Events is not supported",
+	"Resource":    "only a Task calls a resource",
+	"Credentials": "only a Task has Credentials",
+	"Feedback":    "Feedback is not supported",
+	"Cache":       "Cache is not supported",
+	"Audit":       "Audit is not supported",
+	"Streaming":   "Streaming is not supported",
+	"Idempotent":  "Idempotent is not supported (every agent call receives an idempotency key)",
+	"Metadata":    "Metadata is not supported",
+	"Model":       "Model is not supported (configure the model on the agent)",
+	"Generation":  "Generation is not supported (configure generation on the agent)",
+	"Progress":    "Progress is not supported",
+	"Events":      "Events is not supported",
 }
 
 func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
@@ -312,7 +309,7 @@ var stateFields = map[string][]string{
 	"Wait":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
 	"Succeed":    {"InputPath", "OutputPath"},
 	"Fail":       {"Error", "Cause", "ErrorPath", "CausePath", "Error.$", "Cause.$"},
-	"Map":        {"InputPath", "OutputPath", "Next", "End", "Assign", "ItemsPath", "ItemsPath.$", "ItemSelector", "Parameters", "ItemProcessor", "Iterator", "MaxConcurrency", "MaxConcurrencyPath", "ToleratedFailureCount", "ToleratedFailureCountPath", "ToleratedFailurePercentage", "ToleratedFailurePercentagePath", "Label", "ResultSelector", "ResultPath", "Retry", "Catch", "WritePolicy"},
+	"Map":        {"InputPath", "OutputPath", "Next", "End", "Assign", "ItemsPath", "ItemsPath.$", "ItemSelector", "Parameters", "ItemProcessor", "Iterator", "MaxConcurrency", "MaxConcurrencyPath", "ToleratedFailureCount", "ToleratedFailureCountPath", "ToleratedFailurePercentage", "ToleratedFailurePercentagePath", "Label", "ItemReader", "ItemBatcher", "ResultWriter", "ResultSelector", "ResultPath", "Retry", "Catch", "WritePolicy"},
 	"Parallel":   {"InputPath", "OutputPath", "Next", "End", "Assign", "Branches", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch", "WritePolicy"},
 	"Approval":   {"InputPath", "OutputPath", "Next", "End", "Assign", "Prompt", "Prompt.$", "Options", "Timeout", "Escalation", "ResultPath", "Choices", "Default", "Editable", "Catch", "Policy", "Notifications", "BatchMode", "ItemsPath", "OnTimeout", "RequiredApprovers", "WritePolicy"},
 	"Debate":     {"InputPath", "OutputPath", "Next", "End", "Assign", "Agents", "Topic", "TopicPath", "Topic.$", "Rounds", "Communication", "Consensus", "Parameters", "ResultPath", "Retry", "Catch", "WritePolicy"},
@@ -729,6 +726,9 @@ func (p *parser) processor(o *object, s *Map) {
 					if mode, ok := po.oneOf("Mode", "INLINE", "DISTRIBUTED"); ok {
 						s.Mode = mode
 					}
+					if s.Mode == "DISTRIBUTED" && s.Processor != nil {
+						s.Processor.Definition = processorDefinition(v, s.Processor.QueryLanguage)
+					}
 					if et, ok := po.oneOf("ExecutionType", "STANDARD", "EXPRESS"); ok {
 						s.ExecutionType = et
 					}
@@ -796,6 +796,7 @@ func (p *parser) mapState(o *object, c Common) *Map {
 	s.ToleratedFailurePercentage, s.HasToleratedFailurePercentage = o.number("ToleratedFailurePercentage", 0, 100)
 	s.ToleratedFailurePercentagePath = p.optPath(o, "ToleratedFailurePercentagePath")
 	s.Label, _ = o.str("Label")
+	p.distributed(o, s)
 	s.ResultSelector = p.template(o, "ResultSelector")
 	s.ResultPath = p.resultPath(o, "ResultPath")
 	s.Retry = p.retry(o)
