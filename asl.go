@@ -50,6 +50,12 @@ const (
 	// ErrDataLimitExceeded is raised when a state's input, output or result
 	// exceeds 262,144 bytes.
 	ErrDataLimitExceeded ErrorName = "States.DataLimitExceeded"
+	// ErrItemReaderFailed is raised by a Distributed Map whose ItemReader
+	// cannot read its items (a missing object, a malformed CSV row).
+	ErrItemReaderFailed ErrorName = "States.ItemReaderFailed"
+	// ErrResultWriterFailed is raised by a Distributed Map whose
+	// ResultWriter cannot write its results.
+	ErrResultWriterFailed ErrorName = "States.ResultWriterFailed"
 	// ErrPermissions is raised when an agent calls a tool outside its tool set.
 	ErrPermissions ErrorName = "States.Permissions"
 	// ErrBudgetExceeded is raised when a token or cost budget is exceeded.

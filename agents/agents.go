@@ -13,7 +13,8 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/itemio"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // Agent is something a Task state can call. Invoke receives the state's
@@ -179,7 +180,7 @@ var _ Agent = Func(nil)
 // error of the call (States.TaskFailed).
 func Typed[In, Out any](fn func(ctx context.Context, in In) (Out, error)) Agent {
 	return Func(func(ctx context.Context, req *Request) (any, error) {
-		data, err := jsonpath.Marshal(req.Input)
+		data, err := jsonvalue.Marshal(req.Input)
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: encode input: %w", req.Agent, err)
 		}
@@ -191,7 +192,7 @@ func Typed[In, Out any](fn func(ctx context.Context, in In) (Out, error)) Agent 
 		if err != nil {
 			return nil, err
 		}
-		return jsonpath.Normalize(out)
+		return jsonvalue.Normalize(out)
 	})
 }
 
@@ -204,6 +205,7 @@ type Registry struct {
 	mu        sync.RWMutex
 	agents    map[string]Agent
 	resources map[string]string
+	buckets   map[string]itemio.Bucket
 }
 
 // NewRegistry returns an empty registry.
@@ -312,4 +314,36 @@ func (r *Registry) ResolveResource(resource, function, fallback string) (name st
 		}
 	}
 	return "", false
+}
+
+// RegisterBucket makes b the bucket a Distributed Map's ItemReader and
+// ResultWriter use when their Bucket is name (also written
+// "s3://name" or "arn:aws:s3:::name"): a local folder (itemio.Dir) or any
+// other implementation of itemio.Bucket. It fails when name is empty, b
+// is nil or name is already registered.
+func (r *Registry) RegisterBucket(name string, b itemio.Bucket) error {
+	if name == "" || b == nil {
+		return fmt.Errorf("register bucket %q: empty name or nil bucket", name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.buckets[name]; ok {
+		return fmt.Errorf("register bucket %q: %w", name, ErrDuplicate)
+	}
+	if r.buckets == nil {
+		r.buckets = make(map[string]itemio.Bucket)
+	}
+	r.buckets[name] = b
+	return nil
+}
+
+// Bucket returns the bucket registered under name with RegisterBucket.
+func (r *Registry) Bucket(name string) (itemio.Bucket, bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	b, ok := r.buckets[name]
+	return b, ok
 }

@@ -11,8 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func TestRegistry(t *testing.T) {
@@ -68,16 +68,16 @@ func TestTyped(t *testing.T) {
 	a := Typed(func(_ context.Context, o order) (invoice, error) {
 		return invoice{Order: o.ID, Tax: o.Total / 10}, nil
 	})
-	in, _ := jsonpath.Decode([]byte(`{"id":"o-7","total":250}`))
+	in, _ := jsonvalue.Decode([]byte(`{"id":"o-7","total":250}`))
 	got, err := a.Invoke(context.Background(), &Request{Agent: "Invoicer", Input: in})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := jsonpath.Decode([]byte(`{"order":"o-7","tax":25}`))
-	if !jsonpath.Equal(got, want) {
+	want, _ := jsonvalue.Decode([]byte(`{"order":"o-7","tax":25}`))
+	if !jsonvalue.Equal(got, want) {
 		t.Errorf("Invoke = %v, want %v", got, want)
 	}
-	bad, _ := jsonpath.Decode([]byte(`{"id":5}`))
+	bad, _ := jsonvalue.Decode([]byte(`{"id":5}`))
 	var te *json.UnmarshalTypeError
 	if _, err := a.Invoke(context.Background(), &Request{Agent: "Invoicer", Input: bad}); !errors.As(err, &te) || te.Field != "id" {
 		t.Errorf("Invoke with a mistyped input = %v, want a *json.UnmarshalTypeError for id", err)
@@ -88,7 +88,7 @@ func TestParseMocksErrors(t *testing.T) {
 	cases := []struct {
 		name, mock, want string
 		// ptr is the MockError's pointer; "" for a file that is not
-		// strict JSON (a *jsonpath.JSONError).
+		// strict JSON (a *jsonvalue.JSONError).
 		ptr string
 	}{
 		{"not an object", `[]`, "mocks must be an object", "/"},
@@ -119,10 +119,10 @@ func TestParseMocksErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseMocks([]byte(tc.mock))
 			var me *MockError
-			var je *jsonpath.JSONError
+			var je *jsonvalue.JSONError
 			switch {
 			case tc.ptr == "" && !errors.As(err, &je):
-				t.Errorf("ParseMocks(%s) = %v, want a *jsonpath.JSONError (%s)", tc.mock, err, tc.want)
+				t.Errorf("ParseMocks(%s) = %v, want a *jsonvalue.JSONError (%s)", tc.mock, err, tc.want)
 			case tc.ptr != "" && (!errors.As(err, &me) || me.Pointer != tc.ptr):
 				t.Errorf("ParseMocks(%s) = %v, want a MockError at %s (%s)", tc.mock, err, tc.ptr, tc.want)
 			}
@@ -165,8 +165,8 @@ func TestMockResponses(t *testing.T) {
 		case err != nil:
 			t.Errorf("invocation %d: error %v", tc.n, err)
 		default:
-			want, _ := jsonpath.Decode([]byte(tc.result))
-			if !jsonpath.Equal(got, want) {
+			want, _ := jsonvalue.Decode([]byte(tc.result))
+			if !jsonvalue.Equal(got, want) {
 				t.Errorf("invocation %d = %v, want %s", tc.n, got, tc.result)
 			}
 		}

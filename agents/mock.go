@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // Mocks is a parsed mock file: for each agent, its scripted responses by
@@ -46,16 +46,16 @@ type mockResponse struct {
 func parseMockUsage(ptr string, v any) (*Usage, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, mockErrorf(ptr, "Usage must be an object with InputTokens, OutputTokens, Tokens and Cost, not %s", jsonpath.TypeName(v))
+		return nil, mockErrorf(ptr, "Usage must be an object with InputTokens, OutputTokens, Tokens and Cost, not %s", jsonvalue.TypeName(v))
 	}
 	u := &Usage{}
 	for k, fv := range obj {
 		n, isNum := fv.(json.Number)
 		if !isNum {
-			return nil, mockErrorf(ptr+"/"+k, "%s must be a number, not %s", k, jsonpath.TypeName(fv))
+			return nil, mockErrorf(ptr+"/"+k, "%s must be a number, not %s", k, jsonvalue.TypeName(fv))
 		}
-		f, valid := jsonpath.Float64(n)
-		i, isInt := jsonpath.Int64(n)
+		f, valid := jsonvalue.Float64(n)
+		i, isInt := jsonvalue.Int64(n)
 		switch k {
 		case "Cost":
 			if !valid || f < 0 {
@@ -83,7 +83,7 @@ func parseMockUsage(ptr string, v any) (*Usage, error) {
 
 // ParseMocks strictly decodes and validates a mock file.
 func ParseMocks(data []byte) (*Mocks, error) {
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return nil, err
 	}
@@ -107,14 +107,14 @@ func mockErrorf(ptr, format string, args ...any) *MockError {
 func MocksFromValue(v any) (*Mocks, error) {
 	top, ok := v.(map[string]any)
 	if !ok {
-		return nil, mockErrorf("/", "mocks must be an object mapping agent names to responses, not %s", jsonpath.TypeName(v))
+		return nil, mockErrorf("/", "mocks must be an object mapping agent names to responses, not %s", jsonvalue.TypeName(v))
 	}
 	ms := &Mocks{agents: make(map[string]*Mock, len(top))}
 	for _, name := range sortedKeys(top) {
 		ptr := "/" + name
 		resp, ok := top[name].(map[string]any)
 		if !ok {
-			return nil, mockErrorf(ptr, "responses of agent %q must be an object keyed by invocation number, not %s", name, jsonpath.TypeName(top[name]))
+			return nil, mockErrorf(ptr, "responses of agent %q must be an object keyed by invocation number, not %s", name, jsonvalue.TypeName(top[name]))
 		}
 		m := &Mock{name: name}
 		for _, key := range sortedKeys(resp) {
@@ -144,14 +144,14 @@ func parseMockResponse(ptr, key string, v any) (mockResponse, error) {
 	r.from, r.to = from, to
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return r, mockErrorf(ptr, "a response must be an object with Return or Throw, not %s", jsonpath.TypeName(v))
+		return r, mockErrorf(ptr, "a response must be an object with Return or Throw, not %s", jsonvalue.TypeName(v))
 	}
 	for k := range obj {
 		switch k {
 		case "Return", "Throw", "DelaySeconds", "HeartbeatSeconds", "Usage", "Tools":
 		case "Comment":
 			if _, isStr := obj[k].(string); !isStr {
-				return r, mockErrorf(ptr+"/Comment", "Comment must be a string, not %s", jsonpath.TypeName(obj[k]))
+				return r, mockErrorf(ptr+"/Comment", "Comment must be a string, not %s", jsonvalue.TypeName(obj[k]))
 			}
 		default:
 			return r, mockErrorf(ptr+"/"+k, "unknown field %q (a response has Return or Throw, and optionally DelaySeconds, HeartbeatSeconds, Usage, Tools and Comment)", k)
@@ -179,7 +179,7 @@ func parseMockResponse(ptr, key string, v any) (mockResponse, error) {
 	if tv, ok := obj["Tools"]; ok {
 		list, isArr := tv.([]any)
 		if !isArr {
-			return r, mockErrorf(ptr+"/Tools", "Tools must be an array of tool names, not %s", jsonpath.TypeName(tv))
+			return r, mockErrorf(ptr+"/Tools", "Tools must be an array of tool names, not %s", jsonvalue.TypeName(tv))
 		}
 		for i, n := range list {
 			name, isStr := n.(string)
@@ -195,7 +195,7 @@ func parseMockResponse(ptr, key string, v any) (mockResponse, error) {
 	}
 	t, ok := throw.(map[string]any)
 	if !ok {
-		return r, mockErrorf(ptr+"/Throw", "Throw must be an object with Error and Cause, not %s", jsonpath.TypeName(throw))
+		return r, mockErrorf(ptr+"/Throw", "Throw must be an object with Error and Cause, not %s", jsonvalue.TypeName(throw))
 	}
 	e := &asl.Error{}
 	for k, fv := range t {
@@ -204,7 +204,7 @@ func parseMockResponse(ptr, key string, v any) (mockResponse, error) {
 		case k != "Error" && k != "Cause":
 			return r, mockErrorf(ptr+"/Throw/"+k, "unknown field %q (Throw has Error and Cause)", k)
 		case !isStr:
-			return r, mockErrorf(ptr+"/Throw/"+k, "%s must be a string, not %s", k, jsonpath.TypeName(fv))
+			return r, mockErrorf(ptr+"/Throw/"+k, "%s must be a string, not %s", k, jsonvalue.TypeName(fv))
 		case k == "Error":
 			e.Name = asl.ErrorName(s)
 		default:
@@ -225,9 +225,9 @@ func mockSeconds(obj map[string]any, key, ptr string) (time.Duration, error) {
 		return 0, nil
 	}
 	n, isNum := v.(json.Number)
-	f, valid := jsonpath.Float64(n)
+	f, valid := jsonvalue.Float64(n)
 	if !isNum || !valid || f < 0 || f > 86400 {
-		return 0, mockErrorf(ptr+"/"+key, "%s must be a number of seconds between 0 and 86400, not %s", key, jsonpath.TypeName(v))
+		return 0, mockErrorf(ptr+"/"+key, "%s must be a number of seconds between 0 and 86400, not %s", key, jsonvalue.TypeName(v))
 	}
 	return time.Duration(f * float64(time.Second)), nil
 }

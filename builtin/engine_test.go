@@ -17,7 +17,7 @@ import (
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/builtin"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -37,7 +37,7 @@ func runWithAgents(t *testing.T, dir, agentsText, workflow, input string) *engin
 	if err != nil {
 		t.Fatalf("states.Parse: %v", err)
 	}
-	in, err := jsonpath.Decode([]byte(input))
+	in, err := jsonvalue.Decode([]byte(input))
 	if err != nil {
 		t.Fatalf("input: %v", err)
 	}
@@ -104,7 +104,7 @@ func TestEngineCatchesServiceError(t *testing.T) {
 	  }
 	}`, `{"q": 1}`)
 	want := `{"error":{"Cause":"model overloaded","Error":"Agent.ModelError"},"q":1}`
-	if got, _ := jsonpath.Marshal(res.Output); res.Status != engine.StatusSucceeded || string(got) != want {
+	if got, _ := jsonvalue.Marshal(res.Output); res.Status != engine.StatusSucceeded || string(got) != want {
 		t.Errorf("Run = %s %s, want SUCCEEDED %s", res.Status, got, want)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/builtin"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -52,7 +52,7 @@ func ExampleLLM() {
 		fmt.Println(err)
 		return
 	}
-	data, _ := jsonpath.Marshal(out)
+	data, _ := jsonvalue.Marshal(out)
 	fmt.Println(string(data))
 	// Output:
 	// usage: 42 in, 7 out, cost 0.0000105
@@ -96,7 +96,7 @@ printf '{"state": "%s", "findings": []}' "$ASLRUN_STATE"
 			fmt.Println("error:", err)
 			continue
 		}
-		data, _ := jsonpath.Marshal(out)
+		data, _ := jsonvalue.Marshal(out)
 		fmt.Println("result:", string(data))
 	}
 	// Output:
@@ -129,7 +129,7 @@ func ExampleHTTP() {
 		fmt.Println(err)
 		return
 	}
-	data, _ := jsonpath.Marshal(out)
+	data, _ := jsonvalue.Marshal(out)
 	fmt.Println(string(data))
 	// Output: {"auth":"Bearer t0k","got":{"text":"deployed"},"key":"x1/Notify#1/0"}
 }
@@ -175,7 +175,7 @@ func ExampleAgentsFile_Register() {
 		fmt.Println(err)
 		return
 	}
-	out, _ := jsonpath.Marshal(res.Output)
+	out, _ := jsonvalue.Marshal(res.Output)
 	fmt.Println(res.Status, string(out))
 	// Output:
 	// [Echo Notify]

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 const (
@@ -135,7 +135,7 @@ var _ agents.Agent = (*execAgent)(nil)
 
 // Invoke runs the command once.
 func (a *execAgent) Invoke(ctx context.Context, req *agents.Request) (any, error) {
-	input, err := jsonpath.Marshal(req.Input)
+	input, err := jsonvalue.Marshal(req.Input)
 	if err != nil {
 		return nil, fmt.Errorf("exec agent %s: encode input: %w", req.Agent, err)
 	}

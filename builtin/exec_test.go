@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // script writes an executable sh script with body to dir and returns its
@@ -120,7 +120,7 @@ func TestExecResult(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Invoke: %v", err)
 			}
-			if want := decode(t, tt.want); !jsonpath.Equal(got, want) || marshal(got) != marshal(want) {
+			if want := decode(t, tt.want); !jsonvalue.Equal(got, want) || marshal(got) != marshal(want) {
 				t.Errorf("Invoke = %s, want %s", marshal(got), marshal(want))
 			}
 		})
@@ -263,9 +263,9 @@ func TestExecConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			in := map[string]any{"i": jsonpath.IntNumber(int64(i))}
+			in := map[string]any{"i": jsonvalue.IntNumber(int64(i))}
 			got, err := a.Invoke(context.Background(), &agents.Request{Agent: "Cat", Input: in})
-			if err != nil || !jsonpath.Equal(got, in) {
+			if err != nil || !jsonvalue.Equal(got, in) {
 				t.Errorf("Invoke(%s) = %s, %v, want the input back", marshal(in), marshal(got), err)
 			}
 		})

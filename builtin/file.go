@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/itemio"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // maxFileSeconds is the largest TimeoutSeconds an agents file accepts.
@@ -39,6 +40,12 @@ const maxFileSeconds = 86400
 //	  "arn:aws:states:::dynamodb:putItem": "Store",
 //	  "arn:aws:lambda:us-east-1:123456789012:function:classify": "Classifier"
 //	}
+//
+// The key "Buckets" is reserved too: it maps the buckets that
+// Distributed Maps read (ItemReader) and write (ResultWriter) to local
+// folders, relative to the file's directory (see BucketsKey):
+//
+//	"Buckets": {"orders": {"Dir": "./data/orders"}}
 //
 // The fields are those of LLMConfig, ExecConfig and HTTPConfig (but
 // HTTPClient and Logger), with TimeoutSeconds (from 0.001 to 86400) for
@@ -82,6 +89,9 @@ type AgentsFile struct {
 	// resources maps Task Resource ARNs and Lambda functions to agent
 	// names (the file's "Resources").
 	resources map[string]string
+	// buckets maps bucket names to local folders (the file's "Buckets"),
+	// as written (relative to the file's directory).
+	buckets map[string]string
 	// raw is the decoded file, for Resolved.
 	raw map[string]any
 }
@@ -123,21 +133,27 @@ func fileErrorf(ptr, format string, args ...any) *FileError {
 // AgentsFile). Unknown fields, fields of the wrong type and missing
 // required fields are errors; the error is a *FileError naming the JSON
 // Pointer of the first problem found (agents are checked in name order),
-// or wraps a *jsonpath.JSONError when the text is not strict JSON.
+// or wraps a *jsonvalue.JSONError when the text is not strict JSON.
 func ParseAgentsFile(data []byte) (*AgentsFile, error) {
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("agents file: %w", err)
 	}
 	top, ok := v.(map[string]any)
 	if !ok {
-		return nil, fileErrorf("", "an agents file must be an object mapping agent names to their configuration, not %s", jsonpath.TypeName(v))
+		return nil, fileErrorf("", "an agents file must be an object mapping agent names to their configuration, not %s", jsonvalue.TypeName(v))
 	}
 	f := &AgentsFile{agents: make(map[string]fileAgent, len(top)), raw: top}
 	for _, name := range slices.Sorted(maps.Keys(top)) {
-		ptr := "/" + jsonpath.EscapePointer(name)
+		ptr := "/" + jsonvalue.EscapePointer(name)
 		if name == ResourcesKey {
 			if f.resources, err = parseResources(ptr, top[name]); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if name == BucketsKey {
+			if f.buckets, err = parseBuckets(ptr, top[name]); err != nil {
 				return nil, err
 			}
 			continue
@@ -193,6 +209,16 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 			return fmt.Errorf("agents file: register resource %q: %w", key, agents.ErrDuplicate)
 		}
 	}
+	for name := range f.buckets {
+		if _, taken := reg.Bucket(name); taken {
+			return fmt.Errorf("agents file: register bucket %q: %w", name, agents.ErrDuplicate)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.buckets)) {
+		if err := reg.RegisterBucket(name, itemio.Dir(resolveDir(base, f.buckets[name]))); err != nil {
+			return fmt.Errorf("agents file: %w", err)
+		}
+	}
 	for i, name := range f.names {
 		if err := reg.Register(name, built[i]); err != nil {
 			return fmt.Errorf("agents file: %w", err)
@@ -204,6 +230,53 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 		}
 	}
 	return nil
+}
+
+// BucketsKey is the reserved key of an agents file that maps the buckets
+// of Distributed Maps (ItemReader, ResultWriter) to local folders:
+//
+//	"Buckets": {"my-bucket": {"Dir": "./data"}}
+//
+// A relative Dir is relative to the file's directory.
+const BucketsKey = "Buckets"
+
+// parseBuckets reads the file's Buckets: an object mapping each bucket
+// name to {"Dir": folder}.
+func parseBuckets(ptr string, v any) (map[string]string, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fileErrorf(ptr, "Buckets must be an object mapping bucket names to {\"Dir\": folder}, not %s", jsonvalue.TypeName(v))
+	}
+	out := make(map[string]string, len(obj))
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
+		at := ptr + "/" + jsonvalue.EscapePointer(name)
+		if name == "" || strings.ContainsAny(name, "/:") {
+			return nil, fileErrorf(at, "a bucket name must be non-empty, without '/' or ':' (write the name, not s3://name)")
+		}
+		b, ok := obj[name].(map[string]any)
+		if !ok {
+			return nil, fileErrorf(at, "a bucket must be an object {\"Dir\": folder}, not %s", describe(obj[name]))
+		}
+		for k := range b {
+			if k != "Dir" && k != "Comment" {
+				return nil, fileErrorf(at+"/"+jsonvalue.EscapePointer(k), "unknown field %q of a bucket (want Dir)", k)
+			}
+		}
+		dir, ok := b["Dir"].(string)
+		if !ok || dir == "" {
+			return nil, fileErrorf(at+"/Dir", "Dir must be a non-empty folder path, not %s", describe(b["Dir"]))
+		}
+		out[name] = dir
+	}
+	return out, nil
+}
+
+// resolveDir makes dir absolute against base.
+func resolveDir(base, dir string) string {
+	if filepath.IsAbs(dir) {
+		return filepath.Clean(dir)
+	}
+	return filepath.Join(base, dir)
 }
 
 // ResourcesKey is the reserved key of an agents file that maps resources
@@ -219,11 +292,11 @@ func (f *AgentsFile) Resources() map[string]string { return maps.Clone(f.resourc
 func parseResources(ptr string, v any) (map[string]string, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fileErrorf(ptr, "Resources must be an object mapping resource ARNs or Lambda function names to agent names, not %s", jsonpath.TypeName(v))
+		return nil, fileErrorf(ptr, "Resources must be an object mapping resource ARNs or Lambda function names to agent names, not %s", jsonvalue.TypeName(v))
 	}
 	out := make(map[string]string, len(obj))
 	for _, key := range slices.Sorted(maps.Keys(obj)) {
-		at := ptr + "/" + jsonpath.EscapePointer(key)
+		at := ptr + "/" + jsonvalue.EscapePointer(key)
 		if key == "" {
 			return nil, fileErrorf(at, "a resource must not be empty")
 		}
@@ -253,6 +326,14 @@ func (f *AgentsFile) Resolved(baseDir string) ([]byte, error) {
 	}
 	out := make(map[string]any, len(f.raw))
 	for name, v := range f.raw {
+		if name == BucketsKey {
+			dirs := make(map[string]any, len(f.buckets))
+			for b, dir := range f.buckets {
+				dirs[b] = map[string]any{"Dir": resolveDir(base, dir)}
+			}
+			out[name] = dirs
+			continue
+		}
 		fa := f.agents[name]
 		if fa.exec == nil {
 			out[name] = v
@@ -268,7 +349,7 @@ func (f *AgentsFile) Resolved(baseDir string) ([]byte, error) {
 		obj["Command"] = words
 		out[name] = obj
 	}
-	data, err := jsonpath.Marshal(out)
+	data, err := jsonvalue.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("agents file: encode: %w", err)
 	}
@@ -319,7 +400,7 @@ const (
 func parseAgent(ptr string, v any) (fileAgent, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return fileAgent{}, fileErrorf(ptr, "an agent's configuration must be an object with a Type, not %s", jsonpath.TypeName(v))
+		return fileAgent{}, fileErrorf(ptr, "an agent's configuration must be an object with a Type, not %s", jsonvalue.TypeName(v))
 	}
 	typ, ok := obj["Type"]
 	if !ok {
@@ -327,7 +408,7 @@ func parseAgent(ptr string, v any) (fileAgent, error) {
 	}
 	if c, ok := obj["Comment"]; ok {
 		if _, isStr := c.(string); !isStr {
-			return fileAgent{}, fileErrorf(ptr+"/Comment", "Comment must be a string, not %s", jsonpath.TypeName(c))
+			return fileAgent{}, fileErrorf(ptr+"/Comment", "Comment must be a string, not %s", jsonvalue.TypeName(c))
 		}
 	}
 	p := &fieldParser{ptr: ptr, obj: obj}
@@ -343,7 +424,7 @@ func parseAgent(ptr string, v any) (fileAgent, error) {
 		if s, isStr := typ.(string); isStr {
 			return fileAgent{}, fileErrorf(ptr+"/Type", "unknown agent type %q: llm, exec or http", s)
 		}
-		return fileAgent{}, fileErrorf(ptr+"/Type", "Type must be a string (llm, exec or http), not %s", jsonpath.TypeName(typ))
+		return fileAgent{}, fileErrorf(ptr+"/Type", "Type must be a string (llm, exec or http), not %s", jsonvalue.TypeName(typ))
 	}
 	if p.err != nil {
 		return fileAgent{}, p.err
@@ -379,7 +460,7 @@ func (p *fieldParser) unknown(kind, known string) {
 	allowed := strings.Split(known, ", ")
 	for _, k := range slices.Sorted(maps.Keys(p.obj)) {
 		if !slices.Contains(allowed, k) {
-			p.fail(jsonpath.EscapePointer(k), "unknown field %q (an %s agent has %s)", k, kind, known)
+			p.fail(jsonvalue.EscapePointer(k), "unknown field %q (an %s agent has %s)", k, kind, known)
 			return
 		}
 	}
@@ -450,7 +531,7 @@ func (p *fieldParser) exec() *ExecConfig {
 		p.fail("Command/0", "the program must not be empty")
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
-		rel := "Env/" + jsonpath.EscapePointer(k)
+		rel := "Env/" + jsonvalue.EscapePointer(k)
 		if err := checkEnv(k, c.Env[k]); err != nil {
 			p.fail(rel, "%v", err)
 		} else if secretName(k) && !refersToSecret(c.Env[k]) {
@@ -473,7 +554,7 @@ func (p *fieldParser) http() *HTTPConfig {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
-		rel := "Headers/" + jsonpath.EscapePointer(name)
+		rel := "Headers/" + jsonvalue.EscapePointer(name)
 		if err := checkHeader(name, c.Headers[name]); err != nil {
 			p.fail(rel, "%v", err)
 		} else if secretName(name) && !refersToSecret(c.Headers[name]) {
@@ -515,7 +596,7 @@ func (p *fieldParser) boolean(key string) bool {
 	}
 	b, isBool := v.(bool)
 	if !isBool {
-		p.fail(key, "%s must be true or false, not %s", key, jsonpath.TypeName(v))
+		p.fail(key, "%s must be true or false, not %s", key, jsonvalue.TypeName(v))
 	}
 	return b
 }
@@ -527,7 +608,7 @@ func (p *fieldParser) number(key string) float64 {
 		return 0
 	}
 	n, _ := v.(json.Number)
-	f, valid := jsonpath.Float64(n)
+	f, valid := jsonvalue.Float64(n)
 	if !valid || f < 0 {
 		p.fail(key, "%s must be a number ≥ 0, not %s", key, describe(v))
 		return 0
@@ -542,7 +623,7 @@ func (p *fieldParser) integer(key string, lo, hi int64) int {
 		return 0
 	}
 	n, _ := v.(json.Number)
-	i, valid := jsonpath.Int64(n)
+	i, valid := jsonvalue.Int64(n)
 	if !valid || i < lo || i > hi {
 		p.fail(key, "%s must be an integer from %d to %d, not %s", key, lo, hi, describe(v))
 		return 0
@@ -557,7 +638,7 @@ func (p *fieldParser) seconds(key string) time.Duration {
 		return 0
 	}
 	n, _ := v.(json.Number)
-	f, valid := jsonpath.Float64(n)
+	f, valid := jsonvalue.Float64(n)
 	if !valid || f < 0.001 || f > maxFileSeconds {
 		p.fail(key, "%s must be a number of seconds from 0.001 to %d, not %s", key, maxFileSeconds, describe(v))
 		return 0
@@ -581,7 +662,7 @@ func (p *fieldParser) words(key string) []string {
 	for i, e := range list {
 		s, isStr := e.(string)
 		if !isStr {
-			p.fail(fmt.Sprintf("%s/%d", key, i), "each word of %s must be a string, not %s", key, jsonpath.TypeName(e))
+			p.fail(fmt.Sprintf("%s/%d", key, i), "each word of %s must be a string, not %s", key, jsonvalue.TypeName(e))
 			return nil
 		}
 		out[i] = s
@@ -597,14 +678,14 @@ func (p *fieldParser) strMap(key string) map[string]string {
 	}
 	obj, isObj := v.(map[string]any)
 	if !isObj {
-		p.fail(key, "%s must be an object of strings, not %s", key, jsonpath.TypeName(v))
+		p.fail(key, "%s must be an object of strings, not %s", key, jsonvalue.TypeName(v))
 		return nil
 	}
 	out := make(map[string]string, len(obj))
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		s, isStr := obj[k].(string)
 		if !isStr {
-			p.fail(key+"/"+jsonpath.EscapePointer(k), "%s values must be strings, not %s", key, jsonpath.TypeName(obj[k]))
+			p.fail(key+"/"+jsonvalue.EscapePointer(k), "%s values must be strings, not %s", key, jsonvalue.TypeName(obj[k]))
 			return nil
 		}
 		out[k] = s
@@ -623,5 +704,5 @@ func describe(v any) string {
 	case json.Number:
 		return string(x)
 	}
-	return jsonpath.TypeName(v)
+	return jsonvalue.TypeName(v)
 }

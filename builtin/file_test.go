@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // briefFile is the agents file of the documentation.
@@ -150,9 +150,9 @@ func TestParseAgentsFileJSON(t *testing.T) {
 	for _, text := range []string{``, `{"A": {"Type": "llm", "Model": "m",}}`, `{"A": {}, "A": {}}`, `{"A": {"Type": "llm", "Model": "m", "Temperature": NaN}}`} {
 		t.Run(text, func(t *testing.T) {
 			_, err := ParseAgentsFile([]byte(text))
-			var je *jsonpath.JSONError
+			var je *jsonvalue.JSONError
 			if !errors.As(err, &je) {
-				t.Errorf("ParseAgentsFile error = %v, want a *jsonpath.JSONError", err)
+				t.Errorf("ParseAgentsFile error = %v, want a *jsonvalue.JSONError", err)
 			}
 		})
 	}
@@ -236,7 +236,7 @@ func TestRegister(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Invoke: %v", err)
 			}
-			if want := decode(t, tt.want); !jsonpath.Equal(got, want) {
+			if want := decode(t, tt.want); !jsonvalue.Equal(got, want) {
 				t.Errorf("Invoke = %s, want %s", marshal(got), marshal(want))
 			}
 		})

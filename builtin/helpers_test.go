@@ -14,15 +14,15 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // decode decodes JSON text the test wrote, failing the test when it is not
 // strict JSON.
 func decode(t *testing.T, text string) any {
 	t.Helper()
-	v, err := jsonpath.Decode([]byte(text))
+	v, err := jsonvalue.Decode([]byte(text))
 	if err != nil {
 		t.Fatalf("decode %s: %v", text, err)
 	}
@@ -31,7 +31,7 @@ func decode(t *testing.T, text string) any {
 
 // marshal returns the compact JSON of v for messages.
 func marshal(v any) string {
-	data, err := jsonpath.Marshal(v)
+	data, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return fmt.Sprintf("<%v>", err)
 	}

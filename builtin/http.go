@@ -15,9 +15,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // maxBody is the largest response body or command output an agent reads;
@@ -95,7 +95,7 @@ var _ agents.Agent = (*httpAgent)(nil)
 
 // Invoke POSTs req.Input and returns the decoded response.
 func (a *httpAgent) Invoke(ctx context.Context, req *agents.Request) (any, error) {
-	body, err := jsonpath.Marshal(req.Input)
+	body, err := jsonvalue.Marshal(req.Input)
 	if err != nil {
 		return nil, fmt.Errorf("http agent %s: encode input: %w", req.Agent, err)
 	}
@@ -178,7 +178,7 @@ func decodeResult(data []byte, what string) (any, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return nil, &asl.Error{Name: asl.ErrAgentInvalidOutput, Cause: fmt.Sprintf("%s is not JSON: %v", what, err), Err: err}
 	}
@@ -189,7 +189,7 @@ func decodeResult(data []byte, what string) (any, error) {
 // a non-empty string "Error" and, optionally, a string "Cause" (other
 // members are ignored); otherwise nil.
 func errorObject(data []byte) *asl.Error {
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return nil
 	}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // httpRequest is the request the http tests send.
@@ -274,9 +274,9 @@ func TestExcerpt(t *testing.T) {
 // TestDecodeResult pins the offset an invalid answer reports.
 func TestDecodeResult(t *testing.T) {
 	_, err := decodeResult([]byte(`{"a": tru}`), "x")
-	var je *jsonpath.JSONError
+	var je *jsonvalue.JSONError
 	if !errors.As(err, &je) || errName(err) != asl.ErrAgentInvalidOutput {
-		t.Fatalf("decodeResult error = %v, want Agent.InvalidOutput wrapping a *jsonpath.JSONError", err)
+		t.Fatalf("decodeResult error = %v, want Agent.InvalidOutput wrapping a *jsonvalue.JSONError", err)
 	}
 	if je.Offset != 6 {
 		t.Errorf("JSONError.Offset = %d, want 6", je.Offset)

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // DefaultBaseURL is the base URL an LLM agent uses when LLMConfig.BaseURL
@@ -213,7 +213,7 @@ func (a *llmAgent) Invoke(ctx context.Context, req *agents.Request) (any, error)
 	if a.cfg.JSON {
 		body["response_format"] = map[string]any{"type": "json_object"}
 	}
-	data, err := jsonpath.Marshal(body)
+	data, err := jsonvalue.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("llm agent %s: encode the request: %w", req.Agent, err)
 	}
@@ -231,7 +231,7 @@ func (a *llmAgent) Invoke(ctx context.Context, req *agents.Request) (any, error)
 	if !a.cfg.JSON {
 		return content, nil
 	}
-	v, err := jsonpath.Decode([]byte(content))
+	v, err := jsonvalue.Decode([]byte(content))
 	if err != nil {
 		return nil, &asl.Error{Name: asl.ErrAgentInvalidOutput, Cause: fmt.Sprintf("the answer of model %s is not JSON: %v", a.cfg.Model, err), Err: err}
 	}
@@ -260,7 +260,7 @@ func (a *llmAgent) messages(req *agents.Request) ([]any, error) {
 	if given, ok := in["messages"]; ok {
 		list, isArr := given.([]any)
 		if !isArr {
-			return nil, asl.Errorf(asl.ErrAgentInvalidInput, "llm agent %s: input.messages must be an array of {role, content} objects, not %s", req.Agent, jsonpath.TypeName(given))
+			return nil, asl.Errorf(asl.ErrAgentInvalidInput, "llm agent %s: input.messages must be an array of {role, content} objects, not %s", req.Agent, jsonvalue.TypeName(given))
 		}
 		for i, m := range list {
 			obj, isObj := m.(map[string]any)
@@ -275,14 +275,14 @@ func (a *llmAgent) messages(req *agents.Request) ([]any, error) {
 	} else if s, ok := req.Input.(string); ok {
 		msgs = append(msgs, message("user", s))
 	} else {
-		data, err := jsonpath.Marshal(req.Input)
+		data, err := jsonvalue.Marshal(req.Input)
 		if err != nil {
 			return nil, fmt.Errorf("llm agent %s: encode input: %w", req.Agent, err)
 		}
 		msgs = append(msgs, message("user", string(data)))
 	}
 	if req.Violation != nil {
-		detail, err := jsonpath.Marshal(req.Violation)
+		detail, err := jsonvalue.Marshal(req.Violation)
 		if err != nil {
 			return nil, fmt.Errorf("llm agent %s: encode the violation: %w", req.Agent, err)
 		}
@@ -304,7 +304,7 @@ func (a *llmAgent) post(ctx context.Context, key string, body []byte) (any, erro
 			return nil, ctx.Err()
 		}
 		if err == nil && status >= 200 && status <= 299 {
-			v, derr := jsonpath.Decode(data)
+			v, derr := jsonvalue.Decode(data)
 			if derr != nil {
 				return nil, &asl.Error{Name: asl.ErrAgentModelError, Cause: fmt.Sprintf("POST %s: the response is not JSON: %v", a.endpoint, derr), Err: derr}
 			}
@@ -369,7 +369,7 @@ func (a *llmAgent) failure(status int, data []byte, err error) (fail *asl.Error,
 // ({"error": {"message": …}}, {"error": "…"}, {"message": "…"} or
 // {"detail": "…"}), or the start of the body when it has none.
 func endpointMessage(data []byte) string {
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err == nil {
 		obj, _ := v.(map[string]any)
 		e, _ := obj["error"].(map[string]any)
@@ -434,7 +434,7 @@ func (a *llmAgent) completion(resp any) (string, *agents.Usage, error) {
 	}
 	content, ok := msg["content"].(string)
 	if !ok {
-		return "", usage, asl.Errorf(asl.ErrAgentModelError, "POST %s: the response's choices[0].message.content is %s, not a string", a.endpoint, jsonpath.TypeName(msg["content"]))
+		return "", usage, asl.Errorf(asl.ErrAgentModelError, "POST %s: the response's choices[0].message.content is %s, not a string", a.endpoint, jsonvalue.TypeName(msg["content"]))
 	}
 	return content, usage, nil
 }
@@ -448,7 +448,7 @@ func (a *llmAgent) usage(v any) *agents.Usage {
 	}
 	count := func(k string) int64 {
 		n, _ := obj[k].(json.Number)
-		i, ok := jsonpath.Int64(n)
+		i, ok := jsonvalue.Int64(n)
 		if !ok || i < 0 {
 			return 0
 		}

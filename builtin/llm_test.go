@@ -14,9 +14,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // reply is one scripted answer of a fake endpoint.
@@ -55,7 +55,7 @@ func newEndpoint(t *testing.T, replies ...reply) *endpoint {
 		if err != nil {
 			t.Errorf("endpoint: read the request: %v", err)
 		}
-		body, err := jsonpath.Decode(data)
+		body, err := jsonvalue.Decode(data)
 		if err != nil {
 			t.Errorf("endpoint: the request body %q is not strict JSON: %v", data, err)
 		}
@@ -179,7 +179,7 @@ func TestLLMRequest(t *testing.T) {
 			if got := c.header.Get("Authorization"); got != tt.wantAuth {
 				t.Errorf("Authorization = %q, want %q", got, tt.wantAuth)
 			}
-			if want := decode(t, tt.wantBody); !jsonpath.Equal(c.body, want) {
+			if want := decode(t, tt.wantBody); !jsonvalue.Equal(c.body, want) {
 				t.Errorf("request body = %s\nwant %s", marshal(c.body), marshal(want))
 			}
 		})
@@ -244,7 +244,7 @@ func TestLLMResult(t *testing.T) {
 				t.Errorf("Invoke = %s, want an error", marshal(got))
 			case tt.want != "" && err != nil:
 				t.Errorf("Invoke: %v", err)
-			case tt.want != "" && !jsonpath.Equal(got, decode(t, tt.want)):
+			case tt.want != "" && !jsonvalue.Equal(got, decode(t, tt.want)):
 				t.Errorf("Invoke = %s, want %s", marshal(got), tt.want)
 			}
 			if len(usage) != len(tt.wantUsage) {
@@ -422,9 +422,9 @@ func TestLLMInvalidOutputOffset(t *testing.T) {
 		t.Fatalf("LLM: %v", err)
 	}
 	_, err = a.Invoke(context.Background(), &agents.Request{Input: "x"})
-	var je *jsonpath.JSONError
+	var je *jsonvalue.JSONError
 	if !errors.As(err, &je) {
-		t.Fatalf("Invoke error = %v, want one wrapping a *jsonpath.JSONError", err)
+		t.Fatalf("Invoke error = %v, want one wrapping a *jsonvalue.JSONError", err)
 	}
 	if je.Offset != 9 {
 		t.Errorf("JSONError.Offset = %d, want 9", je.Offset)

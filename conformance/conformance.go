@@ -25,7 +25,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
@@ -103,7 +103,7 @@ func Load(file string) (*Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
@@ -173,7 +173,7 @@ func fromValue(v any) (*Case, error) {
 	e.RequireErrorContains = e.ErrorContains != "" && !fromAWS
 	if v, ok := ex["elapsed_seconds"]; ok {
 		n, isNum := v.(json.Number)
-		f, valid := jsonpath.Float64(n)
+		f, valid := jsonvalue.Float64(n)
 		if !isNum || !valid || f < 0 {
 			return nil, errors.New("expect.elapsed_seconds must be a non-negative number")
 		}
@@ -192,7 +192,7 @@ func fromValue(v any) (*Case, error) {
 		e.Events = make(map[string]int, len(obj))
 		for typ, v := range obj {
 			n, isNum := v.(json.Number)
-			k, isInt := jsonpath.Int64(n)
+			k, isInt := jsonvalue.Int64(n)
 			if !isNum || !isInt || k < 0 {
 				return nil, fmt.Errorf("expect.events.%s must be a count", typ)
 			}
@@ -279,7 +279,7 @@ func ParseWorkers(v any) ([]Worker, error) {
 				w.Name = s
 			case "poll_after_seconds", "answer_after_seconds", "heartbeat_every_seconds":
 				n, isNum := v.(json.Number)
-				f, valid := jsonpath.Float64(n)
+				f, valid := jsonvalue.Float64(n)
 				if !isNum || !valid || f < 0 {
 					return nil, fmt.Errorf("workers[%d].%s must be a non-negative number", i, k)
 				}
@@ -370,7 +370,7 @@ func ParseDecisions(v any) ([]Decision, error) {
 				dec.Edit = v
 			case "after_seconds":
 				n, isNum := v.(json.Number)
-				f, valid := jsonpath.Float64(n)
+				f, valid := jsonvalue.Float64(n)
 				if !isNum || !valid || f < 0 {
 					return nil, fmt.Errorf("decisions[%d].after_seconds must be a non-negative number", i)
 				}
@@ -578,7 +578,7 @@ func check(c *Case, res *engine.Result, history []engine.Event, hasHistory bool)
 	}
 	switch e.Status {
 	case "SUCCEEDED":
-		if !jsonpath.Equal(res.Output, e.Output) {
+		if !jsonvalue.Equal(res.Output, e.Output) {
 			return fmt.Errorf("output %s, want %s", show(res.Output), show(e.Output))
 		}
 	case "FAILED", "TIMED_OUT":
@@ -622,8 +622,8 @@ func checkCause(e *Expect, got string) error {
 	case !e.HasCause:
 		return nil
 	case e.HasCauseJSON:
-		v, err := jsonpath.Decode([]byte(got))
-		if err != nil || !jsonpath.Equal(v, e.CauseJSON) {
+		v, err := jsonvalue.Decode([]byte(got))
+		if err != nil || !jsonvalue.Equal(v, e.CauseJSON) {
 			return fmt.Errorf("cause %q, want the JSON value %s", got, show(e.CauseJSON))
 		}
 	case e.CausePrefix != "" || e.CauseSuffix != "":
@@ -646,7 +646,7 @@ func deref(s *string) string {
 }
 
 func show(v any) string {
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
@@ -856,7 +856,7 @@ func DriveWorkers(ctx context.Context, x *engine.Executor, res *engine.Result, d
 			case task == nil:
 				empty = true
 				continue
-			case w.HasInput && !jsonpath.Equal(task.Input, w.Input):
+			case w.HasInput && !jsonvalue.Equal(task.Input, w.Input):
 				return nil, fmt.Errorf("worker of %s got the input %s, want %s", w.Activity, show(task.Input), show(w.Input))
 			}
 			workers, pollAt = workers[1:], time.Time{}
@@ -966,7 +966,7 @@ func checkMemory(ctx context.Context, st store.Store, want map[string]map[string
 			if e, ok := got[k]; ok {
 				g = e.Value
 			}
-			if !jsonpath.Equal(g, w) {
+			if !jsonvalue.Equal(g, w) {
 				return fmt.Errorf("memory %s/%s is %s, want %s", ns, k, show(g), show(w))
 			}
 		}

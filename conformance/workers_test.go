@@ -3,7 +3,7 @@ package conformance
 import (
 	"testing"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // TestParseWorkersRefusals: a malformed worker script says which worker
@@ -23,7 +23,7 @@ func TestParseWorkersRefusals(t *testing.T) {
 		{"unknown field", `[{"activity":"a","success":1,"sucess":2}]`, `workers[0]: unknown field "sucess"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := jsonpath.Decode([]byte(tc.in))
+			v, err := jsonvalue.Decode([]byte(tc.in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -33,7 +33,7 @@ func TestParseWorkersRefusals(t *testing.T) {
 			}
 		})
 	}
-	v, _ := jsonpath.Decode([]byte(`[{"activity":"a.b-c_d","worker":"w","success":{"x":1},"input":null,"heartbeat_every_seconds":0.5}]`))
+	v, _ := jsonvalue.Decode([]byte(`[{"activity":"a.b-c_d","worker":"w","success":{"x":1},"input":null,"heartbeat_every_seconds":0.5}]`))
 	got, err := ParseWorkers(v)
 	if err != nil || len(got) != 1 || got[0].Name != "w" || !got[0].HasInput || got[0].HeartbeatEvery != 0.5 {
 		t.Errorf("ParseWorkers = %+v, %v", got, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // conversation returns a conversation-like input of about size bytes of
@@ -29,7 +30,7 @@ func conversation(tb testing.TB, size int) any {
 			"messages": msgs,
 			"question": "What did we decide about the schema migration?",
 		}
-		if jsonpath.Size(v) >= size {
+		if jsonvalue.Size(v) >= size {
 			return v
 		}
 	}
@@ -41,7 +42,7 @@ func BenchmarkBuild(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("input: %d bytes, %d tokens", jsonpath.Size(input), tokens)
+	b.Logf("input: %d bytes, %d tokens", jsonvalue.Size(input), tokens)
 	blocks := []struct{ name, block string }{
 		{"fits", `{"MaxTokens": 20000}`},
 		{"sliding_window", `{"MaxTokens": 4000, "Include": ["$.system", "$.question", "$.messages[-1]"]}`},

@@ -11,6 +11,7 @@ import (
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -151,7 +152,7 @@ func wideInput(tb testing.TB) any {
 	return m
 }
 
-func json(i int) any { return jsonpath.IntNumber(int64(i)) }
+func json(i int) any { return jsonvalue.IntNumber(int64(i)) }
 
 func TestBuildIsDeterministic(t *testing.T) {
 	input := wideInput(t)
@@ -248,7 +249,7 @@ func TestRunesOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := jsonpath.Marshal(tt.v)
+			b, err := jsonvalue.Marshal(tt.v)
 			if err != nil {
 				t.Fatalf("Marshal: %v", err)
 			}

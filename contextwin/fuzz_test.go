@@ -8,6 +8,7 @@ import (
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -24,7 +25,7 @@ func FuzzBuild(f *testing.F) {
 	f.Add(`[1,[2,3],{"a":[4,5,6]},"xyzzy"]`, "$[1]", "$[3]", "$[2].a[*]", "$", uint16(3), uint8(1|4|16))
 	f.Add(`"just a string that is long enough"`, "", "", "", "", uint16(2), uint8(0))
 	f.Fuzz(func(t *testing.T, text, include, exclude, priority, target string, maxTokens uint16, flags uint8) {
-		input, err := jsonpath.Decode([]byte(text))
+		input, err := jsonvalue.Decode([]byte(text))
 		if err != nil {
 			return
 		}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -29,7 +29,7 @@ func parseContext(tb testing.TB, block string) *states.ContextConfig {
 // compact writes v as compact JSON for messages and comparisons.
 func compact(tb testing.TB, v any) string {
 	tb.Helper()
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		tb.Fatalf("Marshal: %v", err)
 	}
@@ -57,7 +57,7 @@ type fakeSummarizer struct {
 }
 
 func (f *fakeSummarizer) summarize(_ context.Context, agent string, content any, target int64) (any, error) {
-	b, err := jsonpath.Marshal(content)
+	b, err := jsonvalue.Marshal(content)
 	if err != nil {
 		return nil, err
 	}

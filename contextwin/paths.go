@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // This file holds locations: a context window removes what its paths select,
@@ -32,16 +33,16 @@ func (l loc) child(s step) loc {
 	return out
 }
 
-// String writes l in JSONPath syntax, as jsonpath.AppendMember and
+// String writes l in JSONPath syntax, as jsonvalue.AppendMember and
 // AppendIndex write steps: $.name, $['other name'], $[3].
 func (l loc) String() string {
 	b := make([]byte, 1, 32)
 	b[0] = '$'
 	for _, s := range l {
 		if s.isIndex {
-			b = jsonpath.AppendIndex(b, s.index)
+			b = jsonvalue.AppendIndex(b, s.index)
 		} else {
-			b = jsonpath.AppendMember(b, s.key)
+			b = jsonvalue.AppendMember(b, s.key)
 		}
 	}
 	return string(b)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func TestLocString(t *testing.T) {
@@ -59,7 +60,7 @@ func TestLocString(t *testing.T) {
 
 func mustDecode(tb testing.TB, text string) any {
 	tb.Helper()
-	v, err := jsonpath.Decode([]byte(text))
+	v, err := jsonvalue.Decode([]byte(text))
 	if err != nil {
 		tb.Fatalf("Decode(%s): %v", text, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // This file holds what shortens a window: the two strategies, which drop,
@@ -256,7 +257,7 @@ func (b *builder) summarize(ctx context.Context, summarize Summarizer) error {
 		if err != nil {
 			return fmt.Errorf("context window: summarizer %q for %s: %w", s.Using, p.String(), err)
 		}
-		summary, err = jsonpath.Normalize(summary)
+		summary, err = jsonvalue.Normalize(summary)
 		if err == nil {
 			err = b.place(p, summary)
 		}

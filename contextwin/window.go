@@ -9,6 +9,7 @@ import (
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -19,7 +20,7 @@ import (
 // The engine implements it by calling that agent with the input
 // {"content": content, "targetTokens": targetTokens} and taking the agent's
 // result, any JSON value (usually a string), as the summary; Build passes
-// it through jsonpath.Normalize, so Go values are accepted. content is a
+// it through jsonvalue.Normalize, so Go values are accepted. content is a
 // JSON value that must not be modified. targetTokens is at least 1, or 0
 // when nothing sets a size (When "Always" without MaxTokens or Ratio): the
 // agent then decides. A summary larger than targetTokens is not refused,
@@ -62,7 +63,7 @@ func (w *Window) JSON() map[string]any {
 		dropped[i] = d
 	}
 	return map[string]any{
-		"tokens":     jsonpath.IntNumber(w.Tokens),
+		"tokens":     jsonvalue.IntNumber(w.Tokens),
 		"dropped":    dropped,
 		"summarized": w.Summarized,
 	}
@@ -212,7 +213,7 @@ func (b *builder) overflow() error {
 		what = strings.Join(kept[:most], ", ") + fmt.Sprintf(" and %d more", len(kept)-most)
 	case len(kept) == 0:
 		v := b.w.content()
-		what = "$ (" + jsonpath.TypeName(v) + ", which no strategy shortens)"
+		what = "$ (" + jsonvalue.TypeName(v) + ", which no strategy shortens)"
 	}
 	return asl.Errorf(asl.ErrAgentContextOverflow,
 		"the context needs %d tokens, more than MaxTokens %d, and what remains cannot be dropped: %s",

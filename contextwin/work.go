@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // This file holds the window while it is being built: the input, plus a
@@ -55,17 +56,17 @@ func newWork(input any, runes int) *work {
 }
 
 // runesOf returns the length in runes of v's compact JSON text,
-// utf8.RuneCount(jsonpath.Marshal(v)), without writing the text: Size gives
+// utf8.RuneCount(jsonvalue.Marshal(v)), without writing the text: Size gives
 // its bytes, and the characters Marshal writes as several bytes can only
 // come from strings and keys (escapes are ASCII; an invalid byte becomes
 // U+FFFD, three bytes).
 func runesOf(v any) (int, error) {
-	n := jsonpath.Size(v)
+	n := jsonvalue.Size(v)
 	if n < 0 {
-		if _, err := jsonpath.Marshal(v); err != nil {
+		if _, err := jsonvalue.Marshal(v); err != nil {
 			return 0, err
 		}
-		return 0, fmt.Errorf("cannot measure a %s", jsonpath.TypeName(v))
+		return 0, fmt.Errorf("cannot measure a %s", jsonvalue.TypeName(v))
 	}
 	return n - extraBytes(v), nil
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -128,10 +128,10 @@ func (h *stateRun) scheduleActivity(ctx context.Context, s *states.Task, input a
 	detail := map[string]any{"resource": s.Resource.ARN}
 	if timeout > 0 {
 		cb.Deadline = now.Add(timeout)
-		detail["timeoutInSeconds"] = jsonpath.IntNumber(int64(timeout / time.Second))
+		detail["timeoutInSeconds"] = jsonvalue.IntNumber(int64(timeout / time.Second))
 	}
 	if heartbeat > 0 {
-		detail["heartbeatInSeconds"] = jsonpath.IntNumber(int64(heartbeat / time.Second))
+		detail["heartbeatInSeconds"] = jsonvalue.IntNumber(int64(heartbeat / time.Second))
 	}
 	h.r.event(Event{Type: EventActivityScheduled, State: h.name(), Scope: h.sc.prefix, Input: input, Document: h.raw, Detail: detail})
 	return h.awaitToken(ctx, cb)

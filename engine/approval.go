@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -175,7 +175,7 @@ func (h *stateRun) requestApproval(s *states.Approval, raw any) (*PendingApprova
 		}
 		pa.Editable = editable
 	}
-	digest, err := jsonpath.CanonicalHash(map[string]any{"input": raw, "prompt": prompt})
+	digest, err := jsonvalue.CanonicalHash(map[string]any{"input": raw, "prompt": prompt})
 	if err != nil {
 		return nil, h.runtimeError(fmt.Sprintf("The approval's input cannot be hashed: %v", err))
 	}
@@ -275,7 +275,7 @@ func (h *stateRun) escalate(ctx context.Context, s *states.Approval, pa *Pending
 	for e != nil && !pa.NextEscalation.IsZero() && !now.Before(pa.NextEscalation) {
 		pa.Escalations++
 		h.r.ownEvent(Event{Type: EventApprovalEscalated, State: h.name(), Scope: h.sc.prefix, Document: h.raw, Detail: map[string]any{
-			"approval": pa.ID, "count": jsonpath.IntNumber(int64(pa.Escalations)), "notify": stringsJSON(e.Notify), "message": e.Message,
+			"approval": pa.ID, "count": jsonvalue.IntNumber(int64(pa.Escalations)), "notify": stringsJSON(e.Notify), "message": e.Message,
 		}})
 		h.r.x.notifyEscalation(ctx, EscalationNotice{Execution: h.r.exec.ID, Approval: *pa, Notify: e.Notify, Message: e.Message, Count: pa.Escalations})
 		switch {
@@ -379,7 +379,7 @@ func decisionDocument(s *states.Approval, raw any, decision map[string]any) (any
 func mergeTop(doc any, decision map[string]any) (any, error) {
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		return nil, asl.Errorf(asl.ErrReferencePathConflict, "an Approval without ResultPath merges its decision into the document, which must be an object, not %s", jsonpath.TypeName(doc))
+		return nil, asl.Errorf(asl.ErrReferencePathConflict, "an Approval without ResultPath merges its decision into the document, which must be an object, not %s", jsonvalue.TypeName(doc))
 	}
 	out := make(map[string]any, len(obj)+len(decision))
 	for k, v := range obj {
@@ -397,7 +397,7 @@ func (pa *PendingApproval) Value() map[string]any {
 	v := map[string]any{
 		"id": pa.ID, "state": pa.State, "prompt": pa.Prompt, "options": stringsJSON(pa.Options),
 		"digest": pa.Digest, "requestedAt": pa.RequestedAt.UTC().Format(time.RFC3339Nano),
-		"escalations": jsonpath.IntNumber(int64(pa.Escalations)),
+		"escalations": jsonvalue.IntNumber(int64(pa.Escalations)),
 	}
 	for k, t := range map[string]time.Time{"deadline": pa.Deadline, "nextEscalation": pa.NextEscalation} {
 		if !t.IsZero() {
@@ -417,7 +417,7 @@ func (pa *PendingApproval) Value() map[string]any {
 func PendingApprovalFromValue(v any) (*PendingApproval, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("pending approval is %s, not an object", jsonpath.TypeName(v))
+		return nil, fmt.Errorf("pending approval is %s, not an object", jsonvalue.TypeName(v))
 	}
 	pa := &PendingApproval{Prompt: obj["prompt"], Editable: obj["editable"]}
 	var bad []string
@@ -442,7 +442,7 @@ func PendingApprovalFromValue(v any) (*PendingApproval, error) {
 	pa.ID, pa.State, pa.Digest = str("id"), str("state"), str("digest")
 	pa.RequestedAt, pa.Deadline, pa.NextEscalation = when("requestedAt"), when("deadline"), when("nextEscalation")
 	if n, isNum := obj["escalations"].(json.Number); isNum {
-		i, isInt := jsonpath.Int64(n)
+		i, isInt := jsonvalue.Int64(n)
 		if !isInt {
 			bad = append(bad, "escalations")
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/governance"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -234,7 +234,7 @@ func TestApprovalEditable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := jsonpath.Marshal(res.Approvals[0].Editable); string(got) != `{"draft":{"text":"helo"},"tags":["a"]}` {
+	if got, _ := jsonvalue.Marshal(res.Approvals[0].Editable); string(got) != `{"draft":{"text":"helo"},"tags":["a"]}` {
 		t.Errorf("editable = %s", got)
 	}
 	_, err = x.Decide(ctx, "e", engine.Decision{Approval: "approve", Edit: mustJSON(t, `{"draft":{"title":"X"}}`)}, engine.ResumeOptions{})
@@ -246,10 +246,10 @@ func TestApprovalEditable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := res.Output.(map[string]any)
-	if got, _ := jsonpath.Marshal(out["edited"]); string(got) != `{"draft":{"text":"hello"}}` {
+	if got, _ := jsonvalue.Marshal(out["edited"]); string(got) != `{"draft":{"text":"hello"}}` {
 		t.Errorf("edited = %s", got)
 	}
-	if got, _ := jsonpath.Marshal(out["review"].(map[string]any)["edited"]); string(got) != `{"draft":{"text":"hello"}}` {
+	if got, _ := jsonvalue.Marshal(out["review"].(map[string]any)["edited"]); string(got) != `{"draft":{"text":"hello"}}` {
 		t.Errorf("decision.edited = %s", got)
 	}
 }
@@ -351,7 +351,7 @@ func TestApprovalsInMapItems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := jsonpath.Marshal(res.Output); !strings.Contains(string(got), `"approval":"approve"`) || !strings.Contains(string(got), `"approval":"reject"`) {
+	if got, _ := jsonvalue.Marshal(res.Output); !strings.Contains(string(got), `"approval":"approve"`) || !strings.Contains(string(got), `"approval":"reject"`) {
 		t.Errorf("output = %s", got)
 	}
 }

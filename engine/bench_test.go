@@ -9,7 +9,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
@@ -60,7 +60,7 @@ func benchMachine(b *testing.B, def string) (*states.Machine, map[string]any) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	payload, err := jsonpath.Decode([]byte(payload1KiB))
+	payload, err := jsonvalue.Decode([]byte(payload1KiB))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func BenchmarkMap100k(b *testing.B) {
 	}
 	items := make([]any, 100000)
 	for i := range items {
-		items[i] = map[string]any{"id": jsonpath.IntNumber(int64(i)), "title": "document"}
+		items[i] = map[string]any{"id": jsonvalue.IntNumber(int64(i)), "title": "document"}
 	}
 	reg := agents.NewRegistry()
 	_ = reg.Register("Echo", agents.Func(func(_ context.Context, req *agents.Request) (any, error) { return req.Input, nil }))
@@ -251,7 +251,7 @@ func BenchmarkEffectLoop(b *testing.B) {
 		"Loop":{"Type":"Choice","Choices":[{"Variable":"$.n","NumericLessThan":500,"Next":"Start"}],"Default":"Done"},
 		"Done":{"Type":"Succeed"}}}`
 	m, in := benchMachine(b, def)
-	input := map[string]any{"n": jsonpath.IntNumber(0), "doc": in["payload"]}
+	input := map[string]any{"n": jsonvalue.IntNumber(0), "doc": in["payload"]}
 	reg := agents.NewRegistry()
 	_ = reg.Register("Worker", agents.Func(func(context.Context, *agents.Request) (any, error) {
 		return map[string]any{"ok": true}, nil

@@ -6,9 +6,9 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -32,8 +32,8 @@ func (u *Usage) Add(v *Usage) {
 // json returns u as a JSON value, for history and checkpoints.
 func (u Usage) json() map[string]any {
 	return map[string]any{
-		"inputTokens": jsonpath.IntNumber(u.InputTokens), "outputTokens": jsonpath.IntNumber(u.OutputTokens),
-		"tokens": jsonpath.IntNumber(u.Tokens), "cost": jsonpath.FloatNumber(u.Cost),
+		"inputTokens": jsonvalue.IntNumber(u.InputTokens), "outputTokens": jsonvalue.IntNumber(u.OutputTokens),
+		"tokens": jsonvalue.IntNumber(u.Tokens), "cost": jsonvalue.FloatNumber(u.Cost),
 	}
 }
 
@@ -60,12 +60,12 @@ func budgetFromCheckpoint(v any) (Usage, []string, error) {
 		if v == nil {
 			return u, nil, nil
 		}
-		return u, nil, fmt.Errorf("checkpoint budget is %s, not an object", jsonpath.TypeName(v))
+		return u, nil, fmt.Errorf("checkpoint budget is %s, not an object", jsonvalue.TypeName(v))
 	}
 	usage, _ := obj["usage"].(map[string]any)
 	for k, dst := range map[string]*int64{"inputTokens": &u.InputTokens, "outputTokens": &u.OutputTokens, "tokens": &u.Tokens} {
 		if n, isNum := usage[k].(json.Number); isNum {
-			i, isInt := jsonpath.Int64(n)
+			i, isInt := jsonvalue.Int64(n)
 			if !isInt {
 				return u, nil, fmt.Errorf("checkpoint budget: %s is %s, not an integer", k, n)
 			}
@@ -73,7 +73,7 @@ func budgetFromCheckpoint(v any) (Usage, []string, error) {
 		}
 	}
 	if n, isNum := usage["cost"].(json.Number); isNum {
-		f, valid := jsonpath.Float64(n)
+		f, valid := jsonvalue.Float64(n)
 		if !valid {
 			return u, nil, fmt.Errorf("checkpoint budget: cost is %s, not a number", n)
 		}
@@ -159,7 +159,7 @@ func (h *stateRun) spend(u Usage) error {
 		key := "alert:" + strconv.Itoa(i)
 		if share >= a.At && r.notice(key) {
 			r.ownEvent(Event{Type: EventBudgetAlert, State: h.name(), Scope: h.sc.prefix, Document: h.raw, Detail: map[string]any{
-				"at": jsonpath.FloatNumber(a.At), "message": a.Message, "usage": total.json(),
+				"at": jsonvalue.FloatNumber(a.At), "message": a.Message, "usage": total.json(),
 			}})
 			h.sc.addNotice(key)
 		}

@@ -13,10 +13,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -245,7 +245,7 @@ func TestUsageSurvivesResume(t *testing.T) {
 		for _, e := range hist {
 			if e.Type == engine.EventTaskScheduled && e.State == "Three" {
 				// Three's input is what Totals read.
-				if got, _ := jsonpath.Marshal(e.Input); string(got) != `{"cost":0.2,"tokens":20}` {
+				if got, _ := jsonvalue.Marshal(e.Input); string(got) != `{"cost":0.2,"tokens":20}` {
 					t.Errorf("Totals read %s, want 20 tokens and cost 0.2", got)
 				}
 			}

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -210,7 +210,7 @@ func (h *stateRun) callbackResult(ctx context.Context, cb *PendingCallback) (any
 // token that is malformed, forged, used already or of an attempt that
 // ended is refused with ErrTaskTokenInvalid.
 func (x *Executor) SendTaskSuccess(ctx context.Context, token string, output any, opts ResumeOptions) (*Result, error) {
-	out, err := jsonpath.Normalize(output)
+	out, err := jsonvalue.Normalize(output)
 	if err != nil {
 		return nil, fmt.Errorf("task success: the output is not JSON: %w", err)
 	}
@@ -357,12 +357,12 @@ func pendingCallback(e *Execution, hash string) (string, bool) {
 // (PendingCallbackFromValue reads it back).
 func (cb *PendingCallback) Value() map[string]any {
 	v := map[string]any{
-		"attempt":    jsonpath.IntNumber(int64(cb.Attempt)),
+		"attempt":    jsonvalue.IntNumber(int64(cb.Attempt)),
 		"secretHash": cb.SecretHash,
 		"issuedAt":   cb.IssuedAt.UTC().Format(time.RFC3339Nano),
 	}
 	if cb.Heartbeat > 0 {
-		v["heartbeatMillis"] = jsonpath.IntNumber(cb.Heartbeat.Milliseconds())
+		v["heartbeatMillis"] = jsonvalue.IntNumber(cb.Heartbeat.Milliseconds())
 	}
 	for k, t := range map[string]time.Time{"deadline": cb.Deadline, "heartbeatDeadline": cb.HeartbeatDeadline} {
 		if !t.IsZero() {
@@ -392,7 +392,7 @@ func (cb *PendingCallback) Value() map[string]any {
 func PendingCallbackFromValue(v any) (*PendingCallback, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("pending callback is %s, not an object", jsonpath.TypeName(v))
+		return nil, fmt.Errorf("pending callback is %s, not an object", jsonvalue.TypeName(v))
 	}
 	cb := &PendingCallback{}
 	var bad []string

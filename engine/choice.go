@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -140,7 +141,7 @@ func compare(op string, v, operand any, c *states.Condition) bool {
 	case strings.HasPrefix(op, "Numeric"):
 		a, ok1 := v.(json.Number)
 		b, ok2 := operand.(json.Number)
-		return ok1 && ok2 && ordered(op[len("Numeric"):], jsonpath.CompareNumbers(a, b))
+		return ok1 && ok2 && ordered(op[len("Numeric"):], jsonvalue.CompareNumbers(a, b))
 	case strings.HasPrefix(op, "Timestamp"):
 		a, ok1 := v.(string)
 		if !ok1 {

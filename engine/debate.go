@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -25,7 +25,7 @@ type turn struct {
 }
 
 func (t turn) value() map[string]any {
-	return map[string]any{"round": jsonpath.IntNumber(t.round), "agent": t.agent, "response": t.response}
+	return map[string]any{"round": jsonvalue.IntNumber(t.round), "agent": t.agent, "response": t.response}
 }
 
 // debate runs one attempt of a Debate (DESIGN.md §3): the debaters answer
@@ -66,7 +66,7 @@ func (h *stateRun) debate(ctx context.Context, s *states.Debate, raw any) (stepR
 	// that passes it fails the state.
 	transcript := 2
 	for _, t := range turns {
-		transcript += jsonpath.Size(t.value()) + 1
+		transcript += jsonvalue.Size(t.value()) + 1
 	}
 	h.drop = append(h.drop, h.nestedPrefix())
 	for round := int64(len(turns)/len(order)) + 1; round <= rounds; round++ {
@@ -82,13 +82,13 @@ func (h *stateRun) debate(ctx context.Context, s *states.Debate, raw any) (stepR
 		turns = append(turns, next...)
 		value := turnsValue(next)
 		for _, v := range value {
-			transcript += jsonpath.Size(v) + 1
+			transcript += jsonvalue.Size(v) + 1
 		}
 		if limit := h.r.maxPayload; limit >= 0 && transcript > limit {
 			return stepResult{}, h.dataLimitError(turnsValue(turns))
 		}
 		h.r.ownEvent(Event{Type: EventDebateRound, State: h.name(), Scope: h.sc.prefix, Document: raw,
-			Detail: map[string]any{"round": jsonpath.IntNumber(round), "turns": value}})
+			Detail: map[string]any{"round": jsonvalue.IntNumber(round), "turns": value}})
 		if h.r.x.durable {
 			// Each round's turns are committed once, under a key of their
 			// own: a resumed execution goes on with the next round.
@@ -135,7 +135,7 @@ func (h *stateRun) debateProgress() ([]turn, error) {
 	if p := h.progress; p != nil && p.Debate != nil {
 		l, ok := p.Debate.([]any)
 		if !ok {
-			return nil, fmt.Errorf("state %s: stored debate progress is %s, not a list of turns", h.name(), jsonpath.TypeName(p.Debate))
+			return nil, fmt.Errorf("state %s: stored debate progress is %s, not a list of turns", h.name(), jsonvalue.TypeName(p.Debate))
 		}
 		list = l
 	}
@@ -146,7 +146,7 @@ func (h *stateRun) debateProgress() ([]turn, error) {
 		}
 		l, ok := sc.Output.([]any)
 		if !ok {
-			return nil, fmt.Errorf("state %s: stored debate round %d is %s, not a list of turns", h.name(), round, jsonpath.TypeName(sc.Output))
+			return nil, fmt.Errorf("state %s: stored debate round %d is %s, not a list of turns", h.name(), round, jsonvalue.TypeName(sc.Output))
 		}
 		list = append(list, l...)
 	}
@@ -154,7 +154,7 @@ func (h *stateRun) debateProgress() ([]turn, error) {
 	for i, v := range list {
 		obj, _ := v.(map[string]any)
 		n, _ := obj["round"].(json.Number)
-		round, okRound := jsonpath.Int64(n)
+		round, okRound := jsonvalue.Int64(n)
 		agent, okAgent := obj["agent"].(string)
 		if !okRound || !okAgent {
 			return nil, fmt.Errorf("state %s: stored debate turn %d is not {round, agent, response}", h.name(), i)
@@ -194,8 +194,8 @@ func visible(style string, turns []turn, agent string) []any {
 // which the DebateRoundCompleted events hold: a transcript is stored once,
 // not again with every call.
 func (h *stateRun) debateCall(ctx context.Context, agent string, topic, params any, round int64, history []any) (any, error) {
-	input := map[string]any{"topic": topic, "round": jsonpath.IntNumber(round), "history": history, "parameters": params}
-	logged := map[string]any{"topic": topic, "round": jsonpath.IntNumber(round), "historyTurns": jsonpath.IntNumber(int64(len(history))), "parameters": params}
+	input := map[string]any{"topic": topic, "round": jsonvalue.IntNumber(round), "history": history, "parameters": params}
+	logged := map[string]any{"topic": topic, "round": jsonvalue.IntNumber(round), "historyTurns": jsonvalue.IntNumber(int64(len(history))), "parameters": params}
 	out, _, err := h.callAgent(ctx, &states.Task{Agent: agent}, "round-"+strconv.FormatInt(round, 10)+"/"+agent, input, logged, 0, 0)
 	return out, err
 }
@@ -257,7 +257,7 @@ func (h *stateRun) debateResult(ctx context.Context, s *states.Debate, order []s
 	for _, t := range final {
 		p, count := position(t.response), 0
 		for _, u := range final {
-			if jsonpath.Equal(p, position(u.response)) {
+			if jsonvalue.Equal(p, position(u.response)) {
 				count++
 			}
 		}
@@ -267,8 +267,8 @@ func (h *stateRun) debateResult(ctx context.Context, s *states.Debate, order []s
 	}
 	agreement := float64(bestCount) / float64(len(final))
 	result := map[string]any{
-		"topic": topic, "rounds": jsonpath.IntNumber(rounds), "participants": stringsJSON(order),
-		"responses": turnsValue(turns), "agreement": jsonpath.FloatNumber(agreement),
+		"topic": topic, "rounds": jsonvalue.IntNumber(rounds), "participants": stringsJSON(order),
+		"responses": turnsValue(turns), "agreement": jsonvalue.FloatNumber(agreement),
 		"decision": nil, "consensus": nil,
 	}
 	c := s.Consensus

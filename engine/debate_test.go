@@ -10,10 +10,10 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -48,7 +48,7 @@ func (d *debaters) agent() agents.Agent {
 		if n == d.failAt {
 			return nil, asl.Errorf(asl.ErrAgentModelError, "model unavailable")
 		}
-		round, _ := jsonpath.Int64(in["round"].(json.Number))
+		round, _ := jsonvalue.Int64(in["round"].(json.Number))
 		script := d.positions[req.Agent]
 		if len(script) == 0 {
 			return nil, fmt.Errorf("no script for %s", req.Agent)
@@ -223,7 +223,7 @@ func TestDebateTopicAndParameters(t *testing.T) {
 		"Parameters":{"lang.$":"$.lang","fixed":1},"ResultPath":"$.r","Next":"P"},
 		"P":{"Type":"Pass","Parameters":{"t.$":"$.r.topic"},"End":true}}}`
 	wantOutput(t, runDebate(t, d, def, `{"q":{"title":"pick one"},"lang":"go"}`), `{"t":{"title":"pick one"}}`)
-	if p := d.inputs[1]["parameters"]; !jsonpath.Equal(p, mustJSON(t, `{"lang":"go","fixed":1}`)) {
+	if p := d.inputs[1]["parameters"]; !jsonvalue.Equal(p, mustJSON(t, `{"lang":"go","fixed":1}`)) {
 		t.Errorf("parameters %v", p)
 	}
 	def = strings.Replace(def, `"TopicPath":"$.q"`, `"Topic.$":"States.Format('about {}', $.lang)"`, 1)
@@ -282,7 +282,7 @@ func TestDebateResumesAtTheRound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !jsonpath.Equal(res.Output, want.Output) {
+			if !jsonvalue.Equal(res.Output, want.Output) {
 				t.Fatalf("resumed output %v, want %v", res.Output, want.Output)
 			}
 			// The calls of the crashed call's round before it are made
@@ -357,7 +357,7 @@ func TestDebateTranscriptBounded(t *testing.T) {
 		if e.Type == engine.EventExecutionSucceeded {
 			continue // the result holds the transcript once
 		}
-		stored += jsonpath.Size(e.Input) + jsonpath.Size(e.Output) + jsonpath.Size(e.Detail)
+		stored += jsonvalue.Size(e.Input) + jsonvalue.Size(e.Output) + jsonvalue.Size(e.Detail)
 	}
 	// 30 turns of 5 KB are 150 KB, stored three times: each call's output,
 	// its round's DebateRoundCompleted event, the state's output. Sending

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aslrun/aslrun/governance"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -223,12 +224,12 @@ func decisionObject(s *states.Approval, pa *PendingApproval, d Decision) (map[st
 		if s.Editable == nil {
 			return nil, fmt.Errorf("the approval has no Editable fields, so an edit cannot be applied: %w", ErrDecisionRefused)
 		}
-		edit, err := jsonpath.Normalize(d.Edit)
+		edit, err := jsonvalue.Normalize(d.Edit)
 		if err != nil {
 			return nil, fmt.Errorf("the edit is not JSON: %v: %w", err, ErrDecisionRefused)
 		}
 		if _, isObj := edit.(map[string]any); !isObj {
-			return nil, fmt.Errorf("the edit must be an object shaped like the document, not %s: %w", jsonpath.TypeName(edit), ErrDecisionRefused)
+			return nil, fmt.Errorf("the edit must be an object shaped like the document, not %s: %w", jsonvalue.TypeName(edit), ErrDecisionRefused)
 		}
 		// Every value written must lie inside an Editable field.
 		if outside := editOutside(edit, "$", s.Editable.Fields); outside != "" {
@@ -239,7 +240,7 @@ func decisionObject(s *states.Approval, pa *PendingApproval, d Decision) (map[st
 	return out, nil
 }
 
-// insideEditable reports whether a written path (see jsonpath.AppendMember)
+// insideEditable reports whether a written path (see jsonvalue.AppendMember)
 // lies at or under one of the fields ("$.draft.text" under "$.draft"),
 // compared in written form whichever way a field is spelled ("$.items.[0]",
 // "$['draft']").
@@ -279,7 +280,7 @@ func editOutside(v any, path string, fields []*jsonpath.Path) string {
 			return path
 		}
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			if p := editOutside(x[k], string(jsonpath.AppendMember([]byte(path), k)), fields); p != "" {
+			if p := editOutside(x[k], string(jsonvalue.AppendMember([]byte(path), k)), fields); p != "" {
 				return p
 			}
 		}
@@ -289,7 +290,7 @@ func editOutside(v any, path string, fields []*jsonpath.Path) string {
 			return path
 		}
 		for i, e := range x {
-			if p := editOutside(e, string(jsonpath.AppendIndex([]byte(path), i)), fields); p != "" {
+			if p := editOutside(e, string(jsonvalue.AppendIndex([]byte(path), i)), fields); p != "" {
 				return p
 			}
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -51,7 +51,7 @@ type recordingAgent struct {
 
 func (a *recordingAgent) agent() agents.Agent {
 	return agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
-		in, _ := jsonpath.Marshal(req.Input)
+		in, _ := jsonvalue.Marshal(req.Input)
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		a.keys = append(a.keys, req.IdempotencyKey())
@@ -146,9 +146,9 @@ func TestReplayAfterDeath(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %q died at %d: resume: %v", mode, extra, die, err)
 				}
-				if extra == "" && !jsonpath.Equal(res.Output, want.Output) {
-					got, _ := jsonpath.Marshal(res.Output)
-					w, _ := jsonpath.Marshal(want.Output)
+				if extra == "" && !jsonvalue.Equal(res.Output, want.Output) {
+					got, _ := jsonvalue.Marshal(res.Output)
+					w, _ := jsonvalue.Marshal(want.Output)
 					t.Errorf("%s died at %d: output %s, want %s", mode, die, got, w)
 				}
 				repeated := 0
@@ -259,7 +259,7 @@ func TestMapDiscardingResults(t *testing.T) {
 		"ItemProcessor":{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"Worker","Next":"P"},"P":{"Type":"Pass","End":true}}},"End":true}}}`)
 	items := make([]any, 50)
 	for i := range items {
-		items[i] = map[string]any{"i": jsonpath.IntNumber(int64(i))}
+		items[i] = map[string]any{"i": jsonvalue.IntNumber(int64(i))}
 	}
 	input := map[string]any{"items": items}
 	for _, die := range []int64{0, 8, 12} {
@@ -292,7 +292,7 @@ func TestMapDiscardingResults(t *testing.T) {
 				t.Fatalf("died at %d: resume: %v", die, err)
 			}
 		}
-		if err != nil || res.Status != engine.StatusSucceeded || !jsonpath.Equal(res.Output, input) {
+		if err != nil || res.Status != engine.StatusSucceeded || !jsonvalue.Equal(res.Output, input) {
 			t.Fatalf("died at %d: %v %+v", die, err, res)
 		}
 		if len(a.inputs) != len(items) {

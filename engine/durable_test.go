@@ -9,10 +9,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -107,9 +107,9 @@ func TestResumeAfterCrash(t *testing.T) {
 			if err != nil {
 				t.Fatalf("resume: %v", err)
 			}
-			if res.Status != engine.StatusSucceeded || !jsonpath.Equal(res.Output, want.Output) {
-				got, _ := jsonpath.Marshal(res.Output)
-				w, _ := jsonpath.Marshal(want.Output)
+			if res.Status != engine.StatusSucceeded || !jsonvalue.Equal(res.Output, want.Output) {
+				got, _ := jsonvalue.Marshal(res.Output)
+				w, _ := jsonvalue.Marshal(want.Output)
 				t.Fatalf("resumed output %s (%s), want %s", got, res.Status, w)
 			}
 			// Only calls in flight when the process died (the crashing one,

@@ -11,10 +11,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -30,7 +30,7 @@ func mustParse(t *testing.T, def string) *states.Machine {
 
 func mustJSON(t *testing.T, s string) any {
 	t.Helper()
-	v, err := jsonpath.Decode([]byte(s))
+	v, err := jsonvalue.Decode([]byte(s))
 	if err != nil {
 		t.Fatalf("decode %s: %v", s, err)
 	}
@@ -59,8 +59,8 @@ func wantOutput(t *testing.T, res *engine.Result, want string) {
 	if res.Status != engine.StatusSucceeded {
 		t.Fatalf("status = %s (%s: %s), want SUCCEEDED", res.Status, res.Error, res.Cause)
 	}
-	if w := mustJSON(t, want); !jsonpath.Equal(res.Output, w) {
-		got, _ := jsonpath.Marshal(res.Output)
+	if w := mustJSON(t, want); !jsonvalue.Equal(res.Output, w) {
+		got, _ := jsonvalue.Marshal(res.Output)
 		t.Errorf("output = %s, want %s", got, want)
 	}
 }
@@ -311,7 +311,7 @@ func TestMapConcurrencyBound(t *testing.T) {
 		for i := range items {
 			items[i] = json.Number(itoa(i))
 		}
-		in, _ := jsonpath.Marshal(items)
+		in, _ := jsonvalue.Marshal(items)
 		start := time.Now()
 		res := execute(t, def, string(in), map[string]agents.Agent{"Echo": a})
 		wantOutput(t, res, string(in))
@@ -324,7 +324,7 @@ func TestMapConcurrencyBound(t *testing.T) {
 	})
 }
 
-func itoa(i int) string { return string(json.Number(jsonpath.IntNumber(int64(i)))) }
+func itoa(i int) string { return string(json.Number(jsonvalue.IntNumber(int64(i)))) }
 
 // TestParallelFailureCancelsOtherBranches checks that the first failing
 // branch cancels the rest and decides the error.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -44,7 +44,7 @@ func ExampleExecutor_Run() {
 	if err != nil {
 		panic(err)
 	}
-	out, _ := jsonpath.Marshal(res.Output)
+	out, _ := jsonvalue.Marshal(res.Output)
 	fmt.Println(res.Status, string(out))
 	// Output: SUCCEEDED {"greeting":{"text":"HELLO, ADA"},"name":"ada"}
 }
@@ -83,7 +83,7 @@ func ExampleExecutor_Run_typed() {
 	x := engine.New(engine.Config{Agents: reg})
 	for _, amount := range []float64{250, 5000} {
 		res, _ := x.Run(context.Background(), m, map[string]any{"amount": amount}, engine.StartOptions{})
-		out, _ := jsonpath.Marshal(res.Output)
+		out, _ := jsonvalue.Marshal(res.Output)
 		fmt.Println(string(out))
 	}
 	// Output:

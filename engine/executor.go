@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -200,6 +200,9 @@ type StartOptions struct {
 	// (its input accepted and, with a store, its record created), before
 	// its first state runs.
 	Created func(id string)
+	// parent is the execution whose Distributed Map starts this one (a
+	// child execution), stored as its Parent.
+	parent string
 }
 
 // Result is where an execution stands when Run, Resume or Fork returns.
@@ -255,7 +258,7 @@ var (
 // execution then stays RUNNING and can be resumed); an execution that fails
 // is a Result with Status FAILED.
 func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts StartOptions) (*Result, error) {
-	input, err := jsonpath.Normalize(input)
+	input, err := jsonvalue.Normalize(input)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
@@ -265,9 +268,9 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	}
 	size := 0
 	if limit := x.limitOf(own); limit >= 0 {
-		n, ok := jsonpath.SizeWithin(input, limit)
+		n, ok := jsonvalue.SizeWithin(input, limit)
 		if !ok {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidInput, &PayloadError{Size: jsonpath.Size(input), Limit: limit})
+			return nil, fmt.Errorf("%w: %w", ErrInvalidInput, &PayloadError{Size: jsonvalue.Size(input), Limit: limit})
 		}
 		size = n
 	}
@@ -285,7 +288,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	e := &Execution{
 		ID: opts.ID, MachineName: opts.MachineName, Input: input, Status: StatusRunning,
 		StartedAt: time.Now().UTC(), Agents: opts.AgentsFile, AgentsKind: opts.AgentsKind,
-		MaxPayload: own, Durability: durability,
+		MaxPayload: own, Durability: durability, Parent: opts.parent,
 	}
 	if e.ID == "" {
 		u, err := uuid.NewV7()
@@ -338,11 +341,11 @@ func definitionOf(m *states.Machine) ([]byte, string, error) {
 	if m.Definition == nil {
 		return nil, "", errors.New("the machine has no definition to store (parse it with states.Parse)")
 	}
-	text, err := jsonpath.Marshal(m.Definition)
+	text, err := jsonvalue.Marshal(m.Definition)
 	if err != nil {
 		return nil, "", fmt.Errorf("store the definition: %w", err)
 	}
-	hash, err := jsonpath.CanonicalHash(m.Definition)
+	hash, err := jsonvalue.CanonicalHash(m.Definition)
 	if err != nil {
 		return nil, "", fmt.Errorf("store the definition: %w", err)
 	}
@@ -356,7 +359,7 @@ func (x *Executor) newRun(m *states.Machine, e *Execution, reg *agents.Registry)
 	r := &run{x: x, m: m, exec: e, agents: reg, invocations: make(map[string]int), maxPayload: x.limitOf(e.MaxPayload)}
 	r.batched = x.durable && (e.Durability == DurabilityBatched || e.Durability == "" && x.durability == DurabilityBatched)
 	if r.maxPayload >= 0 {
-		if n, ok := jsonpath.SizeWithin(e.Input, r.maxPayload); ok {
+		if n, ok := jsonvalue.SizeWithin(e.Input, r.maxPayload); ok {
 			r.inputSize = n
 		}
 	}

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -44,14 +45,14 @@ func (h *stateRun) failField(e *jsonpath.Expr, field string, raw any) (string, e
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", h.runtimeError(fmt.Sprintf("The %s field must refer to a string value, but '%s' refers to %s", field, e.String(), jsonpath.TypeName(v)))
+		return "", h.runtimeError(fmt.Sprintf("The %s field must refer to a string value, but '%s' refers to %s", field, e.String(), jsonvalue.TypeName(v)))
 	}
 	return s, nil
 }
 
 // compactJSON writes v as compact JSON for an error message.
 func compactJSON(v any) string {
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}

@@ -9,11 +9,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/governance"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
@@ -35,8 +35,8 @@ type auditStore struct {
 func (a *auditStore) Commit(ctx context.Context, c *engine.Commit) error {
 	a.mu.Lock()
 	if tr := c.Transition; tr != nil && tr.State != "" {
-		prev, _ := jsonpath.Marshal(tr.Previous)
-		next, _ := jsonpath.Marshal(tr.Proposed)
+		prev, _ := jsonvalue.Marshal(tr.Previous)
+		next, _ := jsonvalue.Marshal(tr.Proposed)
 		line := fmt.Sprintf("%s: %s -> %s", tr.State, prev, next)
 		a.committed = append(a.committed, line)
 		v := a.m.Extensions.Governance.Check(tr.Previous, tr.Proposed, tr.State)
@@ -59,7 +59,7 @@ func (a *auditStore) sawForbidden() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, d := range a.documents {
-		if b, _ := jsonpath.Marshal(d); strings.Contains(string(b), "forbidden") {
+		if b, _ := jsonvalue.Marshal(d); strings.Contains(string(b), "forbidden") {
 			return true
 		}
 	}
@@ -230,7 +230,7 @@ func TestRollbackAndForkCheckTheTarget(t *testing.T) {
 			t.Errorf("from a checkpoint the schema refuses: %v, want a *GovernanceError Governance.SchemaViolation", err)
 		}
 	}
-	if e, err := st.Load(ctx, "g"); err != nil || e.Status != engine.StatusSucceeded || !jsonpath.Equal(e.Output, mustJSON(t, `[1]`)) {
+	if e, err := st.Load(ctx, "g"); err != nil || e.Status != engine.StatusSucceeded || !jsonvalue.Equal(e.Output, mustJSON(t, `[1]`)) {
 		t.Errorf("after a refused rollback: %+v, %v; want it SUCCEEDED with [1] as before", e, err)
 	}
 	if _, err := st.Load(ctx, "g2"); err == nil {

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/contextwin"
 	"github.com/aslrun/aslrun/guardrails"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -216,7 +217,7 @@ func (h *stateRun) recordReasoning(cfg *states.ReasoningConfig, trace any) {
 	}
 	steps, _ := stepsOf(trace)
 	h.r.ownEvent(Event{Type: EventReasoning, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
-		Detail: map[string]any{"format": cfg.Format, "steps": jsonpath.IntNumber(int64(len(steps))), "reasoning": trace}})
+		Detail: map[string]any{"format": cfg.Format, "steps": jsonvalue.IntNumber(int64(len(steps))), "reasoning": trace}})
 	if cfg.Store != nil {
 		h.trace = &storedTrace{path: cfg.Store, value: trace}
 	}
@@ -239,7 +240,7 @@ func (h *stateRun) contextWindow(ctx context.Context, s *states.Task, input any)
 	calls := 0
 	summarize := func(ctx context.Context, agent string, content any, target int64) (any, error) {
 		calls++
-		in := map[string]any{"content": content, "targetTokens": jsonpath.IntNumber(target)}
+		in := map[string]any{"content": content, "targetTokens": jsonvalue.IntNumber(target)}
 		out, _, err := h.callAgent(ctx, &states.Task{Agent: agent}, "context-summary-"+strconv.Itoa(calls)+"/"+agent, in, nil, 0, 0)
 		return out, err
 	}

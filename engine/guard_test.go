@@ -6,10 +6,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -69,14 +70,14 @@ func TestGuardrailsInput(t *testing.T) {
 		res, hist := runScripted(t, task(`{"Rules":[{"Type":"pii","Action":"redact"}]}`), `{"note":"mail jane@example.com"}`, map[string]agents.Agent{"A": a.agent(t)})
 		// The document keeps its own data; the agent got it redacted.
 		wantOutput(t, res, `{"note":"mail jane@example.com","r":"done"}`)
-		if got, _ := jsonpath.Marshal(a.reqs[0].Input); string(got) != `{"note":"mail [REDACTED:email]"}` {
+		if got, _ := jsonvalue.Marshal(a.reqs[0].Input); string(got) != `{"note":"mail [REDACTED:email]"}` {
 			t.Errorf("agent input %s", got)
 		}
 		ev := eventsOfType(hist, engine.EventGuardrail)
 		if len(ev) != 1 || ev[0].Detail.(map[string]any)["outcome"] != "passed" {
 			t.Fatalf("guardrail events %+v", ev)
 		}
-		if b, _ := jsonpath.Marshal(ev[0].Detail); strings.Contains(string(b), "jane@") {
+		if b, _ := jsonvalue.Marshal(ev[0].Detail); strings.Contains(string(b), "jane@") {
 			t.Errorf("the history holds the raw address: %s", b)
 		}
 	})
@@ -202,7 +203,7 @@ func TestContextWindow(t *testing.T) {
 		res, hist := runScripted(t, def(`{"MaxTokens":30,"Include":["$.system"]}`), msgs, map[string]agents.Agent{"A": a.agent(t)})
 		// The document keeps everything; the agent got the window.
 		wantOutput(t, res, strings.Replace(msgs, `"system":"be brief"}`, `"system":"be brief","r":"ok"}`, 1))
-		got, _ := jsonpath.Marshal(a.reqs[0].Input)
+		got, _ := jsonvalue.Marshal(a.reqs[0].Input)
 		if want := `{"messages":[{"role":"user","text":"the question now"}],"system":"be brief"}`; string(got) != want {
 			t.Errorf("agent input %s, want %s", got, want)
 		}
@@ -213,7 +214,7 @@ func TestContextWindow(t *testing.T) {
 		if len(ev) != 1 {
 			t.Fatalf("%d %s events", len(ev), engine.EventContext)
 		}
-		if d, _ := jsonpath.Marshal(ev[0].Detail); !strings.Contains(string(d), `"dropped":["$.messages[0:2]"]`) {
+		if d, _ := jsonvalue.Marshal(ev[0].Detail); !strings.Contains(string(d), `"dropped":["$.messages[0:2]"]`) {
 			t.Errorf("event detail %s", d)
 		}
 	})
@@ -240,7 +241,7 @@ func TestContextWindow(t *testing.T) {
 		if _, ok := in["content"].([]any); !ok || in["targetTokens"] == nil {
 			t.Errorf("summarizer input %v", in)
 		}
-		got, _ := jsonpath.Marshal(a.reqs[0].Input)
+		got, _ := jsonvalue.Marshal(a.reqs[0].Input)
 		if want := `{"messages":"user asked twice","system":"be brief"}`; string(got) != want {
 			t.Errorf("agent input %s, want %s", got, want)
 		}
@@ -254,7 +255,7 @@ func TestContextWindowKeepsTimeoutPaths(t *testing.T) {
 	def := `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"A","TimeoutSecondsPath":"$.limit","Context":{"Exclude":["$.limit"]},"ResultPath":"$.r","End":true}}}`
 	res, _ := runScripted(t, def, `{"limit":30,"q":"x"}`, map[string]agents.Agent{"A": a.agent(t)})
 	wantOutput(t, res, `{"limit":30,"q":"x","r":"ok"}`)
-	if got, _ := jsonpath.Marshal(a.reqs[0].Input); string(got) != `{"q":"x"}` {
+	if got, _ := jsonvalue.Marshal(a.reqs[0].Input); string(got) != `{"q":"x"}` {
 		t.Errorf("agent input %s", got)
 	}
 }

@@ -7,9 +7,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonata"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -416,7 +416,7 @@ func (h *stateRun) jsonataCaught(ctx context.Context, c *states.Catcher, raw any
 	sc := h.jsonataScope(raw)
 	sc.ErrorOutput, sc.HasErrorOutput = errOut, true
 	h.assign = nil
-	out, size, err := h.jsonataExit(sc, c.Output, c.AssignJSONata, errOut, jsonpath.Size(errOut))
+	out, size, err := h.jsonataExit(sc, c.Output, c.AssignJSONata, errOut, jsonvalue.Size(errOut))
 	if err != nil {
 		return stepResult{}, err
 	}

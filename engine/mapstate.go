@@ -10,8 +10,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -19,6 +20,9 @@ import (
 // the processor machine, at most MaxConcurrency at a time; the results are
 // in item order.
 func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepResult, error) {
+	if s.Mode == "DISTRIBUTED" {
+		return h.distributedMap(ctx, s, raw)
+	}
 	if s.JSONata() {
 		return h.jsonataMap(ctx, s, raw)
 	}
@@ -40,7 +44,7 @@ func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepRe
 	}
 	arr, ok := items.([]any)
 	if !ok {
-		return stepResult{}, h.runtimeError(fmt.Sprintf("Items of the Map state must be an array, not %s", jsonpath.TypeName(items)))
+		return stepResult{}, h.runtimeError(fmt.Sprintf("Items of the Map state must be an array, not %s", jsonvalue.TypeName(items)))
 	}
 	cfg, err := h.mapConfig(s, input)
 	if err != nil {
@@ -145,12 +149,12 @@ func (h *stateRun) mapConfig(s *states.Map, input any) (mapConfig, error) {
 func intValue(v any) (int64, bool) {
 	switch t := v.(type) {
 	case json.Number:
-		return jsonpath.Int64(t)
+		return jsonvalue.Int64(t)
 	case string:
-		if !jsonpath.ValidNumber(t) {
+		if !jsonvalue.ValidNumber(t) {
 			return 0, false
 		}
-		return jsonpath.Int64(json.Number(t))
+		return jsonvalue.Int64(json.Number(t))
 	}
 	return 0, false
 }
@@ -159,12 +163,12 @@ func intValue(v any) (int64, bool) {
 func floatValue(v any) (float64, bool) {
 	switch t := v.(type) {
 	case json.Number:
-		return jsonpath.Float64(t)
+		return jsonvalue.Float64(t)
 	case string:
-		if !jsonpath.ValidNumber(t) {
+		if !jsonvalue.ValidNumber(t) {
 			return 0, false
 		}
-		return jsonpath.Float64(json.Number(t))
+		return jsonvalue.Float64(json.Number(t))
 	}
 	return 0, false
 }
@@ -301,5 +305,5 @@ func (r *run) indexDetail(i int) any {
 	if !r.x.durable {
 		return nil
 	}
-	return map[string]any{"index": jsonpath.IntNumber(int64(i))}
+	return map[string]any{"index": jsonvalue.IntNumber(int64(i))}
 }

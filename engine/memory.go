@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -42,7 +42,7 @@ type MemoryWrite struct {
 	Namespace string
 	Key       string
 	// Value is stored, or combined with the stored value when Merge is set
-	// (jsonpath.Combine: objects merge, arrays append).
+	// (jsonvalue.Combine: objects merge, arrays append).
 	Value any
 	Merge bool
 	// Delete removes the key instead (restoring a checkpoint's memory).
@@ -91,7 +91,7 @@ func ApplyMemoryWrite(old *MemoryEntry, w *MemoryWrite) *MemoryEntry {
 	}
 	v := w.Value
 	if w.Merge && old != nil {
-		v = jsonpath.Combine(old.Value, w.Value)
+		v = jsonvalue.Combine(old.Value, w.Value)
 	}
 	return &MemoryEntry{Namespace: w.Namespace, Key: w.Key, Value: v, UpdatedAt: w.At, ExpiresAt: w.ExpiresAt, Execution: w.Execution}
 }
@@ -218,7 +218,7 @@ func (h *stateRun) memoryNamespace(m *states.MemoryConfig, input any) (string, e
 		if v, err = m.NamespaceExpr.Eval(input, h.env); err == nil {
 			s, ok := v.(string)
 			if !ok {
-				return "", h.runtimeError(fmt.Sprintf("%s gave %s, not a string", field, jsonpath.TypeName(v)))
+				return "", h.runtimeError(fmt.Sprintf("%s gave %s, not a string", field, jsonvalue.TypeName(v)))
 			}
 			ns = s
 		}

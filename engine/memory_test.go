@@ -7,10 +7,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -43,7 +43,7 @@ func memoryValue(t *testing.T, ms engine.MemoryStore, ns, key string) string {
 	if !ok {
 		return "<none>"
 	}
-	b, _ := jsonpath.Marshal(e.Value)
+	b, _ := jsonvalue.Marshal(e.Value)
 	return string(b)
 }
 
@@ -268,7 +268,7 @@ func TestMemoryRestoredFromCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := jsonpath.Marshal(cp.Memory)
+	b, _ := jsonvalue.Marshal(cp.Memory)
 	if want := `{"entries":[{"expiresAt":null,"key":"log","namespace":"n","updatedAt":`; len(b) < len(want) || string(b[:len(want)]) != want {
 		t.Errorf("checkpoint memory = %s", b)
 	}
@@ -298,7 +298,7 @@ func TestMemoryNamespacesSurviveACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ns := cp.Memory.(map[string]any)["namespaces"]; !jsonpath.Equal(ns, []any{"n"}) {
+	if ns := cp.Memory.(map[string]any)["namespaces"]; !jsonvalue.Equal(ns, []any{"n"}) {
 		t.Errorf("checkpoint namespaces %v, want [n]", ns)
 	}
 }

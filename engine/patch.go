@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // PatchOp is one operation of an RFC 6902 JSON Patch: Op is "add",
@@ -63,13 +63,13 @@ func (e *PatchError) Pointer() string {
 }
 
 // ParsePatch reads a decoded JSON Patch (a JSON array of operation
-// objects, as jsonpath.Decode returns it), checking every operation and
+// objects, as jsonvalue.Decode returns it), checking every operation and
 // pointer; the first problem is a *PatchError. Members an operation does
 // not use are ignored, as RFC 6902 says.
 func ParsePatch(v any) (Patch, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, &PatchError{Index: -1, Msg: fmt.Sprintf("a JSON Patch is an array of operations, not %s", jsonpath.TypeName(v))}
+		return nil, &PatchError{Index: -1, Msg: fmt.Sprintf("a JSON Patch is an array of operations, not %s", jsonvalue.TypeName(v))}
 	}
 	p := make(Patch, 0, len(list))
 	for i, item := range list {
@@ -78,7 +78,7 @@ func ParsePatch(v any) (Patch, error) {
 		}
 		obj, ok := item.(map[string]any)
 		if !ok {
-			return nil, bad("", "an operation is an object, not %s", jsonpath.TypeName(item))
+			return nil, bad("", "an operation is an object, not %s", jsonvalue.TypeName(item))
 		}
 		str := func(member string) (string, error) {
 			s, present := obj[member]
@@ -87,7 +87,7 @@ func ParsePatch(v any) (Patch, error) {
 			}
 			text, ok := s.(string)
 			if !ok {
-				return "", bad(member, "%q must be a string, not %s", member, jsonpath.TypeName(s))
+				return "", bad(member, "%q must be a string, not %s", member, jsonvalue.TypeName(s))
 			}
 			return text, nil
 		}
@@ -105,7 +105,7 @@ func ParsePatch(v any) (Patch, error) {
 			if !present {
 				return nil, bad("value", "%q needs a \"value\"", op.Op)
 			}
-			if op.Value, err = jsonpath.Normalize(val); err != nil {
+			if op.Value, err = jsonvalue.Normalize(val); err != nil {
 				return nil, bad("value", "%v", err)
 			}
 		case "move", "copy":
@@ -187,7 +187,7 @@ func (op PatchOp) apply(doc any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !jsonpath.Equal(v, op.Value) {
+		if !jsonvalue.Equal(v, op.Value) {
 			return nil, &PatchError{Member: "value", Msg: fmt.Sprintf("the value at %q is not the one tested", op.Path), Err: ErrPatchTest}
 		}
 		return doc, nil
@@ -205,7 +205,7 @@ func (op PatchOp) apply(doc any) (any, error) {
 			return nil, err
 		}
 		if op.Op == "copy" {
-			return patchAdd(doc, path, jsonpath.Clone(v))
+			return patchAdd(doc, path, jsonvalue.Clone(v))
 		}
 		if op.Path == op.From {
 			return doc, nil
@@ -255,7 +255,7 @@ func patchPointerOf(tokens []string) string {
 	var b strings.Builder
 	for _, t := range tokens {
 		b.WriteByte('/')
-		b.WriteString(jsonpath.EscapePointer(t))
+		b.WriteString(jsonvalue.EscapePointer(t))
 	}
 	return b.String()
 }
@@ -297,7 +297,7 @@ func patchGet(doc any, path []string) (any, error) {
 			}
 			v = c[k]
 		default:
-			return nil, patchNotFound(path, i, fmt.Sprintf("the parent is %s, not an object or array", jsonpath.TypeName(v)))
+			return nil, patchNotFound(path, i, fmt.Sprintf("the parent is %s, not an object or array", jsonvalue.TypeName(v)))
 		}
 	}
 	return v, nil
@@ -337,7 +337,7 @@ func patchEdit(doc any, path []string, i int, f func(parent any, last string) (a
 		out[k] = v
 		return out, nil
 	}
-	return nil, patchNotFound(path, i, fmt.Sprintf("the parent is %s, not an object or array", jsonpath.TypeName(doc)))
+	return nil, patchNotFound(path, i, fmt.Sprintf("the parent is %s, not an object or array", jsonvalue.TypeName(doc)))
 }
 
 func patchAdd(doc any, path []string, value any) (any, error) {
@@ -360,7 +360,7 @@ func patchAdd(doc any, path []string, value any) (any, error) {
 			}
 			return slices.Insert(slices.Clone(c), k, value), nil
 		}
-		return nil, patchNotFound(path, len(path)-1, fmt.Sprintf("the parent is %s, not an object or array", jsonpath.TypeName(parent)))
+		return nil, patchNotFound(path, len(path)-1, fmt.Sprintf("the parent is %s, not an object or array", jsonvalue.TypeName(parent)))
 	})
 }
 
@@ -381,7 +381,7 @@ func patchRemove(doc any, path []string) (any, error) {
 			}
 			return slices.Delete(slices.Clone(c), k, k+1), nil
 		}
-		return nil, patchNotFound(path, len(path)-1, fmt.Sprintf("the parent is %s, not an object or array", jsonpath.TypeName(parent)))
+		return nil, patchNotFound(path, len(path)-1, fmt.Sprintf("the parent is %s, not an object or array", jsonvalue.TypeName(parent)))
 	})
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func TestPatchApply(t *testing.T) {
@@ -46,10 +46,10 @@ func TestPatchApply(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Apply: %v", err)
 			}
-			if want := mustJSON(t, tc.want); !jsonpath.Equal(got, want) {
+			if want := mustJSON(t, tc.want); !jsonvalue.Equal(got, want) {
 				t.Errorf("Apply = %s, want %s", marshal(t, got), tc.want)
 			}
-			if !jsonpath.Equal(d, before) {
+			if !jsonvalue.Equal(d, before) {
 				t.Errorf("Apply modified its input: %s", marshal(t, d))
 			}
 		})
@@ -98,7 +98,7 @@ func TestPatchApplyRefuses(t *testing.T) {
 			if errors.Is(err, engine.ErrPatchTest) != tc.test {
 				t.Errorf("errors.Is(%v, ErrPatchTest) = %v, want %v", err, !tc.test, tc.test)
 			}
-			if !jsonpath.Equal(d, mustJSON(t, doc)) {
+			if !jsonvalue.Equal(d, mustJSON(t, doc)) {
 				t.Errorf("a refused patch modified the document: %s", marshal(t, d))
 			}
 		})
@@ -140,7 +140,7 @@ func TestParsePatchRefuses(t *testing.T) {
 
 func marshal(t *testing.T, v any) string {
 	t.Helper()
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // EventExecutionRedriven is the own history event of a redrive: its detail
@@ -72,8 +72,8 @@ func (x *Executor) Redrive(ctx context.Context, id string, opts RedriveOptions) 
 		if doc, err = opts.Patch.Apply(top.Doc); err != nil {
 			return nil, fmt.Errorf("execution %s: %w", id, err)
 		}
-		if limit := x.limitOf(e.MaxPayload); limit >= 0 && jsonpath.SizeExceeds(doc, limit) {
-			return nil, fmt.Errorf("execution %s: the patched input of state %q: %w: %w", id, top.Next, ErrInvalidInput, &PayloadError{State: top.Next, Size: jsonpath.Size(doc), Limit: limit})
+		if limit := x.limitOf(e.MaxPayload); limit >= 0 && jsonvalue.SizeExceeds(doc, limit) {
+			return nil, fmt.Errorf("execution %s: the patched input of state %q: %w: %w", id, top.Next, ErrInvalidInput, &PayloadError{State: top.Next, Size: jsonvalue.Size(doc), Limit: limit})
 		}
 		if ext := m.Extensions; ext != nil {
 			if v := ext.Governance.Check(top.Doc, doc, top.Next); v != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/governance"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -152,7 +152,7 @@ func TestRedrivePatchFixesChoice(t *testing.T) {
 		}
 	}
 	d, _ := detail.(map[string]any)
-	if d == nil || !jsonpath.Equal(d["patch"], patch.Value()) || d["state"] != "Route" || d["from"] != "FAILED" {
+	if d == nil || !jsonvalue.Equal(d["patch"], patch.Value()) || d["state"] != "Route" || d["from"] != "FAILED" {
 		t.Errorf("ExecutionRedriven detail = %v, want the patch, state Route, from FAILED", detail)
 	}
 	if n := countEvents(hist, engine.EventExecutionRedriven); n != 2 {

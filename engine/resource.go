@@ -3,9 +3,11 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"strings"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -28,11 +30,11 @@ func (h *stateRun) resolveAgent(s *states.Task, params any) (name string, input 
 	if r.Kind == states.LambdaInvoke {
 		obj, ok := params.(map[string]any)
 		if !ok {
-			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "%s: the parameters must be an object with FunctionName and Payload, not %s", r.ARN, jsonpath.TypeName(params))
+			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "%s: the parameters must be an object with FunctionName and Payload, not %s", r.ARN, jsonvalue.TypeName(params))
 		}
 		fn, ok := obj["FunctionName"].(string)
 		if !ok {
-			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "%s: the parameter FunctionName must be a string, not %s", r.ARN, jsonpath.TypeName(obj["FunctionName"]))
+			return "", nil, "", asl.Errorf(asl.ErrTaskFailed, "%s: the parameter FunctionName must be a string, not %s", r.ARN, jsonvalue.TypeName(obj["FunctionName"]))
 		}
 		name, q, ok := states.FunctionName(fn)
 		if !ok {
@@ -98,7 +100,7 @@ func lambdaResponse(result any, version, key string) any {
 	hex.Encode(b[24:36], sum[10:16])
 	b[8], b[13], b[18], b[23] = '-', '-', '-', '-'
 	id := string(b[:])
-	status := jsonpath.IntNumber(200)
+	status := jsonvalue.IntNumber(200)
 	return map[string]any{
 		"ExecutedVersion": version,
 		"Payload":         result,
@@ -127,4 +129,45 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// lambdaError gives an agent's own error, raised by a Task whose Resource
+// is a Lambda function or lambda:invoke, the cause Lambda gives a
+// function's error in Step Functions: a JSON object text with errorMessage
+// and errorType, so that definitions written for AWS (a Catch reading
+// States.StringToJson($.Cause).errorMessage) work unchanged. The error
+// name is kept. States.* errors (timeouts, States.TaskFailed for a plain
+// Go error, budget and permission errors) keep their text, as AWS gives
+// its own errors, and so does a cause that is already such an object.
+func lambdaError(r *states.Resource, ae *asl.Error) *asl.Error {
+	if r == nil || (r.Kind != states.LambdaFunction && r.Kind != states.LambdaInvoke) ||
+		strings.HasPrefix(string(ae.Name), "States.") || isLambdaCause(ae.Cause) {
+		return ae
+	}
+	// encoding/json escapes as AWS's Lambda runtimes do not ("<", ">",
+	// "&"); an Encoder without HTML escaping keeps the text as written.
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
+		Message string `json:"errorMessage"`
+		Type    string `json:"errorType"`
+	}{ae.Cause, string(ae.Name)}); err != nil {
+		return ae
+	}
+	out := *ae
+	out.Cause = strings.TrimSuffix(b.String(), "\n")
+	return &out
+}
+
+// isLambdaCause reports whether cause is already a Lambda error object
+// (JSON with a string errorMessage).
+func isLambdaCause(cause string) bool {
+	if !strings.HasPrefix(cause, "{") {
+		return false
+	}
+	var v struct {
+		Message *string `json:"errorMessage"`
+	}
+	return json.Unmarshal([]byte(cause), &v) == nil && v.Message != nil
 }

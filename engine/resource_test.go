@@ -5,10 +5,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // recorder is an agent that keeps the requests it receives and answers
@@ -88,8 +88,8 @@ func TestResourceRequests(t *testing.T) {
 				t.Fatalf("%d calls, want 1", len(a.reqs))
 			}
 			req := a.reqs[0]
-			if !jsonpath.Equal(req.Input, mustJSON(t, tt.wantInput)) {
-				got, _ := jsonpath.Marshal(req.Input)
+			if !jsonvalue.Equal(req.Input, mustJSON(t, tt.wantInput)) {
+				got, _ := jsonvalue.Marshal(req.Input)
 				t.Errorf("Input = %s, want %s", got, tt.wantInput)
 			}
 			if req.Agent != tt.agent || req.Resource != tt.wantResource {
@@ -98,7 +98,7 @@ func TestResourceRequests(t *testing.T) {
 			switch {
 			case tt.wantCredentials == "" && req.Credentials != nil:
 				t.Errorf("Credentials = %v, want none", req.Credentials)
-			case tt.wantCredentials != "" && !jsonpath.Equal(req.Credentials, mustJSON(t, tt.wantCredentials)):
+			case tt.wantCredentials != "" && !jsonvalue.Equal(req.Credentials, mustJSON(t, tt.wantCredentials)):
 				t.Errorf("Credentials = %v, want %s", req.Credentials, tt.wantCredentials)
 			}
 		})
@@ -129,8 +129,8 @@ func TestLambdaInvokeResponse(t *testing.T) {
 	  "SdkResponseMetadata": {"RequestId": "`+id+`"},
 	  "StatusCode": 200
 	}`)
-	if !jsonpath.Equal(res.Output, want) {
-		got, _ := jsonpath.Marshal(res.Output)
+	if !jsonvalue.Equal(res.Output, want) {
+		got, _ := jsonvalue.Marshal(res.Output)
 		t.Errorf("output = %s", got)
 	}
 	// Another execution's call has another request id.

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aslrun/aslrun/agents"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -294,7 +294,7 @@ func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts Res
 		}
 	}
 	r.ownEvent(Event{Type: EventExecutionRolledBack, State: cp.State, Document: top.Doc, Detail: map[string]any{
-		"checkpoint": cp.Name, "restore": opts.Restore.String(), "from": string(e.Status), "memoryWrites": jsonpath.IntNumber(int64(len(c.Memory))),
+		"checkpoint": cp.Name, "restore": opts.Restore.String(), "from": string(e.Status), "memoryWrites": jsonvalue.IntNumber(int64(len(c.Memory))),
 	}})
 	if err := r.commit(ctx, nil, c); err != nil {
 		return nil, err

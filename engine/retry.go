@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -100,7 +100,7 @@ func (h *stateRun) caught(ctx context.Context, c *states.Catcher, raw any, ae *a
 	if err != nil {
 		return stepResult{}, err
 	}
-	size, err := h.settle(out, placedSize(c.ResultPath, h.inSize, jsonpath.Size(errOut)))
+	size, err := h.settle(out, placedSize(c.ResultPath, h.inSize, jsonvalue.Size(errOut)))
 	if err != nil {
 		return stepResult{}, err
 	}

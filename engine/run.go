@@ -10,9 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -59,6 +60,10 @@ type run struct {
 	batched    bool
 	batchTimer *time.Timer
 	batchErr   error
+	// mapRuns are the records of the map runs of the execution's
+	// Distributed Maps written by this run, by scope key (distmap.go),
+	// kept when the execution ends.
+	mapRuns map[string]*Scope
 	// failedAt is the top-level machine's position at the state that
 	// failed (or was running when the execution timed out), kept in the
 	// final commit for Redrive.
@@ -120,7 +125,7 @@ type scope struct {
 	memory     []MemoryWrite
 	namespaces []string
 	// sizes remembers the sizes of large parts of this scope's documents.
-	sizes jsonpath.SizeCache
+	sizes jsonvalue.SizeCache
 }
 
 // settle hands the scope's uncommitted calls, usage, budget notices and
@@ -215,8 +220,8 @@ func (e *env) Context() any {
 			"Name":       x.ID,
 			"Input":      x.Input,
 			"StartTime":  formatTime(x.StartedAt),
-			"Cost":       jsonpath.FloatNumber(usage.Cost),
-			"TokensUsed": jsonpath.IntNumber(usage.Tokens),
+			"Cost":       jsonvalue.FloatNumber(usage.Cost),
+			"TokensUsed": jsonvalue.IntNumber(usage.Tokens),
 		},
 		"StateMachine": map[string]any{
 			"Id":   x.MachineName,
@@ -225,7 +230,7 @@ func (e *env) Context() any {
 		"State": map[string]any{
 			"Name":        e.state,
 			"EnteredTime": formatTime(e.entered),
-			"RetryCount":  jsonpath.IntNumber(int64(e.retry)),
+			"RetryCount":  jsonvalue.IntNumber(int64(e.retry)),
 		},
 	}
 	if e.token != "" {
@@ -234,7 +239,7 @@ func (e *env) Context() any {
 	if e.item != nil {
 		obj["Map"] = map[string]any{
 			"Item": map[string]any{
-				"Index": jsonpath.IntNumber(int64(e.item.index)),
+				"Index": jsonvalue.IntNumber(int64(e.item.index)),
 				"Value": e.item.value,
 			},
 		}
@@ -313,7 +318,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		res.Status, res.Error, res.Cause = StatusFailed, string(ae.Name), ae.Cause
 		e := Event{Type: EventExecutionFailed, Error: res.Error, Cause: res.Cause, Document: top.Doc}
 		if errors.As(ae, &res.Payload) {
-			e.Detail = map[string]any{"state": res.Payload.State, "size": jsonpath.IntNumber(int64(res.Payload.Size)), "limit": jsonpath.IntNumber(int64(res.Payload.Limit))}
+			e.Detail = map[string]any{"state": res.Payload.State, "size": jsonvalue.IntNumber(int64(res.Payload.Size)), "limit": jsonvalue.IntNumber(int64(res.Payload.Limit))}
 		}
 		r.event(e)
 	}
@@ -323,6 +328,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		DropScopes: []string{""},
 		Transition: &Transition{Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause},
 	}
+	r.keepMapRuns(c)
 	if res.Status == StatusSucceeded {
 		c.Checkpoint = r.lastCheckpoint
 	} else {

@@ -3,8 +3,8 @@ package engine
 import (
 	"fmt"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -73,7 +73,7 @@ func saturatingAdd(a, b int) int {
 // cause; the sizes are in its *PayloadError.
 func (h *stateRun) dataLimitError(v any) *asl.Error {
 	e := asl.Errorf(asl.ErrDataLimitExceeded, "The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", h.name())
-	e.Err = &PayloadError{State: h.qualified(), Size: jsonpath.Size(v), Limit: h.r.maxPayload}
+	e.Err = &PayloadError{State: h.qualified(), Size: jsonvalue.Size(v), Limit: h.r.maxPayload}
 	return e
 }
 

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -230,7 +231,7 @@ func numberValue(v any) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return jsonpath.Int64(n)
+	return jsonvalue.Int64(n)
 }
 
 // qualified returns the state's name as agents see it.

@@ -8,9 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -176,7 +177,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 	// keeps no history).
 	var key any
 	if r.x.durable {
-		key = map[string]any{"step": step, "attempt": jsonpath.IntNumber(int64(h.env.retry)), "invocation": jsonpath.IntNumber(int64(n))}
+		key = map[string]any{"step": step, "attempt": jsonvalue.IntNumber(int64(h.env.retry)), "invocation": jsonvalue.IntNumber(int64(n))}
 	}
 	if logged == nil {
 		logged = input
@@ -257,7 +258,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 	}
 	size := 0
 	if err == nil {
-		if normal, nerr := jsonpath.Normalize(result); nerr != nil {
+		if normal, nerr := jsonvalue.Normalize(result); nerr != nil {
 			if err = h.invalidResult(result); err == nil {
 				err = asl.Errorf(asl.ErrTaskFailed, "agent %q returned a value that is not JSON: %v", name, nerr)
 			}
@@ -283,7 +284,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 			// The execution itself was cancelled: not an outcome of the task.
 			return nil, 0, err
 		}
-		ae = classify(err, timeout, heartbeat)
+		ae = lambdaError(s.Resource, classify(err, timeout, heartbeat))
 		typ := EventTaskFailed
 		if ae.Name == asl.ErrTimeout || ae.Name == asl.ErrHeartbeatTimeout {
 			typ = EventTaskTimedOut

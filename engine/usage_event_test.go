@@ -6,7 +6,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -36,7 +36,7 @@ func TestCallEventsCarryUsage(t *testing.T) {
 		}
 		usage := "none"
 		if d, ok := ev.Detail.(map[string]any); ok && d["usage"] != nil {
-			b, err := jsonpath.Marshal(d["usage"])
+			b, err := jsonvalue.Marshal(d["usage"])
 			if err != nil {
 				t.Fatal(err)
 			}

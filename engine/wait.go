@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -38,8 +38,8 @@ func (h *stateRun) wait(ctx context.Context, s *states.Wait, raw any) (stepResul
 		n, ok := v.(json.Number)
 		secs, isInt := int64(0), false
 		if ok {
-			secs, isInt = jsonpath.Int64(n)
-			isInt = isInt && jsonpath.IsInteger(n) && !strings.ContainsAny(string(n), ".eE")
+			secs, isInt = jsonvalue.Int64(n)
+			isInt = isInt && jsonvalue.IsInteger(n) && !strings.ContainsAny(string(n), ".eE")
 		}
 		switch {
 		case !isInt:

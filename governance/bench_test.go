@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // benchBlock is a realistic Governance block: a schema with objects, enums,
@@ -104,13 +105,13 @@ func benchDocs(tb testing.TB, tasks, notes int) (prev, proposed any) {
 	p := map[string]any{
 		"agent_id":   "agent-7f3a",
 		"status":     "pending",
-		"step_count": jsonpath.IntNumber(4),
+		"step_count": jsonvalue.IntNumber(4),
 		"ticket": map[string]any{
 			"id": "T-1042", "category": "billing", "priority": "high",
 			"customer": map[string]any{"name": "Ada Lovelace", "email": "ada@example.com"},
 		},
-		"draft":   map[string]any{"text": "Dear Ada, thank you for", "tone": "friendly", "revision": jsonpath.IntNumber(1)},
-		"payment": map[string]any{"amount": jsonpath.IntNumber(250), "currency": "EUR", "confirmed": false},
+		"draft":   map[string]any{"text": "Dear Ada, thank you for", "tone": "friendly", "revision": jsonvalue.IntNumber(1)},
+		"payment": map[string]any{"amount": jsonvalue.IntNumber(250), "currency": "EUR", "confirmed": false},
 		"tasks":   taskList,
 		"notes":   noteList,
 	}
@@ -125,7 +126,7 @@ func benchDocs(tb testing.TB, tasks, notes int) (prev, proposed any) {
 		value any
 	}{
 		{"$.status", "running"},
-		{"$.step_count", jsonpath.IntNumber(5)},
+		{"$.step_count", jsonvalue.IntNumber(5)},
 		{"$.draft", decode(tb, `{"text": "Dear Ada, thank you for your patience. The refund is on its way.", "tone": "friendly", "revision": 2}`)},
 		{"$.tasks", newTasks},
 	}
@@ -144,7 +145,7 @@ func benchDocs(tb testing.TB, tasks, notes int) (prev, proposed any) {
 
 func mustNormalize(tb testing.TB, v any) any {
 	tb.Helper()
-	n, err := jsonpath.Normalize(v)
+	n, err := jsonvalue.Normalize(v)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func mustNormalize(tb testing.TB, v any) any {
 
 func decode(tb testing.TB, s string) any {
 	tb.Helper()
-	v, err := jsonpath.Decode([]byte(s))
+	v, err := jsonvalue.Decode([]byte(s))
 	if err != nil {
 		tb.Fatalf("Decode(%s): %v", s, err)
 	}
@@ -184,7 +185,7 @@ func benchRules(b *testing.B, r *Rules, tasks, notes int) {
 			b.Fatal(v)
 		}
 	}
-	b.ReportMetric(float64(jsonpath.Size(proposed)), "doc-bytes")
+	b.ReportMetric(float64(jsonvalue.Size(proposed)), "doc-bytes")
 }
 
 // BenchmarkCheck1KiB checks a transition of a document of about 1 KiB.

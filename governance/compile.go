@@ -7,9 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/aslrun/aslrun/jsonpath"
 )
 
 // Mode is what the engine does when governance refuses a state's writes.
@@ -202,12 +201,12 @@ func comparePointers(a, b string) int {
 	return len(at) - len(bt)
 }
 
-func join(ptr, tok string) string { return ptr + "/" + jsonpath.EscapePointer(tok) }
+func join(ptr, tok string) string { return ptr + "/" + jsonvalue.EscapePointer(tok) }
 
 func (c *compiler) object(v any, ptr, name string) (map[string]any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		c.add(ptr, "%s must be an object, not %s", name, jsonpath.TypeName(v))
+		c.add(ptr, "%s must be an object, not %s", name, jsonvalue.TypeName(v))
 	}
 	return m, ok
 }
@@ -270,7 +269,7 @@ func (c *compiler) rulePath(src, ptr, name string) (rulePath, bool) {
 func (c *compiler) pathList(v any, ptr, name string) []rulePath {
 	l, ok := v.([]any)
 	if !ok {
-		c.add(ptr, "%s must be an array of paths, not %s", name, jsonpath.TypeName(v))
+		c.add(ptr, "%s must be an array of paths, not %s", name, jsonvalue.TypeName(v))
 		return nil
 	}
 	out := make([]rulePath, 0, len(l))
@@ -279,7 +278,7 @@ func (c *compiler) pathList(v any, ptr, name string) []rulePath {
 		iname := name + "[" + strconv.Itoa(i) + "]"
 		s, ok := item.(string)
 		if !ok {
-			c.add(iptr, "%s must be a path string, not %s", iname, jsonpath.TypeName(item))
+			c.add(iptr, "%s must be a path string, not %s", iname, jsonvalue.TypeName(item))
 			continue
 		}
 		rp, ok := c.rulePath(s, iptr, iname)
@@ -307,7 +306,7 @@ func (c *compiler) enums(v any, ptr string) []enumRule {
 		rp, okPath := c.rulePath(src, eptr, "OrderedEnumPaths")
 		l, ok := m[src].([]any)
 		if !ok {
-			c.add(eptr, "%s must be an array of the values in their order, not %s", name, jsonpath.TypeName(m[src]))
+			c.add(eptr, "%s must be an array of the values in their order, not %s", name, jsonvalue.TypeName(m[src]))
 			continue
 		}
 		if len(l) < 2 {
@@ -316,13 +315,13 @@ func (c *compiler) enums(v any, ptr string) []enumRule {
 		}
 		dup := false
 		for i, item := range l {
-			if j := slices.IndexFunc(l[:i], func(o any) bool { return jsonpath.Equal(o, item) }); j >= 0 {
+			if j := slices.IndexFunc(l[:i], func(o any) bool { return jsonvalue.Equal(o, item) }); j >= 0 {
 				c.add(eptr+"/"+strconv.Itoa(i), "%s lists %s twice (at %d and %d)", name, show(item), j, i)
 				dup = true
 			}
 		}
 		if okPath && !dup {
-			out = append(out, enumRule{rulePath: rp, values: jsonpath.Clone(l).([]any)})
+			out = append(out, enumRule{rulePath: rp, values: jsonvalue.Clone(l).([]any)})
 		}
 	}
 	return out
@@ -360,7 +359,7 @@ func (c *compiler) keyed(v any, ptr string) []keyedRule {
 		if l, ok := cfg["MonotonicBooleanFields"]; ok {
 			fields, isArr := l.([]any)
 			if !isArr {
-				c.add(kptr+"/MonotonicBooleanFields", "%s: MonotonicBooleanFields must be an array of field names, not %s", name, jsonpath.TypeName(l))
+				c.add(kptr+"/MonotonicBooleanFields", "%s: MonotonicBooleanFields must be an array of field names, not %s", name, jsonvalue.TypeName(l))
 				good = false
 			}
 			for i, f := range fields {
@@ -384,7 +383,7 @@ func (c *compiler) keyed(v any, ptr string) []keyedRule {
 		if a, ok := cfg["AllowNewItems"]; ok {
 			b, isBool := a.(bool)
 			if !isBool {
-				c.add(kptr+"/AllowNewItems", "%s: AllowNewItems must be a boolean, not %s", name, jsonpath.TypeName(a))
+				c.add(kptr+"/AllowNewItems", "%s: AllowNewItems must be a boolean, not %s", name, jsonvalue.TypeName(a))
 				good = false
 			}
 			k.allowNew = b
@@ -425,7 +424,7 @@ func (c *compiler) policy(v any, ptr string) *Policy {
 func (c *compiler) patterns(v any, ptr, name string) []pattern {
 	l, ok := v.([]any)
 	if !ok {
-		c.add(ptr, "%s must be an array of path patterns, not %s", name, jsonpath.TypeName(v))
+		c.add(ptr, "%s must be an array of path patterns, not %s", name, jsonvalue.TypeName(v))
 		return nil
 	}
 	var out []pattern
@@ -434,7 +433,7 @@ func (c *compiler) patterns(v any, ptr, name string) []pattern {
 		iname := name + "[" + strconv.Itoa(i) + "]"
 		s, ok := item.(string)
 		if !ok {
-			c.add(iptr, "%s must be a path pattern string, not %s", iname, jsonpath.TypeName(item))
+			c.add(iptr, "%s must be a path pattern string, not %s", iname, jsonvalue.TypeName(item))
 			continue
 		}
 		segs, msg := parsePath(s, true)
@@ -450,7 +449,7 @@ func (c *compiler) patterns(v any, ptr, name string) []pattern {
 func (c *compiler) rules(v any, ptr string) []rule {
 	l, ok := v.([]any)
 	if !ok {
-		c.add(ptr, "Rules must be an array of rules, not %s", jsonpath.TypeName(v))
+		c.add(ptr, "Rules must be an array of rules, not %s", jsonvalue.TypeName(v))
 		return nil
 	}
 	var out []rule
@@ -467,7 +466,7 @@ func (c *compiler) rules(v any, ptr string) []rule {
 		if reason, ok := m["Reason"]; ok {
 			s, isStr := reason.(string)
 			if !isStr {
-				c.add(rptr+"/Reason", "%s: Reason must be a string, not %s", name, jsonpath.TypeName(reason))
+				c.add(rptr+"/Reason", "%s: Reason must be a string, not %s", name, jsonvalue.TypeName(reason))
 				good = false
 			}
 			r.reason = oneLine(s)

@@ -4,11 +4,11 @@ import (
 	"fmt"
 
 	"github.com/aslrun/aslrun/governance"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func decode(s string) any {
-	v, err := jsonpath.Decode([]byte(s))
+	v, err := jsonvalue.Decode([]byte(s))
 	if err != nil {
 		panic(err) // examples only
 	}
@@ -70,7 +70,7 @@ func ExampleWritten() {
 func ExampleDetail_JSON() {
 	rules, _ := governance.Compile(decode(`{"Guard": {"Transitions": {"ImmutablePaths": ["$.agent_id"]}}}`))
 	v := rules.Check(decode(`{"agent_id": "a"}`), decode(`{"agent_id": "b"}`), "Agent")
-	out, _ := jsonpath.Marshal(v.Detail.JSON())
+	out, _ := jsonvalue.Marshal(v.Detail.JSON())
 	fmt.Println(string(out))
 	// Output:
 	// {"new":"b","old":"a","path":"$.agent_id","reason":"$.agent_id changed from \"a\" to \"b\"","rule":"Guard.Transitions.ImmutablePaths"}

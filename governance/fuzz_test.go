@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // FuzzCompile compiles fuzzed Governance blocks: Compile must never panic,
@@ -19,10 +19,10 @@ func FuzzCompile(f *testing.F) {
 		}
 	}
 	f.Add([]byte(benchBlock))
-	prev := map[string]any{"a": "x", "n": jsonpath.IntNumber(1), "tasks": []any{map[string]any{"id": "t", "done": false}}}
-	proposed := map[string]any{"a": "y", "n": jsonpath.IntNumber(0), "tasks": []any{map[string]any{"id": "u"}}, "b": map[string]any{"c": []any{true}}}
+	prev := map[string]any{"a": "x", "n": jsonvalue.IntNumber(1), "tasks": []any{map[string]any{"id": "t", "done": false}}}
+	proposed := map[string]any{"a": "y", "n": jsonvalue.IntNumber(0), "tasks": []any{map[string]any{"id": "u"}}, "b": map[string]any{"c": []any{true}}}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := jsonpath.Decode(data)
+		v, err := jsonvalue.Decode(data)
 		if err != nil {
 			return
 		}
@@ -63,11 +63,11 @@ func FuzzCheck(f *testing.F) {
 		{"Deny": "path == '$.n' && value / (value - value) > 0"},
 		{"Deny": "doc?.locked == true && prev?.locked != true"}]}}`)
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		prev, err := jsonpath.Decode(a)
+		prev, err := jsonvalue.Decode(a)
 		if err != nil {
 			return
 		}
-		proposed, err := jsonpath.Decode(b)
+		proposed, err := jsonvalue.Decode(b)
 		if err != nil {
 			return
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func TestInvalidJSON(t *testing.T) {
@@ -90,7 +90,7 @@ func TestCheckInvalidJSON(t *testing.T) {
 }
 
 // TestStrictJSONIsDecodes shows that the strict-JSON cases of the reference
-// guard are jsonpath.Decode's: it refuses them before governance sees a
+// guard are jsonvalue.Decode's: it refuses them before governance sees a
 // document, and Check works on what it returns.
 func TestStrictJSONIsDecodes(t *testing.T) {
 	for _, bad := range []string{
@@ -103,14 +103,14 @@ func TestStrictJSONIsDecodes(t *testing.T) {
 		``,
 		`{"a": 1} x`,
 	} {
-		if _, err := jsonpath.Decode([]byte(bad)); err == nil {
+		if _, err := jsonvalue.Decode([]byte(bad)); err == nil {
 			t.Errorf("Decode(%.40s) = nil error, want it refused", bad)
 		}
 	}
 
 	r := mustCompile(t, `{"Guard": {"Schema": {"type": "object", "properties": {"d": {"type": "array"}}}, "Transitions": {"ImmutablePaths": ["$.id"]}}, "WritePolicy": {"Allow": ["$.d"]}}`)
 	depth64 := `{"id": 1, "d": ` + strings.Repeat("[", 63) + strings.Repeat("]", 63) + `}`
-	proposed, err := jsonpath.Decode([]byte(depth64))
+	proposed, err := jsonvalue.Decode([]byte(depth64))
 	if err != nil {
 		t.Fatalf("Decode of 64 levels: %v", err)
 	}

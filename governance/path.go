@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // A path here is a JSON path made of names and indexes only, rooted at "$":
@@ -272,7 +273,7 @@ func appendSeg(b []byte, s segment) []byte {
 	case segAnyIndex:
 		return append(b, "[*]"...)
 	}
-	return jsonpath.AppendMember(b, s.key)
+	return jsonvalue.AppendMember(b, s.key)
 }
 
 // lookup follows a rule path (keys and indexes) through doc.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func TestParsePath(t *testing.T) {
@@ -88,7 +89,7 @@ func TestRulePathsAgreeWithJSONPath(t *testing.T) {
 			}
 			want, werr := ref.Get(doc, nil)
 			got, ok := lookup(doc, segs)
-			if ok != (werr == nil) || (ok && !jsonpath.Equal(got, want)) {
+			if ok != (werr == nil) || (ok && !jsonvalue.Equal(got, want)) {
 				t.Errorf("lookup(%q) = %v, %v; jsonpath Get = %v, %v", src, got, ok, want, werr)
 			}
 			again, msg := parsePath(formatPath(segs), false)

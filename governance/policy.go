@@ -9,12 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
-
-	"github.com/aslrun/aslrun/jsonpath"
 )
 
 // Policy is a compiled WritePolicy: Allow and Deny patterns and Deny rules
@@ -258,7 +257,7 @@ func (r *policyRun) write(w *write) *Violation {
 // inner evaluates the rules on every value strictly inside v (x is v
 // converted for expr, or nil), in document order (keys sorted).
 func (r *policyRun) inner(path []segment, op string, v, x any) *Violation {
-	if len(path) > jsonpath.MaxDepth {
+	if len(path) > jsonvalue.MaxDepth {
 		return nil
 	}
 	visit := func(sub []segment, item, itemX any) *Violation {
@@ -344,7 +343,7 @@ func (r *policyRun) patterns(w *write) *Violation {
 // leaves checks the patterns on every value inside v that is not a
 // non-empty container (in document order).
 func (r *policyRun) leaves(path []segment, op string, v any) *Violation {
-	if len(path) > jsonpath.MaxDepth {
+	if len(path) > jsonvalue.MaxDepth {
 		return nil
 	}
 	visit := func(sub []segment, item any) *Violation {
@@ -468,10 +467,10 @@ func typeOf(v any) string {
 func toExpr(v any, depth int) any {
 	switch x := v.(type) {
 	case json.Number:
-		if i, ok := jsonpath.Int64(x); ok {
+		if i, ok := jsonvalue.Int64(x); ok {
 			return i
 		}
-		if f, ok := jsonpath.Float64(x); ok {
+		if f, ok := jsonvalue.Float64(x); ok {
 			return f
 		}
 		if strings.HasPrefix(string(x), "-") {
@@ -479,7 +478,7 @@ func toExpr(v any, depth int) any {
 		}
 		return math.Inf(1)
 	case map[string]any:
-		if depth > jsonpath.MaxDepth {
+		if depth > jsonvalue.MaxDepth {
 			return nil
 		}
 		m := make(map[string]any, len(x))
@@ -488,7 +487,7 @@ func toExpr(v any, depth int) any {
 		}
 		return m
 	case []any:
-		if depth > jsonpath.MaxDepth {
+		if depth > jsonvalue.MaxDepth {
 			return nil
 		}
 		a := make([]any, len(x))

@@ -8,10 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-
-	"github.com/aslrun/aslrun/jsonpath"
 )
 
 // schemaBase and schemaURL name the guard's schema inside the validator.
@@ -49,7 +48,7 @@ func (c *compiler) schema(v any, ptr string) *jsonschema.Schema {
 			}
 		}
 	default:
-		c.add(ptr, "Schema must be a JSON Schema (an object or a boolean), not %s", jsonpath.TypeName(v))
+		c.add(ptr, "Schema must be a JSON Schema (an object or a boolean), not %s", jsonvalue.TypeName(v))
 		return nil
 	}
 	sc := jsonschema.NewCompiler()
@@ -57,7 +56,7 @@ func (c *compiler) schema(v any, ptr string) *jsonschema.Schema {
 	sc.UseLoader(noLoader{})
 	// The compiled schema keeps parts of its document (enum values, const):
 	// a copy keeps it from changing with the caller's value.
-	if err := sc.AddResource(schemaURL, jsonpath.Clone(v)); err != nil {
+	if err := sc.AddResource(schemaURL, jsonvalue.Clone(v)); err != nil {
 		c.add(ptr, "Schema does not compile as JSON Schema 2020-12: %s", oneLine(err.Error()))
 		return nil
 	}
@@ -124,7 +123,7 @@ func schemaPointer(tokens []string) string {
 	var b strings.Builder
 	for _, t := range tokens {
 		b.WriteByte('/')
-		b.WriteString(jsonpath.EscapePointer(t))
+		b.WriteString(jsonvalue.EscapePointer(t))
 	}
 	return b.String()
 }
@@ -407,5 +406,5 @@ func ratString(r *big.Rat) string {
 		return r.Num().String()
 	}
 	f, _ := r.Float64()
-	return string(jsonpath.FloatNumber(f))
+	return string(jsonvalue.FloatNumber(f))
 }

@@ -3,7 +3,7 @@ package governance
 import (
 	"testing"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // guardSchema is the schema of the reference guard's examples.
@@ -132,7 +132,7 @@ func TestSchemaDetail(t *testing.T) {
 
 func detailEqual(a, b Detail) bool {
 	return a.Rule == b.Rule && a.Path == b.Path && a.Reason == b.Reason &&
-		jsonpath.Equal(a.Old, b.Old) && jsonpath.Equal(a.New, b.New)
+		jsonvalue.Equal(a.Old, b.Old) && jsonvalue.Equal(a.New, b.New)
 }
 
 // TestSchemaBigExponent checks that numbers the validator would take

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // transitions are the compiled Guard.Transitions rules, each list in a
@@ -81,7 +81,7 @@ func (t *transitions) check(prev, proposed any) *Violation {
 		if v != nil {
 			return v
 		}
-		if !jsonpath.Equal(old, new) {
+		if !jsonvalue.Equal(old, new) {
 			return transition(ruleImmutable, rp.text, old, new, rp.text+" changed from "+show(old)+" to "+show(new))
 		}
 	}
@@ -97,7 +97,7 @@ func (t *transitions) check(prev, proposed any) *Violation {
 		if v := rp.integer(new, old, true); v != nil {
 			return v
 		}
-		if jsonpath.CompareNumbers(new.(json.Number), old.(json.Number)) < 0 {
+		if jsonvalue.CompareNumbers(new.(json.Number), old.(json.Number)) < 0 {
 			return transition(ruleMonotonic, rp.text, old, new, rp.text+" decreased from "+show(old)+" to "+show(new))
 		}
 	}
@@ -131,7 +131,7 @@ func (t *transitions) check(prev, proposed any) *Violation {
 // false) in the previous one, is an integer; other is the value in the
 // other document.
 func (rp *rulePath) integer(v, other any, proposed bool) *Violation {
-	if n, ok := v.(json.Number); ok && jsonpath.IsInteger(n) {
+	if n, ok := v.(json.Number); ok && jsonvalue.IsInteger(n) {
 		return nil
 	}
 	old, new := other, v
@@ -146,7 +146,7 @@ func (rp *rulePath) integer(v, other any, proposed bool) *Violation {
 // proposed document or (proposed false) in the previous one.
 func (e *enumRule) position(v, other any, proposed bool) (int, *Violation) {
 	for i, w := range e.values {
-		if jsonpath.Equal(v, w) {
+		if jsonvalue.Equal(v, w) {
 			return i, nil
 		}
 	}
@@ -167,9 +167,9 @@ func (k *keyedRule) check(prev, proposed any) *Violation {
 	news, okNew := newV.([]any)
 	switch {
 	case !okOld:
-		return transition(ruleKeyed, k.text, oldV, newV, k.text+" in "+docName(false)+" must be an array, not "+jsonpath.TypeName(oldV))
+		return transition(ruleKeyed, k.text, oldV, newV, k.text+" in "+docName(false)+" must be an array, not "+jsonvalue.TypeName(oldV))
 	case !okNew:
-		return transition(ruleKeyed, k.text, oldV, newV, k.text+" in "+docName(true)+" must be an array, not "+jsonpath.TypeName(newV))
+		return transition(ruleKeyed, k.text, oldV, newV, k.text+" in "+docName(true)+" must be an array, not "+jsonvalue.TypeName(newV))
 	case sameSlice(olds, news):
 		return nil // unchanged
 	}
@@ -183,12 +183,12 @@ func (k *keyedRule) check(prev, proposed any) *Violation {
 	// an object with the key.
 	for i, item := range olds {
 		key := item.(map[string]any)[k.key]
-		if i < len(news) && jsonpath.Equal(key, news[i].(map[string]any)[k.key]) {
+		if i < len(news) && jsonvalue.Equal(key, news[i].(map[string]any)[k.key]) {
 			continue
 		}
 		where := k.itemPath(key)
 		for j, nitem := range news {
-			if jsonpath.Equal(key, nitem.(map[string]any)[k.key]) {
+			if jsonvalue.Equal(key, nitem.(map[string]any)[k.key]) {
 				return transition(ruleKeyed, where, item, nitem,
 					where+" moved from index "+strconv.Itoa(i)+" to "+strconv.Itoa(j)+" (existing items keep their order)")
 			}
@@ -231,7 +231,7 @@ func (k *keyedRule) items(a []any, proposed bool) *Violation {
 	for i, item := range a {
 		m, ok := item.(map[string]any)
 		if !ok {
-			return fail(i, item, "must be an object, not "+jsonpath.TypeName(item))
+			return fail(i, item, "must be an object, not "+jsonvalue.TypeName(item))
 		}
 		key, ok := m[k.key]
 		if !ok {
@@ -249,7 +249,7 @@ func (k *keyedRule) items(a []any, proposed bool) *Violation {
 			case string:
 				id = x
 			case json.Number:
-				canon, err := jsonpath.Canonical(x)
+				canon, err := jsonvalue.Canonical(x)
 				if err != nil {
 					return fail(i, item, "has the key "+k.keyName()+"="+show(key)+", which is not a valid number")
 				}
@@ -265,7 +265,7 @@ func (k *keyedRule) items(a []any, proposed bool) *Violation {
 			}
 		} else {
 			for p := range i {
-				if jsonpath.Equal(a[p].(map[string]any)[k.key], key) {
+				if jsonvalue.Equal(a[p].(map[string]any)[k.key], key) {
 					j = p
 					break
 				}
@@ -279,7 +279,7 @@ func (k *keyedRule) items(a []any, proposed bool) *Violation {
 }
 
 func (k *keyedRule) keyName() string {
-	if jsonpath.IsIdentifier(k.key) {
+	if jsonvalue.IsIdentifier(k.key) {
 		return k.key
 	}
 	return strconv.Quote(k.key)
@@ -331,7 +331,7 @@ func (k *keyedRule) fields(old, new map[string]any) *Violation {
 			return transition(ruleKeyed, where(), nil, nv, where()+" was added with "+show(nv)+" (fields of existing items do not change)")
 		case !hasNew:
 			return transition(ruleKeyed, where(), ov, nil, where()+" was removed (it was "+show(ov)+"; fields of existing items do not change)")
-		case !jsonpath.Equal(ov, nv):
+		case !jsonvalue.Equal(ov, nv):
 			return transition(ruleKeyed, where(), ov, nv, where()+" changed from "+show(ov)+" to "+show(nv))
 		}
 	}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // The error names of governance violations (the asl package's, named here
@@ -23,7 +23,7 @@ const (
 	ErrWriteDenied = asl.ErrGovernanceWriteDenied
 	// ErrInvalidJSON is raised when a document holds a value outside the
 	// JSON model (a NaN or infinite float, a Go type, nesting deeper than
-	// jsonpath.MaxDepth).
+	// jsonvalue.MaxDepth).
 	ErrInvalidJSON = asl.ErrGovernanceInvalidJSON
 )
 
@@ -126,7 +126,7 @@ const maxShown = 80
 // show writes a value for a message: compact JSON, cut after maxShown
 // bytes; a value outside the model is described by its Go type.
 func show(v any) string {
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return fmt.Sprintf("a Go %T", v)
 	}

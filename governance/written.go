@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // The operations of a write.
@@ -108,7 +108,7 @@ func (d *differ) diff(p, q any) {
 		if sameMap(pv, qv) {
 			return
 		}
-		if len(d.path) >= jsonpath.MaxDepth {
+		if len(d.path) >= jsonvalue.MaxDepth {
 			d.emit(OpReplace, p, q) // too deep: checkValue reports it
 			return
 		}
@@ -141,7 +141,7 @@ func (d *differ) diff(p, q any) {
 		if sameSlice(pv, qv) {
 			return
 		}
-		if len(d.path) >= jsonpath.MaxDepth {
+		if len(d.path) >= jsonvalue.MaxDepth {
 			d.emit(OpReplace, p, q)
 			return
 		}
@@ -182,7 +182,7 @@ func sameScalar(p, q any) bool {
 		if !ok {
 			return false
 		}
-		return pv == qv || (jsonpath.ValidNumber(string(qv)) && jsonpath.CompareNumbers(pv, qv) == 0)
+		return pv == qv || (jsonvalue.ValidNumber(string(qv)) && jsonvalue.CompareNumbers(pv, qv) == 0)
 	}
 	return false
 }
@@ -216,7 +216,7 @@ const maxExponent = 1000
 // checkValue walks v, found at path, and records in *bad the value with the
 // smallest path that is outside the JSON model (or, with bigNumbers, a
 // number written with an exponent beyond maxExponent). It walks at most
-// jsonpath.MaxDepth levels of nesting in all.
+// jsonvalue.MaxDepth levels of nesting in all.
 func checkValue(v any, path []segment, bigNumbers bool, bad **badValue) {
 	c := checker{path: slices.Clip(path), bigNumbers: bigNumbers, bad: bad}
 	c.value(v)
@@ -248,13 +248,13 @@ func (c *checker) value(v any) {
 		}
 	case json.Number:
 		switch {
-		case !jsonpath.ValidNumber(string(x)):
+		case !jsonvalue.ValidNumber(string(x)):
 			c.report("is the number text "+show(string(x))+", which is not a JSON number", false)
 		case c.bigNumbers && exponentTooLarge(string(x)):
 			c.reportValue("is the number "+show(x)+", written with an exponent beyond ±1000, which the schema check refuses", true, x)
 		}
 	case map[string]any:
-		if len(c.path) >= jsonpath.MaxDepth {
+		if len(c.path) >= jsonvalue.MaxDepth {
 			c.report("nests objects and arrays deeper than 64 levels", false)
 			return
 		}
@@ -267,7 +267,7 @@ func (c *checker) value(v any) {
 			c.path = c.path[:len(c.path)-1]
 		}
 	case []any:
-		if len(c.path) >= jsonpath.MaxDepth {
+		if len(c.path) >= jsonvalue.MaxDepth {
 			c.report("nests objects and arrays deeper than 64 levels", false)
 			return
 		}
@@ -340,10 +340,10 @@ func (b *badValue) violation() *Violation {
 
 // InvalidJSON checks that doc is a JSON value of the jsonpath model (nil,
 // bool, string, json.Number, []any, map[string]any), with valid UTF-8 and
-// valid number text, nested at most jsonpath.MaxDepth levels. It returns
+// valid number text, nested at most jsonvalue.MaxDepth levels. It returns
 // nil when it is, and otherwise a Governance.InvalidJSON violation naming
 // the first offending path: a NaN or infinite float, any Go number or other
-// Go type (a Go agent's result must go through jsonpath.Normalize), text
+// Go type (a Go agent's result must go through jsonvalue.Normalize), text
 // that is not a number in a json.Number.
 func InvalidJSON(doc any) *Violation {
 	var bad *badValue

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -196,7 +196,7 @@ func describe(c *states.Condition) string {
 		operand := ""
 		if c.ValuePath != nil {
 			operand = c.ValuePath.String()
-		} else if b, err := jsonpath.Marshal(c.Value); err == nil {
+		} else if b, err := jsonvalue.Marshal(c.Value); err == nil {
 			operand = string(b)
 		}
 		v := ""

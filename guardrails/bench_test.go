@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // benchDocument builds an agent-like document of about size bytes of
@@ -14,13 +14,13 @@ import (
 func benchDocument(size int) any {
 	var records []any
 	doc := map[string]any{"customer": "ACME", "records": records}
-	for i := 0; jsonpath.Size(doc) < size; i++ {
+	for i := 0; jsonvalue.Size(doc) < size; i++ {
 		note := "The order was shipped on time and the customer was satisfied with the result."
 		if i%4 == 0 {
 			note = fmt.Sprintf("Customer %d asked to be called at +44 20 7946 %04d or mailed at user%d@example.com.", i, i, i)
 		}
 		records = append(records, map[string]any{
-			"id":     jsonpath.IntNumber(int64(100000 + i)),
+			"id":     jsonvalue.IntNumber(int64(100000 + i)),
 			"note":   note,
 			"amount": "1 234.50",
 			"tags":   []any{"retail", "priority", "2024-01-15"},
@@ -48,7 +48,7 @@ func BenchmarkCheck(b *testing.B) {
 	for _, size := range []int{1 << 10, 50 << 10} {
 		doc := benchDocument(size)
 		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
-			b.SetBytes(int64(jsonpath.Size(doc)))
+			b.SetBytes(int64(jsonvalue.Size(doc)))
 			b.ReportAllocs()
 			for b.Loop() {
 				res, err := Check(context.Background(), set, Output, doc, valid)
@@ -76,7 +76,7 @@ func BenchmarkRule(b *testing.B) {
 	for _, typ := range []string{"length", "pattern", "regex", "pii", "custom"} {
 		set := parseSet(b, Output, `{"Rules": [`+rules[typ]+`]}`)
 		b.Run(typ, func(b *testing.B) {
-			b.SetBytes(int64(jsonpath.Size(doc)))
+			b.SetBytes(int64(jsonvalue.Size(doc)))
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := Check(context.Background(), set, Output, doc, valid); err != nil {

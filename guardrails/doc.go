@@ -27,7 +27,7 @@
 //
 //   - length measures the whole content: a string's length in characters
 //     (Unicode code points), any other value's length in characters of
-//     its compact JSON text (jsonpath.Marshal). It fails when the length
+//     its compact JSON text (jsonvalue.Marshal). It fails when the length
 //     is under Min or over Max (both inclusive bounds; a Max of 0 is no
 //     upper bound).
 //   - pattern fails on every occurrence of a Block substring, matched

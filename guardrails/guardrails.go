@@ -6,8 +6,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -55,7 +55,7 @@ type Verdict struct {
 func ParseVerdict(v any) (Verdict, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return Verdict{}, verdictError("got %s", jsonpath.TypeName(v))
+		return Verdict{}, verdictError("got %s", jsonvalue.TypeName(v))
 	}
 	var vd Verdict
 	valid, present := m["valid"]
@@ -63,11 +63,11 @@ func ParseVerdict(v any) (Verdict, error) {
 		return Verdict{}, verdictError(`"valid" is missing`)
 	}
 	if vd.Valid, ok = valid.(bool); !ok {
-		return Verdict{}, verdictError(`"valid" is %s, not a boolean`, jsonpath.TypeName(valid))
+		return Verdict{}, verdictError(`"valid" is %s, not a boolean`, jsonvalue.TypeName(valid))
 	}
 	if reason, present := m["reason"]; present {
 		if vd.Reason, ok = reason.(string); !ok {
-			return Verdict{}, verdictError(`"reason" is %s, not a string`, jsonpath.TypeName(reason))
+			return Verdict{}, verdictError(`"reason" is %s, not a string`, jsonvalue.TypeName(reason))
 		}
 	}
 	for k := range m {
@@ -127,7 +127,7 @@ type Finding struct {
 // action, kind, path, excerpt and message, for history events.
 func (f Finding) JSON() map[string]any {
 	return map[string]any{
-		"rule":    jsonpath.IntNumber(int64(f.Rule)),
+		"rule":    jsonvalue.IntNumber(int64(f.Rule)),
 		"type":    f.Type,
 		"action":  f.Action,
 		"kind":    f.Kind,
@@ -285,7 +285,7 @@ func contentLength(v any, min, max int64) (int64, bool) {
 	if s, ok := v.(string); ok {
 		return int64(utf8.RuneCountInString(s)), true
 	}
-	size := int64(jsonpath.Size(v))
+	size := int64(jsonvalue.Size(v))
 	if size < 0 {
 		return 0, false
 	}
@@ -293,7 +293,7 @@ func contentLength(v any, min, max int64) (int64, bool) {
 	if size/4 >= min && (max == 0 || size <= max) {
 		return size, true
 	}
-	text, err := jsonpath.Marshal(v)
+	text, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return 0, false
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonpath"
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -33,16 +33,16 @@ func parseSet(t testing.TB, stage Stage, set string) *states.GuardrailSet {
 // decode decodes JSON text for a test.
 func decode(t testing.TB, text string) any {
 	t.Helper()
-	v, err := jsonpath.Decode([]byte(text))
+	v, err := jsonvalue.Decode([]byte(text))
 	if err != nil {
-		t.Fatalf("jsonpath.Decode(%s) = %v", text, err)
+		t.Fatalf("jsonvalue.Decode(%s) = %v", text, err)
 	}
 	return v
 }
 
 // marshal writes v as JSON text for messages.
 func marshal(v any) string {
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return fmt.Sprintf("%#v (%v)", v, err)
 	}
@@ -94,7 +94,7 @@ func sameValue(a, b any) bool {
 	case reflect.Map, reflect.Slice:
 		return va.UnsafePointer() == vb.UnsafePointer()
 	}
-	return jsonpath.Equal(a, b)
+	return jsonvalue.Equal(a, b)
 }
 
 // ruleCase is a rule of one type with content it fails on and what the
@@ -204,10 +204,10 @@ func checkMatrixCase(t *testing.T, set *states.GuardrailSet, stage Stage, rc rul
 		if action == "mask" {
 			want = rc.mask
 		}
-		if !jsonpath.Equal(res.Content, decode(t, want)) {
+		if !jsonvalue.Equal(res.Content, decode(t, want)) {
 			t.Errorf("Check(%s).Content = %s, want %s", rc.fail, marshal(res.Content), want)
 		}
-		if !jsonpath.Equal(fail, decode(t, rc.fail)) {
+		if !jsonvalue.Equal(fail, decode(t, rc.fail)) {
 			t.Errorf("Check modified its input: %s, want %s", marshal(fail), rc.fail)
 		}
 	default:
@@ -433,13 +433,13 @@ func TestCheckOrder(t *testing.T) {
 			if fmt.Sprint(v.asked) != fmt.Sprint(tt.wantAsked) {
 				t.Errorf("validators asked = %q, want %q", v.asked, tt.wantAsked)
 			}
-			if len(v.seen) > 0 && !jsonpath.Equal(v.seen[len(v.seen)-1], decode(t, tt.wantSeen)) {
+			if len(v.seen) > 0 && !jsonvalue.Equal(v.seen[len(v.seen)-1], decode(t, tt.wantSeen)) {
 				t.Errorf("last validator saw %s, want %s", marshal(v.seen[len(v.seen)-1]), tt.wantSeen)
 			}
 			if got := summaries(res.Findings); fmt.Sprint(got) != fmt.Sprint(tt.wantFinds) {
 				t.Errorf("Findings = %q, want %q", got, tt.wantFinds)
 			}
-			if !jsonpath.Equal(res.Content, decode(t, tt.wantContent)) {
+			if !jsonvalue.Equal(res.Content, decode(t, tt.wantContent)) {
 				t.Errorf("Content = %s, want %s", marshal(res.Content), tt.wantContent)
 			}
 			var got asl.ErrorName
@@ -486,7 +486,7 @@ func TestCheckNested(t *testing.T) {
 		"key with space": "[REDACTED:phone]",
 		"a@example.com": "keys are not looked at"
 	}`)
-	if !jsonpath.Equal(res.Content, wantContent) {
+	if !jsonvalue.Equal(res.Content, wantContent) {
 		t.Errorf("Content = %s, want %s", marshal(res.Content), marshal(wantContent))
 	}
 	if after := marshal(content); after != before {

@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -101,7 +101,7 @@ func (s *scanner) message(sp span) string {
 
 // walk visits every string in v and returns v with the strings the rule
 // changed, copying only the objects and arrays on the way to them, and
-// whether anything changed. Values nested deeper than jsonpath.MaxDepth,
+// whether anything changed. Values nested deeper than jsonvalue.MaxDepth,
 // which are outside the JSON model, are not visited.
 func (s *scanner) walk(v any, depth int) (any, bool) {
 	switch x := v.(type) {
@@ -110,7 +110,7 @@ func (s *scanner) walk(v any, depth int) (any, bool) {
 			return out, true
 		}
 	case []any:
-		if depth >= jsonpath.MaxDepth {
+		if depth >= jsonvalue.MaxDepth {
 			return v, false
 		}
 		var out []any
@@ -129,7 +129,7 @@ func (s *scanner) walk(v any, depth int) (any, bool) {
 			return out, true
 		}
 	case map[string]any:
-		if depth >= jsonpath.MaxDepth {
+		if depth >= jsonvalue.MaxDepth {
 			return v, false
 		}
 		var out map[string]any
@@ -331,9 +331,9 @@ func formatPath(path []seg) string {
 	b = append(b, '$')
 	for _, s := range path {
 		if s.index >= 0 {
-			b = jsonpath.AppendIndex(b, s.index)
+			b = jsonvalue.AppendIndex(b, s.index)
 		} else {
-			b = jsonpath.AppendMember(b, s.key)
+			b = jsonvalue.AppendMember(b, s.key)
 		}
 	}
 	return string(b)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // BenchmarkEval measures one Output evaluated on a state input of about
@@ -16,7 +16,7 @@ func BenchmarkEval(b *testing.B) {
 	for i := range 20 {
 		items = append(items, fmt.Sprintf(`{"id":%d,"name":"item-%d","price":%d.25}`, i, i, i))
 	}
-	input, err := jsonpath.Decode([]byte(`{"order":"A-1","items":[` + strings.Join(items, ",") + `]}`))
+	input, err := jsonvalue.Decode([]byte(`{"order":"A-1","items":[` + strings.Join(items, ",") + `]}`))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func BenchmarkEval(b *testing.B) {
 		{"sum", `"{% $sum($states.input.items.price) %}"`},
 		{"literal", `{"a":1,"b":[true,"x"]}`},
 	} {
-		v, err := jsonpath.Decode([]byte(tc.tmpl))
+		v, err := jsonvalue.Decode([]byte(tc.tmpl))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -18,10 +18,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/aslrun/aslrun/jsonvalue"
 	lib "github.com/blues/jsonata-go"
 	"github.com/google/uuid"
-
-	"github.com/aslrun/aslrun/jsonpath"
 )
 
 // maxRangeItems is the most items $range makes (the limit of
@@ -81,7 +80,7 @@ func number(fn string, i int, v reflect.Value) (float64, error) {
 	if err != nil || !ok {
 		return 0, fmt.Errorf("T0410: Argument %d of function %s does not match function signature", i, fn)
 	}
-	f, _ := jsonpath.Float64(n)
+	f, _ := jsonvalue.Float64(n)
 	return f, nil
 }
 
@@ -194,7 +193,7 @@ func parse(text reflect.Value) (any, error) {
 	if !ok {
 		return nil, errors.New("T0410: Argument 1 of function parse does not match function signature")
 	}
-	v, err := jsonpath.Decode([]byte(strings.TrimSpace(s)))
+	v, err := jsonvalue.Decode([]byte(strings.TrimSpace(s)))
 	if err != nil {
 		return nil, fmt.Errorf("the text given to $parse is not JSON: %v", err)
 	}

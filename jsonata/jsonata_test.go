@@ -8,12 +8,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func decode(t *testing.T, s string) any {
 	t.Helper()
-	v, err := jsonpath.Decode([]byte(s))
+	v, err := jsonvalue.Decode([]byte(s))
 	if err != nil {
 		t.Fatalf("Decode(%s): %v", s, err)
 	}
@@ -52,7 +52,7 @@ func TestConversion(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || !jsonpath.Equal(got, decode(t, tc.want)) {
+		if err != nil || !jsonvalue.Equal(got, decode(t, tc.want)) {
 			t.Errorf("round trip of %s = %v, %v; want %s", tc.in, got, err, tc.want)
 		}
 		if n, ok := got.(json.Number); ok && string(n) != tc.want {
@@ -67,7 +67,7 @@ func TestConversion(t *testing.T) {
 		{[]string{"a", "b"}, `["a","b"]`}, {3, `3`}, {map[string]string{"k": "v"}, `{"k":"v"}`}, {(*any)(nil), `null`},
 	} {
 		got, err := fromJSONata(tc.in)
-		if err != nil || !jsonpath.Equal(got, decode(t, tc.want)) {
+		if err != nil || !jsonvalue.Equal(got, decode(t, tc.want)) {
 			t.Errorf("fromJSONata(%#v) = %v, %v; want %s", tc.in, got, err, tc.want)
 		}
 	}
@@ -183,7 +183,7 @@ func TestEval(t *testing.T) {
 			t.Fatalf("CompileTemplate(%s): %v", tc.tmpl, err)
 		}
 		got, err := tm.Eval(scope(t, `{"a":1,"z":null,"e":[]}`, vars), "Output")
-		if err != nil || !jsonpath.Equal(got, decode(t, tc.want)) {
+		if err != nil || !jsonvalue.Equal(got, decode(t, tc.want)) {
 			t.Errorf("Eval(%s) = %v, %v; want %s", tc.tmpl, got, err, tc.want)
 		}
 	}

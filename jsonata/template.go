@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // IsExpression reports whether a string of a definition is a JSONata
@@ -84,7 +84,7 @@ func (t *Template) compile(v any, ptr, field string, problems *Problems) any {
 		// every time.
 		for _, k := range slices.Sorted(maps.Keys(x)) {
 			e := x[k]
-			c := t.compile(e, ptr+"/"+jsonpath.EscapePointer(k), field+"/"+k, problems)
+			c := t.compile(e, ptr+"/"+jsonvalue.EscapePointer(k), field+"/"+k, problems)
 			out[k] = c
 			dynamic = dynamic || isDynamic(c)
 		}
@@ -192,7 +192,7 @@ func TypeName(v any) string { return typeName(v) }
 
 // compact writes v as compact JSON for a message.
 func compact(v any) string {
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}

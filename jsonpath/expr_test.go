@@ -3,6 +3,8 @@ package jsonpath
 import (
 	"errors"
 	"testing"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func TestCompileExprPaths(t *testing.T) {
@@ -34,7 +36,7 @@ func TestCompileExprPaths(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Eval(%q): %v", tt.src, err)
 			}
-			if want := decode(t, tt.want); !Equal(got, want) {
+			if want := decode(t, tt.want); !jsonvalue.Equal(got, want) {
 				t.Errorf("Eval(%q) = %s, want %s", tt.src, compact(t, got), tt.want)
 			}
 		})

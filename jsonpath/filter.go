@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // A filter [?( … )] is a boolean expression over the current value "@" and
@@ -76,14 +78,14 @@ func (n *compareNode) positive(ev *evaluator, cur any, l any, lok bool) bool {
 	}
 	switch n.op {
 	case "==", "!=":
-		return Equal(l, r)
+		return jsonvalue.Equal(l, r)
 	case "in", "nin":
 		list, ok := r.([]any)
 		if !ok {
 			return false
 		}
 		for _, v := range list {
-			if Equal(l, v) {
+			if jsonvalue.Equal(l, v) {
 				return true
 			}
 		}
@@ -109,7 +111,7 @@ func order(a, b any) (int, bool) {
 	switch x := a.(type) {
 	case json.Number:
 		if y, ok := b.(json.Number); ok {
-			return CompareNumbers(x, y), true
+			return jsonvalue.CompareNumbers(x, y), true
 		}
 	case string:
 		if y, ok := b.(string); ok {

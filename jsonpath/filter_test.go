@@ -1,6 +1,10 @@
 package jsonpath
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/aslrun/aslrun/jsonvalue"
+)
 
 // filterDoc holds values of every JSON type under "v", one per row, each row
 // with an id to name it in results.
@@ -98,7 +102,7 @@ func TestFilters(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Get(%q): %v", expr, err)
 			}
-			if want := decode(t, tt.want); !Equal(got, want) {
+			if want := decode(t, tt.want); !jsonvalue.Equal(got, want) {
 				t.Errorf("Get(%q) = %s, want %s", expr, compact(t, got), tt.want)
 			}
 		})
@@ -129,7 +133,7 @@ func TestFilterOnValues(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Get(%q): %v", tt.expr, err)
 			}
-			if want := decode(t, tt.want); !Equal(got, want) {
+			if want := decode(t, tt.want); !jsonvalue.Equal(got, want) {
 				t.Errorf("Get(%q) = %s, want %s", tt.expr, compact(t, got), tt.want)
 			}
 		})
@@ -145,7 +149,7 @@ func TestFilterAWSExample(t *testing.T) {
 		t.Fatalf("Get: %v", err)
 	}
 	want := decode(t, `[{"born":1990,"active":0},{"born":1992,"active":0}]`)
-	if !Equal(got, want) {
+	if !jsonvalue.Equal(got, want) {
 		t.Errorf("Get = %s, want %s", compact(t, got), compact(t, want))
 	}
 }

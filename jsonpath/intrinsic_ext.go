@@ -6,6 +6,8 @@ package jsonpath
 import (
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func evalArrayConcat(_ *call, args []any, _ Env) (any, error) {
@@ -152,7 +154,7 @@ func evalTokenCount(_ *call, args []any, _ Env) (any, error) {
 	if err != nil {
 		return nil, invalidArgs("States.TokenCount", "%v", err)
 	}
-	return IntNumber(n), nil
+	return jsonvalue.IntNumber(n), nil
 }
 
 func evalTruncate(_ *call, args []any, _ Env) (any, error) {
@@ -209,7 +211,7 @@ func executionTotal(env Env, field string) json.Number {
 func EstimateTokens(v any) (int64, error) {
 	text, ok := v.(string)
 	if !ok {
-		b, err := Marshal(v)
+		b, err := jsonvalue.Marshal(v)
 		if err != nil {
 			return 0, err
 		}

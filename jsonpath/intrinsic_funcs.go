@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // valueKind is the type a function expects of an argument.
@@ -337,7 +339,7 @@ func writeJavaString(b *strings.Builder, v any) {
 		}
 		b.WriteByte('}')
 	default:
-		if t, err := Marshal(v); err == nil {
+		if t, err := jsonvalue.Marshal(v); err == nil {
 			b.Write(t)
 		} else {
 			b.WriteString(typeName(v))
@@ -356,7 +358,7 @@ func evalStringToJSON(_ *call, args []any, _ Env) (any, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil // AWS: "" and " " give null
 	}
-	v, err := Decode([]byte(s))
+	v, err := jsonvalue.Decode([]byte(s))
 	if err != nil {
 		return nil, invalidArgs(fn, "the string is not JSON: %v", err)
 	}
@@ -390,7 +392,7 @@ func positiveZero(v any) any {
 }
 
 func evalJSONToString(_ *call, args []any, _ Env) (any, error) {
-	b, err := Marshal(args[0])
+	b, err := jsonvalue.Marshal(args[0])
 	if err != nil {
 		return nil, invalidArgs("States.JsonToString", "%v", err)
 	}
@@ -436,7 +438,7 @@ func evalArrayContains(_ *call, args []any, _ Env) (any, error) {
 		return nil, err
 	}
 	for _, e := range arr {
-		if Equal(e, args[1]) {
+		if jsonvalue.Equal(e, args[1]) {
 			return true, nil
 		}
 	}
@@ -466,7 +468,7 @@ func evalArrayRange(_ *call, args []any, _ Env) (any, error) {
 	}
 	out := make([]any, count)
 	for i := range out {
-		out[i] = IntNumber(start + int64(i)*step)
+		out[i] = jsonvalue.IntNumber(start + int64(i)*step)
 	}
 	return out, nil
 }
@@ -497,7 +499,7 @@ func evalArrayLength(_ *call, args []any, _ Env) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return IntNumber(int64(len(arr))), nil
+	return jsonvalue.IntNumber(int64(len(arr))), nil
 }
 
 func evalArrayUnique(_ *call, args []any, _ Env) (any, error) {
@@ -512,7 +514,7 @@ func evalArrayUnique(_ *call, args []any, _ Env) (any, error) {
 		key := uniqueKey(e)
 		dup := false
 		for _, j := range buckets[key] {
-			if Equal(out[j], e) {
+			if jsonvalue.Equal(out[j], e) {
 				dup = true
 				break
 			}
@@ -538,7 +540,7 @@ func uniqueKey(v any) string {
 	case string:
 		return "s" + x
 	case json.Number:
-		if f, ok := Float64(x); ok {
+		if f, ok := jsonvalue.Float64(x); ok {
 			return "#" + strconv.FormatFloat(f, 'g', -1, 64)
 		}
 		return "#"
@@ -702,7 +704,7 @@ func evalHash(_ *call, args []any, _ Env) (any, error) {
 	data, ok := args[0].(string)
 	if !ok {
 		// AWS hashes the text of a value that is not a string.
-		b, err := Marshal(args[0])
+		b, err := jsonvalue.Marshal(args[0])
 		if err != nil {
 			return nil, invalidArgs(fn, "%v", err)
 		}
@@ -774,14 +776,14 @@ func evalMathRandom(_ *call, args []any, env Env) (any, error) {
 	}
 	if len(args) == 2 {
 		drew(env)
-		return IntNumber(start + mrand.Int64N(bound)), nil
+		return jsonvalue.IntNumber(start + mrand.Int64N(bound)), nil
 	}
 	seed, err := intArg(fn, args, 2)
 	if err != nil {
 		return nil, err
 	}
 	r := newJavaRandom(seed)
-	return IntNumber(start + int64(r.nextInt(int32(bound)))), nil
+	return jsonvalue.IntNumber(start + int64(r.nextInt(int32(bound)))), nil
 }
 
 // javaRandom is java.util.Random: with a seed, MathRandom draws the number
@@ -835,7 +837,7 @@ func evalMathAdd(_ *call, args []any, _ Env) (any, error) {
 	if sum < -1<<31 || sum > 1<<31-1 {
 		return nil, invalidArgs(fn, "the sum %d is not in the integer range -2147483648 to 2147483647", sum)
 	}
-	return IntNumber(sum), nil
+	return jsonvalue.IntNumber(sum), nil
 }
 
 // Strings

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func TestIntrinsicFormat(t *testing.T) {
@@ -203,7 +205,7 @@ func TestIntrinsicJSONMerge(t *testing.T) {
 		if _, err := f.eval(in, nil); err != nil {
 			t.Fatal(err)
 		}
-		if want := decodeJSON(t, `{"a": {"x": 1}, "b": {"y": 2}}`); !Equal(in, want) {
+		if want := decodeJSON(t, `{"a": {"x": 1}, "b": {"y": 2}}`); !jsonvalue.Equal(in, want) {
 			t.Errorf("input after JsonMerge = %s, want %s", show(in), show(want))
 		}
 	})
@@ -248,7 +250,7 @@ func TestIntrinsicMathRandom(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, ok := Int64(v.(json.Number))
+			n, ok := jsonvalue.Int64(v.(json.Number))
 			if !ok || n < 1 || n >= 4 {
 				t.Fatalf("MathRandom(1, 4) = %v, want an integer in [1, 4)", v)
 			}
@@ -261,7 +263,7 @@ func TestIntrinsicMathRandom(t *testing.T) {
 	t.Run("truncated bounds", func(t *testing.T) {
 		for range 50 {
 			v, err := evalIntrinsic(t, `States.MathRandom(1.6, 2.4)`, ``, nil)
-			if err != nil || !Equal(v, json.Number("1")) {
+			if err != nil || !jsonvalue.Equal(v, json.Number("1")) {
 				t.Fatalf("MathRandom(1.6, 2.4) = %v, %v, want 1 (bounds truncate to [1, 2))", v, err)
 			}
 		}
@@ -272,7 +274,7 @@ func TestIntrinsicMathRandom(t *testing.T) {
 			t.Fatal(err)
 		}
 		pair := a.([]any)
-		if !Equal(pair[0], pair[1]) {
+		if !jsonvalue.Equal(pair[0], pair[1]) {
 			t.Errorf("two draws with seed 42 = %v, want equal values", pair)
 		}
 	})
@@ -424,7 +426,7 @@ func TestIntrinsicExtensions(t *testing.T) {
 			env := fakeEnv{ctx: decodeJSON(t, ctx)}
 			for _, src := range []string{`States.CurrentCost()`, `States.CurrentTokens()`} {
 				got, err := evalIntrinsic(t, src, ``, env)
-				if err != nil || !Equal(got, json.Number("0")) {
+				if err != nil || !jsonvalue.Equal(got, json.Number("0")) {
 					t.Errorf("%s with context %s = %s, %v, want 0", src, ctx, show(got), err)
 				}
 			}
@@ -531,7 +533,7 @@ func TestIntrinsicResultsAreIndependent(t *testing.T) {
 				t.Fatal(err)
 			}
 			res.(map[string]any)["added"] = true
-			if want := decodeJSON(t, `{"a": {"x": {"n": 1}, "y": 2}, "b": {"x": {"m": 2}}}`); !Equal(in, want) {
+			if want := decodeJSON(t, `{"a": {"x": {"n": 1}, "y": 2}, "b": {"x": {"m": 2}}}`); !jsonvalue.Equal(in, want) {
 				t.Errorf("input after changing the result of %s = %s, want %s", src, show(in), show(want))
 			}
 		})

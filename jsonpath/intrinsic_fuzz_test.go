@@ -3,6 +3,8 @@ package jsonpath
 import (
 	"errors"
 	"testing"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 const fuzzDocument = `{
@@ -78,7 +80,7 @@ func FuzzIntrinsic(f *testing.F) {
 			}
 			return
 		}
-		if _, err := Marshal(v); err != nil {
+		if _, err := jsonvalue.Marshal(v); err != nil {
 			t.Fatalf("eval(%q) = %#v, not a JSON value: %v", src, v, err)
 		}
 	})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // fakeEnv is an Env with a fixed context object and variables.
@@ -23,16 +25,16 @@ func (e fakeEnv) Variable(name string) (any, bool) {
 // decodeJSON decodes test JSON text, failing the test on error.
 func decodeJSON(t testing.TB, text string) any {
 	t.Helper()
-	v, err := Decode([]byte(text))
+	v, err := jsonvalue.Decode([]byte(text))
 	if err != nil {
-		t.Fatalf("Decode(%s): %v", text, err)
+		t.Fatalf("jsonvalue.Decode(%s): %v", text, err)
 	}
 	return v
 }
 
 // show writes v as compact JSON for failure messages.
 func show(v any) string {
-	b, err := Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return "<" + err.Error() + ">"
 	}
@@ -83,7 +85,7 @@ func runIntrinsicCases(t *testing.T, env Env, cases []intrinsicCase) {
 			if err != nil {
 				t.Fatalf("eval(%q) error: %v", tc.src, err)
 			}
-			if want := decodeJSON(t, tc.want); !Equal(got, want) {
+			if want := decodeJSON(t, tc.want); !jsonvalue.Equal(got, want) {
 				t.Errorf("eval(%q) = %s, want %s", tc.src, show(got), tc.want)
 			}
 		})
@@ -245,7 +247,7 @@ func TestIntrinsicPaths(t *testing.T) {
 	})
 	t.Run("nil env has no context", func(t *testing.T) {
 		got, err := evalIntrinsic(t, `States.CurrentTokens()`, `{}`, nil)
-		if err != nil || !Equal(got, json.Number("0")) {
+		if err != nil || !jsonvalue.Equal(got, json.Number("0")) {
 			t.Errorf("eval = %s, %v, want 0", show(got), err)
 		}
 	})

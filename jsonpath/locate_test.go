@@ -1,6 +1,10 @@
 package jsonpath
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/aslrun/aslrun/jsonvalue"
+)
 
 // valueAt returns the value at l in doc.
 func valueAt(doc any, l Location) (any, bool) {
@@ -53,14 +57,14 @@ func checkLocate(t *testing.T, path *Path, doc any) []Location {
 		if !ok {
 			t.Fatalf("Locate(%s)[%d] = %s, which is not in the document", path, i, l)
 		}
-		if !Equal(v, want[i]) {
+		if !jsonvalue.Equal(v, want[i]) {
 			t.Fatalf("Locate(%s)[%d] = %s holding %v, Get gives %v", path, i, l, v, want[i])
 		}
 		again, err := Compile(l.String())
 		if err != nil {
 			t.Fatalf("Compile(%s): %v", l, err)
 		}
-		if v2, err := again.Get(doc, nil); err != nil || !Equal(v2, v) {
+		if v2, err := again.Get(doc, nil); err != nil || !jsonvalue.Equal(v2, v) {
 			t.Fatalf("%s selects %v (%v), want %v", l, v2, err, v)
 		}
 	}
@@ -68,7 +72,7 @@ func checkLocate(t *testing.T, path *Path, doc any) []Location {
 }
 
 func TestLocate(t *testing.T) {
-	doc := mustDecode(t, `{
+	doc := decode(t, `{
 		"a": {"b": [1, 2, {"c": 3}], "d e": "x", "it's": true},
 		"é": 1, "😀": 2, "q's": 3, "t\"/\\\b\f\n\r\t": 4,
 		"msgs": [
@@ -164,7 +168,7 @@ func FuzzLocate(f *testing.F) {
 	}
 	f.Add(`[[[]],{"":[{}]}]`, "$..*")
 	f.Fuzz(func(t *testing.T, text, src string) {
-		doc, err := Decode([]byte(text))
+		doc, err := jsonvalue.Decode([]byte(text))
 		if err != nil {
 			return
 		}

@@ -37,6 +37,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // SyntaxError reports an expression (a path, a filter or an intrinsic call)
@@ -237,9 +239,9 @@ func (l Location) String() string {
 	b[0] = '$'
 	for _, s := range l {
 		if s.IsIndex {
-			b = AppendIndex(b, s.Index)
+			b = jsonvalue.AppendIndex(b, s.Index)
 		} else {
-			b = AppendMember(b, s.Key)
+			b = jsonvalue.AppendMember(b, s.Key)
 		}
 	}
 	return string(b)

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // evaluator evaluates indefinite paths. root is what "$" means inside
@@ -216,7 +218,7 @@ func javaClassName(v any) string {
 		if strings.ContainsAny(string(n), ".eE") {
 			return "java.lang.Double"
 		}
-		if i, ok := Int64(n); ok {
+		if i, ok := jsonvalue.Int64(n); ok {
 			if i >= -1<<31 && i < 1<<31 {
 				return "java.lang.Integer"
 			}
@@ -246,7 +248,7 @@ func javaString(v any) string {
 // marshalForMessage writes v as compact JSON for an error message; it never
 // fails.
 func marshalForMessage(v any) string {
-	b, err := Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return "<" + typeName(v) + ">"
 	}

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // segKind is what one step of a path selects.
@@ -358,13 +360,13 @@ func readEscape(src string, pos int, b *strings.Builder) (int, string) {
 	case 't':
 		b.WriteByte('\t')
 	case 'u':
-		r, ok := hex4(src, pos)
+		r, ok := jsonvalue.Hex4(src, pos)
 		if !ok {
 			return start, `\u must be followed by 4 hex digits`
 		}
 		pos += 4
 		if r >= 0xD800 && r < 0xDC00 && strings.HasPrefix(src[pos:], `\u`) {
-			if r2, ok := hex4(src, pos+2); ok && r2 >= 0xDC00 && r2 < 0xE000 {
+			if r2, ok := jsonvalue.Hex4(src, pos+2); ok && r2 >= 0xDC00 && r2 < 0xE000 {
 				b.WriteRune((r-0xD800)<<10 + (r2 - 0xDC00) + 0x10000)
 				return pos + 6, ""
 			}
@@ -491,3 +493,5 @@ func quoteChar(s string) string {
 	r, _ := utf8.DecodeRuneInString(s)
 	return strconv.QuoteRune(r)
 }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }

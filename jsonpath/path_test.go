@@ -4,14 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // decode decodes JSON text for a test, failing it on bad text.
 func decode(t testing.TB, text string) any {
 	t.Helper()
-	v, err := Decode([]byte(text))
+	v, err := jsonvalue.Decode([]byte(text))
 	if err != nil {
-		t.Fatalf("Decode(%s): %v", text, err)
+		t.Fatalf("jsonvalue.Decode(%s): %v", text, err)
 	}
 	return v
 }
@@ -19,9 +21,9 @@ func decode(t testing.TB, text string) any {
 // compact writes v as compact JSON for messages and comparisons.
 func compact(t testing.TB, v any) string {
 	t.Helper()
-	b, err := Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
-		t.Fatalf("Marshal(%#v): %v", v, err)
+		t.Fatalf("jsonvalue.Marshal(%#v): %v", v, err)
 	}
 	return string(b)
 }
@@ -264,7 +266,7 @@ func TestGetDefinite(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Get(%q): %v", tt.expr, err)
 			}
-			if want := decode(t, tt.want); !Equal(got, want) {
+			if want := decode(t, tt.want); !jsonvalue.Equal(got, want) {
 				t.Errorf("Get(%q) = %s, want %s", tt.expr, compact(t, got), tt.want)
 			}
 		})
@@ -310,7 +312,7 @@ func TestDotBeforeBracket(t *testing.T) {
 				}
 			case gotErr != nil || wantErr != nil:
 				t.Errorf("Get(%q) error = %v, want %v as for %q", tt.dotted, gotErr, wantErr, tt.plain)
-			case !Equal(got, want):
+			case !jsonvalue.Equal(got, want):
 				t.Errorf("Get(%q) = %s, want %s as for %q", tt.dotted, compact(t, got), compact(t, want), tt.plain)
 			}
 			gotLocs, err := dotted.Locate(doc)
@@ -334,7 +336,7 @@ func TestGetRootIsInput(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Get($): %v", err)
 	}
-	if !Equal(got, doc) {
+	if !jsonvalue.Equal(got, doc) {
 		t.Errorf("Get($) = %s, want the input", compact(t, got))
 	}
 }
@@ -445,7 +447,7 @@ func TestGetIndefinite(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Get(%q): %v", tt.expr, err)
 			}
-			if want := decode(t, tt.want); !Equal(got, want) {
+			if want := decode(t, tt.want); !jsonvalue.Equal(got, want) {
 				t.Errorf("Get(%q) = %s, want %s", tt.expr, compact(t, got), tt.want)
 			}
 		})
@@ -499,7 +501,7 @@ func TestGetRoots(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Get(%q): %v", tt.expr, err)
 			}
-			if want := decode(t, tt.want); !Equal(got, want) {
+			if want := decode(t, tt.want); !jsonvalue.Equal(got, want) {
 				t.Errorf("Get(%q) = %s, want %s", tt.expr, compact(t, got), tt.want)
 			}
 		})
@@ -567,7 +569,7 @@ func TestSet(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Set(%q): %v", tt.expr, err)
 			}
-			if want := decode(t, tt.want); !Equal(got, want) {
+			if want := decode(t, tt.want); !jsonvalue.Equal(got, want) {
 				t.Errorf("Set(%q) = %s, want %s", tt.expr, compact(t, got), tt.want)
 			}
 			if after := compact(t, doc); after != before {

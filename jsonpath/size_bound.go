@@ -1,5 +1,7 @@
 package jsonpath
 
+import "github.com/aslrun/aslrun/jsonvalue"
+
 // maxFactor caps the growth factors below so that bounds cannot overflow;
 // anything that large is simply "unbounded" for the payload limit.
 const maxFactor = 1 << 20
@@ -41,7 +43,7 @@ func (p *Path) sizeFactor() (factor int, ok bool) {
 func (n *tnode) boundParts() (fixed, factor int, ok bool) {
 	switch {
 	case n.isLit:
-		return Size(n.literal), 0, true
+		return jsonvalue.Size(n.literal), 0, true
 	case n.expr != nil:
 		if n.expr.path == nil {
 			return 0, 0, false
@@ -64,7 +66,7 @@ func (n *tnode) boundParts() (fixed, factor int, ok bool) {
 			if !ok {
 				return 0, 0, false
 			}
-			fixed, factor = fixed+Size(n.keys[i])+1+cf, factor+cfac
+			fixed, factor = fixed+jsonvalue.Size(n.keys[i])+1+cf, factor+cfac
 		}
 	}
 	if factor > maxFactor {

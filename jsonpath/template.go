@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // TemplateError reports a payload template that does not compile.
@@ -137,7 +139,7 @@ func (t *Template) compileObject(m map[string]any, pointer string) *tnode {
 	literal := true
 	seen := make(map[string]string, len(m))
 	for _, key := range slices.Sorted(maps.Keys(m)) {
-		ptr := pointer + "/" + EscapePointer(key)
+		ptr := pointer + "/" + jsonvalue.EscapePointer(key)
 		out := key
 		var child *tnode
 		if name, ok := strings.CutSuffix(key, ".$"); ok {

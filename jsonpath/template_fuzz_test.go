@@ -3,6 +3,8 @@ package jsonpath
 import (
 	"errors"
 	"testing"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // FuzzTemplate checks that CompileTemplate of any decoded JSON never panics,
@@ -24,7 +26,7 @@ func FuzzTemplate(f *testing.F) {
 	input := decode(f, orderDoc)
 	env := testEnv{ctx: input, vars: map[string]any{"v": decode(f, filterDoc)}}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := Decode(data)
+		v, err := jsonvalue.Decode(data)
 		if err != nil {
 			return
 		}

@@ -3,6 +3,8 @@ package jsonpath
 import (
 	"errors"
 	"testing"
+
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func TestTemplateEval(t *testing.T) {
@@ -44,7 +46,7 @@ func TestTemplateEval(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Eval(%s): %v", tt.template, err)
 			}
-			if want := decode(t, tt.want); !Equal(got, want) {
+			if want := decode(t, tt.want); !jsonvalue.Equal(got, want) {
 				t.Errorf("Eval(%s) = %s, want %s", tt.template, compact(t, got), tt.want)
 			}
 		})

@@ -15,7 +15,7 @@ import (
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // Checkpoints, rollback, fork and agent memory.
@@ -135,7 +135,7 @@ func diffInto(ops *[]api.PatchOp, path string, a, b any) {
 			break
 		}
 		for _, k := range slices.Sorted(maps.Keys(av)) {
-			p := path + "/" + jsonpath.EscapePointer(k)
+			p := path + "/" + jsonvalue.EscapePointer(k)
 			if bx, ok := bv[k]; ok {
 				diffInto(ops, p, av[k], bx)
 			} else {
@@ -144,7 +144,7 @@ func diffInto(ops *[]api.PatchOp, path string, a, b any) {
 		}
 		for _, k := range slices.Sorted(maps.Keys(bv)) {
 			if _, ok := av[k]; !ok {
-				*ops = append(*ops, api.PatchOp{Op: "add", Path: path + "/" + jsonpath.EscapePointer(k), Value: rawOrNull(bv[k])})
+				*ops = append(*ops, api.PatchOp{Op: "add", Path: path + "/" + jsonvalue.EscapePointer(k), Value: rawOrNull(bv[k])})
 			}
 		}
 		return
@@ -165,7 +165,7 @@ func diffInto(ops *[]api.PatchOp, path string, a, b any) {
 		}
 		return
 	}
-	if !jsonpath.Equal(a, b) {
+	if !jsonvalue.Equal(a, b) {
 		*ops = append(*ops, api.PatchOp{Op: "replace", Path: path, Value: rawOrNull(b)})
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // applyPatch applies an RFC 6902 patch of add, replace and remove
@@ -25,7 +25,7 @@ func applyPatch(doc any, ops []api.PatchOp) (any, error) {
 		var v any
 		if op.Op != "remove" {
 			var err error
-			if v, err = jsonpath.Decode(op.Value); err != nil {
+			if v, err = jsonvalue.Decode(op.Value); err != nil {
 				return nil, fmt.Errorf("op %d: value: %v", i, err)
 			}
 		}
@@ -117,7 +117,7 @@ func applyOp(doc any, tokens []string, op string, v any) (any, error) {
 		}
 		return c, nil
 	}
-	return nil, fmt.Errorf("%q into a %s", tokens[0], jsonpath.TypeName(doc))
+	return nil, fmt.Errorf("%q into a %s", tokens[0], jsonvalue.TypeName(doc))
 }
 
 func TestJSONPatch(t *testing.T) {
@@ -143,11 +143,11 @@ func TestJSONPatch(t *testing.T) {
 		{"deep", `{"a":{"b":{"c":[{"d":1},{"e":[1,2,3]}]}},"f/g~h":[null]}`, `{"a":{"b":{"c":[{"d":2},{"e":[3]},{}]}},"f/g~h":[]}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := jsonpath.Decode([]byte(tc.a))
+			a, err := jsonvalue.Decode([]byte(tc.a))
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := jsonpath.Decode([]byte(tc.b))
+			b, err := jsonvalue.Decode([]byte(tc.b))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,11 +163,11 @@ func TestJSONPatch(t *testing.T) {
 			if err != nil {
 				t.Fatalf("applying %s to %s: %v", got, tc.a, err)
 			}
-			if !jsonpath.Equal(applied, b) {
-				out, _ := jsonpath.Marshal(applied)
+			if !jsonvalue.Equal(applied, b) {
+				out, _ := jsonvalue.Marshal(applied)
 				t.Errorf("%s patched with %s = %s, want %s", tc.a, got, out, tc.b)
 			}
-			if !jsonpath.Equal(a, mustDecode(t, tc.a)) {
+			if !jsonvalue.Equal(a, mustDecode(t, tc.a)) {
 				t.Errorf("jsonPatch or applyPatch changed its first document")
 			}
 		})
@@ -176,7 +176,7 @@ func TestJSONPatch(t *testing.T) {
 
 func mustDecode(t *testing.T, s string) any {
 	t.Helper()
-	v, err := jsonpath.Decode([]byte(s))
+	v, err := jsonvalue.Decode([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,10 +254,10 @@ func TestCheckpointsRollbackAndFork(t *testing.T) {
 	if code, body := ts.call(t, RoleViewer, "GET", "/v1/executions/ck/checkpoints/two", nil, &cp); code != 200 {
 		t.Fatalf("get two: %d %s", code, body)
 	}
-	if !jsonpath.Equal(mustDecode(t, string(cp.Document)), mustDecode(t, `{"first":{"n":2,"x/y":true},"tags~":["a"]}`)) {
+	if !jsonvalue.Equal(mustDecode(t, string(cp.Document)), mustDecode(t, `{"first":{"n":2,"x/y":true},"tags~":["a"]}`)) {
 		t.Errorf("two's document = %s", cp.Document)
 	}
-	if !jsonpath.Equal(mustDecode(t, string(cp.Variables)), mustDecode(t, `{"changed":true}`)) {
+	if !jsonvalue.Equal(mustDecode(t, string(cp.Variables)), mustDecode(t, `{"changed":true}`)) {
 		t.Errorf("two's variables = %s, want {\"changed\":true}", cp.Variables)
 	}
 	var first api.Checkpoint
@@ -285,7 +285,7 @@ func TestCheckpointsRollbackAndFork(t *testing.T) {
 		t.Errorf("diff one → two = %s, want %s", got, want)
 	}
 	applied, err := applyPatch(mustDecode(t, string(first.Document)), patch)
-	if err != nil || !jsonpath.Equal(applied, mustDecode(t, string(cp.Document))) {
+	if err != nil || !jsonvalue.Equal(applied, mustDecode(t, string(cp.Document))) {
 		t.Errorf("one's document patched = %v, %v; want two's", applied, err)
 	}
 	var same []api.PatchOp
@@ -341,7 +341,7 @@ func TestCheckpointsRollbackAndFork(t *testing.T) {
 		t.Errorf("fork Location %q", loc)
 	}
 	child = ts.waitFor(t, "ck-fork", func(e api.Execution) bool { return e.Status == "SUCCEEDED" })
-	if child.Parent != "ck" || !jsonpath.Equal(mustDecode(t, string(child.Output)), mustDecode(t, string(cp.Document))) {
+	if child.Parent != "ck" || !jsonvalue.Equal(mustDecode(t, string(child.Output)), mustDecode(t, string(cp.Document))) {
 		t.Errorf("fork %+v: want parent ck and two's document as output", child)
 	}
 	if m := ts.memoryOf(t, "team"); m["extra"] != `[1,1]` {

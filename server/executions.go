@@ -13,7 +13,7 @@ import (
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
@@ -201,11 +201,11 @@ const maxPayloadCeiling = 1 << 30
 // input of an execution still running give it back (200); anything else
 // is a conflict, as Step Functions does.
 func (s *Server) existing(w http.ResponseWriter, e *engine.Execution, m *states.Machine, input any) error {
-	hash, err := jsonpath.CanonicalHash(m.Definition)
+	hash, err := jsonvalue.CanonicalHash(m.Definition)
 	if err != nil {
 		return err
 	}
-	same := e.DefinitionHash == hash && jsonpath.Equal(e.Input, input)
+	same := e.DefinitionHash == hash && jsonvalue.Equal(e.Input, input)
 	switch {
 	case e.Status.Ended():
 		return &problem{status: http.StatusConflict, kind: "exists", title: "the name is taken",

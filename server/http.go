@@ -14,7 +14,7 @@ import (
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
@@ -104,7 +104,7 @@ func decodeBody(r *http.Request, v any) error {
 	}
 	// The strict decoder first: duplicate keys, NaN, … named with their
 	// place.
-	if _, err := jsonpath.Decode(data); err != nil {
+	if _, err := jsonvalue.Decode(data); err != nil {
 		return badRequest("", "the body is not strict JSON: %v", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -124,7 +124,7 @@ func document(raw json.RawMessage, pointer string, def any) (any, error) {
 	if len(raw) == 0 {
 		return def, nil
 	}
-	v, err := jsonpath.Decode(raw)
+	v, err := jsonvalue.Decode(raw)
 	if err != nil {
 		return nil, badRequest(pointer, "%v", err)
 	}
@@ -136,7 +136,7 @@ func raw(v any) json.RawMessage {
 	if v == nil {
 		return nil
 	}
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return nil
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
@@ -171,7 +171,7 @@ func TestMetrics(t *testing.T) {
 		{"sleep", `{"StartAt":"Sleep","States":{"Sleep":{"Type":"Wait","Seconds":3600,"End":true}}}`, `{}`, engine.StatusWaiting},
 	}
 	for _, r := range runs {
-		in, err := jsonpath.Decode([]byte(r.input))
+		in, err := jsonvalue.Decode([]byte(r.input))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 //go:embed templates/*.html
@@ -264,7 +264,7 @@ func pretty(v any) string {
 	if v == nil {
 		return ""
 	}
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}

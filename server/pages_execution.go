@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -456,9 +456,9 @@ func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request) error {
 // readPatch reads a JSON Patch typed into a form; the error says where
 // the text is at fault: its line and column, or the operation and member.
 func readPatch(text string) (engine.Patch, error) {
-	v, err := jsonpath.Decode([]byte(text))
+	v, err := jsonvalue.Decode([]byte(text))
 	if err != nil {
-		var je *jsonpath.JSONError
+		var je *jsonvalue.JSONError
 		if errors.As(err, &je) && je.Offset >= 0 {
 			line, col := lineColumn(text, je.Offset)
 			return nil, fmt.Errorf("the patch is not JSON: line %d, column %d (%s): %s", line, col, je.Path, je.Msg)

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -69,7 +69,7 @@ func callUsage(detail any, currency string) (usageView, bool) {
 	v := usageView{Currency: currency}
 	for k, dst := range map[string]*int64{"inputTokens": &v.InputTokens, "outputTokens": &v.OutputTokens, "tokens": &v.Tokens} {
 		if n, isNum := u[k].(json.Number); isNum {
-			*dst, _ = jsonpath.Int64(n)
+			*dst, _ = jsonvalue.Int64(n)
 		}
 	}
 	if n, isNum := u["cost"].(json.Number); isNum && n != "0" {
@@ -158,7 +158,7 @@ func text(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
@@ -232,7 +232,7 @@ func debates(m *states.Machine, events []engine.Event, currency string) []debate
 		case ev.Type == engine.EventDebateRound:
 			detail, _ := ev.Detail.(map[string]any)
 			n, _ := detail["round"].(json.Number)
-			round, _ := jsonpath.Int64(n)
+			round, _ := jsonvalue.Int64(n)
 			if rs := out[k].Rounds; len(rs) > 0 && round <= rs[len(rs)-1].N {
 				// A retry of the Debate starts over from round 1.
 				out = append(out, debateView{State: name, Seq: out[k].Seq, Attempt: out[k].Attempt + 1, Topic: out[k].Topic})
@@ -300,7 +300,7 @@ func debateOutcome(d *states.Debate, output any) *outcomeView {
 		return nil
 	}
 	o := &outcomeView{}
-	if f, valid := jsonpath.Float64(n); valid {
+	if f, valid := jsonvalue.Float64(n); valid {
 		o.Agreement = strconv.FormatFloat(f*100, 'f', 0, 64) + "%"
 	}
 	switch obj["consensus"] {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
@@ -180,7 +181,7 @@ func (s *Server) formDecision(r *http.Request, e *engine.Execution, pa engine.Pe
 	p, _ := principalOf(r.Context())
 	d := engine.Decision{Approval: r.PostFormValue("option"), Approver: p.Name, Comment: r.PostFormValue("comment"), ApprovalID: pa.ID, Digest: r.PostFormValue("digest")}
 	if text := r.PostFormValue("edit"); strings.TrimSpace(text) != "" && pa.Editable != nil {
-		v, err := jsonpath.Decode([]byte(text))
+		v, err := jsonvalue.Decode([]byte(text))
 		if err != nil {
 			pr := syntaxProblem(text, err)
 			return d, &formRefusal{http.StatusBadRequest, fmt.Sprintf("the edited document is not JSON: %s: %s", pr.Where(), pr.Detail), []editProblem{pr}}, nil
@@ -215,7 +216,7 @@ func (s *Server) formDecision(r *http.Request, e *engine.Execution, pa engine.Pe
 // column.
 func syntaxProblem(text string, err error) editProblem {
 	pr := editProblem{Error: "JSON", Detail: err.Error()}
-	var je *jsonpath.JSONError
+	var je *jsonvalue.JSONError
 	if !errors.As(err, &je) {
 		return pr
 	}
@@ -263,7 +264,7 @@ func editPointer(path string, e *engine.Execution, state string) (pointer string
 		if st.IsIndex {
 			b.WriteString(strconv.Itoa(st.Index))
 		} else {
-			b.WriteString(jsonpath.EscapePointer(st.Key))
+			b.WriteString(jsonvalue.EscapePointer(st.Key))
 		}
 	}
 	return b.String(), true

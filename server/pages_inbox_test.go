@@ -15,7 +15,7 @@ import (
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // timedReview is an approval that escalates after an hour and times out
@@ -259,7 +259,7 @@ func TestSyntaxProblem(t *testing.T) {
 		{"{\r\n  \"a\": tru}", 2, 8, "$.a"},
 		{"[1] 2", 1, 5, "$"},
 	} {
-		_, err := jsonpath.Decode([]byte(tc.text))
+		_, err := jsonvalue.Decode([]byte(tc.text))
 		if err == nil {
 			t.Fatalf("Decode(%q) accepted it", tc.text)
 		}
@@ -281,7 +281,7 @@ func FuzzSyntaxProblem(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		_, err := jsonpath.Decode([]byte(text))
+		_, err := jsonvalue.Decode([]byte(text))
 		if err == nil {
 			return
 		}

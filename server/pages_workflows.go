@@ -11,7 +11,7 @@ import (
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
@@ -87,7 +87,7 @@ func (s *Server) workflowData(r *http.Request, name string, version int) (*workf
 	}
 	data := &workflowData{base: baseOf(r, "Workflow "+name), Workflow: v, Versions: versions, Input: "{}"}
 	data.CanStart = data.Principal.Role >= RoleOperator
-	if def, err := jsonpath.Decode(v.Definition); err == nil {
+	if def, err := jsonvalue.Decode(v.Definition); err == nil {
 		data.Definition = pretty(def)
 	}
 	if m, err := states.Parse(v.Definition); err == nil {
@@ -114,7 +114,7 @@ func (s *Server) startPage(w http.ResponseWriter, r *http.Request) error {
 		data.Error = fmt.Sprintf(format, args...)
 		return s.render(w, status, "workflow", data)
 	}
-	input, err := jsonpath.Decode([]byte(data.Input))
+	input, err := jsonvalue.Decode([]byte(data.Input))
 	if err != nil {
 		return refuse(http.StatusBadRequest, "the input is not JSON: %v", err)
 	}

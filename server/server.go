@@ -26,7 +26,7 @@ const DefaultMaxBody = 8 << 20
 // has working zero values.
 type Config struct {
 	// Store holds the executions; Executor runs them on it.
-	Store    store.Store
+	Store    Store
 	Executor *engine.Executor
 	// Agents are the server's own agents (its agents file), used by
 	// executions started without a mock; nil means none. AgentsFile is
@@ -53,7 +53,7 @@ type Config struct {
 // a crash left and those whose timers fall due. It is safe for
 // concurrent use.
 type Server struct {
-	st         store.Store
+	st         Store
 	x          *engine.Executor
 	agents     *agents.Registry
 	agentsFile []byte

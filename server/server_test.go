@@ -450,7 +450,7 @@ func TestServerAgents(t *testing.T) {
 // engine, which stores the trace it makes of it with the execution.
 func TestTraceParent(t *testing.T) {
 	hooks := engine.Hooks{NewTrace: func(parent string) string { return "made-from:" + parent }}
-	ts := newTestServer(t, func(c *Config) { c.Executor = engine.New(engine.Config{Store: c.Store, Hooks: hooks}) })
+	ts := newTestServer(t, func(c *Config) { c.Executor = engine.New(engine.Config{Store: c.Store.(engine.Store), Hooks: hooks}) })
 	req, _ := http.NewRequest("POST", ts.URL+"/v1/executions", strings.NewReader(`{"name":"tp","definition":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}}`))
 	req.Header.Set("Authorization", "Bearer "+ts.tokens[RoleOperator])
 	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -319,7 +319,7 @@ type inboxChange struct {
 
 // refresh reads the inbox from the store unless it was read just now,
 // and records its changes.
-func (in *inbox) refresh(ctx context.Context, st store.Store) error {
+func (in *inbox) refresh(ctx context.Context, st Executions) error {
 	in.polling.Lock()
 	defer in.polling.Unlock()
 	in.mu.Lock()
@@ -412,7 +412,7 @@ func (in *inbox) snapshot() ([]inboxChange, int64) {
 // readInbox reads every pending approval, oldest execution first, as
 // GET /v1/approvals lists them. Only the executions waiting for an
 // approval are loaded.
-func readInbox(ctx context.Context, st store.Store) ([]api.Approval, error) {
+func readInbox(ctx context.Context, st Executions) ([]api.Approval, error) {
 	list, err := st.List(ctx, store.ListOptions{Status: engine.StatusWaiting})
 	if err != nil {
 		return nil, err

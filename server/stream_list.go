@@ -158,7 +158,7 @@ type feedChange struct {
 
 // refresh reads the executions from the store unless they were read just
 // now, and records what changed.
-func (f *executionFeed) refresh(ctx context.Context, st store.Store) error {
+func (f *executionFeed) refresh(ctx context.Context, st Executions) error {
 	f.polling.Lock()
 	defer f.polling.Unlock()
 	f.mu.Lock()

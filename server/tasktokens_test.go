@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/aslrun/aslrun/api"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 const callbackDefinition = `{"StartAt":"Call","States":{
@@ -40,7 +40,7 @@ func waitingForToken(t *testing.T, ts *testServer, name string) string {
 	}
 	for _, ev := range events {
 		if ev.Type == "TaskScheduled" {
-			b, _ := jsonpath.Marshal(ev.Input)
+			b, _ := jsonvalue.Marshal(ev.Input)
 			if tok := tokenIn.FindString(string(b)); tok != "" {
 				return tok
 			}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/aslrun/aslrun/api"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
@@ -33,11 +33,11 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 		}
 		return badRequest("/definition", "%v", err)
 	}
-	text, err := jsonpath.Marshal(m.Definition)
+	text, err := jsonvalue.Marshal(m.Definition)
 	if err != nil {
 		return err
 	}
-	hash, err := jsonpath.CanonicalHash(m.Definition)
+	hash, err := jsonvalue.CanonicalHash(m.Definition)
 	if err != nil {
 		return err
 	}

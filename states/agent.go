@@ -9,6 +9,7 @@ import (
 
 	"github.com/aslrun/aslrun/governance"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // This file holds the agent-native states (Approval, Debate, Checkpoint)
@@ -270,7 +271,7 @@ func (p *parser) extensions(o *object) *Extensions {
 			p.governanceProblems(o.at("Governance"), o.state, err)
 			e.Governance, set = rules, rules != nil
 		} else {
-			o.errorf("Governance", "Governance must be an object, not %s", jsonpath.TypeName(v))
+			o.errorf("Governance", "Governance must be an object, not %s", jsonvalue.TypeName(v))
 		}
 	}
 	if !set {
@@ -434,7 +435,7 @@ func (p *parser) prompt(o *object) Prompt {
 		}
 		if d, ok := po.get("Details"); ok {
 			if _, isObj := d.(map[string]any); !isObj {
-				po.errorf("Details", "Details must be an object, not %s", jsonpath.TypeName(d))
+				po.errorf("Details", "Details must be an object, not %s", jsonvalue.TypeName(d))
 			}
 		}
 		for k := range po.m {
@@ -446,7 +447,7 @@ func (p *parser) prompt(o *object) Prompt {
 		pr.Template = p.template(o, "Prompt")
 	default:
 		o.used["Prompt"] = true
-		o.errorf("Prompt", "Prompt must be a string or an object, not %s", jsonpath.TypeName(v))
+		o.errorf("Prompt", "Prompt must be a string or an object, not %s", jsonvalue.TypeName(v))
 	}
 	return pr
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // This file holds the agent-native blocks of a Task (and the Memory block a
@@ -670,7 +671,7 @@ func jsonName(v any) string {
 	if b, ok := v.(bool); ok {
 		return fmt.Sprint(b)
 	}
-	return jsonpath.TypeName(v)
+	return jsonvalue.TypeName(v)
 }
 
 func (p *parser) reasoning(o *object, key string) *ReasoningConfig {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // This file holds the value grammars of the agent-native fields (durations,
@@ -151,7 +152,7 @@ func (o *object) durationText(key, extra string) (string, bool) {
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		o.errorf(key, "%s must be a duration string (%s%s), not %s", key, durationSyntax, extra, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be a duration string (%s%s), not %s", key, durationSyntax, extra, jsonvalue.TypeName(v))
 		return "", false
 	}
 	return s, true
@@ -186,7 +187,7 @@ func (o *object) money(key string) (float64, bool) {
 			return 0, false
 		}
 	default:
-		o.errorf(key, `%s must be an amount like "$5.00", a number or a numeric string, not %s`, key, jsonpath.TypeName(v))
+		o.errorf(key, `%s must be an amount like "$5.00", a number or a numeric string, not %s`, key, jsonvalue.TypeName(v))
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(text, 64)
@@ -217,10 +218,10 @@ func (o *object) fraction(key string) (float64, bool) {
 	}
 	n, isNum := v.(json.Number)
 	if !isNum {
-		o.errorf(key, "%s must be a number, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be a number, not %s", key, jsonvalue.TypeName(v))
 		return 0, false
 	}
-	f, fok := jsonpath.Float64(n)
+	f, fok := jsonvalue.Float64(n)
 	if !fok || !(f > 0 && f <= 1) {
 		o.errorf(key, "%s must be greater than 0 and at most 1, not %s", key, n)
 		return 0, false
@@ -239,7 +240,7 @@ func (o *object) percentage(key string) (float64, bool) {
 	if !isStr {
 		if _, isNum := v.(json.Number); !isNum {
 			o.used[key] = true
-			o.errorf(key, `%s must be a percentage like "50%%" or a number between 0 and 1, not %s`, key, jsonpath.TypeName(v))
+			o.errorf(key, `%s must be a percentage like "50%%" or a number between 0 and 1, not %s`, key, jsonvalue.TypeName(v))
 			return 0, false
 		}
 		return o.fraction(key)
@@ -401,7 +402,7 @@ func (p *parser) refPath(o *object, key string) *jsonpath.Path {
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		o.errorf(key, "%s must be a JSONPath string, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be a JSONPath string, not %s", key, jsonvalue.TypeName(v))
 		return nil
 	}
 	path, err := jsonpath.CompileReference(s)
@@ -420,7 +421,7 @@ func (p *parser) paths(o *object, key string) []*jsonpath.Path {
 	}
 	arr, isArr := v.([]any)
 	if !isArr {
-		o.errorf(key, "%s must be an array of JSONPath strings, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be an array of JSONPath strings, not %s", key, jsonvalue.TypeName(v))
 		return nil
 	}
 	out := make([]*jsonpath.Path, 0, len(arr))
@@ -428,7 +429,7 @@ func (p *parser) paths(o *object, key string) []*jsonpath.Path {
 		ptr := fmt.Sprintf("%s/%d", o.at(key), i)
 		s, isStr := e.(string)
 		if !isStr {
-			p.errorf(ptr, o.state, "%s[%d] must be a JSONPath string, not %s", key, i, jsonpath.TypeName(e))
+			p.errorf(ptr, o.state, "%s[%d] must be a JSONPath string, not %s", key, i, jsonvalue.TypeName(e))
 			continue
 		}
 		path, err := jsonpath.Compile(s)
@@ -486,7 +487,7 @@ func (t Text) Render(input any, env jsonpath.Env) (string, error) {
 			b.WriteString(s)
 			continue
 		}
-		js, err := jsonpath.Marshal(v)
+		js, err := jsonvalue.Marshal(v)
 		if err != nil {
 			return "", err
 		}

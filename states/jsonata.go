@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/aslrun/aslrun/jsonata"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // downgrade is AWS's message for a JSONPath state or machine in a
@@ -22,7 +22,7 @@ var jsonataStateFields = map[string][]string{
 	"Wait":       {"Next", "End", "Assign", "Output", "Seconds", "Timestamp"},
 	"Succeed":    {"Output"},
 	"Fail":       {"Error", "Cause"},
-	"Map":        {"Next", "End", "Assign", "Output", "Items", "ItemSelector", "ItemProcessor", "Iterator", "MaxConcurrency", "ToleratedFailureCount", "ToleratedFailurePercentage", "Label", "Retry", "Catch", "WritePolicy"},
+	"Map":        {"Next", "End", "Assign", "Output", "Items", "ItemSelector", "ItemProcessor", "Iterator", "MaxConcurrency", "ToleratedFailureCount", "ToleratedFailurePercentage", "Label", "ItemReader", "ItemBatcher", "ResultWriter", "Retry", "Catch", "WritePolicy"},
 	"Parallel":   {"Next", "End", "Assign", "Output", "Arguments", "Branches", "Retry", "Catch", "WritePolicy"},
 	"Checkpoint": {"Next", "End", "Assign", "Output", "Name", "Storage", "TTL"},
 }
@@ -144,7 +144,7 @@ func (p *parser) jsonataAssign(o *object, key string) *jsonata.Template {
 	for _, k := range sortedKeys(m) {
 		p.variableName(o, key, k, k)
 		if k == "states" {
-			p.errorf(o.at(key)+"/"+jsonpath.EscapePointer(k), o.state, "the variable name \"states\" is reserved: $states holds the state's input, result, error output and context")
+			p.errorf(o.at(key)+"/"+jsonvalue.EscapePointer(k), o.state, "the variable name \"states\" is reserved: $states holds the state's input, result, error output and context")
 		}
 	}
 	return p.jsonataTemplate(o, key)
@@ -217,7 +217,7 @@ func (p *parser) jsonataChoice(o *object, c Common) *Choice {
 			} else if _, isBool := cond.(bool); isBool {
 				r.ConditionExpr = p.compileJSONata(ro, "Condition", cond)
 			} else {
-				ro.errorf("Condition", `Condition must be a boolean or a JSONata expression ("{%% … %%}"), not %s`, jsonpath.TypeName(cond))
+				ro.errorf("Condition", `Condition must be a boolean or a JSONata expression ("{%% … %%}"), not %s`, jsonvalue.TypeName(cond))
 			}
 		}
 		for _, k := range sortedKeys(ro.m) {
@@ -284,7 +284,7 @@ func (p *parser) jsonataMap(o *object, c Common) *Map {
 			s.Items = p.jsonataTemplate(o, "Items")
 		default:
 			o.used["Items"] = true
-			o.errorf("Items", `Items must be an array or a JSONata expression ("{%% … %%}"), not %s`, jsonpath.TypeName(v))
+			o.errorf("Items", `Items must be an array or a JSONata expression ("{%% … %%}"), not %s`, jsonvalue.TypeName(v))
 		}
 	}
 	s.ItemSelectorJSONata = p.jsonataTemplate(o, "ItemSelector")
@@ -297,6 +297,7 @@ func (p *parser) jsonataMap(o *object, c Common) *Map {
 		s.ToleratedFailurePercentage, s.HasToleratedFailurePercentage = o.number("ToleratedFailurePercentage", 0, 100)
 	}
 	s.Label, _ = o.str("Label")
+	p.distributed(o, s)
 	s.Retry = p.retry(o)
 	s.Catch = p.catch(o, true)
 	return s

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aslrun/aslrun/governance"
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // MaxTimeoutSeconds is the largest TimeoutSeconds, HeartbeatSeconds,
@@ -19,9 +20,9 @@ const MaxTimeoutSeconds = 99999999
 
 // Parse decodes data strictly and validates it as a state machine
 // definition. A definition with problems returns an ErrorList holding every
-// problem found; text that is not strict JSON returns a *jsonpath.JSONError.
+// problem found; text that is not strict JSON returns a *jsonvalue.JSONError.
 func Parse(data []byte) (*Machine, error) {
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return nil, err
 	}
@@ -61,21 +62,18 @@ func ParseTimestamp(s string) (time.Time, bool) {
 // semantics, or AWS fields this engine does not run; they are rejected with
 // a message saying so rather than as unknown fields.
 var unsupportedStateFields = map[string]string{
-	"Resource":     "only a Task calls a resource",
-	"Credentials":  "only a Task has Credentials",
-	"ItemReader":   "ItemReader is not supported (items must come from the state input)",
-	"ResultWriter": "ResultWriter is not supported",
-	"ItemBatcher":  "ItemBatcher is not supported",
-	"Feedback":     "Feedback is not supported",
-	"Cache":        "Cache is not supported",
-	"Audit":        "Audit is not supported",
-	"Streaming":    "Streaming is not supported",
-	"Idempotent":   "Idempotent is not supported (every agent call receives an idempotency key)",
-	"Metadata":     "Metadata is not supported",
-	"Model":        "Model is not supported (configure the model on the agent)",
-	"Generation":   "Generation is not supported (configure generation on the agent)",
-	"Progress":     "Progress is not supported",
-	"Events":       "Events is not supported",
+	"Resource":    "only a Task calls a resource",
+	"Credentials": "only a Task has Credentials",
+	"Feedback":    "Feedback is not supported",
+	"Cache":       "Cache is not supported",
+	"Audit":       "Audit is not supported",
+	"Streaming":   "Streaming is not supported",
+	"Idempotent":  "Idempotent is not supported (every agent call receives an idempotency key)",
+	"Metadata":    "Metadata is not supported",
+	"Model":       "Model is not supported (configure the model on the agent)",
+	"Generation":  "Generation is not supported (configure generation on the agent)",
+	"Progress":    "Progress is not supported",
+	"Events":      "Events is not supported",
 }
 
 func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
@@ -263,7 +261,7 @@ func (p *parser) checkGraph(m *Machine, raw map[string]any, statesPtr string) {
 		if !ok {
 			continue
 		}
-		targets, ptrs := transitions(st, statesPtr+"/"+jsonpath.EscapePointer(n))
+		targets, ptrs := transitions(st, statesPtr+"/"+jsonvalue.EscapePointer(n))
 		for i, t := range targets {
 			if _, ok := raw[t]; !ok {
 				p.errorf(ptrs[i], n, "transition to state %q, which does not exist", t)
@@ -292,7 +290,7 @@ func (p *parser) checkGraph(m *Machine, raw map[string]any, statesPtr string) {
 	}
 	for _, n := range names {
 		if !seen[n] {
-			p.errorf(statesPtr+"/"+jsonpath.EscapePointer(n), n, "state %q is not reachable from StartAt", n)
+			p.errorf(statesPtr+"/"+jsonvalue.EscapePointer(n), n, "state %q is not reachable from StartAt", n)
 		}
 	}
 }
@@ -311,7 +309,7 @@ var stateFields = map[string][]string{
 	"Wait":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
 	"Succeed":    {"InputPath", "OutputPath"},
 	"Fail":       {"Error", "Cause", "ErrorPath", "CausePath", "Error.$", "Cause.$"},
-	"Map":        {"InputPath", "OutputPath", "Next", "End", "Assign", "ItemsPath", "ItemsPath.$", "ItemSelector", "Parameters", "ItemProcessor", "Iterator", "MaxConcurrency", "MaxConcurrencyPath", "ToleratedFailureCount", "ToleratedFailureCountPath", "ToleratedFailurePercentage", "ToleratedFailurePercentagePath", "Label", "ResultSelector", "ResultPath", "Retry", "Catch", "WritePolicy"},
+	"Map":        {"InputPath", "OutputPath", "Next", "End", "Assign", "ItemsPath", "ItemsPath.$", "ItemSelector", "Parameters", "ItemProcessor", "Iterator", "MaxConcurrency", "MaxConcurrencyPath", "ToleratedFailureCount", "ToleratedFailureCountPath", "ToleratedFailurePercentage", "ToleratedFailurePercentagePath", "Label", "ItemReader", "ItemBatcher", "ResultWriter", "ResultSelector", "ResultPath", "Retry", "Catch", "WritePolicy"},
 	"Parallel":   {"InputPath", "OutputPath", "Next", "End", "Assign", "Branches", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch", "WritePolicy"},
 	"Approval":   {"InputPath", "OutputPath", "Next", "End", "Assign", "Prompt", "Prompt.$", "Options", "Timeout", "Escalation", "ResultPath", "Choices", "Default", "Editable", "Catch", "Policy", "Notifications", "BatchMode", "ItemsPath", "OnTimeout", "RequiredApprovers", "WritePolicy"},
 	"Debate":     {"InputPath", "OutputPath", "Next", "End", "Assign", "Agents", "Topic", "TopicPath", "Topic.$", "Rounds", "Communication", "Consensus", "Parameters", "ResultPath", "Retry", "Catch", "WritePolicy"},
@@ -471,7 +469,7 @@ func (p *parser) ioPath(o *object, key string) IOPath {
 func (p *parser) path(o *object, key string, v any) *jsonpath.Path {
 	s, ok := v.(string)
 	if !ok {
-		o.errorf(key, "%s must be a JSONPath string, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be a JSONPath string, not %s", key, jsonvalue.TypeName(v))
 		return nil
 	}
 	path, err := jsonpath.Compile(s)
@@ -499,7 +497,7 @@ func (p *parser) expr(o *object, key string) *jsonpath.Expr {
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		o.errorf(key, "%s must be a JSONPath or intrinsic function string, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be a JSONPath or intrinsic function string, not %s", key, jsonvalue.TypeName(v))
 		return nil
 	}
 	e, err := jsonpath.CompileExpr(s)
@@ -520,7 +518,7 @@ func (p *parser) resultPath(o *object, key string) ResultPath {
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		o.errorf(key, "%s must be a JSONPath string or null, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be a JSONPath string or null, not %s", key, jsonvalue.TypeName(v))
 		return ResultPath{}
 	}
 	path, err := jsonpath.CompileReference(s)
@@ -594,7 +592,7 @@ func assignBlock(o *object, key string) (map[string]any, bool) {
 	m, isObj := v.(map[string]any)
 	if !isObj {
 		o.used[key] = true
-		o.errorf(key, "%s must be an object, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be an object, not %s", key, jsonvalue.TypeName(v))
 		return nil, false
 	}
 	return m, true
@@ -604,7 +602,7 @@ func assignBlock(o *object, key string) (map[string]any, bool) {
 // when it cannot name a variable.
 func (p *parser) variableName(o *object, key, k, name string) {
 	if !variableName.MatchString(name) || len(name) > 80 {
-		p.errorf(o.at(key)+"/"+jsonpath.EscapePointer(k), o.state, "%q is not a valid variable name (a letter or _ followed by letters, digits or _, at most 80 characters)", name)
+		p.errorf(o.at(key)+"/"+jsonvalue.EscapePointer(k), o.state, "%q is not a valid variable name (a letter or _ followed by letters, digits or _, at most 80 characters)", name)
 	}
 }
 
@@ -615,7 +613,7 @@ func (p *parser) pass(o *object, c Common) *Pass {
 	s := &Pass{Common: c}
 	s.Result, s.HasResult = o.get("Result")
 	if s.HasResult {
-		s.ResultSize = jsonpath.Size(s.Result)
+		s.ResultSize = jsonvalue.Size(s.Result)
 	}
 	s.Parameters = p.template(o, "Parameters")
 	s.ResultPath = p.resultPath(o, "ResultPath")
@@ -728,6 +726,9 @@ func (p *parser) processor(o *object, s *Map) {
 					if mode, ok := po.oneOf("Mode", "INLINE", "DISTRIBUTED"); ok {
 						s.Mode = mode
 					}
+					if s.Mode == "DISTRIBUTED" && s.Processor != nil {
+						s.Processor.Definition = processorDefinition(v, s.Processor.QueryLanguage)
+					}
 					if et, ok := po.oneOf("ExecutionType", "STANDARD", "EXPRESS"); ok {
 						s.ExecutionType = et
 					}
@@ -795,6 +796,7 @@ func (p *parser) mapState(o *object, c Common) *Map {
 	s.ToleratedFailurePercentage, s.HasToleratedFailurePercentage = o.number("ToleratedFailurePercentage", 0, 100)
 	s.ToleratedFailurePercentagePath = p.optPath(o, "ToleratedFailurePercentagePath")
 	s.Label, _ = o.str("Label")
+	p.distributed(o, s)
 	s.ResultSelector = p.template(o, "ResultSelector")
 	s.ResultPath = p.resultPath(o, "ResultPath")
 	s.Retry = p.retry(o)

@@ -8,16 +8,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func TestParseNotJSON(t *testing.T) {
 	for _, in := range []string{``, `{"StartAt": `, `not json`} {
 		t.Run(in, func(t *testing.T) {
 			m, err := Parse([]byte(in))
-			var je *jsonpath.JSONError
+			var je *jsonvalue.JSONError
 			if m != nil || !errors.As(err, &je) {
-				t.Errorf("Parse(%q) = %v, %v; want nil and a *jsonpath.JSONError", in, m, err)
+				t.Errorf("Parse(%q) = %v, %v; want nil and a *jsonvalue.JSONError", in, m, err)
 			}
 		})
 	}
@@ -68,13 +68,13 @@ func FuzzParse(f *testing.F) {
 		if err == nil {
 			return
 		}
-		var je *jsonpath.JSONError
+		var je *jsonvalue.JSONError
 		if errors.As(err, &je) {
 			return
 		}
 		var list ErrorList
 		if !errors.As(err, &list) || len(list) == 0 {
-			t.Fatalf("Parse error = %T %v, want a non-empty ErrorList or a *jsonpath.JSONError", err, err)
+			t.Fatalf("Parse error = %T %v, want a non-empty ErrorList or a *jsonvalue.JSONError", err, err)
 		}
 		for _, e := range list {
 			if e.Msg == "" || (e.Pointer != "" && !strings.HasPrefix(e.Pointer, "/")) {

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // ResourceKind says what a Task's Resource ARN names.
@@ -221,7 +221,7 @@ func (p *parser) functionName(o *object, args string) string {
 	}
 	name, ok := fv.(string)
 	if !ok {
-		p.errorf(ptr+"/FunctionName", o.state, "FunctionName must be a string, not %s", jsonpath.TypeName(fv))
+		p.errorf(ptr+"/FunctionName", o.state, "FunctionName must be a string, not %s", jsonvalue.TypeName(fv))
 		return ""
 	}
 	if args == "Arguments" && strings.HasPrefix(name, "{%") {
@@ -244,7 +244,7 @@ func (p *parser) credentials(o *object, jsonataState bool) (any, bool) {
 	}
 	obj, isObj := v.(map[string]any)
 	if !isObj {
-		o.errorf("Credentials", "Credentials must be an object, not %s", jsonpath.TypeName(v))
+		o.errorf("Credentials", "Credentials must be an object, not %s", jsonvalue.TypeName(v))
 		return nil, false
 	}
 	ptr := o.at("Credentials")
@@ -264,7 +264,7 @@ func (p *parser) credentials(o *object, jsonataState bool) (any, bool) {
 	good := true
 	for _, k := range sortedKeys(obj) {
 		if k != "RoleArn" && k != "RoleArn.$" {
-			p.errorf(ptr+"/"+jsonpath.EscapePointer(k), o.state, "field %s is not valid in Credentials (only RoleArn)", k)
+			p.errorf(ptr+"/"+jsonvalue.EscapePointer(k), o.state, "field %s is not valid in Credentials (only RoleArn)", k)
 			good = false
 		}
 	}

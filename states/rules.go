@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // errorAll is the ErrorEquals name that matches every error.
@@ -58,7 +59,7 @@ func (p *parser) array(o *object, key string) ([]any, bool) {
 	}
 	arr, isArr := v.([]any)
 	if !isArr {
-		o.errorf(key, "%s must be an array, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be an array, not %s", key, jsonvalue.TypeName(v))
 		return nil, false
 	}
 	return arr, true
@@ -336,20 +337,20 @@ func (p *parser) condition(ro *object) Condition {
 	switch comparisonOperators[op] {
 	case operandString:
 		if _, ok := v.(string); !ok {
-			ro.errorf(op, "%s needs a string, not %s", op, jsonpath.TypeName(v))
+			ro.errorf(op, "%s needs a string, not %s", op, jsonvalue.TypeName(v))
 		}
 	case operandNumber:
 		if _, ok := v.(json.Number); !ok {
-			ro.errorf(op, "%s needs a number, not %s", op, jsonpath.TypeName(v))
+			ro.errorf(op, "%s needs a number, not %s", op, jsonvalue.TypeName(v))
 		}
 	case operandBool:
 		if _, ok := v.(bool); !ok {
-			ro.errorf(op, "%s needs a boolean, not %s", op, jsonpath.TypeName(v))
+			ro.errorf(op, "%s needs a boolean, not %s", op, jsonvalue.TypeName(v))
 		}
 	case operandTimestamp:
 		s, ok := v.(string)
 		if !ok {
-			ro.errorf(op, "%s needs a timestamp string, not %s", op, jsonpath.TypeName(v))
+			ro.errorf(op, "%s needs a timestamp string, not %s", op, jsonvalue.TypeName(v))
 			break
 		}
 		t, valid := ParseTimestamp(s)

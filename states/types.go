@@ -35,8 +35,9 @@ type Machine struct {
 	// DefaultTools, ToolCategories, Governance); nil when none is set.
 	Extensions *Extensions
 	// Definition is the decoded definition the machine was parsed from
-	// (top-level machines only), so that it can be stored and parsed again.
-	// Never modify it.
+	// (top-level machines, and the processors of Distributed Maps, which
+	// their child executions store), so that it can be stored and parsed
+	// again. Never modify it.
 	Definition any
 }
 
@@ -305,7 +306,9 @@ type Map struct {
 	ToleratedFailurePercentageExpr *jsonata.Template
 	// Processor is the machine run per item (ItemProcessor or the legacy Iterator).
 	Processor *Machine
-	// Mode is "INLINE" or "DISTRIBUTED" (which runs inline).
+	// Mode is "INLINE" or "DISTRIBUTED": a Distributed Map runs each item
+	// (or batch) as a child execution, whose definition is
+	// Processor.Definition.
 	Mode string
 	// ExecutionType is the ProcessorConfig ExecutionType ("" when absent).
 	ExecutionType string
@@ -320,8 +323,14 @@ type Map struct {
 	ToleratedFailurePercentage     float64
 	HasToleratedFailurePercentage  bool
 	ToleratedFailurePercentagePath *jsonpath.Path
-	// Label is the distributed map's label (informational).
+	// Label names a Distributed Map's map run and child executions
+	// ("" means the state's name).
 	Label string
+	// ItemReader, ItemBatcher and ResultWriter are a Distributed Map's
+	// (nil when absent, and always on an INLINE Map).
+	ItemReader   *ItemReader
+	ItemBatcher  *ItemBatcher
+	ResultWriter *ResultWriter
 	// ResultSelector, ResultPath, Retry and Catch as on Task.
 	ResultSelector *jsonpath.Template
 	ResultPath     ResultPath

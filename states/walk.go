@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/aslrun/aslrun/governance"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // parser collects every problem found while turning a decoded definition
@@ -45,13 +45,13 @@ type object struct {
 func (p *parser) newObject(v any, ptr, state, what string) *object {
 	m, ok := v.(map[string]any)
 	if !ok {
-		p.errorf(ptr, state, "%s must be an object, not %s", what, jsonpath.TypeName(v))
+		p.errorf(ptr, state, "%s must be an object, not %s", what, jsonvalue.TypeName(v))
 		return nil
 	}
 	return &object{p: p, ptr: ptr, state: state, m: m, used: make(map[string]bool, len(m))}
 }
 
-func (o *object) at(key string) string { return o.ptr + "/" + jsonpath.EscapePointer(key) }
+func (o *object) at(key string) string { return o.ptr + "/" + jsonvalue.EscapePointer(key) }
 
 func (o *object) errorf(key, format string, args ...any) {
 	ptr := o.ptr
@@ -86,7 +86,7 @@ func (o *object) str(key string) (string, bool) {
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		o.errorf(key, "%s must be a string, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be a string, not %s", key, jsonvalue.TypeName(v))
 		return "", false
 	}
 	return s, true
@@ -112,7 +112,7 @@ func (o *object) boolean(key string) (bool, bool) {
 	}
 	b, isBool := v.(bool)
 	if !isBool {
-		o.errorf(key, "%s must be a boolean, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be a boolean, not %s", key, jsonvalue.TypeName(v))
 		return false, false
 	}
 	return b, true
@@ -126,10 +126,10 @@ func (o *object) integer(key string, min, max int64) (int64, bool) {
 	}
 	n, isNum := v.(json.Number)
 	if !isNum {
-		o.errorf(key, "%s must be an integer, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be an integer, not %s", key, jsonvalue.TypeName(v))
 		return 0, false
 	}
-	i, isInt := jsonpath.Int64(n)
+	i, isInt := jsonvalue.Int64(n)
 	if !isInt {
 		o.errorf(key, "%s must be an integer, not %s", key, n)
 		return 0, false
@@ -153,10 +153,10 @@ func (o *object) number(key string, min, max float64) (float64, bool) {
 	}
 	n, isNum := v.(json.Number)
 	if !isNum {
-		o.errorf(key, "%s must be a number, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be a number, not %s", key, jsonvalue.TypeName(v))
 		return 0, false
 	}
-	f, fok := jsonpath.Float64(n)
+	f, fok := jsonvalue.Float64(n)
 	if !fok || f < min || f > max {
 		if math.IsInf(max, 1) {
 			o.errorf(key, "%s must be at least %g, not %s", key, min, n)
@@ -175,7 +175,7 @@ func (o *object) strings(key string) ([]string, bool) {
 	}
 	arr, isArr := v.([]any)
 	if !isArr {
-		o.errorf(key, "%s must be an array of strings, not %s", key, jsonpath.TypeName(v))
+		o.errorf(key, "%s must be an array of strings, not %s", key, jsonvalue.TypeName(v))
 		return nil, false
 	}
 	out := make([]string, 0, len(arr))
@@ -183,7 +183,7 @@ func (o *object) strings(key string) ([]string, bool) {
 	for i, e := range arr {
 		s, isStr := e.(string)
 		if !isStr {
-			o.p.errorf(fmt.Sprintf("%s/%d", o.at(key), i), o.state, "%s[%d] must be a string, not %s", key, i, jsonpath.TypeName(e))
+			o.p.errorf(fmt.Sprintf("%s/%d", o.at(key), i), o.state, "%s[%d] must be a string, not %s", key, i, jsonvalue.TypeName(e))
 			good = false
 			continue
 		}

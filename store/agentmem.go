@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // Agent memory (engine.MemoryStore): one record per namespace and key,
@@ -100,15 +100,15 @@ func applyMemoryWrites(ws []memWrite, get func(key []byte) []byte) ([]memRecord,
 					return nil, fmt.Errorf("memory record %q: %w", w.key, err)
 				}
 				if r.ExpiresAt.IsZero() || rec.UpdatedAt.Before(r.ExpiresAt) {
-					prev, err := jsonpath.Decode(r.Value)
+					prev, err := jsonvalue.Decode(r.Value)
 					if err != nil {
 						return nil, fmt.Errorf("memory record %q: %w", w.key, err)
 					}
-					add, err := jsonpath.Decode(w.value)
+					add, err := jsonvalue.Decode(w.value)
 					if err != nil {
 						return nil, err
 					}
-					if rec.Value, err = jsonpath.Marshal(jsonpath.Combine(prev, add)); err != nil {
+					if rec.Value, err = jsonvalue.Marshal(jsonvalue.Combine(prev, add)); err != nil {
 						return nil, err
 					}
 				}
@@ -137,7 +137,7 @@ func decodeMemory(key, data []byte, now time.Time) (*engine.MemoryEntry, error) 
 	if !e.Live(now) {
 		return nil, nil
 	}
-	v, err := jsonpath.Decode(r.Value)
+	v, err := jsonvalue.Decode(r.Value)
 	if err != nil {
 		return nil, fmt.Errorf("memory %s/%s: %w", ns, k, err)
 	}

@@ -17,7 +17,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // commitBenchDoc is an agent-like document of about 1 KiB.
@@ -35,7 +35,7 @@ const commitBenchDoc = `{"ticket":{"id":"T-20250314-0042","channel":"email","pri
 // benchCommit returns a realistic transition commit of execution id: the
 // document, variables, visits and three history events.
 func benchCommit(tb testing.TB, id string) *engine.Commit {
-	d, err := jsonpath.Decode([]byte(commitBenchDoc))
+	d, err := jsonvalue.Decode([]byte(commitBenchDoc))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func benchCommit(tb testing.TB, id string) *engine.Commit {
 		Execution: id, Status: engine.StatusRunning,
 		Scopes: map[string]*engine.Scope{"": {
 			Next: "Review", Doc: d,
-			Vars:   map[string]any{"attempts": jsonpath.IntNumber(1), "customer": "C-99812"},
+			Vars:   map[string]any{"attempts": jsonvalue.IntNumber(1), "customer": "C-99812"},
 			Visits: map[string]int{"Classify": 1, "Draft": 1},
 		}},
 		Invocations: map[string]int{"Drafter": 1},
@@ -129,7 +129,7 @@ func BenchmarkCommitDurable50KiB(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(jsonpath.Size(doc)), "doc-bytes")
+	b.ReportMetric(float64(jsonvalue.Size(doc)), "doc-bytes")
 }
 
 // commitWrites returns the keys and values one bench commit writes after
@@ -515,7 +515,7 @@ type stateLoop struct {
 }
 
 func newStateLoop(tb testing.TB, id string) *stateLoop {
-	d, err := jsonpath.Decode([]byte(commitBenchDoc))
+	d, err := jsonvalue.Decode([]byte(commitBenchDoc))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -531,7 +531,7 @@ func (l *stateLoop) next() *engine.Commit {
 	for range statesPerCommit {
 		in := l.doc
 		out := maps.Clone(in)
-		out["step_count"] = jsonpath.IntNumber(int64(l.event))
+		out["step_count"] = jsonvalue.IntNumber(int64(l.event))
 		l.doc = out
 		l.event++
 		events = append(events, engine.Event{ID: 2*l.event - 1, Type: "PassStateEntered", State: "Step", Timestamp: now, Input: in, Document: in})

@@ -16,7 +16,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 	"github.com/aslrun/aslrun/store/storetest"
 )
@@ -206,7 +206,7 @@ func TestBoltRefusesEmptyFiles(t *testing.T) {
 // decode decodes a document.
 func decode(t *testing.T, s string) any {
 	t.Helper()
-	v, err := jsonpath.Decode([]byte(s))
+	v, err := jsonvalue.Decode([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestBoltReopen(t *testing.T) {
 
 func mustMarshal(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}

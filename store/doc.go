@@ -8,8 +8,8 @@
 //
 // Record envelopes are JSON objects read by encoding/json; every document
 // inside them (inputs, outputs, scope documents, variables, event
-// payloads) is written by jsonpath.Marshal and read back by
-// jsonpath.Decode, so numbers keep their exact text. The records written
+// payloads) is written by jsonvalue.Marshal and read back by
+// jsonvalue.Decode, so numbers keep their exact text. The records written
 // by every commit are written without reflection: heads (head.go), events
 // and history records in binary, scopes as JSON by recordWriter; the
 // others by encoding/json. Times are stored in UTC.
@@ -77,7 +77,7 @@
 // History reads exactly the execution's records, newest first, and
 // returns them oldest first.
 //
-// A blob key is the hex SHA-256 of the document's jsonpath.Marshal form,
+// A blob key is the hex SHA-256 of the document's jsonvalue.Marshal form,
 // so identical documents, across checkpoints and executions, are stored
 // once, and each comes back exactly as written. The checkpoint record also
 // keeps the document's canonical hash (its identity).

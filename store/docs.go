@@ -10,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // Documents of the history. The events of a commit carry the same
@@ -21,9 +21,9 @@ import (
 // input and output by that hash; a document the execution's history
 // already holds is not stored again. Each document is stored
 //
-//	[0:32]   its canonical hash (jsonpath.CanonicalHash)
+//	[0:32]   its canonical hash (jsonvalue.CanonicalHash)
 //	[32]     how: docFull or docDelta
-//	docFull  its jsonpath.Marshal form (length, uvarint, and bytes)
+//	docFull  its jsonvalue.Marshal form (length, uvarint, and bytes)
 //	docDelta the hash of an earlier document of the execution's history,
 //	         its base (32 bytes), then a delta from the base (length and
 //	         bytes): a document that changes a field of the one before
@@ -32,7 +32,7 @@ import (
 // A delta is a list of operations (their number, uvarint), each an opcode
 // (deltaSet or deltaRemove), a path of object member names (their number
 // and each name as a string) and, for deltaSet, the member's new value
-// (length and jsonpath.Marshal form). Paths go only through objects:
+// (length and jsonvalue.Marshal form). Paths go only through objects:
 // arrays and scalars are set whole.
 //
 // Reading a history rebuilds its documents in order (historyReader), and
@@ -87,7 +87,7 @@ func readDocs(rd *reader) []storedDoc {
 // value decodes the document, a delta against a document of docs.
 func (d *storedDoc) value(docs map[[sha256.Size]byte]any) (any, error) {
 	if d.kind == docFull {
-		return jsonpath.Decode(d.data)
+		return jsonvalue.Decode(d.data)
 	}
 	base, ok := docs[d.base]
 	if !ok {
@@ -142,7 +142,7 @@ func (d *deltaScratch) walk(am, bm map[string]any) bool {
 		d.ops = appendDeltaOp(d.ops, deltaSet, d.path)
 		start := len(d.ops)
 		var err error
-		if d.ops, err = jsonpath.AppendJSON(d.ops, bv); err != nil {
+		if d.ops, err = jsonvalue.AppendJSON(d.ops, bv); err != nil {
 			return false
 		}
 		d.ops = prefixLength(d.ops, start)
@@ -223,7 +223,7 @@ func applyDelta(base any, delta []byte) (any, error) {
 				break
 			}
 			var err error
-			if v, err = jsonpath.Decode(raw); err != nil {
+			if v, err = jsonvalue.Decode(raw); err != nil {
 				return nil, fmt.Errorf("delta operation %d: %w", i+1, err)
 			}
 		case deltaRemove:
@@ -252,7 +252,7 @@ func applyDelta(base any, delta []byte) (any, error) {
 func setPath(doc any, path []string, v any, remove bool) (any, error) {
 	m, ok := doc.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("member %q of a %s", path[0], jsonpath.TypeName(doc))
+		return nil, fmt.Errorf("member %q of a %s", path[0], jsonvalue.TypeName(doc))
 	}
 	c := maps.Clone(m)
 	if c == nil {
@@ -356,7 +356,7 @@ func (w *docWriter) add(v any, scope string) ([sha256.Size]byte, error) {
 		buf := append(append(append(w.buf, sum[:]...), docDelta), base.sum[:]...)
 		mark := len(buf)
 		if buf, ok := appendDelta(buf, base.v, v, 4*maxDeltaLen, w.delta); ok {
-			if n := len(buf) - mark; n <= maxDeltaLen || 2*n < jsonpath.Size(v) {
+			if n := len(buf) - mark; n <= maxDeltaLen || 2*n < jsonvalue.Size(v) {
 				w.buf = prefixLength(buf, mark)
 				return sum, nil
 			}
@@ -424,7 +424,7 @@ type execDocs struct {
 	stored map[[sha256.Size]byte]struct{}
 	byID   map[docIdentity]memoEntry
 	last   map[string]cachedDoc
-	enc    *jsonpath.EncodeCache
+	enc    *jsonvalue.EncodeCache
 	gen    int // the docCache's gen when enc was made
 	spare  map[docIdentity]memoEntry
 	delta  deltaScratch // the buffers of the deltas of its commits
@@ -492,7 +492,7 @@ func (e *execDocs) memo() *docMemo {
 		m.m = make(map[docIdentity]memoEntry)
 	}
 	if e.enc == nil {
-		e.enc = jsonpath.NewEncodeCache(maxExecEncodings)
+		e.enc = jsonvalue.NewEncodeCache(maxExecEncodings)
 	}
 	m.enc = e.enc
 	return m
@@ -556,11 +556,11 @@ func (c *docCache) grew(n int) {
 type docMemo struct {
 	m    map[docIdentity]memoEntry
 	prev map[docIdentity]memoEntry
-	enc  *jsonpath.EncodeCache
+	enc  *jsonvalue.EncodeCache
 }
 
 // memoEntry is a document (held, so that its memory is not reused), its
-// jsonpath.Marshal form when it was encoded, and its canonical hash when
+// jsonvalue.Marshal form when it was encoded, and its canonical hash when
 // hashed.
 type memoEntry struct {
 	v      any
@@ -594,28 +594,28 @@ func identityOf(v any) (docIdentity, bool) {
 	return docIdentity{}, false
 }
 
-// marshal returns jsonpath.Marshal(v), with the memo's encodings.
+// marshal returns jsonvalue.Marshal(v), with the memo's encodings.
 func (m *docMemo) marshal(v any) ([]byte, error) {
 	if m.enc != nil {
 		return m.enc.Marshal(v)
 	}
-	return jsonpath.Marshal(v)
+	return jsonvalue.Marshal(v)
 }
 
-// canonicalSum returns the SHA-256 of jsonpath.Canonical(v), with the
+// canonicalSum returns the SHA-256 of jsonvalue.Canonical(v), with the
 // memo's encodings.
 func (m *docMemo) canonicalSum(v any) ([sha256.Size]byte, error) {
 	if m.enc != nil {
 		return m.enc.CanonicalSum(v)
 	}
-	b, err := jsonpath.Canonical(v)
+	b, err := jsonvalue.Canonical(v)
 	if err != nil {
 		return [sha256.Size]byte{}, err
 	}
 	return sha256.Sum256(b), nil
 }
 
-// raw returns jsonpath.Marshal(v).
+// raw returns jsonvalue.Marshal(v).
 func (m *docMemo) raw(v any) ([]byte, error) {
 	id, ok := identityOf(v)
 	if !ok {
@@ -639,8 +639,8 @@ func (m *docMemo) raw(v any) ([]byte, error) {
 	return ent.raw, nil
 }
 
-// hash returns the SHA-256 of jsonpath.Canonical(v), whose hex is
-// jsonpath.CanonicalHash(v).
+// hash returns the SHA-256 of jsonvalue.Canonical(v), whose hex is
+// jsonvalue.CanonicalHash(v).
 func (m *docMemo) hash(v any) ([sha256.Size]byte, error) {
 	id, ok := identityOf(v)
 	if !ok {
@@ -663,7 +663,7 @@ func (m *docMemo) hash(v any) ([sha256.Size]byte, error) {
 	return ent.sum, nil
 }
 
-// hashHex returns jsonpath.CanonicalHash(v).
+// hashHex returns jsonvalue.CanonicalHash(v).
 func (m *docMemo) hashHex(v any) (string, error) {
 	sum, err := m.hash(v)
 	if err != nil {

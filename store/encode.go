@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // recordWriter appends a JSON object field by field, leaving out empty
@@ -136,10 +136,10 @@ func sortedKeys[V any](dst []string, m map[string]V) []string {
 	return dst
 }
 
-// appendString appends s as a JSON string, as jsonpath.Marshal writes it
+// appendString appends s as a JSON string, as jsonvalue.Marshal writes it
 // (invalid UTF-8 becomes U+FFFD, as with encoding/json).
 func appendString(dst []byte, s string) []byte {
-	return jsonpath.AppendString(dst, s)
+	return jsonvalue.AppendString(dst, s)
 }
 
 // encodeScopeRecord writes a scopeRecord.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // TamperMemory is a Memory whose histories the acceptance suite may
@@ -98,11 +98,11 @@ func storedRecord1(id string, prev uint64, first int64, e engine.Event) ([]byte,
 		if f.v == nil {
 			continue
 		}
-		raw, err := jsonpath.Marshal(f.v)
+		raw, err := jsonvalue.Marshal(f.v)
 		if err != nil {
 			return nil, err
 		}
-		if *f.dst, err = jsonpath.CanonicalHash(f.v); err != nil {
+		if *f.dst, err = jsonvalue.CanonicalHash(f.v); err != nil {
 			return nil, err
 		}
 		*f.has = true
@@ -113,7 +113,7 @@ func storedRecord1(id string, prev uint64, first int64, e engine.Event) ([]byte,
 	}
 	if e.Detail != nil {
 		var err error
-		if r.Detail, err = jsonpath.Marshal(e.Detail); err != nil {
+		if r.Detail, err = jsonvalue.Marshal(e.Detail); err != nil {
 			return nil, err
 		}
 	}
@@ -143,7 +143,7 @@ func storedEventV1(e engine.Event, checkpoint string) ([]byte, error) {
 		v   any
 	}{{(*[]byte)(&r.Input), e.Input}, {(*[]byte)(&r.Output), e.Output}, {(*[]byte)(&r.Detail), e.Detail}} {
 		if f.v != nil {
-			if *f.dst, err = jsonpath.Marshal(f.v); err != nil {
+			if *f.dst, err = jsonvalue.Marshal(f.v); err != nil {
 				return nil, err
 			}
 		}

@@ -16,7 +16,7 @@ import (
 //
 //	tag  field         value
 //	 1   status        string (length, uvarint, and bytes)
-//	 2   output        bytes (a document, jsonpath.Marshal form)
+//	 2   output        bytes (a document, jsonvalue.Marshal form)
 //	 3   error         string
 //	 4   cause         string
 //	 5   stoppedAt     time (Unix seconds, varint, nanoseconds, uvarint)

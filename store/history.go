@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // A history event is stored as a value of a few bytes of header followed
@@ -26,7 +26,7 @@ import (
 //	         and nanoseconds, uvarint), type, state, scope, error and cause
 //	         (each its length, uvarint, and its bytes), the references to
 //	         DocHash, the input and the output (appendRef), the detail
-//	         (length and jsonpath.Marshal form, empty when absent) and the
+//	         (length and jsonvalue.Marshal form, empty when absent) and the
 //	         hash of the checkpoint record it binds (a string, often empty)
 //
 // Its PrevHash is the previous event's Hash: the one before it in its
@@ -387,7 +387,7 @@ func (hr *historyReader) addDocs(r *historyRecord) error {
 		v, err := d.value(hr.docs)
 		if err == nil && hr.verify {
 			var got string
-			if got, err = jsonpath.CanonicalHash(v); err == nil && got != hex.EncodeToString(d.hash[:]) {
+			if got, err = jsonvalue.CanonicalHash(v); err == nil && got != hex.EncodeToString(d.hash[:]) {
 				err = fmt.Errorf("it hashes to %s", got)
 			}
 		}
@@ -433,7 +433,7 @@ func (hr *historyReader) event(v []byte) (engine.Event, eventRecord, error) {
 				return e, r, fmt.Errorf("event %s: %v: %w", f.n, err, ErrTampered)
 			}
 			if hr.verify && *f.dst != nil {
-				if hashes[i], err = jsonpath.CanonicalHash(*f.dst); err != nil {
+				if hashes[i], err = jsonvalue.CanonicalHash(*f.dst); err != nil {
 					return e, r, fmt.Errorf("event %s: %v: %w", f.n, err, ErrTampered)
 				}
 			}
@@ -457,7 +457,7 @@ func (hr *historyReader) event(v []byte) (engine.Event, eventRecord, error) {
 	}
 	if hr.verify {
 		if e.Detail != nil {
-			if hashes[2], err = jsonpath.CanonicalHash(e.Detail); err != nil {
+			if hashes[2], err = jsonvalue.CanonicalHash(e.Detail); err != nil {
 				return e, r, fmt.Errorf("event detail: %v: %w", err, ErrTampered)
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // sealedRecord prepares and seals the history record of events after head
@@ -81,7 +81,7 @@ func TestHistoryRecordRoundTrip(t *testing.T) {
 // fields: the reader and VerifyHistory use those.
 func TestEventWriter(t *testing.T) {
 	at := time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.FixedZone("X", 3600))
-	doc := map[string]any{"a": "b", "n": jsonpath.IntNumber(3)}
+	doc := map[string]any{"a": "b", "n": jsonvalue.IntNumber(3)}
 	other := []any{"x", 1.5}
 	tests := []struct {
 		name string
@@ -107,7 +107,7 @@ func TestEventWriter(t *testing.T) {
 			}
 			r.Timestamp = r.time.Format(time.RFC3339Nano)
 			hash := func(v any) string {
-				h, err := jsonpath.CanonicalHash(v)
+				h, err := jsonvalue.CanonicalHash(v)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -122,7 +122,7 @@ func TestEventWriter(t *testing.T) {
 				r.OutputHash, r.hasOutput, hashes[1] = hash(e.Output), true, hash(e.Output)
 			}
 			if e.Detail != nil {
-				r.Detail, _ = jsonpath.Marshal(e.Detail)
+				r.Detail, _ = jsonvalue.Marshal(e.Detail)
 				hashes[2] = hash(e.Detail)
 			}
 			if want := appendEventValue(nil, &r); !bytes.Equal(got.value, want) {

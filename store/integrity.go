@@ -9,7 +9,7 @@ import (
 	"fmt"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // Integrity of the records outside the history. The history's events are
@@ -316,7 +316,7 @@ func rawHash(raw json.RawMessage) (string, error) {
 	if err != nil || v == nil {
 		return "", err
 	}
-	return jsonpath.CanonicalHash(v)
+	return jsonvalue.CanonicalHash(v)
 }
 
 // checkHeadChain checks the head against its last history record, as a

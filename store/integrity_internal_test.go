@@ -14,7 +14,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // toFormat4 rewrites the heads and checkpoints of a database as format 4
@@ -53,7 +53,7 @@ func toFormat4(t *bbolt.Tx) error {
 // tamperDoc decodes a document.
 func tamperDoc(t *testing.T, s string) any {
 	t.Helper()
-	v, err := jsonpath.Decode([]byte(s))
+	v, err := jsonvalue.Decode([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}

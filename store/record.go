@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // The records both stores keep. Their envelopes are JSON written by
 // encoding/json; every document inside them is a json.RawMessage written
-// by jsonpath.Marshal and read back by jsonpath.Decode, so numbers keep
+// by jsonvalue.Marshal and read back by jsonvalue.Decode, so numbers keep
 // their exact text. Times are stored in UTC.
 
 // execRecord is what never changes about an execution (bucket executions).
@@ -144,15 +144,15 @@ func encodeVars(m map[string]any) (json.RawMessage, error) {
 	if m == nil {
 		return nil, nil
 	}
-	return jsonpath.Marshal(m)
+	return jsonvalue.Marshal(m)
 }
 
-// decodeDoc reads a document written by jsonpath.Marshal; absent is nil.
+// decodeDoc reads a document written by jsonvalue.Marshal; absent is nil.
 func decodeDoc(raw json.RawMessage) (any, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
-	return jsonpath.Decode(raw)
+	return jsonvalue.Decode(raw)
 }
 
 // decodeVars reads variables written by encodeVars.
@@ -163,7 +163,7 @@ func decodeVars(raw json.RawMessage) (map[string]any, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("variables are a %s, not an object", jsonpath.TypeName(v))
+		return nil, fmt.Errorf("variables are a %s, not an object", jsonvalue.TypeName(v))
 	}
 	return m, nil
 }
@@ -292,11 +292,11 @@ func newExecution(e *engine.Execution) (*created, error) {
 		MaxPayload: e.MaxPayload, Durability: e.Durability,
 	}
 	if x.DefinitionHash == "" && len(e.Definition) > 0 {
-		def, err := jsonpath.Decode(e.Definition)
+		def, err := jsonvalue.Decode(e.Definition)
 		if err != nil {
 			return nil, fmt.Errorf("definition: %w", err)
 		}
-		if x.DefinitionHash, err = jsonpath.CanonicalHash(def); err != nil {
+		if x.DefinitionHash, err = jsonvalue.CanonicalHash(def); err != nil {
 			return nil, fmt.Errorf("definition: %w", err)
 		}
 	}

@@ -12,9 +12,8 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/klauspost/compress/zstd"
-
-	"github.com/aslrun/aslrun/jsonpath"
 )
 
 // Codec names how the payload of a snapshot record is compressed.
@@ -84,7 +83,7 @@ var (
 //	    32   32  SHA-256 of the uncompressed payload
 //	    64       compressed payload
 //
-// The uncompressed payload is jsonpath.Marshal of the value. The CRC
+// The uncompressed payload is jsonvalue.Marshal of the value. The CRC
 // covers header and compressed payload, so any flipped bit is caught before
 // decompression (the compressors' own framing, such as gzip's header, is
 // not otherwise checked); the SHA-256 then proves the decompressed bytes
@@ -183,7 +182,7 @@ func DecodeSnapshot(data []byte, m *Migrations) (any, error) {
 }
 
 // Encode encodes v, a value of jsonpath's model, as a snapshot record of
-// format version SnapshotVersion whose payload, jsonpath.Marshal(v), is
+// format version SnapshotVersion whose payload, jsonvalue.Marshal(v), is
 // compressed with codec ("" means CodecZstd). The same value and codec
 // always give the same bytes. It fails on an unknown codec, on a value
 // Marshal rejects, and on a payload larger than MaxSnapshotSize.
@@ -198,7 +197,7 @@ func (c *Codecs) encode(v any, codec Codec, version int) ([]byte, error) {
 	}
 	// Marshal's own way, sizing first, but refusing a value too large
 	// before writing any of it, and writing CodecNone's payload in place.
-	n, ok := jsonpath.SizeWithin(v, MaxSnapshotSize)
+	n, ok := jsonvalue.SizeWithin(v, MaxSnapshotSize)
 	if !ok {
 		return nil, fmt.Errorf("encoding snapshot: payload exceeds the %d-byte limit", MaxSnapshotSize)
 	}
@@ -206,11 +205,11 @@ func (c *Codecs) encode(v any, codec Codec, version int) ([]byte, error) {
 	var id byte
 	if codec == CodecNone {
 		id = codecIDNone
-		if rec, err = jsonpath.AppendJSON(make([]byte, headerSize, headerSize+n), v); err != nil {
+		if rec, err = jsonvalue.AppendJSON(make([]byte, headerSize, headerSize+n), v); err != nil {
 			return nil, fmt.Errorf("encoding snapshot: %w", err)
 		}
 		payload = rec[headerSize:]
-	} else if payload, err = jsonpath.AppendJSON(make([]byte, 0, n), v); err != nil {
+	} else if payload, err = jsonvalue.AppendJSON(make([]byte, 0, n), v); err != nil {
 		return nil, fmt.Errorf("encoding snapshot: %w", err)
 	}
 	switch codec {
@@ -270,7 +269,7 @@ func recordCRC(rec []byte) uint32 {
 // Decode decodes a snapshot record: it checks the magic, the lengths and
 // the record's CRC, decompresses the payload into a buffer of the length
 // the header gives (never more), verifies its length and SHA-256, decodes
-// it with jsonpath.Decode, and migrates a value of an older format version
+// it with jsonvalue.Decode, and migrates a value of an older format version
 // to SnapshotVersion with m (nil: no migrations).
 //
 // Damaged data gives an error wrapping ErrCorrupt that says what is wrong
@@ -298,7 +297,7 @@ func (c *Codecs) decode(data []byte, m *Migrations, current int) (any, error) {
 	if sum := sha256.Sum256(payload); sum != h.sum {
 		return nil, corrupt(faultSum, nil, "snapshot checksum mismatch: payload sha-256 %x, header says %x", sum, h.sum)
 	}
-	v, err := jsonpath.Decode(payload)
+	v, err := jsonvalue.Decode(payload)
 	if err != nil {
 		return nil, corrupt(faultJSON, err, "snapshot payload is not valid JSON")
 	}

@@ -16,9 +16,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/klauspost/compress/zstd"
-
-	"github.com/aslrun/aslrun/jsonpath"
 )
 
 var allCodecs = []Codec{CodecZstd, CodecGzip, CodecNone}
@@ -97,7 +96,7 @@ var roundTripDocs = []struct {
 		"\u00e9t\u00e9": "key with accents",
 		"":              "empty key",
 	}},
-	{"deepest nesting", nested(jsonpath.MaxDepth)},
+	{"deepest nesting", nested(jsonvalue.MaxDepth)},
 	{"agent document", agentDoc(8 << 10)},
 }
 
@@ -138,7 +137,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 }
 
 func TestSnapshotGoNumbers(t *testing.T) {
-	// Go numbers are written as jsonpath.Marshal writes them and come back
+	// Go numbers are written as jsonvalue.Marshal writes them and come back
 	// as json.Number.
 	in := map[string]any{"i": 42, "u": uint64(math.MaxUint64), "f": 0.1, "g": float32(1.5)}
 	want := map[string]any{"i": json.Number("42"), "u": json.Number("18446744073709551615"), "f": json.Number("0.1"), "g": json.Number("1.5")}
@@ -161,7 +160,7 @@ func TestSnapshotGoNumbers(t *testing.T) {
 
 func TestSnapshotHeader(t *testing.T) {
 	doc := agentDoc(4 << 10)
-	raw, err := jsonpath.Marshal(doc)
+	raw, err := jsonvalue.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +244,7 @@ func TestEncodeSnapshotErrors(t *testing.T) {
 		{"nan", []any{math.NaN()}, CodecGzip},
 		{"infinity", math.Inf(1), CodecNone},
 		{"bad number", json.Number("01"), CodecZstd},
-		{"too deep", nested(jsonpath.MaxDepth + 1), CodecZstd},
+		{"too deep", nested(jsonvalue.MaxDepth + 1), CodecZstd},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -739,11 +738,11 @@ func FuzzDecodeSnapshotResealed(f *testing.F) {
 			}
 			return
 		}
-		if _, err := jsonpath.Marshal(v); err != nil {
+		if _, err := jsonvalue.Marshal(v); err != nil {
 			t.Errorf("Decode returned a value Marshal rejects: %v", err)
 		}
 		if data[offCodec] == codecIDNone {
-			want, err := jsonpath.Decode(data[headerSize:])
+			want, err := jsonvalue.Decode(data[headerSize:])
 			if err != nil || !reflect.DeepEqual(v, want) {
 				t.Errorf("Decode = %#v, want the payload's value %#v (%v)", v, want, err)
 			}
@@ -811,7 +810,7 @@ func agentDoc(size int) any {
 		messages = append(messages, msg)
 		doc["messages"] = messages
 		doc["budget"].(map[string]any)["tokens"] = num(100000)
-		if i%8 == 7 && jsonpath.Size(doc) >= size {
+		if i%8 == 7 && jsonvalue.Size(doc) >= size {
 			return doc
 		}
 	}
@@ -821,7 +820,7 @@ func agentDoc(size int) any {
 func benchDoc(b *testing.B) (doc any, raw int) {
 	b.Helper()
 	doc = agentDoc(50 << 10)
-	return doc, jsonpath.Size(doc)
+	return doc, jsonvalue.Size(doc)
 }
 
 // BenchmarkSnapshot50KiB stores and loads a ~50 KiB agent-like document

@@ -44,7 +44,7 @@ type Store interface {
 	Definition(ctx context.Context, hash string) ([]byte, error)
 	// RegisterWorkflow stores definition (compact JSON, validated by the
 	// caller) as the next version of the workflow name, with hash its
-	// canonical hash (jsonpath.CanonicalHash of the decoded definition,
+	// canonical hash (jsonvalue.CanonicalHash of the decoded definition,
 	// as engine.Execution.DefinitionHash), and returns that version. When
 	// hash is the latest version's, it returns that version unchanged. The
 	// definition text is kept once per hash, with the executions'

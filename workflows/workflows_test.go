@@ -14,7 +14,7 @@ import (
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/conformance"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
@@ -25,7 +25,7 @@ func readJSON(t *testing.T, file string) any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
@@ -62,7 +62,7 @@ func readScript(t *testing.T, dir string) *script {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		t.Fatalf("script.json: %v", err)
 	}
@@ -91,7 +91,7 @@ func readScript(t *testing.T, dir string) *script {
 		case "events":
 			sc.Events = map[string]int{}
 			for typ, n := range val.(map[string]any) {
-				c, _ := jsonpath.Int64(n.(json.Number))
+				c, _ := jsonvalue.Int64(n.(json.Number))
 				sc.Events[typ] = int(c)
 			}
 		default:
@@ -123,9 +123,9 @@ func wantResult(t *testing.T, res *engine.Result, want any) {
 	if res.Status != engine.StatusSucceeded {
 		t.Fatalf("status %s (%s: %s), want SUCCEEDED", res.Status, res.Error, res.Cause)
 	}
-	if !jsonpath.Equal(res.Output, want) {
-		got, _ := jsonpath.Marshal(res.Output)
-		w, _ := jsonpath.Marshal(want)
+	if !jsonvalue.Equal(res.Output, want) {
+		got, _ := jsonvalue.Marshal(res.Output)
+		w, _ := jsonvalue.Marshal(want)
 		t.Errorf("output = %s, want %s", got, w)
 	}
 }
@@ -230,7 +230,7 @@ func runExample(t *testing.T, mode engine.Durability, dir string, m *states.Mach
 		for ns, keys := range sc.Memory {
 			for k, w := range keys {
 				got, err := st.ReadMemory(ctx, ns, []string{k}, time.Now())
-				if err != nil || got[k] == nil || !jsonpath.Equal(got[k].Value, w) {
+				if err != nil || got[k] == nil || !jsonvalue.Equal(got[k].Value, w) {
 					t.Errorf("memory %s/%s = %v, %v; want %v", ns, k, got[k], err, w)
 				}
 			}

@@ -22,7 +22,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
@@ -96,7 +96,7 @@ func runAPI(ctx context.Context, dir, tmp string, w *workload, mode string, exit
 	if err := mocks.Register(reg); err != nil {
 		return mt, err
 	}
-	input, err := jsonpath.Decode(w.input)
+	input, err := jsonvalue.Decode(w.input)
 	if err != nil {
 		return mt, err
 	}
@@ -306,7 +306,7 @@ func runCLI(ctx context.Context, cfg *config, w *workload, input string) (measur
 	if err != nil {
 		return mt, err
 	}
-	output, err := jsonpath.Decode(out)
+	output, err := jsonvalue.Decode(out)
 	if err != nil {
 		return mt, fmt.Errorf("aslrun run printed %w", err)
 	}
@@ -334,7 +334,7 @@ func runNode(ctx context.Context, cfg *config, w *workload, input string) (measu
 	if err != nil {
 		return mt, err
 	}
-	v, err := jsonpath.Decode(bytes.TrimSpace(out))
+	v, err := jsonvalue.Decode(bytes.TrimSpace(out))
 	if err != nil {
 		return mt, fmt.Errorf("run.mjs printed %w", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // A workload is one workflow of the workflows folder with its input, run
@@ -90,12 +90,12 @@ func (w *workload) loop(dir string) error {
 	if err != nil {
 		return err
 	}
-	review, err := jsonpath.Decode([]byte(reviewPayload))
+	review, err := jsonvalue.Decode([]byte(reviewPayload))
 	if err != nil {
 		return err
 	}
-	n := jsonpath.IntNumber(int64(w.n))
-	if w.input, err = jsonpath.Marshal(map[string]any{"doc": doc, "i": jsonpath.IntNumber(0), "n": n}); err != nil {
+	n := jsonvalue.IntNumber(int64(w.n))
+	if w.input, err = jsonvalue.Marshal(map[string]any{"doc": doc, "i": jsonvalue.IntNumber(0), "n": n}); err != nil {
 		return err
 	}
 	w.want = map[string]any{"doc": doc, "work": work, "review": review, "n": n, "i": n}
@@ -113,10 +113,10 @@ func (w *workload) mapItems(dir string) error {
 	}
 	items := make([]any, w.n)
 	for i := range items {
-		items[i] = map[string]any{"id": jsonpath.IntNumber(int64(i)), "title": itemTitle}
+		items[i] = map[string]any{"id": jsonvalue.IntNumber(int64(i)), "title": itemTitle}
 	}
-	summary := map[string]any{"items": jsonpath.IntNumber(int64(w.n))}
-	if w.input, err = jsonpath.Marshal(map[string]any{"items": items, "summary": summary}); err != nil {
+	summary := map[string]any{"items": jsonvalue.IntNumber(int64(w.n))}
+	if w.input, err = jsonvalue.Marshal(map[string]any{"items": items, "summary": summary}); err != nil {
 		return err
 	}
 	if w.name == wMapDiscard {
@@ -139,8 +139,8 @@ func (w *workload) check(outputs []any) error {
 		return fmt.Errorf("%s: %d outputs, want %d", w.name, len(outputs), w.executions)
 	}
 	for i, out := range outputs {
-		if !jsonpath.Equal(out, w.want) {
-			got, _ := jsonpath.Marshal(out)
+		if !jsonvalue.Equal(out, w.want) {
+			got, _ := jsonvalue.Marshal(out)
 			if len(got) > 300 {
 				got = append(got[:300], "…"...)
 			}
@@ -156,7 +156,7 @@ func readJSON(path string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

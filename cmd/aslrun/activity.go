@@ -10,7 +10,7 @@ import (
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/client"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -55,7 +55,7 @@ func cmdActivityPoll(ctx context.Context, c *cmdContext, args []string) error {
 			return engineError(err)
 		}
 		if t != nil {
-			in, err := jsonpath.Marshal(t.Input)
+			in, err := jsonvalue.Marshal(t.Input)
 			if err != nil {
 				return err
 			}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/client"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // activityServe starts `aslrun serve` on a TCP port of the loopback with a
@@ -105,7 +105,7 @@ func TestPythonActivityWorker(t *testing.T) {
 			t.Fatalf("worker %d: %v\n%s", i+1, err, outs[i])
 		}
 	}
-	wantV, err := jsonpath.Decode(want)
+	wantV, err := jsonvalue.Decode(want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +115,8 @@ func TestPythonActivityWorker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := jsonpath.Decode(e.Output)
-		if e.Status != "SUCCEEDED" || err != nil || !jsonpath.Equal(got, wantV) {
+		got, err := jsonvalue.Decode(e.Output)
+		if e.Status != "SUCCEEDED" || err != nil || !jsonvalue.Equal(got, wantV) {
 			t.Errorf("%s: %s %s, want SUCCEEDED with %s", name, e.Status, e.Output, want)
 		}
 		hist, err := c.History(ctx, name, false)

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
@@ -118,7 +118,7 @@ func askDecision(in *bufio.Reader, w io.Writer, pa engine.PendingApproval) (engi
 	if s, ok := prompt.(string); ok {
 		fmt.Fprintf(w, "\nApproval %s: %s\n", pa.ID, s)
 	} else {
-		text, _ := jsonpath.MarshalIndent(prompt, "  ")
+		text, _ := jsonvalue.MarshalIndent(prompt, "  ")
 		fmt.Fprintf(w, "\nApproval %s:\n%s\n", pa.ID, text)
 	}
 	if !pa.Deadline.IsZero() {

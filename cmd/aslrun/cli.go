@@ -85,6 +85,7 @@ func commands() []*command {
 		{name: "list", usage: "list [--status S] [--limit N] [--json] [--db PATH]", summary: "list executions, newest first", run: cmdList},
 		{name: "status", usage: "status ID [--json] [--db PATH]", summary: "show where an execution stands", run: cmdStatus},
 		{name: "history", usage: "history ID [--json] [--verify] [--db PATH]", summary: "show an execution's history, or verify it is untampered", run: cmdHistory},
+		{name: "map-runs", usage: "map-runs ID [--children] [--json] [--db PATH]", summary: "list an execution's Distributed Map runs and their child executions", run: cmdMapRuns},
 		{name: "checkpoints", usage: "checkpoints ID [--json] [--db PATH]", summary: "list an execution's checkpoints", run: cmdCheckpoints},
 		{name: "serve", usage: "serve [--listen ADDR [--tokens FILE | --insecure] [--tls-cert FILE --tls-key FILE]] [--socket PATH] [--agents FILE] [--poll DURATION] [--grace DURATION] [--log-format text|json] [--max-payload BYTES] [--durability strict|batched] [--db PATH]", summary: "run executions and serve the HTTP API on a unix socket (and TCP)", run: cmdServe},
 		{name: "worker", usage: "worker [--poll DURATION] [--max-payload BYTES] [--db PATH]", summary: "another name for serve (the flags it shares: --poll, --max-payload, --db)", run: cmdWorker},

@@ -14,7 +14,7 @@ import (
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/conformance"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -108,7 +108,7 @@ func (c *cmdContext) readInput(arg string) (any, error) {
 	if err != nil {
 		return nil, usageErrorf("read input: %v", err)
 	}
-	v, err := jsonpath.Decode(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return nil, usageErrorf("input from %s: %v", from, err)
 	}
@@ -233,7 +233,7 @@ func runInMemory(ctx context.Context, c *cmdContext, file string, m *states.Mach
 // run does.
 func runRemote(ctx context.Context, c *cmdContext, h *handle, req api.StartExecution, in any, noPrompt bool) error {
 	var err error
-	if req.Input, err = jsonpath.Marshal(in); err != nil {
+	if req.Input, err = jsonvalue.Marshal(in); err != nil {
 		return err
 	}
 	e, err := h.api.Start(ctx, req)
@@ -384,7 +384,7 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 
 // writeJSON prints v as indented JSON and a newline.
 func writeJSON(w io.Writer, v any) error {
-	b, err := jsonpath.MarshalIndent(v, "  ")
+	b, err := jsonvalue.MarshalIndent(v, "  ")
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // TestMain lets the test binary act as aslrun itself, so that the crash
@@ -226,9 +226,9 @@ func crashExecution(t *testing.T, rng *rand.Rand, kills *int, killsFirst int, db
 
 func sameJSON(t *testing.T, a, b string) bool {
 	t.Helper()
-	x, err1 := jsonpath.Decode([]byte(a))
-	y, err2 := jsonpath.Decode([]byte(b))
-	return err1 == nil && err2 == nil && jsonpath.Equal(x, y)
+	x, err1 := jsonvalue.Decode([]byte(a))
+	y, err2 := jsonvalue.Decode([]byte(b))
+	return err1 == nil && err2 == nil && jsonvalue.Equal(x, y)
 }
 
 // checkHistory verifies an execution's history and that no task

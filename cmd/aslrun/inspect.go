@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -205,7 +205,7 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 		}
 	}
 	for _, pa := range e.Approvals {
-		prompt, _ := jsonpath.Marshal(pa.Prompt)
+		prompt, _ := jsonvalue.Marshal(pa.Prompt)
 		fmt.Fprintf(w, "approval\t%s at %s: %s\n", pa.ID, pa.State, prompt)
 		fmt.Fprintf(w, "  options\t%s\n", strings.Join(pa.Options, ", "))
 		if !pa.NextEscalation.IsZero() {
@@ -233,7 +233,7 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 		fmt.Fprintf(w, "cause\t%s\n", e.Cause)
 	}
 	if e.Status == engine.StatusSucceeded {
-		b, err := jsonpath.Marshal(e.Output)
+		b, err := jsonvalue.Marshal(e.Output)
 		if err != nil {
 			return err
 		}
@@ -302,7 +302,7 @@ func cmdHistory(ctx context.Context, c *cmdContext, args []string) error {
 		}
 		detail := strings.TrimSpace(e.Error + " " + e.Cause)
 		if e.Detail != nil {
-			if b, err := jsonpath.Marshal(e.Detail); err == nil {
+			if b, err := jsonvalue.Marshal(e.Detail); err == nil {
 				detail = strings.TrimSpace(detail + " " + string(b))
 			}
 		}
@@ -435,7 +435,7 @@ func cmdMemory(ctx context.Context, c *cmdContext, args []string) error {
 		if !e.ExpiresAt.IsZero() {
 			exp = timeText(e.ExpiresAt)
 		}
-		v, err := jsonpath.Marshal(e.Value)
+		v, err := jsonvalue.Marshal(e.Value)
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -49,15 +49,15 @@ func writeFile(t *testing.T, dir, name, content string) string {
 
 func jsonEqual(t *testing.T, got, want string) bool {
 	t.Helper()
-	g, err := jsonpath.Decode([]byte(got))
+	g, err := jsonvalue.Decode([]byte(got))
 	if err != nil {
 		t.Fatalf("output %q is not JSON: %v", got, err)
 	}
-	w, err := jsonpath.Decode([]byte(want))
+	w, err := jsonvalue.Decode([]byte(want))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return jsonpath.Equal(g, w)
+	return jsonvalue.Equal(g, w)
 }
 
 func TestHelp(t *testing.T) {

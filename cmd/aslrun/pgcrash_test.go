@@ -21,7 +21,7 @@ import (
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/client"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store/postgres"
 	"github.com/aslrun/aslrun/store/postgres/pgtest"
 )
@@ -147,7 +147,7 @@ func referenceOutput(t *testing.T) any {
 	if code != 0 {
 		t.Fatalf("reference run: exit %d: %s", code, errOut)
 	}
-	v, err := jsonpath.Decode([]byte(out))
+	v, err := jsonvalue.Decode([]byte(out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func checkEnded(t *testing.T, url string, e *engine.Execution, want any) {
 		t.Errorf("%s: %s (%s: %s), want SUCCEEDED", e.ID, e.Status, e.Error, e.Cause)
 		return
 	}
-	if !jsonpath.Equal(e.Output, want) {
+	if !jsonvalue.Equal(e.Output, want) {
 		got, _ := json.Marshal(e.Output)
 		exp, _ := json.Marshal(want)
 		t.Errorf("%s: output %s, want %s", e.ID, got, exp)
@@ -420,7 +420,7 @@ func TestPostgresFencing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range []*engine.Execution{e, e2} {
-		if x.Status != engine.StatusSucceeded || !jsonpath.Equal(x.Output, map[string]any{"slow": "slow done", "last": "last done"}) {
+		if x.Status != engine.StatusSucceeded || !jsonvalue.Equal(x.Output, map[string]any{"slow": "slow done", "last": "last done"}) {
 			got, _ := json.Marshal(x.Output)
 			t.Errorf("f1: %s %s, want SUCCEEDED with both results", x.Status, got)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/client"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -90,7 +90,7 @@ func decodeRaw(raw json.RawMessage) (any, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
-	return jsonpath.Decode(raw)
+	return jsonvalue.Decode(raw)
 }
 
 // pendingOf is an API approval as the engine describes it.
@@ -226,7 +226,7 @@ func remoteDecide(ctx context.Context, h *handle, id string, d engine.Decision) 
 	}
 	req := api.Decision{Option: d.Approval, Comment: d.Comment, Digest: d.Digest, OnBehalfOf: d.Approver}
 	if d.Edit != nil {
-		if req.Edit, err = jsonpath.Marshal(d.Edit); err != nil {
+		if req.Edit, err = jsonvalue.Marshal(d.Edit); err != nil {
 			return nil, err
 		}
 	}

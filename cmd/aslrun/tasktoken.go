@@ -8,7 +8,7 @@ import (
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // The callback pattern's answers: a .waitForTaskToken Task waits until its
@@ -139,7 +139,7 @@ func (a *answer) remote(ctx context.Context, h *handle, token string) (*engine.R
 	)
 	switch a.cmd {
 	case "task-success":
-		out, merr := jsonpath.Marshal(a.output)
+		out, merr := jsonvalue.Marshal(a.output)
 		if merr != nil {
 			return nil, merr
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -122,8 +122,8 @@ func TestExecutorsShareByLease(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the second's Resume after the first's lease expired: %v", err)
 	}
-	want, _ := jsonpath.Decode([]byte(`{"first":1,"call":"from-b","after":"yes"}`))
-	if res.Status != engine.StatusSucceeded || !jsonpath.Equal(res.Output, want) {
+	want, _ := jsonvalue.Decode([]byte(`{"first":1,"call":"from-b","after":"yes"}`))
+	if res.Status != engine.StatusSucceeded || !jsonvalue.Equal(res.Output, want) {
 		t.Fatalf("the second ended the execution %s with %v, want SUCCEEDED with %v", res.Status, res.Output, want)
 	}
 	finished := historyHashes(t, b.db, id)
@@ -145,7 +145,7 @@ func TestExecutorsShareByLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, err := a.db.Load(ctx, id)
-	if err != nil || e.Status != engine.StatusSucceeded || !jsonpath.Equal(e.Output, want) {
+	if err != nil || e.Status != engine.StatusSucceeded || !jsonvalue.Equal(e.Output, want) {
 		t.Fatalf("Load = %+v, %v; want the second's outcome", e, err)
 	}
 }

@@ -352,15 +352,24 @@ func (db *DB) Lease(ctx context.Context, execution string, wait bool) (lost <-ch
 	if err := db.check(ctx); err != nil {
 		return nil, nil, err
 	}
-	var l Lease
+	var (
+		l    Lease
+		held error // the last HeldError while waiting
+	)
 	for {
 		l, err = db.Acquire(ctx, execution, db.owner, db.leaseTTL)
 		if err == nil {
 			break
 		}
+		if held != nil && ctx.Err() != nil {
+			// The context ended during a read, after the lease was
+			// seen held: the wait is what ended.
+			return nil, nil, fmt.Errorf("%w: %w", held, context.Cause(ctx))
+		}
 		if !errors.Is(err, ErrHeld) || !wait {
 			return nil, nil, err
 		}
+		held = err
 		t := time.NewTimer(leasePoll(db.leaseTTL))
 		select {
 		case <-ctx.Done():

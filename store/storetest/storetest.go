@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -94,7 +94,7 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 // doc decodes JSON text into a document.
 func doc(t *testing.T, s string) any {
 	t.Helper()
-	v, err := jsonpath.Decode([]byte(s))
+	v, err := jsonvalue.Decode([]byte(s))
 	if err != nil {
 		t.Fatalf("decode %s: %v", s, err)
 	}
@@ -103,7 +103,7 @@ func doc(t *testing.T, s string) any {
 
 // text is a document's exact JSON text ("<nil>" for a value that has none).
 func text(v any) string {
-	b, err := jsonpath.Marshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		return fmt.Sprintf("<%v>", err)
 	}
@@ -113,7 +113,7 @@ func text(v any) string {
 // hash is a document's canonical hash.
 func hash(t *testing.T, v any) string {
 	t.Helper()
-	h, err := jsonpath.CanonicalHash(v)
+	h, err := jsonvalue.CanonicalHash(v)
 	if err != nil {
 		t.Fatalf("CanonicalHash(%s): %v", text(v), err)
 	}

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// scaleConfig is what -mode scale measures.
+type scaleConfig struct {
+	aslrun     string        // the aslrun binary
+	db         string        // the PostgreSQL URL every server shares
+	tmp        string        // where the tokens file and logs go
+	servers    []int         // server counts to measure, e.g. 1 2 4
+	delays     []float64     // agent delays in seconds, e.g. 0.02 and 0
+	perServer  int           // executions submitted per server
+	cap        int           // each server's --max-concurrent
+	submit     string        // "spread": starts go round robin to the servers; "one": all to the first
+	timeout    time.Duration // the longest one measurement may take
+	stderr     io.Writer     // where the servers' logs go when they fail
+	poll       time.Duration // each server's --poll
+	tasksInRun int           // Task states in one execution
+}
+
+// scaleRun is one row of the scale table.
+type scaleRun struct {
+	Servers    int     `json:"servers"`
+	DelayMs    float64 `json:"agentDelayMillis"`
+	Submit     string  `json:"submit"`
+	Executions int     `json:"executions"`
+	Seconds    float64 `json:"seconds"`
+	PerSecond  float64 `json:"executionsPerSecond"`
+	// TaskTransitions is Task states completed per second.
+	TaskTransitions float64 `json:"taskTransitionsPerSecond"`
+	// Shares is the fraction of the executions each server finished.
+	Shares []float64 `json:"shares"`
+	// Speedup is PerSecond over the one-server row of the same delay.
+	Speedup float64 `json:"speedup"`
+}
+
+// scaleWorkflow is three Tasks in a row; their agent is mocked per start
+// with the measured delay.
+const scaleWorkflow = `{"StartAt":"Read","States":{
+"Read":{"Type":"Task","Agent":"Work","ResultPath":"$.read","Next":"Think"},
+"Think":{"Type":"Task","Agent":"Work","ResultPath":"$.think","Next":"Answer"},
+"Answer":{"Type":"Task","Agent":"Work","ResultPath":"$.answer","End":true}}}`
+
+// server is one `aslrun serve` process of a measurement.
+type server struct {
+	cmd  *exec.Cmd
+	url  string
+	logs bytes.Buffer
+	done chan error
+}
+
+// scaleTable measures every server count and delay of cfg and prints the
+// table to w.
+func scaleTable(ctx context.Context, w io.Writer, cfg scaleConfig) ([]scaleRun, error) {
+	tokens := filepath.Join(cfg.tmp, "bench.tokens")
+	out, err := exec.CommandContext(ctx, cfg.aslrun, "token", "create", "bench", "--role", "operator", "--tokens", tokens).Output()
+	if err != nil {
+		return nil, fmt.Errorf("aslrun token create: %w", err)
+	}
+	token := strings.TrimSpace(string(out))
+	var rows []scaleRun
+	for _, delay := range cfg.delays {
+		var base float64
+		for _, n := range cfg.servers {
+			row, err := measureScale(ctx, cfg, tokens, token, n, delay)
+			if err != nil {
+				return rows, err
+			}
+			if n == cfg.servers[0] {
+				base = row.PerSecond / float64(n)
+			}
+			row.Speedup = row.PerSecond / base
+			rows = append(rows, row)
+			shares := make([]string, len(row.Shares))
+			for i, s := range row.Shares {
+				shares[i] = fmt.Sprintf("%.0f%%", 100*s)
+			}
+			fmt.Fprintf(w, "%d server(s), agents %4.0f ms, submit %-6s %5d executions in %6.2f s: %7.1f executions/s, %7.1f task transitions/s, ×%.2f of one, shares %s\n",
+				row.Servers, row.DelayMs, row.Submit, row.Executions, row.Seconds, row.PerSecond, row.TaskTransitions, row.Speedup, strings.Join(shares, " "))
+		}
+	}
+	return rows, nil
+}
+
+// measureScale starts n servers on the shared database, submits
+// n×perServer executions, waits for them all to end, and stops the
+// servers.
+func measureScale(ctx context.Context, cfg scaleConfig, tokens, token string, n int, delay float64) (scaleRun, error) {
+	row := scaleRun{Servers: n, DelayMs: delay * 1000, Submit: cfg.submit, Executions: n * cfg.perServer}
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	servers := make([]*server, n)
+	defer func() {
+		for _, s := range servers {
+			if s != nil {
+				s.stop()
+			}
+		}
+	}()
+	for i := range servers {
+		s, err := startServer(ctx, cfg, tokens)
+		if err != nil {
+			return row, err
+		}
+		servers[i] = s
+	}
+	before := make([]float64, n)
+	for i, s := range servers {
+		v, err := finished(ctx, s.url, token)
+		if err != nil {
+			return row, err
+		}
+		before[i] = v
+	}
+	mock := fmt.Sprintf(`{"Work":{"0-999999":{"Return":{"ok":true},"DelaySeconds":%g}}}`, delay)
+	prefix := fmt.Sprintf("scale-%d-%d-%d-", n, int(delay*1000), time.Now().UnixNano())
+	client := &http.Client{Timeout: time.Minute}
+	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for i := range row.Executions {
+		target := servers[0]
+		if cfg.submit == "spread" {
+			target = servers[i%n]
+		}
+		g.Go(func() error {
+			body := fmt.Sprintf(`{"name":%q,"definition":%s,"input":{"n":%d},"mock":%s}`, prefix+strconv.Itoa(i), scaleWorkflow, i, mock)
+			return post(gctx, client, target.url+"/v1/executions", token, body)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return row, err
+	}
+	shares := make([]float64, n)
+	for {
+		total := 0.0
+		for i, s := range servers {
+			v, err := finished(ctx, s.url, token)
+			if err != nil {
+				return row, err
+			}
+			shares[i] = v - before[i]
+			total += shares[i]
+		}
+		if int(total) >= row.Executions {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return row, fmt.Errorf("%d servers: %d of %d executions finished before %v", n, int(total), row.Executions, context.Cause(ctx))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	row.Seconds = time.Since(start).Seconds()
+	row.PerSecond = float64(row.Executions) / row.Seconds
+	row.TaskTransitions = row.PerSecond * float64(cfg.tasksInRun)
+	for i := range shares {
+		shares[i] /= float64(row.Executions)
+	}
+	row.Shares = shares
+	return row, nil
+}
+
+// startServer starts one `aslrun serve` on a free port and waits until it
+// is ready.
+func startServer(ctx context.Context, cfg scaleConfig, tokens string) (*server, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	sock, err := os.MkdirTemp(cfg.tmp, "sock-")
+	if err != nil {
+		return nil, err
+	}
+	s := &server{url: "http://" + addr, done: make(chan error, 1)}
+	s.cmd = exec.Command(cfg.aslrun, "serve", "--db", cfg.db, "--listen", addr, "--tokens", tokens,
+		"--socket", filepath.Join(sock, "s.sock"), "--max-concurrent", strconv.Itoa(cfg.cap),
+		"--poll", cfg.poll.String(), "--log-format", "json")
+	s.cmd.Stdout, s.cmd.Stderr = &s.logs, &s.logs
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	for {
+		resp, err := http.Get(s.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s, nil
+			}
+		}
+		select {
+		case err := <-s.done:
+			s.done <- err
+			return nil, fmt.Errorf("aslrun serve ended before it was ready (%v):\n%s", err, s.logs.String())
+		case <-ctx.Done():
+			s.stop()
+			return nil, fmt.Errorf("aslrun serve not ready: %w", context.Cause(ctx))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// stop ends the server with SIGTERM (SIGKILL after 30 s).
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// post starts one execution.
+func post(ctx context.Context, client *http.Client, url, token, body string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("start at %s: %s: %s", url, resp.Status, msg)
+	}
+	return nil
+}
+
+// finished is the server's aslrun_executions_finished_total, all statuses.
+func finished(ctx context.Context, base, token string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s/metrics: %s", base, resp.Status)
+	}
+	return sumMetric(resp.Body, "aslrun_executions_finished_total")
+}
+
+// sumMetric adds up every sample of the counter name in a Prometheus text
+// exposition.
+func sumMetric(r io.Reader, name string) (float64, error) {
+	sc := bufio.NewScanner(r)
+	sum := 0.0
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		rest := line[len(name):]
+		if rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+		if len(fields) == 0 {
+			return 0, fmt.Errorf("metric line without a value: %q", line)
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return 0, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		sum += v
+	}
+	return sum, sc.Err()
+}
+
+// errNoScale is returned when -mode scale lacks what it needs.
+var errNoScale = errors.New("-mode scale needs -aslrun (a built aslrun binary)")
+
+// parseInts reads "1,2,4".
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("%q: want positive integers separated by commas", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// parseDelays reads "20ms,0".
+func parseDelays(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "0" {
+			out = append(out, 0)
+			continue
+		}
+		d, err := time.ParseDuration(f)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%q: want durations separated by commas (20ms,0)", s)
+		}
+		out = append(out, d.Seconds())
+	}
+	return out, nil
+}

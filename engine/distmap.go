@@ -1,0 +1,985 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/itemio"
+	"github.com/aslrun/aslrun/jsonata"
+	"github.com/aslrun/aslrun/jsonpath"
+	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/states"
+)
+
+// The history events of a Distributed Map's map run (AWS's names).
+const (
+	EventMapRunStarted   = "MapRunStarted"
+	EventMapRunSucceeded = "MapRunSucceeded"
+	EventMapRunFailed    = "MapRunFailed"
+)
+
+// WaitingForMapRun is what an execution waits for when children of one
+// of its Distributed Maps wait (a long Wait, an Approval).
+const WaitingForMapRun = "MapRun"
+
+// mapRunPrefix starts the scope keys of map run records (MapRunOf); no
+// machine's scope key starts so.
+const mapRunPrefix = "~maprun/"
+
+// distributed is a Distributed Map being run: its map run and settings.
+type distributed struct {
+	s     *states.Map
+	input any
+	jsc   *jsonata.Scope
+	// key names the map run in its execution (the Map's scope key, name,
+	// visit and attempt), id is the map run's id (<execution>/<key>).
+	key, id string
+	cfg     mapConfig
+	// batchItems and batchBytes cap a batch (0: no cap); batching is set
+	// when there is an ItemBatcher, with batchInput its BatchInput.
+	batching   bool
+	batchItems int64
+	batchBytes int64
+	batchInput any
+	hasBatchIn bool
+	// bucket and prefix are where the ResultWriter writes (bucket nil:
+	// there is none), bucketName the name it was given.
+	bucket     itemio.Bucket
+	bucketName string
+	prefix     string
+}
+
+// ChildID returns the id of child index of the map run mapRun:
+// "<map run id>:<index>".
+func ChildID(mapRun string, index int) string { return mapRun + ":" + strconv.Itoa(index) }
+
+// distributedMap runs one attempt of a Distributed Map: each item (or
+// batch) runs as a child execution of the processor, stored as an
+// execution of its own whose Parent is this execution. Items are read
+// one at a time as children can take them; a child that finished (in
+// this run or one before a crash) is never run again.
+func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (stepResult, error) {
+	d := &distributed{s: s}
+	var err error
+	if s.JSONata() {
+		d.input, d.jsc = raw, h.jsonataScope(raw)
+		d.cfg, err = h.jsonataMapConfig(s, d.jsc)
+	} else {
+		if d.input, err = h.inputPath(raw); err != nil {
+			return stepResult{}, err
+		}
+		d.cfg, err = h.mapConfig(s, d.input)
+	}
+	if err != nil {
+		return stepResult{}, err
+	}
+	d.key = h.sc.key + h.name() + "#" + itoa(h.visit) + "." + itoa(h.env.retry)
+	d.id = h.r.exec.ID + "/" + d.key
+	items, closeItems, err := h.distItems(ctx, d)
+	if err != nil {
+		return stepResult{}, err
+	}
+	defer closeItems()
+	if err := h.batcher(d); err != nil {
+		return stepResult{}, err
+	}
+	if err := h.writerLocation(d); err != nil {
+		return stepResult{}, err
+	}
+	r := h.r
+	r.event(Event{Type: EventMapStateStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
+	r.event(Event{Type: EventMapRunStarted, State: h.name(), Scope: h.sc.prefix, Detail: map[string]any{"mapRunArn": mapRunARN(r.exec, d)}})
+	if err := h.recordMapRun(ctx, d, nil); err != nil {
+		return stepResult{}, err
+	}
+	run, err := h.runChildren(ctx, d, items)
+	if errors.Is(err, errParked) {
+		return stepResult{}, h.park(ctx, WaitingForMapRun, run.wake, &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries})
+	}
+	var ae *asl.Error
+	if err != nil && !errors.As(err, &ae) {
+		return stepResult{}, err
+	}
+	if err == nil && d.bucket != nil {
+		var result any
+		result, err = h.writeResults(ctx, d, run)
+		if err == nil {
+			run.written = result
+		}
+	}
+	if rerr := h.recordMapRun(ctx, d, run); rerr != nil {
+		return stepResult{}, rerr
+	}
+	if err != nil {
+		errors.As(err, &ae)
+		r.event(Event{Type: EventMapRunFailed, State: h.name(), Scope: h.sc.prefix, Error: string(ae.Name), Cause: ae.Cause})
+		return h.collected(raw, nil, err, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
+	}
+	r.event(Event{Type: EventMapRunSucceeded, State: h.name(), Scope: h.sc.prefix})
+	if run.written != nil {
+		return h.writtenResult(raw, run.written)
+	}
+	return h.collected(raw, run.outputs, nil, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
+}
+
+// mapRunARN is the map run's ARN as AWS spells one:
+// arn:aws:states:local:000000000000:mapRun:<machine>/<label>:<map run id>.
+func mapRunARN(e *Execution, d *distributed) string {
+	label := d.s.Label
+	if label == "" {
+		label = d.s.Name
+	}
+	return "arn:aws:states:local:000000000000:mapRun:" + e.MachineName + "/" + label + ":" + d.id
+}
+
+// writtenResult ends a Map whose ResultWriter wrote its results: its
+// result is {"MapRunArn", "ResultWriterDetails": {"Bucket", "Key"}}.
+func (h *stateRun) writtenResult(raw, result any) (stepResult, error) {
+	r := h.r
+	r.event(Event{Type: EventMapStateSucceeded, State: h.name(), Scope: h.sc.prefix, Document: raw})
+	if h.st.Base().JSONata() {
+		size, err := h.fits(result, unknownSize)
+		if err != nil {
+			return stepResult{}, err
+		}
+		sc := h.jsonataScope(raw)
+		sc.Result, sc.HasResult = result, true
+		return h.jsonataFinish(sc, result, size)
+	}
+	s := h.st.(*states.Map)
+	size, err := h.fits(result, unknownSize)
+	if err != nil {
+		return stepResult{}, err
+	}
+	if s.ResultSelector != nil {
+		if result, size, err = h.template(s.ResultSelector, result, size); err != nil {
+			return stepResult{}, err
+		}
+	}
+	return h.finish(raw, result, size, s.ResultPath)
+}
+
+// distItems opens the items of a Distributed Map: its ItemReader's, else
+// the array of its input (ItemsPath or Items). close releases the reader.
+func (h *stateRun) distItems(ctx context.Context, d *distributed) (itemio.Items, func(), error) {
+	nop := func() {}
+	s := d.s
+	if s.ItemReader == nil {
+		var arr []any
+		if s.JSONata() {
+			a, _, err := h.jsonataItems(s, d.jsc, d.input)
+			if err != nil {
+				return nil, nop, err
+			}
+			arr = a
+		} else {
+			items := d.input
+			if s.ItemsPath != nil {
+				v, err := s.ItemsPath.Eval(d.input, h.env)
+				if err != nil {
+					return nil, nop, h.pathError(err)
+				}
+				items = v
+			}
+			a, ok := items.([]any)
+			if !ok {
+				return nil, nop, h.runtimeError(fmt.Sprintf("Items of the Map state must be an array, not %s", jsonvalue.TypeName(items)))
+			}
+			arr = a
+		}
+		return itemio.Slice(arr), nop, nil
+	}
+	ir := s.ItemReader
+	loc, err := h.location(ir.Parameters, ir.Arguments, d, "ItemReader")
+	if err != nil {
+		return nil, nop, err
+	}
+	max := ir.MaxItems
+	switch {
+	case ir.MaxItemsPath != nil:
+		v, err := h.get(ir.MaxItemsPath, d.input)
+		if err != nil {
+			return nil, nop, err
+		}
+		n, ok := intValue(v)
+		if !ok || n < 0 {
+			return nil, nop, h.runtimeError(fmt.Sprintf("The MaxItemsPath field refers to value \"%s\" which is not a valid integer: %s", plain(v), ir.MaxItemsPath))
+		}
+		max = n
+	case ir.MaxItemsExpr != nil:
+		v, err := h.evalJSONata(ir.MaxItemsExpr, d.jsc, "MaxItems")
+		if err != nil {
+			return nil, nop, err
+		}
+		n, ok := jsonataInteger(v)
+		if !ok || n < 0 {
+			return nil, nop, h.queryError(fmt.Sprintf("The MaxItems field must be a non-negative integer, but was %s", compactJSON(v)))
+		}
+		max = n
+	}
+	b, name, err := h.bucketOf(loc, "ItemReader")
+	if err != nil {
+		return nil, nop, err
+	}
+	failed := func(err error) error {
+		return asl.Errorf(asl.ErrItemReaderFailed, "The ItemReader of the state '%s' could not read bucket %q: %v", h.name(), name, err)
+	}
+	if ir.Resource == states.ResourceListObjectsV2 {
+		prefix, _ := loc["Prefix"].(string)
+		items, err := itemio.List(ctx, b, prefix)
+		if err != nil {
+			return nil, nop, failed(err)
+		}
+		return itemio.Limit(items, max), nop, nil
+	}
+	key, ok := loc["Key"].(string)
+	if !ok || key == "" {
+		return nil, nop, h.runtimeError(fmt.Sprintf("The ItemReader's Key must be a non-empty string, not %s", jsonvalue.TypeName(loc["Key"])))
+	}
+	rc, err := b.Open(ctx, key)
+	if err != nil {
+		return nil, nop, failed(err)
+	}
+	f := itemio.Format{InputType: ir.InputType, CSVHeaderLocation: ir.CSVHeaderLocation, CSVHeaders: ir.CSVHeaders, CSVDelimiter: delimiter(ir.CSVDelimiter)}
+	items, err := itemio.Decode(rc, f)
+	if err != nil {
+		rc.Close()
+		return nil, nop, failed(err)
+	}
+	return &readerItems{items: itemio.Limit(items, max), fail: failed}, func() { rc.Close() }, nil
+}
+
+// readerItems raises a reader's errors as States.ItemReaderFailed.
+type readerItems struct {
+	items itemio.Items
+	fail  func(error) error
+}
+
+func (r *readerItems) Next() (any, error) {
+	v, err := r.items.Next()
+	if err != nil && err != io.EOF {
+		return nil, r.fail(err)
+	}
+	return v, err
+}
+
+func delimiter(name string) rune {
+	switch name {
+	case "PIPE":
+		return '|'
+	case "SEMICOLON":
+		return ';'
+	case "SPACE":
+		return ' '
+	case "TAB":
+		return '\t'
+	}
+	return ','
+}
+
+// location evaluates the Parameters or Arguments of an ItemReader or
+// ResultWriter: an object with Bucket and Key or Prefix.
+func (h *stateRun) location(params *jsonpath.Template, args *jsonata.Template, d *distributed, field string) (map[string]any, error) {
+	var v any
+	var err error
+	switch {
+	case params != nil:
+		v, err = params.Eval(d.input, h.env)
+		if err != nil {
+			return nil, h.pathError(err)
+		}
+	case args != nil:
+		if v, err = h.evalJSONata(args, d.jsc, "Arguments"); err != nil {
+			return nil, err
+		}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, h.runtimeError(fmt.Sprintf("The %s's parameters must be an object, not %s", field, jsonvalue.TypeName(v)))
+	}
+	return m, nil
+}
+
+// bucketOf resolves the Bucket of a location: "file://DIR" is the local
+// folder DIR; a name (also written "s3://name" or "arn:aws:s3:::name") is
+// the bucket registered under it (agents file Buckets, or
+// agents.Registry.RegisterBucket).
+func (h *stateRun) bucketOf(loc map[string]any, field string) (itemio.Bucket, string, error) {
+	name, ok := loc["Bucket"].(string)
+	if !ok || name == "" {
+		return nil, "", h.runtimeError(fmt.Sprintf("The %s's Bucket must be a non-empty string, not %s", field, jsonvalue.TypeName(loc["Bucket"])))
+	}
+	if dir, ok := strings.CutPrefix(name, "file://"); ok {
+		if dir == "" {
+			return nil, "", h.runtimeError(fmt.Sprintf("The %s's Bucket %q names no folder", field, name))
+		}
+		return itemio.Dir(dir), name, nil
+	}
+	bare := strings.TrimPrefix(strings.TrimPrefix(name, "s3://"), "arn:aws:s3:::")
+	bare = strings.TrimSuffix(bare, "/")
+	if b, ok := h.r.agents.Bucket(bare); ok {
+		return b, bare, nil
+	}
+	errName := asl.ErrItemReaderFailed
+	if field == "ResultWriter" {
+		errName = asl.ErrResultWriterFailed
+	}
+	return nil, "", asl.Errorf(errName, "The %s of the state '%s' names bucket %q, which is not configured: map it to a folder in the agents file's Buckets, register it with agents.Registry.RegisterBucket, or write \"file://DIR\"", field, h.name(), bare)
+}
+
+// batcher resolves a Distributed Map's ItemBatcher.
+func (h *stateRun) batcher(d *distributed) error {
+	b := d.s.ItemBatcher
+	if b == nil {
+		return nil
+	}
+	d.batching = true
+	d.batchItems, d.batchBytes = b.MaxItemsPerBatch, b.MaxInputBytesPerBatch
+	for _, f := range []struct {
+		path  *jsonpath.Path
+		expr  *jsonata.Template
+		field string
+		max   int64
+		to    *int64
+	}{
+		{b.MaxItemsPerBatchPath, b.MaxItemsPerBatchExpr, "MaxItemsPerBatch", 1<<31 - 1, &d.batchItems},
+		{b.MaxInputBytesPerBatchPath, b.MaxInputBytesPerBatchExpr, "MaxInputBytesPerBatch", states.MaxBatchBytes, &d.batchBytes},
+	} {
+		switch {
+		case f.path != nil:
+			v, err := h.get(f.path, d.input)
+			if err != nil {
+				return err
+			}
+			n, ok := intValue(v)
+			if !ok || n < 1 || n > f.max {
+				return h.runtimeError(fmt.Sprintf("The %sPath field refers to value \"%s\" which is not a valid integer between 1 and %d: %s", f.field, plain(v), f.max, f.path))
+			}
+			*f.to = n
+		case f.expr != nil:
+			v, err := h.evalJSONata(f.expr, d.jsc, f.field)
+			if err != nil {
+				return err
+			}
+			n, ok := jsonataInteger(v)
+			if !ok || n < 1 || n > f.max {
+				return h.queryError(fmt.Sprintf("The %s field must be an integer between 1 and %d, but was %s", f.field, f.max, compactJSON(v)))
+			}
+			*f.to = n
+		}
+	}
+	switch {
+	case b.BatchInput != nil:
+		v, err := b.BatchInput.Eval(d.input, h.env)
+		if err != nil {
+			return h.pathError(err)
+		}
+		d.batchInput, d.hasBatchIn = v, true
+	case b.BatchInputJSONata != nil:
+		v, err := h.evalJSONata(b.BatchInputJSONata, d.jsc, "BatchInput")
+		if err != nil {
+			return err
+		}
+		d.batchInput, d.hasBatchIn = v, true
+	}
+	return nil
+}
+
+// writerLocation resolves a Distributed Map's ResultWriter location.
+func (h *stateRun) writerLocation(d *distributed) error {
+	w := d.s.ResultWriter
+	if w == nil {
+		return nil
+	}
+	loc, err := h.location(w.Parameters, w.Arguments, d, "ResultWriter")
+	if err != nil {
+		return err
+	}
+	b, name, err := h.bucketOf(loc, "ResultWriter")
+	if err != nil {
+		return err
+	}
+	prefix, ok := loc["Prefix"].(string)
+	if !ok {
+		return h.runtimeError(fmt.Sprintf("The ResultWriter's Prefix must be a string, not %s", jsonvalue.TypeName(loc["Prefix"])))
+	}
+	d.bucket, d.bucketName, d.prefix = b, name, strings.TrimSuffix(prefix, "/")
+	return nil
+}
+
+// mapRunOutcome is what a map run's children came to.
+type mapRunOutcome struct {
+	// total counts the children; succeeded, failed and pending how they
+	// ended (pending: not run, or stopped when the run failed).
+	total, succeeded, failed, pending int
+	// outputs are the children's outputs in order (nil when the Map keeps
+	// none: a ResultWriter, or ResultPath null).
+	outputs []any
+	// records are the children as ended, for a ResultWriter of an
+	// executor without a store (a durable one reads them back instead).
+	records []*Execution
+	// wake is the earliest time a waiting child is due (zero: none is).
+	wake time.Time
+	// written is the ResultWriter's result.
+	written any
+}
+
+// runChildren runs the children of map run d over items, at most
+// MaxConcurrency at a time. It holds the batch being filled, the inputs
+// of the children in flight and, unless the Map keeps none, the outputs.
+func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio.Items) (*mapRunOutcome, error) {
+	r := h.r
+	s := d.s
+	limit := d.cfg.concurrency
+	if limit <= 0 {
+		limit = defaultMaxConcurrency
+	}
+	keep := d.bucket == nil && !(s.ResultPath.Discard && s.ResultSelector == nil && r.maxPayload < 0)
+	keepRecords := d.bucket != nil && !r.x.durable
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
+	out := &mapRunOutcome{}
+	var (
+		mu       sync.Mutex
+		exceeded bool
+		waiting  bool
+		inFlight = map[string]bool{}
+	)
+	exceeds := func() bool {
+		if d.cfg.maxFailed < 0 && d.cfg.maxPercent < 0 {
+			return out.failed > 0
+		}
+		return d.cfg.maxFailed >= 0 && int64(out.failed) > d.cfg.maxFailed
+	}
+	launch := func(index int, input any) {
+		id := ChildID(d.id, index)
+		mu.Lock()
+		if keep {
+			out.outputs = append(out.outputs, nil)
+		}
+		if keepRecords {
+			out.records = append(out.records, nil)
+		}
+		out.total++
+		mu.Unlock()
+		g.Go(func() error {
+			mu.Lock()
+			stop := exceeded
+			if !stop {
+				inFlight[id] = true
+			}
+			mu.Unlock()
+			if stop {
+				mu.Lock()
+				out.pending++
+				mu.Unlock()
+				return nil
+			}
+			res, e, err := h.child(gctx, id, input)
+			mu.Lock()
+			defer mu.Unlock()
+			delete(inFlight, id)
+			if err != nil && exceeded {
+				// Stopped as it started, once the map run had failed.
+				out.pending++
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if keepRecords {
+				out.records[index] = e
+			}
+			switch res.Status {
+			case StatusSucceeded:
+				out.succeeded++
+				if keep {
+					out.outputs[index] = res.Output
+				}
+			case StatusWaiting:
+				waiting = true
+				out.pending++
+				if !res.WakeAt.IsZero() && (out.wake.IsZero() || res.WakeAt.Before(out.wake)) {
+					out.wake = res.WakeAt
+				}
+			case StatusAborted:
+				if exceeded {
+					// Stopped below when the threshold was passed.
+					out.pending++
+					break
+				}
+				fallthrough
+			default:
+				out.failed++
+				if keep {
+					out.outputs[index] = errorOutput(&asl.Error{Name: asl.ErrorName(res.Error), Cause: res.Cause})
+				}
+				if !exceeded && exceeds() {
+					// The map run fails: its children still running are
+					// aborted, as AWS aborts them.
+					exceeded = true
+					for other := range inFlight {
+						go func() {
+							if _, err := r.x.Stop(context.WithoutCancel(gctx), other, "", ""); err != nil && !errors.Is(err, ErrEnded) && !errors.Is(err, ErrNotFound) {
+								r.x.log.Debug("a child execution was not stopped", "execution", other, "error", err)
+							}
+						}()
+					}
+				}
+			}
+			return nil
+		})
+	}
+	index := 0
+	var batch []any
+	batchSize := 0
+	base := 0
+	if d.batching {
+		envelope := map[string]any{"Items": []any{}}
+		if d.hasBatchIn {
+			envelope["BatchInput"] = d.batchInput
+		}
+		base = jsonvalue.Size(envelope)
+	}
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		in := map[string]any{"Items": batch}
+		if d.hasBatchIn {
+			in["BatchInput"] = d.batchInput
+		}
+		launch(index, in)
+		index++
+		batch, batchSize = nil, 0
+	}
+	var readErr error
+	for i := 0; ; i++ {
+		mu.Lock()
+		stop := exceeded
+		mu.Unlock()
+		if stop || gctx.Err() != nil {
+			break
+		}
+		item, err := items.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			readErr = err
+			break
+		}
+		input, err := h.selectItem(d, &mapItem{index: i, value: item})
+		if err != nil {
+			readErr = err
+			break
+		}
+		if !d.batching {
+			launch(index, input)
+			index++
+			continue
+		}
+		n := jsonvalue.Size(input) + 1
+		if len(batch) > 0 && (d.batchItems > 0 && int64(len(batch)) >= d.batchItems || d.batchBytes > 0 && int64(base+batchSize+n) > d.batchBytes) {
+			flush()
+		}
+		batch = append(batch, input)
+		batchSize += n
+	}
+	if readErr == nil && d.batching {
+		flush()
+	}
+	err := g.Wait()
+	if err != nil {
+		return out, err
+	}
+	if readErr != nil {
+		return out, readErr
+	}
+	if err := ctx.Err(); err != nil {
+		return out, ctxError(ctx)
+	}
+	if exceeded {
+		return out, asl.Errorf(asl.ErrExceedToleratedFailureThreshold, "The specified tolerated failure threshold was exceeded")
+	}
+	if waiting {
+		return out, errParked
+	}
+	if out.failed > 0 && d.cfg.maxPercent >= 0 && float64(out.failed)*100 > d.cfg.maxPercent*float64(out.total) {
+		if d.cfg.maxFailed < 0 || int64(out.failed) > d.cfg.maxFailed {
+			return out, asl.Errorf(asl.ErrExceedToleratedFailureThreshold, "The specified tolerated failure threshold was exceeded")
+		}
+	}
+	return out, nil
+}
+
+// selectItem is the input of item mi: ItemSelector's, else the item.
+func (h *stateRun) selectItem(d *distributed, mi *mapItem) (any, error) {
+	s := d.s
+	switch {
+	case s.ItemSelector != nil:
+		e := &env{r: h.r, sc: h.sc, state: h.name(), entered: h.env.entered, retry: h.env.retry, item: mi}
+		v, err := s.ItemSelector.Eval(d.input, e)
+		if err != nil {
+			return nil, h.pathError(err)
+		}
+		return v, nil
+	case s.ItemSelectorJSONata != nil:
+		v, _, err := h.jsonataItem(s, d.input, mi)
+		return v, err
+	}
+	return mi.value, nil
+}
+
+// child runs (or, after a crash, resumes or reads) the child execution id
+// on input and returns where it stands; e is its record when the
+// executor has no store (for a ResultWriter).
+func (h *stateRun) child(ctx context.Context, id string, input any) (*Result, *Execution, error) {
+	r := h.r
+	x := r.x
+	s := h.st.(*states.Map)
+	started := time.Now().UTC()
+	res, err := x.Run(ctx, s.Processor, input, StartOptions{
+		ID: id, MachineName: r.exec.MachineName, Agents: r.agents, AgentsFile: r.exec.Agents, AgentsKind: r.exec.AgentsKind,
+		MaxPayloadSize: r.exec.MaxPayload, Durability: r.exec.Durability, parent: r.exec.ID,
+	})
+	if errors.Is(err, ErrExists) && x.durable {
+		res, err = h.existingChild(ctx, id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var e *Execution
+	if !x.durable {
+		e = &Execution{ID: id, Input: input, Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause, StartedAt: started, StoppedAt: time.Now().UTC()}
+	}
+	return res, e, nil
+}
+
+// existingChild continues child id, which exists: an ended child is read
+// (it is never run again), an unfinished one resumed.
+func (h *stateRun) existingChild(ctx context.Context, id string) (*Result, error) {
+	x := h.r.x
+	for {
+		e, err := x.store.Load(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if e.Status.Ended() {
+			return &Result{ID: id, Status: e.Status, Output: e.Output, Error: e.Error, Cause: e.Cause}, nil
+		}
+		res, err := x.Resume(ctx, id, ResumeOptions{Agents: h.r.agents})
+		switch {
+		case errors.Is(err, ErrEnded):
+			continue
+		case errors.Is(err, ErrBusy):
+			// Another run of it (Serve recovering it) holds it: wait for it.
+			select {
+			case <-ctx.Done():
+				return nil, ctxError(ctx)
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		return res, err
+	}
+}
+
+// MapRun is a Distributed Map's map run, as MapRuns lists it.
+type MapRun struct {
+	// ID is the map run's id, "<execution>/<state>#<visit>.<attempt>"
+	// (the state's scope inside Map items and Parallel branches
+	// included); its children are ChildID(ID, 0), ChildID(ID, 1), …
+	ID string
+	// ARN is its ARN as AWS spells it (MapRunArn).
+	ARN string
+	// Execution is the parent execution, State the Map state and Label its
+	// Label ("" when it has none).
+	Execution string
+	State     string
+	Label     string
+	// Status is RUNNING, SUCCEEDED or FAILED.
+	Status string
+	// Total, Succeeded, Failed and Pending count the children (Total is
+	// what was started so far while it runs).
+	Total, Succeeded, Failed, Pending int
+	// ResultWriterDetails is where a ResultWriter wrote the manifest
+	// ({"Bucket", "Key"}); nil when it has none.
+	ResultWriterDetails any
+	// StartedAt and StoppedAt (zero while it runs).
+	StartedAt, StoppedAt time.Time
+}
+
+// MapRunChild is one child execution of a map run.
+type MapRunChild struct {
+	Index  int
+	ID     string
+	Status Status
+	Error  string
+	Cause  string
+}
+
+// recordMapRun commits the record of map run d in its execution: when it
+// starts (run nil) and when it ends.
+func (h *stateRun) recordMapRun(ctx context.Context, d *distributed, run *mapRunOutcome) error {
+	r := h.r
+	if !r.x.durable {
+		return nil
+	}
+	now := time.Now().UTC()
+	rec := map[string]any{
+		"id": d.id, "arn": mapRunARN(r.exec, d), "state": h.name(), "label": d.s.Label, "status": string(StatusRunning),
+		"concurrency": jsonvalue.IntNumber(int64(max(d.cfg.concurrency, 0))), "startedAt": now.Format(time.RFC3339Nano),
+	}
+	key := mapRunPrefix + d.key
+	if prev := r.loaded[key]; prev != nil {
+		if old, ok := prev.Output.(map[string]any); ok && old["startedAt"] != nil {
+			rec["startedAt"] = old["startedAt"]
+		}
+	}
+	if run != nil {
+		status := StatusSucceeded
+		if run.failed > 0 && (d.cfg.maxFailed < 0 && d.cfg.maxPercent < 0 || run.pending > 0) {
+			status = StatusFailed
+		}
+		rec["status"] = string(status)
+		rec["total"] = jsonvalue.IntNumber(int64(run.total))
+		rec["succeeded"] = jsonvalue.IntNumber(int64(run.succeeded))
+		rec["failed"] = jsonvalue.IntNumber(int64(run.failed))
+		rec["pending"] = jsonvalue.IntNumber(int64(run.pending))
+		rec["stoppedAt"] = now.Format(time.RFC3339Nano)
+		if w, ok := run.written.(map[string]any); ok {
+			rec["resultWriterDetails"] = w["ResultWriterDetails"]
+		}
+	}
+	sc := &Scope{Done: true, Output: rec}
+	r.mu.Lock()
+	if r.mapRuns == nil {
+		r.mapRuns = make(map[string]*Scope)
+	}
+	r.mapRuns[key] = sc
+	r.mu.Unlock()
+	return r.commit(ctx, nil, &Commit{Scopes: map[string]*Scope{key: sc}})
+}
+
+// keepMapRuns adds the records of the execution's map runs to c, the
+// commit that ends it (and drops every other scope), so that they stay
+// listed (MapRuns).
+func (r *run) keepMapRuns(c *Commit) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, s := range r.loaded {
+		if strings.HasPrefix(k, mapRunPrefix) && r.mapRuns[k] == nil {
+			c.Scopes[k] = s
+		}
+	}
+	for k, s := range r.mapRuns {
+		c.Scopes[k] = s
+	}
+}
+
+// MapRuns lists the map runs of execution id's Distributed Maps, in the
+// order of their ids. Counts of a map run still running are read from its
+// children.
+func (x *Executor) MapRuns(ctx context.Context, id string) ([]MapRun, error) {
+	if !x.durable {
+		return nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
+	}
+	e, err := x.store.Load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var runs []MapRun
+	for key, sc := range e.Progress.Scopes {
+		if !strings.HasPrefix(key, mapRunPrefix) || sc == nil {
+			continue
+		}
+		rec, _ := sc.Output.(map[string]any)
+		mr := MapRun{Execution: id}
+		mr.ID, _ = rec["id"].(string)
+		mr.ARN, _ = rec["arn"].(string)
+		mr.State, _ = rec["state"].(string)
+		mr.Label, _ = rec["label"].(string)
+		mr.Status, _ = rec["status"].(string)
+		mr.ResultWriterDetails = rec["resultWriterDetails"]
+		mr.StartedAt = parseTime(rec["startedAt"])
+		mr.StoppedAt = parseTime(rec["stoppedAt"])
+		if mr.Status == string(StatusRunning) || e.Status == StatusRunning && mr.StoppedAt.IsZero() {
+			children, err := x.MapRunChildren(ctx, mr.ID)
+			if err != nil {
+				return nil, err
+			}
+			mr.Total = len(children)
+			for _, c := range children {
+				switch {
+				case c.Status == StatusSucceeded:
+					mr.Succeeded++
+				case c.Status.Ended():
+					mr.Failed++
+				default:
+					mr.Pending++
+				}
+			}
+		} else {
+			mr.Total, mr.Succeeded, mr.Failed, mr.Pending = recInt(rec["total"]), recInt(rec["succeeded"]), recInt(rec["failed"]), recInt(rec["pending"])
+		}
+		runs = append(runs, mr)
+	}
+	sortMapRuns(runs)
+	return runs, nil
+}
+
+// MapRunChildren lists the child executions of map run mapRun that exist,
+// by index. Children are started in index order, at most the map's
+// MaxConcurrency (or 256) at a time, so the listing reads them in order
+// until that many indexes in a row have no child.
+func (x *Executor) MapRunChildren(ctx context.Context, mapRun string) ([]MapRunChild, error) {
+	if !x.durable {
+		return nil, fmt.Errorf("map run %s: %w", mapRun, ErrNotDurable)
+	}
+	window := defaultMaxConcurrency
+	if parent, key, ok := strings.Cut(mapRun, "/"); ok {
+		if e, err := x.store.Load(ctx, parent); err == nil {
+			if sc := e.Progress.Scopes[mapRunPrefix+key]; sc != nil {
+				rec, _ := sc.Output.(map[string]any)
+				if n := recInt(rec["concurrency"]); n > 0 {
+					window = n
+				}
+				if t := recInt(rec["total"]); t > 0 && rec["stoppedAt"] != nil {
+					window = 1
+				}
+			}
+		}
+	}
+	var out []MapRunChild
+	misses := 0
+	for i := 0; misses < window; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		id := ChildID(mapRun, i)
+		e, err := x.store.Load(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			misses++
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		misses = 0
+		out = append(out, MapRunChild{Index: i, ID: id, Status: e.Status, Error: e.Error, Cause: e.Cause})
+	}
+	return out, nil
+}
+
+func recInt(v any) int {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0
+	}
+	i, err := n.Int64()
+	if err != nil {
+		return 0
+	}
+	return int(i)
+}
+
+func parseTime(v any) time.Time {
+	s, _ := v.(string)
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+func sortMapRuns(runs []MapRun) {
+	for i := 1; i < len(runs); i++ {
+		for j := i; j > 0 && runs[j].ID < runs[j-1].ID; j-- {
+			runs[j], runs[j-1] = runs[j-1], runs[j]
+		}
+	}
+}
+
+// writeResults writes the ResultWriter's files: each child as AWS records
+// it, read back from the store one at a time (an executor without a store
+// kept them), then the manifest; the Map's result says where.
+func (h *stateRun) writeResults(ctx context.Context, d *distributed, run *mapRunOutcome) (any, error) {
+	r := h.r
+	arn := mapRunARN(r.exec, d)
+	runID := d.id[strings.LastIndexByte(d.id, '/')+1:]
+	dir := runID
+	if d.prefix != "" {
+		dir = d.prefix + "/" + runID
+	}
+	w := itemio.NewResults(d.bucket, d.bucketName, dir)
+	failed := func(err error) error {
+		w.Abort()
+		return asl.Errorf(asl.ErrResultWriterFailed, "The ResultWriter of the state '%s' could not write to bucket %q: %v", h.name(), d.bucketName, err)
+	}
+	for i := range run.total {
+		var e *Execution
+		if run.records != nil {
+			e = run.records[i]
+		} else {
+			var err error
+			if e, err = r.x.store.Load(ctx, ChildID(d.id, i)); err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+		}
+		status, entry := childEntry(r.exec, ChildID(d.id, i), e)
+		if err := w.Add(ctx, status, entry); err != nil {
+			return nil, failed(err)
+		}
+	}
+	key, err := w.Close(ctx, arn)
+	if err != nil {
+		return nil, failed(err)
+	}
+	return map[string]any{"MapRunArn": arn, "ResultWriterDetails": map[string]any{"Bucket": d.bucketName, "Key": key}}, nil
+}
+
+// childEntry is a child execution as AWS's ResultWriter records it, with
+// the file it goes in; e nil is a child that never started (PENDING).
+func childEntry(parent *Execution, id string, e *Execution) (string, map[string]any) {
+	arn := "arn:aws:states:local:000000000000:execution:" + parent.MachineName + ":" + id
+	entry := map[string]any{"ExecutionArn": arn, "Name": id, "StateMachineArn": "arn:aws:states:local:000000000000:stateMachine:" + parent.MachineName}
+	if e == nil {
+		entry["Status"] = "PENDING"
+		return itemio.Pending, entry
+	}
+	entry["Status"] = string(e.Status)
+	entry["RedriveCount"] = jsonvalue.IntNumber(int64(e.RedriveCount))
+	entry["StartDate"] = e.StartedAt.Format(time.RFC3339Nano)
+	if in, err := jsonvalue.Marshal(e.Input); err == nil {
+		entry["Input"] = string(in)
+		entry["InputDetails"] = map[string]any{"Included": true}
+	}
+	if !e.StoppedAt.IsZero() {
+		entry["StopDate"] = e.StoppedAt.Format(time.RFC3339Nano)
+	}
+	switch {
+	case e.Status == StatusSucceeded:
+		if out, err := jsonvalue.Marshal(e.Output); err == nil {
+			entry["Output"] = string(out)
+			entry["OutputDetails"] = map[string]any{"Included": true}
+		}
+		return itemio.Succeeded, entry
+	case e.Status.Ended():
+		if e.Error != "" {
+			entry["Error"] = e.Error
+		}
+		if e.Cause != "" {
+			entry["Cause"] = e.Cause
+		}
+		return itemio.Failed, entry
+	}
+	return itemio.Pending, entry
+}

@@ -1,0 +1,288 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/itemio"
+	"github.com/aslrun/aslrun/store"
+)
+
+// distributedDef reads rows.csv from the bucket "in" in batches of 3, runs
+// Work on each batch (which fails a batch whose first row says so), and
+// writes the results to the bucket "out".
+const distributedDef = `{"StartAt":"Rows","States":{"Rows":{"Type":"Map","Label":"rows",
+	"ItemReader":{"Resource":"arn:aws:states:::s3:getObject","ReaderConfig":{"InputType":"CSV"},"Parameters":{"Bucket":"s3://in","Key":"rows.csv"}},
+	"ItemSelector":{"id.$":"$$.Map.Item.Value.id","fail.$":"$$.Map.Item.Value.fail","index.$":"$$.Map.Item.Index"},
+	"ItemBatcher":{"MaxItemsPerBatch":3,"BatchInput":{"run.$":"$.run"}},
+	"ToleratedFailureCount":%d,"MaxConcurrency":2,
+	%s
+	"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},"StartAt":"Work","States":{
+		"Work":{"Type":"Task","Agent":"Work","End":true}}},
+	"End":true}}}`
+
+const resultWriter = `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"out","Prefix":"results"}},`
+
+// batchAgent answers {"ids": [...]} for a batch, fails one whose first
+// row says fail=yes, and counts its calls by execution.
+type batchAgent struct {
+	mu    sync.Mutex
+	calls map[string]int
+	// crashAfter cancels cancel after that many calls (0: never).
+	crashAfter int
+	cancel     context.CancelFunc
+}
+
+func (a *batchAgent) Invoke(ctx context.Context, req *agents.Request) (any, error) {
+	a.mu.Lock()
+	a.calls[req.Execution]++
+	n := 0
+	for _, c := range a.calls {
+		n += c
+	}
+	if a.crashAfter > 0 && n == a.crashAfter {
+		a.cancel()
+	}
+	a.mu.Unlock()
+	in := req.Input.(map[string]any)
+	items := in["Items"].([]any)
+	if items[0].(map[string]any)["fail"] == "yes" {
+		return nil, &asl.Error{Name: "Batch.Bad", Cause: "row " + items[0].(map[string]any)["id"].(string)}
+	}
+	var ids []any
+	for _, it := range items {
+		ids = append(ids, it.(map[string]any)["id"])
+	}
+	return map[string]any{"ids": ids, "run": in["BatchInput"].(map[string]any)["run"]}, nil
+}
+
+// writeRows writes rows.csv with n rows, rows in fail failing.
+func writeRows(t *testing.T, dir string, n int, fail map[int]bool) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("id,fail\n")
+	for i := range n {
+		f := "no"
+		if fail[i] {
+			f = "yes"
+		}
+		fmt.Fprintf(&b, "r%d,%s\n", i, f)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rows.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func distRegistry(t *testing.T, a agents.Agent, in, out string) *agents.Registry {
+	t.Helper()
+	reg := registry(t, a, "Work")
+	if err := reg.RegisterBucket("in", itemio.Dir(in)); err != nil {
+		t.Fatal(err)
+	}
+	if out != "" {
+		if err := reg.RegisterBucket("out", itemio.Dir(out)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
+}
+
+func TestDistributedMapBatchesAndOutputs(t *testing.T) {
+	in := t.TempDir()
+	writeRows(t, in, 8, map[int]bool{3: true})
+	a := &batchAgent{calls: map[string]int{}}
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Agents: distRegistry(t, a, in, ""), Store: st})
+	m := mustParse(t, fmt.Sprintf(distributedDef, 1, ""))
+	res, err := x.Run(context.Background(), m, mustJSON(t, `{"run":"r1"}`), engine.StartOptions{ID: "p"})
+	if err != nil || res.Status != engine.StatusSucceeded {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	got, _ := json.Marshal(res.Output)
+	want := `[{"ids":["r0","r1","r2"],"run":"r1"},{"Cause":"row r3","Error":"Batch.Bad"},{"ids":["r6","r7"],"run":"r1"}]`
+	if string(got) != want {
+		t.Errorf("output %s, want %s", got, want)
+	}
+	// Each batch ran once, as its own child execution of p.
+	for i := range 3 {
+		id := engine.ChildID("p/Rows#1.0", i)
+		if a.calls[id] != 1 {
+			t.Errorf("child %s called Work %d times, want 1", id, a.calls[id])
+		}
+		e, err := st.Load(context.Background(), id)
+		if err != nil || e.Parent != "p" {
+			t.Errorf("child %s: %v, Parent %q", id, err, e.Parent)
+		}
+	}
+	runs, err := x.MapRuns(context.Background(), "p")
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("MapRuns = %+v, %v", runs, err)
+	}
+	r := runs[0]
+	if r.ID != "p/Rows#1.0" || r.Label != "rows" || r.Status != "SUCCEEDED" || r.Total != 3 || r.Succeeded != 2 || r.Failed != 1 || r.Pending != 0 {
+		t.Errorf("map run %+v", r)
+	}
+	children, err := x.MapRunChildren(context.Background(), r.ID)
+	if err != nil || len(children) != 3 || children[1].Status != engine.StatusFailed || children[1].Error != "Batch.Bad" {
+		t.Errorf("MapRunChildren = %+v, %v", children, err)
+	}
+}
+
+func TestDistributedMapThreshold(t *testing.T) {
+	in := t.TempDir()
+	writeRows(t, in, 9, map[int]bool{0: true, 3: true})
+	a := &batchAgent{calls: map[string]int{}}
+	x := engine.New(engine.Config{Agents: distRegistry(t, a, in, ""), Store: store.NewMemory()})
+	res, err := x.Run(context.Background(), mustParse(t, fmt.Sprintf(distributedDef, 1, "")), mustJSON(t, `{"run":"r"}`), engine.StartOptions{ID: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != engine.StatusFailed || res.Error != "States.ExceedToleratedFailureThreshold" || res.Cause != "The specified tolerated failure threshold was exceeded" {
+		t.Errorf("Run = %+v, want States.ExceedToleratedFailureThreshold", res)
+	}
+}
+
+func TestDistributedMapResultWriter(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	writeRows(t, in, 7, map[int]bool{3: true})
+	a := &batchAgent{calls: map[string]int{}}
+	x := engine.New(engine.Config{Agents: distRegistry(t, a, in, out), Store: store.NewMemory()})
+	res, err := x.Run(context.Background(), mustParse(t, fmt.Sprintf(distributedDef, 1, resultWriter)), mustJSON(t, `{"run":"r"}`), engine.StartOptions{ID: "p", MachineName: "M"})
+	if err != nil || res.Status != engine.StatusSucceeded {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	got, _ := json.Marshal(res.Output)
+	want := `{"MapRunArn":"arn:aws:states:local:000000000000:mapRun:M/rows:p/Rows#1.0","ResultWriterDetails":{"Bucket":"out","Key":"results/Rows#1.0/manifest.json"}}`
+	if string(got) != want {
+		t.Errorf("output %s, want %s", got, want)
+	}
+	var manifest map[string]any
+	text, err := os.ReadFile(filepath.Join(out, "results/Rows#1.0/manifest.json"))
+	if err != nil || json.Unmarshal(text, &manifest) != nil {
+		t.Fatalf("manifest: %v %s", err, text)
+	}
+	if manifest["MapRunArn"] != "arn:aws:states:local:000000000000:mapRun:M/rows:p/Rows#1.0" || manifest["DestinationBucket"] != "out" {
+		t.Errorf("manifest %s", text)
+	}
+	var ok, failed []map[string]any
+	readJSON(t, filepath.Join(out, "results/Rows#1.0/SUCCEEDED_0.json"), &ok)
+	readJSON(t, filepath.Join(out, "results/Rows#1.0/FAILED_0.json"), &failed)
+	if len(ok) != 2 || len(failed) != 1 || failed[0]["Error"] != "Batch.Bad" || ok[0]["Name"] != "p/Rows#1.0:0" || ok[0]["Status"] != "SUCCEEDED" {
+		t.Errorf("results: %v / %v", ok, failed)
+	}
+	if s, _ := ok[1]["Output"].(string); s != `{"ids":["r6"],"run":"r"}` {
+		t.Errorf("second success Output = %q", s)
+	}
+	runs, _ := x.MapRuns(context.Background(), "p")
+	if len(runs) != 1 || runs[0].ResultWriterDetails == nil {
+		t.Errorf("MapRuns = %+v, want the ResultWriterDetails", runs)
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(text, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestDistributedMapResume stops the process (a cancelled context) after
+// some children finished, resumes the parent, and checks that it ends as
+// an uninterrupted run and that no finished child ran again.
+func TestDistributedMapResume(t *testing.T) {
+	in := t.TempDir()
+	writeRows(t, in, 30, map[int]bool{4: true})
+	m := mustParse(t, fmt.Sprintf(distributedDef, 2, ""))
+	clean := &batchAgent{calls: map[string]int{}}
+	want, err := engine.New(engine.Config{Agents: distRegistry(t, clean, in, ""), Store: store.NewMemory()}).
+		Run(context.Background(), m, mustJSON(t, `{"run":"r"}`), engine.StartOptions{ID: "p"})
+	if err != nil || want.Status != engine.StatusSucceeded {
+		t.Fatalf("uninterrupted: %+v %v", want, err)
+	}
+	st := store.NewMemory()
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &batchAgent{calls: map[string]int{}, crashAfter: 5, cancel: cancel}
+	x := engine.New(engine.Config{Agents: distRegistry(t, a, in, ""), Store: st})
+	if _, err := x.Run(ctx, m, mustJSON(t, `{"run":"r"}`), engine.StartOptions{ID: "p"}); err == nil {
+		t.Fatal("Run after the crash returned no error")
+	}
+	finished := map[string]bool{}
+	for i := range 10 {
+		id := engine.ChildID("p/Rows#1.0", i)
+		if e, err := st.Load(context.Background(), id); err == nil && e.Status.Ended() {
+			finished[id] = true
+		}
+	}
+	if len(finished) == 0 || len(finished) == 10 {
+		t.Fatalf("%d children finished before the crash, want some but not all", len(finished))
+	}
+	before := map[string]int{}
+	for k, v := range a.calls {
+		before[k] = v
+	}
+	a.crashAfter = 0
+	got, err := x.Resume(context.Background(), "p", engine.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotJSON, _ := json.Marshal(got.Output)
+	wantJSON, _ := json.Marshal(want.Output)
+	if got.Status != want.Status || string(gotJSON) != string(wantJSON) {
+		t.Errorf("resumed %s %s, want %s %s", got.Status, gotJSON, want.Status, wantJSON)
+	}
+	for id := range finished {
+		if a.calls[id] != before[id] {
+			t.Errorf("finished child %s ran again (%d calls, %d before the resume)", id, a.calls[id], before[id])
+		}
+	}
+}
+
+func TestDistributedMapReaderFailures(t *testing.T) {
+	in := t.TempDir()
+	os.WriteFile(filepath.Join(in, "rows.csv"), []byte("id,fail\nr0,no,extra\n"), 0o644)
+	cases := []struct {
+		name, def, input, err, cause string
+	}{
+		{"bad row", fmt.Sprintf(distributedDef, 0, ""), `{"run":"r"}`, "States.ItemReaderFailed", "line 2"},
+		{"unknown bucket", strings.Replace(fmt.Sprintf(distributedDef, 0, ""), "s3://in", "nowhere", 1), `{"run":"r"}`, "States.ItemReaderFailed", `bucket "nowhere", which is not configured`},
+		{"missing object", strings.Replace(fmt.Sprintf(distributedDef, 0, ""), "rows.csv", "none.csv", 1), `{"run":"r"}`, "States.ItemReaderFailed", "none.csv"},
+		{"unknown resultWriter bucket", fmt.Sprintf(distributedDef, 0, strings.Replace(resultWriter, `"out"`, `"gone"`, 1)), `{"run":"r"}`, "States.ResultWriterFailed", `"gone"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x := engine.New(engine.Config{Agents: distRegistry(t, &batchAgent{calls: map[string]int{}}, in, ""), Store: store.NewMemory()})
+			res, err := x.Run(context.Background(), mustParse(t, c.def), mustJSON(t, c.input), engine.StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != engine.StatusFailed || res.Error != c.err || !strings.Contains(res.Cause, c.cause) {
+				t.Errorf("Run = %s %s %q, want %s with a cause containing %q", res.Status, res.Error, res.Cause, c.err, c.cause)
+			}
+		})
+	}
+}
+
+func TestMapRunsRefusals(t *testing.T) {
+	x := engine.New(engine.Config{})
+	if _, err := x.MapRuns(context.Background(), "p"); !errors.Is(err, engine.ErrNotDurable) {
+		t.Errorf("MapRuns without a store = %v, want ErrNotDurable", err)
+	}
+	y := engine.New(engine.Config{Store: store.NewMemory()})
+	if _, err := y.MapRuns(context.Background(), "nope"); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("MapRuns of nothing = %v, want ErrNotFound", err)
+	}
+}
