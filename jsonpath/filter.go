@@ -25,30 +25,30 @@ import (
 
 // filterNode is a node of a compiled filter expression.
 type filterNode interface {
-	eval(ev *evaluator, cur any) bool
+	eval(root, cur any) bool
 }
 
 type orNode struct{ left, right filterNode }
 
-func (n *orNode) eval(ev *evaluator, cur any) bool {
-	return n.left.eval(ev, cur) || n.right.eval(ev, cur)
+func (n *orNode) eval(root, cur any) bool {
+	return n.left.eval(root, cur) || n.right.eval(root, cur)
 }
 
 type andNode struct{ left, right filterNode }
 
-func (n *andNode) eval(ev *evaluator, cur any) bool {
-	return n.left.eval(ev, cur) && n.right.eval(ev, cur)
+func (n *andNode) eval(root, cur any) bool {
+	return n.left.eval(root, cur) && n.right.eval(root, cur)
 }
 
 type notNode struct{ x filterNode }
 
-func (n *notNode) eval(ev *evaluator, cur any) bool { return !n.x.eval(ev, cur) }
+func (n *notNode) eval(root, cur any) bool { return !n.x.eval(root, cur) }
 
 // existsNode is a path on its own: true when the path selects something.
 type existsNode struct{ path *operand }
 
-func (n *existsNode) eval(ev *evaluator, cur any) bool {
-	_, ok := n.path.value(ev, cur)
+func (n *existsNode) eval(root, cur any) bool {
+	_, ok := n.path.value(root, cur)
 	return ok
 }
 
@@ -58,21 +58,21 @@ type compareNode struct {
 	re          *regexp.Regexp // for =~
 }
 
-func (n *compareNode) eval(ev *evaluator, cur any) bool {
-	l, lok := n.left.value(ev, cur)
+func (n *compareNode) eval(root, cur any) bool {
+	l, lok := n.left.value(root, cur)
 	switch n.op {
 	case "=~":
 		return lok && n.re.MatchString(regexInput(l))
 	case "!=", "nin":
-		return !n.positive(ev, cur, l, lok)
+		return !n.positive(root, cur, l, lok)
 	}
-	return n.positive(ev, cur, l, lok)
+	return n.positive(root, cur, l, lok)
 }
 
 // positive evaluates ==, in and the orderings (!= and nin are their
 // negations).
-func (n *compareNode) positive(ev *evaluator, cur any, l any, lok bool) bool {
-	r, rok := n.right.value(ev, cur)
+func (n *compareNode) positive(root, cur any, l any, lok bool) bool {
+	r, rok := n.right.value(root, cur)
 	if !lok || !rok {
 		return false
 	}
@@ -144,6 +144,7 @@ type operand struct {
 	fromRoot bool // $ rather than @
 	segs     []segment
 	definite bool
+	query    query // segs for jp, when not definite
 	isPath   bool
 	literal  any
 	regex    bool // regex literal; only its compareNode uses it
@@ -151,19 +152,18 @@ type operand struct {
 
 // value returns the operand's value and whether it exists. An indefinite
 // path yields the list of its matches, which exists when it is not empty.
-func (o *operand) value(ev *evaluator, cur any) (any, bool) {
+func (o *operand) value(root, cur any) (any, bool) {
 	if !o.isPath {
 		return o.literal, true
 	}
 	start := cur
 	if o.fromRoot {
-		start = ev.root
+		start = root
 	}
 	if o.definite {
 		return walkDefinite(o.segs, start)
 	}
-	out := []any{}
-	ev.collect(o.segs, start, &out)
+	out := collect(o.query, root, start)
 	return out, len(out) > 0
 }
 
@@ -194,9 +194,6 @@ func walkDefinite(segs []segment, cur any) (any, bool) {
 	}
 	return cur, true
 }
-
-// test reports whether v passes the filter.
-func (ev *evaluator) test(f filterNode, v any) bool { return f.eval(ev, v) }
 
 // parseOr reads an "||" chain.
 func (p *parser) parseOr() (filterNode, error) {
@@ -334,7 +331,11 @@ func (p *parser) parseOperand(regexAllowed bool) (*operand, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &operand{isPath: true, fromRoot: c == '$', segs: segs, definite: definite(segs)}, nil
+		o := &operand{isPath: true, fromRoot: c == '$', segs: segs, definite: definite(segs)}
+		if !o.definite {
+			o.query = compileQuery(segs)
+		}
+		return o, nil
 	case c == '/':
 		if !regexAllowed {
 			return nil, p.fail("a regular expression can only follow =~")

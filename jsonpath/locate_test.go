@@ -113,6 +113,9 @@ func TestLocate(t *testing.T) {
 		{"$..[?(@.role == 'assistant')]", []string{"$.msgs[2]"}},
 		{"$.n[*][?(@ > 2)]", []string{"$.n[1][0]", "$.n[1][1]"}},
 		{"$.msgs[?(@.t[0] == 1)]", nil},
+		// A filter's own paths select values without adding locations.
+		{"$.msgs[?(@.role in $.msgs[1:3].role)].text", []string{"$.msgs[1].text", "$.msgs[2].text", "$.msgs[3].text"}},
+		{"$.msgs[?(@.role == 'user' && $..role)]", []string{"$.msgs[1]", "$.msgs[3]"}},
 		{`$['\u00e9', "\ud83d\ude00", 'q\'s', "t\"\/\\\b\f\n\r\t"]`, []string{"$['é']", "$['😀']", `$['q\'s']`, `$['t"/\\\u0008\u000c\u000a\u000d\u0009']`}},
 		{"$[ 'a' , 'obj' ][ * ]", []string{"$.a.b", "$.a['d e']", `$.a['it\'s']`, "$.obj.k"}},
 		{"$.a.b[ -1 , 0 ]", []string{"$.a.b[2]", "$.a.b[0]"}},

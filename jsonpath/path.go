@@ -39,6 +39,7 @@ import (
 	"strings"
 
 	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/ohler55/ojg/jp"
 )
 
 // SyntaxError reports an expression (a path, a filter or an intrinsic call)
@@ -134,6 +135,7 @@ type Path struct {
 	segs     []segment
 	definite bool
 	steps    []step // segs of a definite path, compacted for the fast walk
+	query    query  // segs for ojg's jp, when the path is not definite
 }
 
 // step is one name or index of a definite path.
@@ -216,10 +218,7 @@ func (p *Path) Get(input any, env Env) (any, error) {
 	if p.definite {
 		return p.getDefinite(root)
 	}
-	out := []any{}
-	ev := evaluator{root: root}
-	ev.collect(p.segs, root, &out)
-	return out, nil
+	return collect(p.query, root, root), nil
 }
 
 // Step is one step of a Location: into the member Key of an object, or,
@@ -282,10 +281,46 @@ func (p *Path) Locate(input any) ([]Location, error) {
 		return nil, &PathError{Path: p.src, Msg: "only a path on the input ($) has locations in it"}
 	}
 	locs := []Location{}
-	ev := evaluator{root: input, locs: &locs}
-	var out []any
-	ev.collect(p.segs, input, &out)
+	if p.definite {
+		if l, ok := p.locateDefinite(input); ok {
+			locs = append(locs, l)
+		}
+		return locs, nil
+	}
+	walk(p.query, &walkState{root: input}, input, func(path jp.Expr, nodes []any) {
+		locs = append(locs, location(path, nodes))
+	})
 	return locs, nil
+}
+
+// locateDefinite returns where the value of a definite path sits in cur,
+// or false when the path selects nothing.
+func (p *Path) locateDefinite(cur any) (Location, bool) {
+	loc := make(Location, len(p.steps))
+	for i, s := range p.steps {
+		if !s.isIndex {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if cur, ok = m[s.name]; !ok {
+				return nil, false
+			}
+			loc[i] = Step{Key: s.name}
+			continue
+		}
+		a, ok := cur.([]any)
+		if !ok {
+			return nil, false
+		}
+		j, ok := index(a, s.index)
+		if !ok {
+			return nil, false
+		}
+		cur = a[j]
+		loc[i] = Step{Index: j, IsIndex: true}
+	}
+	return loc, true
 }
 
 // rootValue returns what the path's root refers to.

@@ -71,3 +71,34 @@ func BenchmarkPathGetFilterStrings1KiB(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkPathGetWildcard1KiB(b *testing.B) {
+	doc := benchDoc(b)
+	p := mustCompile(b, "$.order.items[*].sku")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Get(doc, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPathGetDeepScan1KiB(b *testing.B) {
+	doc := benchDoc(b)
+	p := mustCompile(b, "$..sku")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Get(doc, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPathCompileFilter(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Compile("$.order.items[?(@.price < 5 && @.qty > 0)].sku"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,157 +2,287 @@ package jsonpath
 
 import (
 	"encoding/json"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/ohler55/ojg/jp"
 )
 
-// evaluator evaluates indefinite paths. root is what "$" means inside
-// filters: the value the path started from. When locs is set, it also
-// records where each value it selects sits (at is the current location).
-type evaluator struct {
-	root any
-	locs *[]Location
-	at   Location
+// Indefinite paths (wildcards, unions, slices, deep scans and filters) are
+// evaluated by ojg's jp package: each compiled path carries a jp.Expr that
+// jp's Walk runs on our values as they are, with no conversion. Walk visits
+// object members in key order and calls back with where each match sits,
+// which gives Get its order and Locate its locations.
+//
+// Some fragments of that jp.Expr are ours, each a jp.Frag by embedding
+// one of jp's and replacing its Walk (docs/jsonpath.md, "Where we do not use
+// ojg", gives the cases that decided each):
+//
+//   - filterStep, [?(…)]: jp's scripts cannot compare exact json.Number
+//     decimals, panic on comparing lists, and test an object's members where
+//     Jayway tests the object;
+//   - selfAndDescendants, the ".." of "..x": Jayway applies x to the value
+//     and its descendants, jp.Descent only to the descendants;
+//   - deepFilterStep, "..[?(…)]": each descendant tested once, itself;
+//   - sliceStep, a slice with a negative step: jp.Slice's bounds differ from
+//     Python's when the start is before the first element;
+//   - childStep, a name: jp.Child allocates for each match it records.
+
+// query is an indefinite path (or a filter's operand) compiled for jp.
+type query struct {
+	x jp.Expr
+	// deep is set when x scans descendants, so that a walk goes deeper
+	// than x's own steps.
+	deep bool
 }
 
-// collect appends to out every value that segs select from cur. Nothing is
-// an error: a step that does not apply to a value selects nothing from it.
-func (ev *evaluator) collect(segs []segment, cur any, out *[]any) {
-	if len(segs) == 0 {
-		*out = append(*out, cur)
-		if ev.locs != nil {
-			*ev.locs = append(*ev.locs, slices.Clone(ev.at))
+// compileQuery returns the jp expression that evaluates segs.
+func compileQuery(segs []segment) query {
+	x := make(jp.Expr, 0, len(segs)+1)
+	deep := false
+	for i := range segs {
+		s := &segs[i]
+		if s.deep {
+			deep = true
+			if s.kind == segFilter {
+				x = append(x, jp.Descent('.'), deepFilterStep{filter: s.filter})
+				continue
+			}
+			x = append(x, selfAndDescendants{Descent: jp.Descent('.')})
 		}
-		return
+		x = append(x, fragment(s))
 	}
-	s := &segs[0]
-	if s.deep {
-		ev.scan(s, segs[1:], cur, out)
-		return
-	}
-	ev.step(s, segs[1:], cur, out)
+	return query{x: x, deep: deep}
 }
 
-// step applies one (non-deep) segment to cur and continues with rest on
-// each value it selects.
-func (ev *evaluator) step(s *segment, rest []segment, cur any, out *[]any) {
+// fragment returns the jp fragment of one segment, after any "..".
+func fragment(s *segment) jp.Frag {
 	switch s.kind {
 	case segName:
-		if m, ok := cur.(map[string]any); ok {
-			if v, ok := m[s.name]; ok {
-				ev.into(Step{Key: s.name}, rest, v, out)
-			}
-		}
-	case segNames:
-		if m, ok := cur.(map[string]any); ok {
-			for _, name := range s.names {
-				if v, ok := m[name]; ok {
-					ev.into(Step{Key: name}, rest, v, out)
-				}
-			}
-		}
+		return &childStep{Child: jp.Child(s.name)}
 	case segIndex:
-		if a, ok := cur.([]any); ok {
-			if i, ok := index(a, s.index); ok {
-				ev.into(Step{Index: i, IsIndex: true}, rest, a[i], out)
-			}
+		return jp.Nth(s.index)
+	case segNames:
+		u := make(jp.Union, len(s.names))
+		for i, n := range s.names {
+			u[i] = n
 		}
+		return u
 	case segIndexes:
-		if a, ok := cur.([]any); ok {
-			for _, i := range s.indexes {
-				if i, ok := index(a, i); ok {
-					ev.into(Step{Index: i, IsIndex: true}, rest, a[i], out)
-				}
-			}
+		u := make(jp.Union, len(s.indexes))
+		for i, n := range s.indexes {
+			u[i] = int64(n)
 		}
+		return u
 	case segWildcard:
-		forEachChild(cur, func(st Step, v any) { ev.into(st, rest, v, out) })
+		return jp.Wildcard('*')
 	case segSlice:
-		if a, ok := cur.([]any); ok {
-			start, end, step := s.slice.bounds(len(a))
-			for i := start; step > 0 && i < end || step < 0 && i > end; i += step {
-				ev.into(Step{Index: i, IsIndex: true}, rest, a[i], out)
-			}
+		if s.slice.step < 0 {
+			return sliceStep{Slice: s.slice.jp(), spec: s.slice}
 		}
-	case segFilter:
-		switch c := cur.(type) {
-		case []any:
-			for i, v := range c {
-				if ev.test(s.filter, v) {
-					ev.into(Step{Index: i, IsIndex: true}, rest, v, out)
-				}
+		return s.slice.jp()
+	}
+	return filterStep{filter: s.filter}
+}
+
+// jp returns the slice as a jp.Slice, whose bounds are Python's for every
+// array shorter than jp.SliceNotSet elements. jp reads SliceNotSet (our
+// largest index) as "not given", so a bound written as that number is
+// passed one lower, which selects the same from any such array.
+func (sl sliceSpec) jp() jp.Slice {
+	bound := func(v int, has bool) int {
+		switch {
+		case !has:
+			return jp.SliceNotSet
+		case v == jp.SliceNotSet:
+			return v - 1
+		}
+		return v
+	}
+	return jp.Slice{bound(sl.start, sl.hasStart), bound(sl.end, sl.hasEnd), sl.step}
+}
+
+// walkRoom is how many steps a walk of a query without a deep scan has room
+// for in its walkState; deepRoom is how many levels a deep scan has room for
+// beyond the query's own steps. jp's fragments append to the path and the
+// nodes as they go down: past the room, each visit allocates.
+const (
+	walkRoom = 4
+	deepRoom = 32
+)
+
+// walkState is one walk: what "$" means in filters, the matches collected,
+// and the room for the path and the nodes, in one allocation. A walk's
+// nodes[0] is its walkState: jp's fragments only read the last node, and
+// ours find the root and the matches there.
+type walkState struct {
+	root  any
+	out   []any
+	path  [walkRoom]jp.Frag
+	nodes [walkRoom + 2]any
+}
+
+// walk runs q from start, and calls cb with the path and the chain of nodes
+// to each match; nodes[0] is st, nodes[1] start, and path[i] is the step
+// taken from nodes[i+1].
+func walk(q query, st *walkState, start any, cb func(path jp.Expr, nodes []any)) {
+	path, nodes := st.path[:0], st.nodes[:0]
+	if q.deep {
+		path = make(jp.Expr, 0, len(q.x)+deepRoom)
+		nodes = make([]any, 0, len(q.x)+deepRoom+2)
+	}
+	nodes = append(nodes, st, start)
+	q.x[0].Walk(q.x[1:], path, nodes, cb)
+}
+
+// collect returns every value q selects from start, in document order, with
+// root as what "$" means in filters.
+func collect(q query, root, start any) []any {
+	// Room for a few matches from the start: growing from empty would
+	// allocate three times on the way to four.
+	st := &walkState{root: root, out: make([]any, 0, 4)}
+	walk(q, st, start, addMatch)
+	return st.out
+}
+
+// addMatch adds the value a walk reached to the walk's matches.
+func addMatch(_ jp.Expr, nodes []any) {
+	st := nodes[0].(*walkState)
+	st.out = append(st.out, nodes[len(nodes)-1])
+}
+
+// rootOf returns what "$" means in the walk that nodes belong to.
+func rootOf(nodes []any) any { return nodes[0].(*walkState).root }
+
+// location turns the path of a match into a Location, counting negative
+// indexes from the end of their arrays.
+func location(path jp.Expr, nodes []any) Location {
+	loc := make(Location, len(path))
+	for i, f := range path {
+		switch s := f.(type) {
+		case jp.Child:
+			loc[i] = Step{Key: string(s)}
+		case *childStep:
+			loc[i] = Step{Key: string(s.Child)}
+		case jp.Nth:
+			n := int(s)
+			if a, ok := nodes[i+1].([]any); ok && n < 0 {
+				n += len(a)
 			}
-		case map[string]any:
-			// Jayway applies a filter on an object to the object itself.
-			if ev.test(s.filter, c) {
-				ev.collect(rest, c, out)
-			}
+			loc[i] = Step{Index: n, IsIndex: true}
 		}
 	}
+	return loc
 }
 
-// into continues with rest on v, the child of the current value at st.
-func (ev *evaluator) into(st Step, rest []segment, v any, out *[]any) {
-	if ev.locs == nil {
-		ev.collect(rest, v, out)
+// next continues a walk with rest, or reports a match when nothing is left.
+func next(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any)) {
+	if len(rest) > 0 {
+		rest[0].Walk(rest[1:], path, nodes, cb)
 		return
 	}
-	ev.at = append(ev.at, st)
-	ev.collect(rest, v, out)
-	ev.at = ev.at[:len(ev.at)-1]
+	cb(path, nodes)
 }
 
-// scan applies a deep segment: the segment to cur and to every descendant of
-// cur, in pre-order. A deep filter selects every descendant that passes it.
-func (ev *evaluator) scan(s *segment, rest []segment, cur any, out *[]any) {
-	if s.kind == segFilter {
-		forEachChild(cur, func(st Step, v any) {
-			if ev.test(s.filter, v) {
-				ev.into(st, rest, v, out)
-			}
-			ev.descend(st, s, rest, v, out)
-		})
+// childStep is a name. jp.Child.Walk boxes the name into a jp.Frag each time
+// it appends it to the path, an allocation per match; a *childStep appends
+// itself, which costs nothing.
+type childStep struct{ jp.Child }
+
+// Walk continues with rest on the member of the last node, if it has one.
+func (c *childStep) Walk(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any)) {
+	m, ok := nodes[len(nodes)-1].(map[string]any)
+	if !ok {
 		return
 	}
-	ev.step(s, rest, cur, out)
-	forEachChild(cur, func(st Step, v any) { ev.descend(st, s, rest, v, out) })
-}
-
-// descend scans v, the child of the current value at st.
-func (ev *evaluator) descend(st Step, s *segment, rest []segment, v any, out *[]any) {
-	if ev.locs == nil {
-		ev.scan(s, rest, v, out)
+	v, ok := m[string(c.Child)]
+	if !ok {
 		return
 	}
-	ev.at = append(ev.at, st)
-	ev.scan(s, rest, v, out)
-	ev.at = ev.at[:len(ev.at)-1]
+	next(rest, append(path, c), append(nodes, v), cb)
 }
 
-// forEachChild calls f with each element of an array, or each member of an
-// object in key order, and where it is; a scalar has no children.
-func forEachChild(cur any, f func(Step, any)) {
-	switch c := cur.(type) {
+// filterStep is [?(…)]. On an array it selects the elements that pass; on an
+// object, as in Jayway, the object itself when it passes. jp.At is embedded
+// only to make it a jp.Frag; Walk and Append are its own.
+type filterStep struct {
+	jp.At
+	filter filterNode
+}
+
+// Walk continues with rest on what the filter selects from the last node.
+func (f filterStep) Walk(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any)) {
+	root := rootOf(nodes)
+	switch c := nodes[len(nodes)-1].(type) {
 	case []any:
+		path = append(path, nil)
+		nodes = append(nodes, nil)
 		for i, v := range c {
-			f(Step{Index: i, IsIndex: true}, v)
+			if f.filter.eval(root, v) {
+				path[len(path)-1] = jp.Nth(i)
+				nodes[len(nodes)-1] = v
+				next(rest, path, nodes, cb)
+			}
 		}
 	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(c)) {
-			f(Step{Key: k}, c[k])
+		if f.filter.eval(root, c) {
+			next(rest, path, nodes, cb)
 		}
 	}
 }
 
-// index resolves i against a, counting a negative i from the end.
-func index(a []any, i int) (int, bool) {
-	if i < 0 {
-		i += len(a)
+// Append writes the fragment as a filter; the expression itself is not
+// kept, so it is written as "[?(…)]".
+func (f filterStep) Append(buf []byte, _, _ bool) []byte { return append(buf, "[?(…)]"...) }
+
+// deepFilterStep is the filter of "..[?(…)]", which jp.Descent applies to
+// each descendant: it selects the descendant itself when it passes.
+type deepFilterStep struct {
+	jp.At
+	filter filterNode
+}
+
+// Walk continues with rest on the last node when it passes the filter.
+func (f deepFilterStep) Walk(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any)) {
+	if f.filter.eval(rootOf(nodes), nodes[len(nodes)-1]) {
+		next(rest, path, nodes, cb)
 	}
-	return i, i >= 0 && i < len(a)
+}
+
+// Append writes the fragment as a filter.
+func (f deepFilterStep) Append(buf []byte, _, _ bool) []byte { return append(buf, "[?(…)]"...) }
+
+// selfAndDescendants is the ".." before a name, index, wildcard, union or
+// slice: Jayway applies the step to the starting value, then to each
+// descendant in pre-order, where jp.Descent starts at the children.
+type selfAndDescendants struct{ jp.Descent }
+
+// Walk continues with rest on the last node, then lets jp.Descent do the
+// same for each of its descendants.
+func (d selfAndDescendants) Walk(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any)) {
+	next(rest, path, nodes, cb)
+	d.Descent.Walk(rest, path, nodes, cb)
+}
+
+// sliceStep is a slice with a negative step. jp.Slice starts such a slice
+// at the first element when its start is before the array's first element,
+// where Python (and RFC 9535) select nothing: $[-10::-1] on [1,2] is [].
+// jp.Slice is embedded for Append; which elements are selected is ours.
+type sliceStep struct {
+	jp.Slice
+	spec sliceSpec
+}
+
+// Walk continues with rest on each element the slice selects.
+func (s sliceStep) Walk(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any)) {
+	a, ok := nodes[len(nodes)-1].([]any)
+	if !ok {
+		return
+	}
+	start, end, step := s.spec.bounds(len(a))
+	for i := start; step > 0 && i < end || step < 0 && i > end; i += step {
+		jp.Nth(i).Walk(rest, path, nodes, cb)
+	}
 }
 
 // bounds resolves the slice against an array of length n, as Python does:
@@ -183,6 +313,14 @@ func (sl sliceSpec) bounds(n int) (start, end, step int) {
 		end = clamp(sl.end, -1, n-1)
 	}
 	return start, end, step
+}
+
+// index resolves i against a, counting a negative i from the end.
+func index(a []any, i int) (int, bool) {
+	if i < 0 {
+		i += len(a)
+	}
+	return i, i >= 0 && i < len(a)
 }
 
 // typeName names the JSON type of v, for our own messages.

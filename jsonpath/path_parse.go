@@ -138,6 +138,9 @@ func (p *parser) parsePath() (*Path, error) {
 	}
 	path.segs = segs
 	path.definite = definite(segs)
+	if !path.definite {
+		path.query = compileQuery(segs)
+	}
 	if path.definite {
 		path.steps = make([]step, len(segs))
 		for i, s := range segs {
