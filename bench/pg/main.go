@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	submit := fs.String("submit", "spread", "scale: where starts go: spread (round robin over the servers, as a load balancer would) or one (all to the first server)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "scale: the longest one row may take")
 	poll := fs.Duration("poll", time.Second, "scale: each server's --poll")
+	durability := fs.String("durability", "strict", "scale: each server's --durability (strict or batched)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,11 +79,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if *aslrun == "" {
 			return errNoScale
 		}
+		if *durability != "strict" && *durability != "batched" {
+			return fmt.Errorf("-durability %q: want strict or batched", *durability)
+		}
 		if *submit != "spread" && *submit != "one" {
 			return fmt.Errorf("-submit %q: want spread or one", *submit)
 		}
 		cfg := scaleConfig{aslrun: *aslrun, db: *db, tmp: *tmp, perServer: *perServer, cap: *capacity,
-			submit: *submit, timeout: *timeout, stderr: stderr, poll: *poll, tasksInRun: 3}
+			submit: *submit, timeout: *timeout, stderr: stderr, poll: *poll, tasksInRun: 3, durability: *durability}
 		if cfg.servers, err = parseInts(*servers); err != nil {
 			return fmt.Errorf("-servers %w", err)
 		}

@@ -34,6 +34,7 @@ type scaleConfig struct {
 	stderr     io.Writer     // where the servers' logs go when they fail
 	poll       time.Duration // each server's --poll
 	tasksInRun int           // Task states in one execution
+	durability string        // each server's --durability
 }
 
 // scaleRun is one row of the scale table.
@@ -41,6 +42,7 @@ type scaleRun struct {
 	Servers    int     `json:"servers"`
 	DelayMs    float64 `json:"agentDelayMillis"`
 	Submit     string  `json:"submit"`
+	Durability string  `json:"durability"`
 	Executions int     `json:"executions"`
 	Seconds    float64 `json:"seconds"`
 	PerSecond  float64 `json:"executionsPerSecond"`
@@ -70,10 +72,19 @@ type server struct {
 // scaleTable measures every server count and delay of cfg and prints the
 // table to w.
 func scaleTable(ctx context.Context, w io.Writer, cfg scaleConfig) ([]scaleRun, error) {
-	tokens := filepath.Join(cfg.tmp, "bench.tokens")
-	out, err := exec.CommandContext(ctx, cfg.aslrun, "token", "create", "bench", "--role", "operator", "--tokens", tokens).Output()
+	dir, err := os.MkdirTemp(cfg.tmp, "pg-scale-")
 	if err != nil {
-		return nil, fmt.Errorf("aslrun token create: %w", err)
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cfg.tmp = dir
+	tokens := filepath.Join(dir, "bench.tokens")
+	var errs bytes.Buffer
+	cmd := exec.CommandContext(ctx, cfg.aslrun, "token", "create", "bench", "--role", "operator", "--tokens", tokens)
+	cmd.Stderr = &errs
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("aslrun token create: %w: %s", err, errs.String())
 	}
 	token := strings.TrimSpace(string(out))
 	var rows []scaleRun
@@ -93,8 +104,8 @@ func scaleTable(ctx context.Context, w io.Writer, cfg scaleConfig) ([]scaleRun, 
 			for i, s := range row.Shares {
 				shares[i] = fmt.Sprintf("%.0f%%", 100*s)
 			}
-			fmt.Fprintf(w, "%d server(s), agents %4.0f ms, submit %-6s %5d executions in %6.2f s: %7.1f executions/s, %7.1f task transitions/s, ×%.2f of one, shares %s\n",
-				row.Servers, row.DelayMs, row.Submit, row.Executions, row.Seconds, row.PerSecond, row.TaskTransitions, row.Speedup, strings.Join(shares, " "))
+			fmt.Fprintf(w, "%d server(s), %s, agents %4.0f ms, submit %-6s %5d executions in %6.2f s: %7.1f executions/s, %7.1f task transitions/s, ×%.2f of one, shares %s\n",
+				row.Servers, row.Durability, row.DelayMs, row.Submit, row.Executions, row.Seconds, row.PerSecond, row.TaskTransitions, row.Speedup, strings.Join(shares, " "))
 		}
 	}
 	return rows, nil
@@ -104,7 +115,7 @@ func scaleTable(ctx context.Context, w io.Writer, cfg scaleConfig) ([]scaleRun, 
 // n×perServer executions, waits for them all to end, and stops the
 // servers.
 func measureScale(ctx context.Context, cfg scaleConfig, tokens, token string, n int, delay float64) (scaleRun, error) {
-	row := scaleRun{Servers: n, DelayMs: delay * 1000, Submit: cfg.submit, Executions: n * cfg.perServer}
+	row := scaleRun{Servers: n, DelayMs: delay * 1000, Submit: cfg.submit, Durability: cfg.durability, Executions: n * cfg.perServer}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	servers := make([]*server, n)
@@ -195,7 +206,7 @@ func startServer(ctx context.Context, cfg scaleConfig, tokens string) (*server, 
 	s := &server{url: "http://" + addr, done: make(chan error, 1)}
 	s.cmd = exec.Command(cfg.aslrun, "serve", "--db", cfg.db, "--listen", addr, "--tokens", tokens,
 		"--socket", filepath.Join(sock, "s.sock"), "--max-concurrent", strconv.Itoa(cfg.cap),
-		"--poll", cfg.poll.String(), "--log-format", "json")
+		"--poll", cfg.poll.String(), "--durability", cfg.durability, "--log-format", "json")
 	s.cmd.Stdout, s.cmd.Stderr = &s.logs, &s.logs
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
