@@ -145,7 +145,10 @@ func nsOrNull(t time.Time) *int64 {
 	return &n
 }
 
-// Create records a new execution; ErrExists when the id is taken.
+// Create records a new execution; ErrExists when the id is taken. An
+// execution created without this process holding its lease (an
+// execution left for any server to claim) wakes the processes serving the
+// database (Wakes), in the same transaction.
 func (db *DB) Create(ctx context.Context, e *engine.Execution) error {
 	if err := db.check(ctx); err != nil {
 		return err
@@ -174,6 +177,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		keys, values := scopeArrays(n.Scopes)
 		b.Queue(`INSERT INTO scopes (execution, key, body) SELECT $1, k, v FROM unnest($2::text[], $3::bytea[]) AS t(k, v)`, n.ID, keys, values)
 	}
+	if db.fence(n.ID) == 0 {
+		// Created without its lease: left for whichever process claims
+		// it, which this wakes.
+		b.Queue(`SELECT pg_notify($1, $2)`, WakeChannel, n.ID)
+	}
 	err = db.pool.SendBatch(ctx, b).Close()
 	switch {
 	case sqlState(err) == "23505":
@@ -197,6 +205,13 @@ func scopeArrays(ss []store.ScopeRecord) ([]string, [][]byte) {
 // Commit applies one step of an execution atomically and durably, in one
 // transaction, fenced when the execution's lease was given to Fence.
 func (db *DB) Commit(ctx context.Context, c *engine.Commit) error {
+	err := db.commit(ctx, c)
+	db.noteCommit(c.Execution, err == nil)
+	return err
+}
+
+// commit is Commit.
+func (db *DB) commit(ctx context.Context, c *engine.Commit) error {
 	if err := db.check(ctx); err != nil {
 		return err
 	}
@@ -387,6 +402,10 @@ func commitBatch(id string, seq, epoch int64, a *store.AppliedCommit, firsts []i
 	}
 	if a.History != nil {
 		b.Queue(`INSERT INTO history_records (execution, first_event, body) VALUES ($1, $2, $3)`, id, a.FirstEvent, a.History)
+	}
+	if a.Status.Ended() {
+		// A stop requested meanwhile has nothing left to stop.
+		b.Queue(`DELETE FROM stop_requests WHERE execution = $1`, id)
 	}
 	for _, prefix := range a.DropScopes {
 		b.Queue(`DELETE FROM scopes WHERE execution = $1 AND starts_with(key, $2)`, id, prefix)
