@@ -455,14 +455,20 @@ func (db *DB) Lease(ctx context.Context, execution string, wait bool) (lost <-ch
 	}
 	var l Lease
 	var stop bool
+	var held error
 	for {
 		l, stop, err = db.acquire(ctx, execution, db.owner, db.leaseTTL)
 		if err == nil {
 			break
 		}
+		if held != nil && ctx.Err() != nil {
+			// ctx ended while asking again: still held, as far as known.
+			return nil, nil, fmt.Errorf("%w: %w", held, context.Cause(ctx))
+		}
 		if !errors.Is(err, ErrHeld) || !wait {
 			return nil, nil, err
 		}
+		held = err
 		t := time.NewTimer(leasePoll(db.leaseTTL))
 		select {
 		case <-ctx.Done():

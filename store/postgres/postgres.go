@@ -68,6 +68,7 @@ type DB struct {
 	fenceMu sync.Mutex
 	fences  map[string]int64      // execution → epoch its commits check
 	held    map[string]*heldLease // execution → its lease (Lease, Claim)
+	group   committer             // group commit (group.go)
 
 	owner    string        // this process, in the leases it takes
 	leaseTTL time.Duration // of the leases it takes

@@ -237,7 +237,8 @@ func (db *DB) commit(ctx context.Context, c *engine.Commit) error {
 		if err != nil {
 			return fmt.Errorf("commit execution %s: %w", id, err)
 		}
-		err = db.pool.SendBatch(ctx, commitBatch(id, cached.seq, epoch, a, firsts)).Close()
+		seq := cached.seq
+		err = db.sendCommit(ctx, len(a.MemoryRead) > 0, func(b *pgx.Batch) { queueCommit(b, id, seq, epoch, a, firsts) })
 		code := sqlState(err)
 		if err != nil && code == "" {
 			// The batch failed outside the database (the connection was
@@ -384,11 +385,11 @@ SELECT aslrun_refuse('AR002', 'execution changed since it was read') WHERE NOT E
 WHERE (SELECT value FROM agent_memory WHERE namespace = $1 AND key = $2 FOR UPDATE) IS DISTINCT FROM $3::bytea`
 )
 
-// commitBatch returns the statements that write a applied to the head of
-// commit seq seq of execution id, fenced by epoch (0: not fenced); firsts
-// are the first events of the history records a rollback was applied to.
-func commitBatch(id string, seq, epoch int64, a *store.AppliedCommit, firsts []int64) *pgx.Batch {
-	b := &pgx.Batch{}
+// queueCommit queues in b the statements that write a applied to the
+// head of commit seq seq of execution id, fenced by epoch (0: not fenced);
+// firsts are the first events of the history records a rollback was
+// applied to.
+func queueCommit(b *pgx.Batch, id string, seq, epoch int64, a *store.AppliedCommit, firsts []int64) {
 	if epoch != 0 {
 		b.Queue(fenceCheck, id, epoch)
 	}
@@ -454,7 +455,6 @@ ON CONFLICT (execution, name) DO UPDATE SET blob = EXCLUDED.blob, doc_hash = EXC
 ON CONFLICT (namespace, key) DO UPDATE SET value = EXCLUDED.value, updated_ns = EXCLUDED.updated_ns, expires_ns = EXCLUDED.expires_ns, execution = EXCLUDED.execution`,
 			m.Namespace, m.Key, m.Record, store.TimeKey(m.UpdatedAt), nsOrNull(m.ExpiresAt), m.Execution)
 	}
-	return b
 }
 
 // Load returns an execution as last committed; ErrNotFound when there is
