@@ -149,6 +149,10 @@ func (s *Server) background(what, id string, f func(ctx context.Context) (*engin
 		switch {
 		case err != nil && s.runCtx.Err() == nil && !errors.Is(err, engine.ErrBusy) && !errors.Is(err, engine.ErrEnded):
 			s.log.Error(what+" failed", "execution", id, "error", err)
+		case err == nil && res != nil && res.Status == engine.StatusRunning:
+			// No slot free here (a store other servers share): left to
+			// the server that claims it.
+			s.log.Info("execution left to a server with room", "execution", res.ID)
 		case err == nil && res != nil:
 			attrs := []any{"execution", res.ID, "status", string(res.Status)}
 			if res.State != "" {
