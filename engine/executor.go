@@ -115,6 +115,8 @@ type Executor struct {
 
 	mu     sync.Mutex
 	active map[string]*held // executions held in this process (stop.go)
+	// slots are Serve's while it serves a Dispatcher store (serve.go).
+	slots *slots
 	// draining is set by Drain: runs stop at their next state boundary.
 	draining atomic.Bool
 	// limiters count tool uses under the RateLimits of each workflow's
@@ -252,7 +254,9 @@ var (
 )
 
 // Run starts an execution of m on input and runs it until it ends or stops
-// to wait, and returns where it stands. input is a JSON value (see package
+// to wait, and returns where it stands. While the executor serves a
+// Dispatcher store with no slot free (see Serve), Run creates the
+// execution and returns it RUNNING, left to the process that claims it. input is a JSON value (see package
 // jsonpath); it is normalized first. The returned error reports a problem
 // of the engine (invalid input, a failing store, a cancelled ctx — the
 // execution then stays RUNNING and can be resumed); an execution that fails
@@ -303,6 +307,17 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if f := x.hooks.NewTrace; f != nil {
 		e.Trace = f(opts.TraceParent)
 	}
+	// While the executor serves a store other processes share, it runs
+	// the execution only with a slot free; otherwise it leaves it to the
+	// process that claims it.
+	queued := false
+	if s := x.dispatching(); s != nil {
+		if s.take() {
+			defer s.give()
+		} else {
+			queued = true
+		}
+	}
 	// Hold the id before the execution exists, so that nothing (a Stop)
 	// can come between its creation and its run.
 	ctx, ok := x.acquireRun(ctx, e.ID)
@@ -310,9 +325,12 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		return nil, fmt.Errorf("execution %s: %w (it is held by this executor)", e.ID, ErrExists)
 	}
 	defer x.release(e.ID)
+	if queued {
+		return x.createQueued(ctx, m, e, opts)
+	}
 	// An id another process holds is an execution that exists: Run does
 	// not wait for it.
-	if err := x.lease(ctx, e.ID, false); errors.Is(err, ErrBusy) {
+	if _, err := x.lease(ctx, e.ID, false); errors.Is(err, ErrBusy) {
 		return nil, fmt.Errorf("%w (%w: another process runs it)", err, ErrExists)
 	} else if err != nil {
 		return nil, err
@@ -333,6 +351,24 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	r.inputSize = size
 	r.event(Event{Type: EventExecutionStarted, Input: input, Document: input})
 	return r.execute(ctx, &Scope{Next: m.StartAt, Doc: input})
+}
+
+// createQueued creates execution e of m without running it (Run with no
+// slot free while the executor serves a Dispatcher store): created without
+// a lease, it is claimed by a process with room, which the store wakes.
+func (x *Executor) createQueued(ctx context.Context, m *states.Machine, e *Execution, opts StartOptions) (*Result, error) {
+	var err error
+	if e.Definition, e.DefinitionHash, err = definitionOf(m); err != nil {
+		return nil, err
+	}
+	if err := x.store.Create(ctx, e); err != nil {
+		return nil, fmt.Errorf("execution %s: %w", e.ID, err)
+	}
+	x.hooks.executionStarted(e.ID)
+	if opts.Created != nil {
+		opts.Created(e.ID)
+	}
+	return &Result{ID: e.ID, Status: StatusRunning}, nil
 }
 
 // definitionOf returns a machine's definition as stored: compact JSON and

@@ -39,6 +39,9 @@ type ResumeOptions struct {
 	// another process holds the execution's lease (Serve: another server
 	// runs it).
 	noWait bool
+	// claimed is the lease Serve claimed for the execution, with a slot
+	// (Dispatcher).
+	claimed *Claimed
 }
 
 // Restore selects what a rollback or fork takes from a checkpoint.
@@ -135,9 +138,24 @@ func (x *Executor) resumed(m *states.Machine, e *Execution, reg *agents.Registry
 // key and invocation number. Resuming an execution that has ended fails
 // with ErrEnded.
 func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (_ *Result, err error) {
-	// Hold the execution before reading it, so that what it is read as
-	// stays true (a Stop or a decision cannot come in between).
-	ctx, release, err := x.hold(ctx, id, !opts.noWait)
+	var release func()
+	if opts.claimed != nil {
+		ctx, release, err = x.holdClaimed(ctx, opts.claimed)
+	} else {
+		if s := x.dispatching(); s != nil {
+			// Serving a store other processes share: run it here only
+			// with a slot free, and never wait for another process
+			// that runs it.
+			if !s.take() {
+				return x.leftToClaim(ctx, id)
+			}
+			defer s.give()
+			opts.noWait = true
+		}
+		// Hold the execution before reading it, so that what it is read
+		// as stays true (a Stop or a decision cannot come in between).
+		ctx, release, err = x.hold(ctx, id, !opts.noWait)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +188,22 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (_
 		return nil, err
 	}
 	return r.execute(ctx, top)
+}
+
+// leftToClaim is the result of a Resume left to the process that claims
+// the execution (Serve on a Dispatcher store, with no slot free): where it
+// stands, as stored.
+func (x *Executor) leftToClaim(ctx context.Context, id string) (*Result, error) {
+	e, err := x.store.Load(ctx, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case e.Status.Ended():
+		return nil, fmt.Errorf("execution %s: %w (%s)", id, ErrEnded, e.Status)
+	case e.Status == StatusWaiting:
+		return waitingResult(e), nil
+	}
+	return &Result{ID: id, Status: StatusRunning}, nil
 }
 
 // waitingResult is where a WAITING execution stands, as stored.
@@ -340,6 +374,18 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 		// A fork is a new execution: a new trace.
 		e.Trace = f("")
 	}
+	// Hold the fork, and its lease, before it exists: on a store other
+	// processes share, an unleased RUNNING execution is theirs to take.
+	rctx, ok := x.acquireRun(ctx, e.ID)
+	if !ok {
+		return nil, fmt.Errorf("execution %s: %w", e.ID, ErrBusy)
+	}
+	defer x.release(e.ID)
+	if _, err := x.lease(rctx, e.ID, false); errors.Is(err, ErrBusy) {
+		return nil, fmt.Errorf("%w (%w: another process runs it)", err, ErrExists)
+	} else if err != nil {
+		return nil, err
+	}
 	if err := x.store.Create(ctx, e); err != nil {
 		return nil, fmt.Errorf("execution %s: %w", e.ID, err)
 	}
@@ -353,14 +399,7 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 	if err := pr.commit(ctx, nil, &Commit{}); err != nil {
 		return nil, err
 	}
-	ctx, ok := x.acquireRun(ctx, e.ID)
-	if !ok {
-		return nil, fmt.Errorf("execution %s: %w", e.ID, ErrBusy)
-	}
-	defer x.release(e.ID)
-	if err := x.lease(ctx, e.ID, true); err != nil {
-		return nil, err
-	}
+	ctx = rctx
 	r := x.newRun(m, e, reg)
 	var usage *Usage
 	if opts.Restore != RestoreMemory {

@@ -11,29 +11,166 @@ import (
 // ServeOptions tune Serve.
 type ServeOptions struct {
 	// Poll is how often Serve looks for due executions; 0 means one second.
+	// On a Dispatcher store, whose processes wake each other, it is the
+	// fallback for a wake-up that was lost.
 	Poll time.Duration
 	// MaxConcurrent bounds the executions Serve runs at once; 0 means 64.
+	// On a Dispatcher store it bounds the starts and resumes of the
+	// executor too (see Serve).
 	MaxConcurrent int
 	// OnResult, when set, is told how each execution Serve ran ended (or
 	// why it could not run).
 	OnResult func(id string, res *Result, err error)
+	// Ready, when set, is called once Serve is under way: on a Dispatcher
+	// store, once its slots bound the executor's starts and it listens
+	// for wake-ups.
+	Ready func()
+}
+
+// Dispatcher is implemented by stores several processes share that hand
+// the executions with something to run to the processes with room for
+// them (the PostgreSQL store). It is safe for concurrent use.
+type Dispatcher interface {
+	Leaser
+	// Claim takes, in one step, the leases of up to n executions (n ≥ 1)
+	// that have something to run and that no live process holds: RUNNING
+	// ones (started and left for any process, or whose process died),
+	// WAITING ones due at now, and ones a stop was requested for
+	// (StopRequester), oldest first. Concurrent claims, in any process,
+	// never take the same execution, nor wait for each other. Each claimed
+	// execution is held as Leaser.Lease holds it, its stop request
+	// delivered at once, until its Release. next is when the earliest
+	// WAITING execution not yet due falls due (zero when none does).
+	Claim(ctx context.Context, n int, now time.Time) (claims []Claimed, next time.Time, err error)
+	// Wakes returns a channel that receives a value when another process
+	// may have left work to claim (a start it did not run, an execution it
+	// let go of with work left), or when such news may have been missed;
+	// values are coalesced. It is closed when ctx ends. Wake-ups are hints:
+	// Serve polls as well.
+	Wakes(ctx context.Context) (<-chan struct{}, error)
+}
+
+// Claimed is an execution whose lease Dispatcher.Claim took: Lost and
+// Release are those of Leaser.Lease.
+type Claimed struct {
+	Execution string
+	Lost      <-chan error
+	Release   func()
+}
+
+// slots bound the executions an executor runs while it serves a
+// Dispatcher store (ServeOptions.MaxConcurrent). It is safe for
+// concurrent use.
+type slots struct {
+	mu             sync.Mutex
+	n, used, taken int
+	// claiming is closed when the claim under way (reserve) settles; nil
+	// when there is none.
+	claiming chan struct{}
+	// freed receives a value when a slot is given back.
+	freed chan struct{}
+}
+
+func newSlots(n int) *slots {
+	return &slots{n: n, freed: make(chan struct{}, 1)}
+}
+
+// take takes a slot if one is free. While a claim is under way, the slots
+// it reserved may come back: take waits for it to settle first.
+func (s *slots) take() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if s.used+s.taken < s.n {
+			s.used++
+			return true
+		}
+		if s.claiming == nil {
+			return false
+		}
+		c := s.claiming
+		s.mu.Unlock()
+		<-c
+		s.mu.Lock()
+	}
+}
+
+// give gives a slot back.
+func (s *slots) give() {
+	s.mu.Lock()
+	s.used--
+	s.mu.Unlock()
+	select {
+	case s.freed <- struct{}{}:
+	default:
+	}
+}
+
+// reserve reserves every free slot for a claim, and returns how many;
+// settle, called once the claim is done, keeps kept of them.
+func (s *slots) reserve() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.n - s.used - s.taken
+	if k > 0 {
+		s.taken = k
+		s.claiming = make(chan struct{})
+	}
+	return k
+}
+
+// settle ends the claim reserve started: kept of the slots it reserved
+// are used (each given back once its run ends), the others free again.
+func (s *slots) settle(kept int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.used += kept
+	s.taken = 0
+	close(s.claiming)
+	s.claiming = nil
+}
+
+// dispatching returns the slots of the executor when it serves a
+// Dispatcher store (nil otherwise): a start or a resume then runs here
+// only when a slot is free, and is left to the process that claims it
+// otherwise.
+func (x *Executor) dispatching() *slots {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.slots
 }
 
 // Serve runs as a worker until ctx ends: it first resumes the RUNNING
 // executions a stopped process left behind, then wakes WAITING executions
-// when they are due. On a store that is a Leaser, it also takes over, at
-// every poll, the RUNNING executions whose process's lease expired. It needs a store that implements Scheduler.
-// Executions it runs are cancelled when ctx ends; they stay resumable.
+// when they are due. It needs a store that implements Scheduler or
+// Dispatcher. Executions it runs are cancelled when ctx ends; they stay
+// resumable.
+//
+// On a Dispatcher store (one that several processes share), Serve claims
+// its work from the store instead: up to MaxConcurrent executions at once
+// (the unfinished ones no live process holds, the due ones, the ones a
+// stop was requested for), whenever a slot is free and there may be work:
+// at start, when the store wakes it (Dispatcher.Wakes), at every poll,
+// when a WAITING execution falls due, and when a run ends after a claim
+// that filled every slot. While it serves, Run and Resume on the executor
+// share its slots: with none free, Run creates the execution and leaves it
+// to whichever process has room (it returns it RUNNING, unrun), and Resume
+// leaves it likewise; Resume also stops waiting for a lease another
+// process holds (that process runs the execution). An executor serves one
+// Dispatcher store at a time.
 func (x *Executor) Serve(ctx context.Context, opts ServeOptions) error {
-	sched, ok := x.store.(Scheduler)
-	if !ok {
-		return fmt.Errorf("serve: %w (or the store cannot schedule)", ErrNotDurable)
-	}
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 64
+	}
+	if d, ok := x.store.(Dispatcher); ok {
+		return x.serveClaims(ctx, d, opts)
+	}
+	sched, ok := x.store.(Scheduler)
+	if !ok {
+		return fmt.Errorf("serve: %w (or the store cannot schedule)", ErrNotDurable)
 	}
 	var (
 		wg    sync.WaitGroup
@@ -69,6 +206,9 @@ func (x *Executor) Serve(ctx context.Context, opts ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("serve: find unfinished executions: %w", err)
 	}
+	if opts.Ready != nil {
+		opts.Ready()
+	}
 	for _, id := range ids {
 		launch(id)
 	}
@@ -96,6 +236,104 @@ func (x *Executor) Serve(ctx context.Context, opts ServeOptions) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		}
+	}
+}
+
+// serveClaims is Serve on a Dispatcher store.
+func (x *Executor) serveClaims(ctx context.Context, d Dispatcher, opts ServeOptions) error {
+	s := newSlots(opts.MaxConcurrent)
+	x.mu.Lock()
+	if x.slots != nil {
+		x.mu.Unlock()
+		return errors.New("serve: the executor serves its store already")
+	}
+	x.slots = s
+	x.mu.Unlock()
+	defer func() {
+		x.mu.Lock()
+		x.slots = nil
+		x.mu.Unlock()
+	}()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wakes, err := d.Wakes(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		x.log.Warn("serve: no wake-ups from the store: finding work by polling only", "poll", opts.Poll, "error", err)
+	}
+	if opts.Ready != nil {
+		opts.Ready()
+	}
+	launch := func(c Claimed) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.give()
+			res, err := x.Resume(ctx, c.Execution, ResumeOptions{claimed: &c})
+			var stopped *StoppedError
+			switch {
+			case errors.Is(err, ErrBusy):
+				return
+			case errors.As(err, &stopped):
+				res, err = stopped.Result, nil
+			case err != nil && ctx.Err() == nil:
+				x.log.Error("resume failed", "execution", c.Execution, "error", err)
+			}
+			if opts.OnResult != nil {
+				opts.OnResult(c.Execution, res, err)
+			}
+		}()
+	}
+	// claim claims work for the free slots; it reports whether it filled
+	// them all (there may be more work).
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
+	claim := func() bool {
+		n := s.reserve()
+		if n == 0 {
+			return true
+		}
+		claims, next, err := d.Claim(ctx, n, time.Now())
+		if err != nil {
+			if ctx.Err() == nil {
+				x.log.Error("claim executions", "error", err)
+			}
+			claims = nil
+		}
+		s.settle(len(claims))
+		for _, c := range claims {
+			launch(c)
+		}
+		if !next.IsZero() {
+			due.Reset(time.Until(next))
+		}
+		return err == nil && len(claims) == n
+	}
+	t := time.NewTicker(opts.Poll)
+	defer t.Stop()
+	// want is set while there may be work to claim.
+	want := true
+	for {
+		if want && !x.draining.Load() {
+			want = claim()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			want = true
+		case <-due.C:
+			want = true
+		case _, ok := <-wakes:
+			if !ok {
+				wakes = nil
+			}
+			want = true
+		case <-s.freed:
 		}
 	}
 }

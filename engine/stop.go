@@ -33,6 +33,8 @@ type held struct {
 	// unlease gives up the execution's lease (Leaser); nil when there is
 	// none.
 	unlease func()
+	// leaving is set once the hold is letting go (its lease given up).
+	leaving bool
 }
 
 // settled marks the run holding id as done with the execution (its last
@@ -50,7 +52,8 @@ func (x *Executor) settled(id string) {
 // answer to a task token, a rollback, a redrive): in this process
 // (acquireNext) and, on a store that leases executions, across processes
 // (waiting for the lease when wait is set). The caller calls release once
-// done.
+// done. An execution another process asked to stop (StopRequester) is
+// ended as ABORTED here, and hold fails with a *StoppedError.
 func (x *Executor) hold(ctx context.Context, id string, wait bool) (_ context.Context, release func(), err error) {
 	if !x.durable {
 		return ctx, nil, fmt.Errorf("execution %s: %w", id, ErrNotDurable)
@@ -59,11 +62,74 @@ func (x *Executor) hold(ctx context.Context, id string, wait bool) (_ context.Co
 	if !ok {
 		return ctx, nil, fmt.Errorf("execution %s: %w", id, ErrBusy)
 	}
-	if err := x.lease(ctx, id, wait); err != nil {
+	stop, err := x.lease(ctx, id, wait)
+	if err != nil {
 		x.release(id)
 		return ctx, nil, err
 	}
-	return ctx, func() { x.release(id) }, nil
+	return x.held(ctx, id, stop)
+}
+
+// holdClaimed is hold for an execution whose lease Serve claimed
+// (Dispatcher.Claim): it holds it in this process, or gives the lease
+// back and fails with ErrBusy when this process holds it otherwise.
+func (x *Executor) holdClaimed(ctx context.Context, c *Claimed) (_ context.Context, release func(), err error) {
+	ctx, ok := x.acquireClaimed(ctx, c.Execution)
+	if !ok {
+		c.Release()
+		return ctx, nil, fmt.Errorf("execution %s: %w (in this process)", c.Execution, ErrBusy)
+	}
+	return x.held(ctx, c.Execution, x.attach(c.Execution, c.Lost, c.Release))
+}
+
+// held finishes hold once the execution is held with its lease: a stop
+// request found with the lease is carried out at once.
+func (x *Executor) held(ctx context.Context, id string, stop *StopRequest) (context.Context, func(), error) {
+	if stop == nil {
+		return ctx, func() { x.release(id) }, nil
+	}
+	defer x.release(id)
+	res, err := x.abortHeld(ctx, id, &stopRequest{errName: stop.ErrName, cause: stop.Cause})
+	if err != nil {
+		return ctx, nil, err
+	}
+	return ctx, nil, &StoppedError{Result: res}
+}
+
+// StoppedError is the error of what continues an execution (Resume,
+// Decide, …) that found a stop requested for it by another process
+// (StopRequester) when it took the execution's lease: it ended the
+// execution as ABORTED instead, as Result says. It wraps ErrEnded.
+type StoppedError struct {
+	Result *Result
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("execution %s was stopped (%s) on a request from another process", e.Result.ID, e.Result.Status)
+}
+
+// Unwrap makes errors.Is(err, ErrEnded) true.
+func (e *StoppedError) Unwrap() error { return ErrEnded }
+
+// acquireClaimed is acquireRun for an execution Serve claimed: a hold
+// that is letting go of the execution (its lease released already) is
+// waited for; any other is left alone (it may be waiting for the lease
+// the claim holds).
+func (x *Executor) acquireClaimed(ctx context.Context, id string) (context.Context, bool) {
+	for {
+		x.mu.Lock()
+		h := x.active[id]
+		if h == nil || !h.leaving {
+			x.mu.Unlock()
+			return x.acquireRun(ctx, id)
+		}
+		x.mu.Unlock()
+		select {
+		case <-h.done:
+		case <-ctx.Done():
+			return ctx, false
+		}
+	}
 }
 
 // acquireNext is acquireRun for what continues an execution (a decision,
@@ -102,30 +168,72 @@ func (x *Executor) acquireRun(ctx context.Context, id string) (context.Context, 
 // lease takes the lease of an execution this executor holds (acquireRun,
 // Stop), when the store is a Leaser, waiting while another process holds
 // it if wait is set (else failing with ErrBusy); release gives it up. When the lease is lost, the run holding the
-// execution is cancelled with an error wrapping ErrLeaseLost.
-func (x *Executor) lease(ctx context.Context, id string, wait bool) error {
+// execution is cancelled with an error wrapping ErrLeaseLost; when another
+// process asks for the execution to be stopped, with that stop. It
+// returns the stop request found with the lease, if any.
+func (x *Executor) lease(ctx context.Context, id string, wait bool) (*StopRequest, error) {
 	l, ok := x.store.(Leaser)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	lost, unlease, err := l.Lease(ctx, id, wait)
 	if err != nil {
-		return fmt.Errorf("execution %s: %w", id, err)
+		return nil, fmt.Errorf("execution %s: %w", id, err)
 	}
+	return x.attach(id, lost, unlease), nil
+}
+
+// attach makes a lease taken for execution id (Lease, Claim) the lease of
+// its hold, and returns the stop request the store delivered with it, if
+// any: one recorded before the lease was taken.
+func (x *Executor) attach(id string, lost <-chan error, unlease func()) *StopRequest {
 	x.mu.Lock()
 	h := x.active[id]
 	h.unlease = unlease
 	x.mu.Unlock()
+	var pending *StopRequest
+	select {
+	case err, ok := <-lost:
+		if !ok {
+			// Released already: nothing to watch.
+			return nil
+		}
+		if !errors.As(err, &pending) {
+			// Lost as soon as taken: the run stops at once.
+			go h.lost(id, err)
+			return nil
+		}
+	default:
+	}
 	go func() {
-		select {
-		case err, ok := <-lost:
-			if ok && h.cancel != nil {
-				h.cancel(fmt.Errorf("execution %s: %w: %w", id, ErrLeaseLost, err))
+		for {
+			select {
+			case err, ok := <-lost:
+				if !ok {
+					return
+				}
+				var stop *StopRequest
+				if errors.As(err, &stop) {
+					if h.cancel != nil {
+						h.cancel(&stopRequest{errName: stop.ErrName, cause: stop.Cause})
+					}
+					continue
+				}
+				h.lost(id, err)
+				return
+			case <-h.done:
+				return
 			}
-		case <-h.done:
 		}
 	}()
-	return nil
+	return pending
+}
+
+// lost cancels the run holding h, whose lease another process took over.
+func (h *held) lost(id string, err error) {
+	if h.cancel != nil {
+		h.cancel(fmt.Errorf("execution %s: %w: %w", id, ErrLeaseLost, err))
+	}
 }
 
 // release lets go of an execution held by acquireRun or Stop, and of its
@@ -139,6 +247,7 @@ func (x *Executor) release(id string) {
 	}
 	unlease := h.unlease
 	h.unlease = nil
+	h.leaving = true
 	x.mu.Unlock()
 	// The lease is given up before the execution is: what waits for it
 	// in this process (acquireNext) can then take the lease at once.
@@ -160,6 +269,15 @@ func (x *Executor) release(id string) {
 // is cancelled first, agent calls in flight included, and ends the
 // execution itself once it has unwound; a WAITING execution, or a RUNNING
 // one no run of this process holds (left by a crash), is ended directly.
+// On a store that other processes share (a Leaser), an execution another
+// process runs is stopped by that process: when the store is a
+// StopRequester, Stop records the request (which the holder learns at
+// once where it listens, else at its next lease renewal), and waits,
+// until ctx ends, for the holder to end the execution and let go; if the
+// holder dies instead, whoever takes the lease over carries the request
+// out (Stop itself, when it gets the lease first). The request stays
+// recorded when ctx ends first. Without a StopRequester, Stop waits for
+// the holder's run to end and then ends the execution.
 // Its pending approvals are then gone, and Resume and Decide refuse it.
 // An execution that has ended fails with ErrEnded (so does the second of
 // two Stops); one that does not exist with ErrNotFound.
@@ -191,13 +309,44 @@ func (x *Executor) Stop(ctx context.Context, id string, errName, cause string) (
 	}
 }
 
-// abort ends an execution no run holds as ABORTED; Stop holds it, and
-// abort releases it.
+// abort ends an execution no run of this process holds as ABORTED; Stop
+// holds it, and abort releases it.
 func (x *Executor) abort(ctx context.Context, id string, req *stopRequest) (*Result, error) {
 	defer x.release(id)
-	if err := x.lease(ctx, id, true); err != nil {
+	_, err := x.lease(ctx, id, false)
+	requested := false
+	if errors.Is(err, ErrBusy) {
+		// Another process holds it: ask it to stop the execution, then
+		// wait for the lease (it ends the execution and lets go, or dies
+		// and its lease expires).
+		if sr, ok := x.store.(StopRequester); ok {
+			if err := sr.RequestStop(ctx, id, req.errName, req.cause); err != nil {
+				return nil, err
+			}
+			requested = true
+		}
+		_, err = x.lease(ctx, id, true)
+	}
+	if err != nil {
 		return nil, err
 	}
+	if requested {
+		e, err := x.store.Load(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if e.Status == StatusAborted && e.Error == req.errName && e.Cause == req.cause {
+			// The holder (or whoever took its lease over) carried the
+			// request out.
+			return &Result{ID: id, Status: StatusAborted, Error: e.Error, Cause: e.Cause}, nil
+		}
+	}
+	return x.abortHeld(ctx, id, req)
+}
+
+// abortHeld ends an execution this process holds, with its lease, as
+// ABORTED.
+func (x *Executor) abortHeld(ctx context.Context, id string, req *stopRequest) (*Result, error) {
 	e, err := x.store.Load(ctx, id)
 	if err != nil {
 		return nil, err
@@ -223,6 +372,36 @@ func (x *Executor) abort(ctx context.Context, id string, req *stopRequest) (*Res
 	}
 	x.hooks.executionFinished(id, StatusAborted)
 	return res, nil
+}
+
+// StopRequester is implemented by stores several processes share (the
+// PostgreSQL store, a Leaser) through which Stop reaches the process that
+// holds an execution's lease. It is safe for concurrent use.
+type StopRequester interface {
+	// RequestStop records that execution is to be stopped with errName
+	// and cause, replacing an earlier request, and tells the process
+	// holding its lease: its Lease's lost channel then receives a
+	// *StopRequest (promptly where the store can notify, at the lease's
+	// next renewal otherwise), as does the lost channel of every later
+	// lease of the execution, from the moment it is taken, until a commit
+	// ends the execution, which removes the request. It fails with
+	// ErrNotFound when there is no such execution, and ErrEnded when it
+	// has ended.
+	RequestStop(ctx context.Context, execution, errName, cause string) error
+}
+
+// StopRequest is what a lease's lost channel (Leaser) receives when
+// another process asked for the execution to be stopped
+// (StopRequester): the run holding the lease ends the execution as
+// ABORTED with ErrName and Cause. Unlike a loss, it does not end the
+// lease.
+type StopRequest struct {
+	Execution      string
+	ErrName, Cause string
+}
+
+func (s *StopRequest) Error() string {
+	return fmt.Sprintf("execution %s: another process asked for it to be stopped", s.Execution)
 }
 
 // abortCommit is the commit that ends an execution as ABORTED: every

@@ -43,6 +43,9 @@ type Config struct {
 	MaxBody int64
 	// Poll is how often due executions are looked for; 0 means a second.
 	Poll time.Duration
+	// MaxConcurrent bounds the executions the server runs at once
+	// (engine.ServeOptions.MaxConcurrent); 0 means 64.
+	MaxConcurrent int
 	// Metrics, when set, is served at /metrics (see NewMetrics, whose
 	// hooks the Executor's Config must carry).
 	Metrics prometheus.Gatherer
@@ -61,6 +64,7 @@ type Server struct {
 	log        *slog.Logger
 	maxBody    int64
 	poll       time.Duration
+	maxConc    int
 	metrics    http.Handler
 
 	// runCtx is cancelled when the server stops: executions it runs stop
@@ -83,7 +87,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil || cfg.Executor == nil {
 		return nil, errors.New("server: Config.Store and Config.Executor are required")
 	}
-	s := &Server{st: cfg.Store, x: cfg.Executor, agents: cfg.Agents, agentsFile: cfg.AgentsFile, tokens: cfg.Tokens, log: cfg.Logger, maxBody: cfg.MaxBody, poll: cfg.Poll}
+	s := &Server{st: cfg.Store, x: cfg.Executor, agents: cfg.Agents, agentsFile: cfg.AgentsFile, tokens: cfg.Tokens, log: cfg.Logger, maxBody: cfg.MaxBody, poll: cfg.Poll, maxConc: cfg.MaxConcurrent}
 	if s.agents == nil {
 		s.agents = agents.NewRegistry()
 	}
@@ -111,7 +115,7 @@ func (s *Server) Handler() http.Handler {
 // Run runs what is due (recovered, woken) until ctx ends; the executions it
 // started stop at their last commit.
 func (s *Server) Run(ctx context.Context) error {
-	return s.x.Serve(ctx, engine.ServeOptions{Poll: s.poll, OnResult: func(id string, res *engine.Result, err error) {
+	return s.x.Serve(ctx, engine.ServeOptions{Poll: s.poll, MaxConcurrent: s.maxConc, OnResult: func(id string, res *engine.Result, err error) {
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("execution stopped on an error", "execution", id, "error", err)
 		}
@@ -145,6 +149,10 @@ func (s *Server) background(what, id string, f func(ctx context.Context) (*engin
 		switch {
 		case err != nil && s.runCtx.Err() == nil && !errors.Is(err, engine.ErrBusy) && !errors.Is(err, engine.ErrEnded):
 			s.log.Error(what+" failed", "execution", id, "error", err)
+		case err == nil && res != nil && res.Status == engine.StatusRunning:
+			// No slot free here (a store other servers share): left to
+			// the server that claims it.
+			s.log.Info("execution left to a server with room", "execution", res.ID)
 		case err == nil && res != nil:
 			attrs := []any{"execution", res.ID, "status", string(res.Status)}
 			if res.State != "" {

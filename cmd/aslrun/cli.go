@@ -87,7 +87,7 @@ func commands() []*command {
 		{name: "history", usage: "history ID [--json] [--verify] [--db PATH]", summary: "show an execution's history, or verify it is untampered", run: cmdHistory},
 		{name: "map-runs", usage: "map-runs ID [--children] [--json] [--db PATH]", summary: "list an execution's Distributed Map runs and their child executions", run: cmdMapRuns},
 		{name: "checkpoints", usage: "checkpoints ID [--json] [--db PATH]", summary: "list an execution's checkpoints", run: cmdCheckpoints},
-		{name: "serve", usage: "serve [--listen ADDR [--tokens FILE | --insecure] [--tls-cert FILE --tls-key FILE]] [--socket PATH] [--agents FILE] [--poll DURATION] [--grace DURATION] [--log-format text|json] [--max-payload BYTES] [--durability strict|batched] [--db PATH]", summary: "run executions and serve the HTTP API on a unix socket (and TCP)", run: cmdServe},
+		{name: "serve", usage: "serve [--listen ADDR [--tokens FILE | --insecure] [--tls-cert FILE --tls-key FILE]] [--socket PATH] [--agents FILE] [--poll DURATION] [--max-concurrent N] [--grace DURATION] [--log-format text|json] [--max-payload BYTES] [--durability strict|batched] [--db PATH]", summary: "run executions and serve the HTTP API on a unix socket (and TCP)", run: cmdServe},
 		{name: "worker", usage: "worker [--poll DURATION] [--max-payload BYTES] [--db PATH]", summary: "another name for serve (the flags it shares: --poll, --max-payload, --db)", run: cmdWorker},
 		{name: "memory", usage: "memory [NAMESPACE [KEY]] [--json] [--db PATH]", summary: "list agent memory", run: cmdMemory},
 		{name: "migrate", usage: "migrate --db URL", summary: "apply the schema migrations a PostgreSQL database lacks", run: cmdMigrate},

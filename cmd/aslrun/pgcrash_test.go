@@ -53,7 +53,9 @@ func pgDatabase(t *testing.T) (string, *postgres.DB) {
 // restarts; its socket stays the same across restarts.
 type pgServer struct {
 	url, sock string
-	p         *serveProcess
+	// args are more flags of serve.
+	args []string
+	p    *serveProcess
 }
 
 // start starts the server (again) and waits until it serves.
@@ -67,7 +69,7 @@ func (s *pgServer) start(t *testing.T) {
 // restart is start for a goroutine other than the test's: it returns
 // what went wrong.
 func (s *pgServer) restart(t *testing.T) error {
-	cmd := aslrunCmd("serve", "--db", s.url, "--socket", s.sock, "--poll", "100ms", "--grace", "100ms")
+	cmd := aslrunCmd(append([]string{"serve", "--db", s.url, "--socket", s.sock, "--poll", "100ms", "--grace", "100ms"}, s.args...)...)
 	cmd.Env = append(cmd.Env, envLeaseTTL+"="+pgLeaseTTL.String())
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -126,13 +128,13 @@ func (s *pgServer) kill() {
 func (s *pgServer) pid() int { return s.p.cmd.Process.Pid }
 
 // startServers starts n servers on url, with sockets in a directory of
-// the test.
-func startServers(t *testing.T, url string, n int) []*pgServer {
+// the test, and args as more flags of serve.
+func startServers(t *testing.T, url string, n int, args ...string) []*pgServer {
 	t.Helper()
 	dir := t.TempDir()
 	servers := make([]*pgServer, n)
 	for i := range servers {
-		servers[i] = &pgServer{url: url, sock: filepath.Join(dir, fmt.Sprintf("s%d.sock", i))}
+		servers[i] = &pgServer{url: url, sock: filepath.Join(dir, fmt.Sprintf("s%d.sock", i)), args: args}
 		servers[i].start(t)
 	}
 	return servers

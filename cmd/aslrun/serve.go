@@ -58,7 +58,8 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	insecure := fs.Bool("insecure", false, "with --listen on a loopback address: serve TCP without --tokens (only the health checks answer)")
 	tlsCert := fs.String("tls-cert", "", "serve TCP with TLS: the certificate `FILE` (PEM)")
 	tlsKey := fs.String("tls-key", "", "serve TCP with TLS: the key `FILE` (PEM)")
-	poll := fs.Duration("poll", time.Second, "how often to look for due executions")
+	poll := fs.Duration("poll", time.Second, "how often to look for due executions (on PostgreSQL, also for work other servers left, as a fallback for their wake-ups)")
+	maxConcurrent := fs.Int("max-concurrent", 64, "the most executions this server runs at once; on PostgreSQL, a start beyond it is left to a server with room")
 	grace := fs.Duration("grace", shutdownGrace, "on SIGINT or SIGTERM, how long requests in flight and running states get to finish before they are cancelled at their last commit")
 	logFormat := fs.String("log-format", "text", "the log's `FORMAT`: text or json")
 	agentsFile := fs.String("agents", "", "the server's own agents `FILE` (built-in llm, exec and http agents) for executions started without a mock")
@@ -78,6 +79,12 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	if mode == engine.DurabilityNone {
 		return usageErrorf("serve: durability none keeps nothing, and a server lists, wakes and resumes the executions it keeps: want strict or batched, with a database")
+	}
+	if *maxConcurrent < 1 {
+		return usageErrorf("serve: --max-concurrent %d: want 1 or more", *maxConcurrent)
+	}
+	if *poll <= 0 {
+		return usageErrorf("serve: --poll %v: want a duration above 0, as 1s or 250ms", *poll)
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usageErrorf("serve: --tls-cert and --tls-key go together")
@@ -149,7 +156,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	defer tr.Shutdown(context.WithoutCancel(ctx)) // flushes the spans left
 	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf, Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{}))})
-	srv, err := server.New(server.Config{Store: st, Executor: x, Agents: serverAgents, AgentsFile: resolvedAgents, Tokens: tokens, Logger: log, Poll: *poll, Metrics: reg})
+	srv, err := server.New(server.Config{Store: st, Executor: x, Agents: serverAgents, AgentsFile: resolvedAgents, Tokens: tokens, Logger: log, Poll: *poll, MaxConcurrent: *maxConcurrent, Metrics: reg})
 	if err != nil {
 		return err
 	}

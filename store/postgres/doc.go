@@ -1,11 +1,12 @@
 // Package postgres keeps aslrun's executions in a PostgreSQL database that
 // many servers, on many machines, share.
 //
-// This package holds, so far, what does not depend on how a commit is
-// encoded: opening the database (Open, a pgx connection pool), its schema
-// and the runner that migrates it, execution leases with fencing, and
-// LISTEN/NOTIFY wake-ups. The store itself (commit, load, history, listing)
-// comes on top of them. docs/deploy.md says what is kept in which table.
+// A DB is the store (commit, load, history, listing, checkpoints, agent
+// memory, workflows), on a pgx connection pool, with its schema and the
+// runner that migrates it, execution leases with fencing, dispatch of
+// work across the servers sharing the database, wake-ups by
+// LISTEN/NOTIFY, stop requests, and group commit. docs/deploy.md says
+// what is kept in which table, and how servers share the work.
 //
 // # Migrations
 //
@@ -43,16 +44,43 @@
 // never commit again (ErrFenced), however late it wakes up. Expiry is
 // measured by the database's clock, so servers' clocks need not agree.
 //
-// # Wake-ups
+// # Dispatch and wake-ups
 //
-// A commit that gives an execution something to run (a start, a decision,
-// a resume) notifies WakeChannel with the execution's id (Notify, sent
-// when the transaction commits). Servers listen with a Notifier on a
-// connection of their own, made again when it drops. Notifications are a
-// hint that makes servers prompt, never the only way work is found:
-// servers also poll for due timers and expired leases, so a notification
-// lost while a connection was down only delays work until the next poll
-// (and the Notifier says Missed when it reconnects).
+// DB is an engine.Dispatcher. An execution with something to run that no
+// live process holds (RUNNING, WAITING and due, or with a stop requested)
+// is claimed by a server with free slots: Claim takes up to n of them, and
+// their leases, in one statement whose candidates are locked FOR NO KEY
+// UPDATE SKIP LOCKED, so that concurrent claims never take the same
+// execution nor wait for each other. The transactions that leave work for
+// any server notify WakeChannel (pg_notify, sent when they commit, never
+// for one rolled back): the creation of an execution without its lease (a
+// start the receiving server had no room for), and the release of a lease
+// after successful commits with work left (a decision recorded and left, a
+// drained server). Servers listen with a Notifier (Wakes) on a connection
+// of their own, made again when it drops, and claim when woken.
+// Notifications are a hint that makes servers prompt, never the only way
+// work is found: servers also poll, so a notification lost while a
+// connection was down only delays work until the next poll (and the
+// Notifier says Missed when it reconnects, after which the server claims
+// at once).
+//
+// # Stop requests
+//
+// DB is an engine.StopRequester: RequestStop records that an execution is
+// to be stopped (table stop_requests) and notifies StopChannel. The
+// process holding the lease receives it on the lease's lost channel, as an
+// *engine.StopRequest: at once when it listens (Wakes), at its next
+// renewal otherwise; a later lease gets it when taken (Lease, Claim). The
+// commit that ends the execution removes it.
+//
+// # Group commit
+//
+// Concurrent commits of different executions share one transaction (one
+// batch, one round trip, one WAL flush): while two commit transactions
+// are under way, the commits that come queue and go together. A group
+// refused by one commit's check (its fence, its head) wrote nothing, and
+// is sent again one commit at a time, so that a fenced execution never
+// fails the others.
 //
 // # Errors
 //

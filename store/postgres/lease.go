@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/store"
 )
 
 // DefaultLeaseTTL is how long a lease lasts unless renewed: a crashed
@@ -106,7 +107,7 @@ VALUES ($1, $2, 1, clock_timestamp(), clock_timestamp() + $3 * interval '1 micro
 ON CONFLICT (execution) DO UPDATE
    SET owner = EXCLUDED.owner, epoch = l.epoch + 1, acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
  WHERE l.owner = '' OR l.expires_at <= clock_timestamp()
-RETURNING epoch, expires_at`
+RETURNING epoch, expires_at, EXISTS (SELECT 1 FROM stop_requests s WHERE s.execution = $1)`
 
 // Acquire takes the lease of an execution for owner, for ttl (0 means
 // DefaultLeaseTTL), when nobody holds it: never leased, released, or
@@ -122,22 +123,30 @@ func (db *DB) Acquire(ctx context.Context, execution, owner string, ttl time.Dur
 	case owner == "":
 		return Lease{}, fmt.Errorf("acquiring execution %s: no owner", execution)
 	}
+	l, _, err := db.acquire(ctx, execution, owner, ttl)
+	return l, err
+}
+
+// acquire is Acquire, which also reports whether a stop is requested for
+// the execution (RequestStop).
+func (db *DB) acquire(ctx context.Context, execution, owner string, ttl time.Duration) (Lease, bool, error) {
 	for attempt := 0; ; attempt++ {
 		l := Lease{Execution: execution, Owner: owner}
-		err = db.pool.QueryRow(ctx, acquireLease, execution, owner, ttl.Microseconds()).Scan(&l.Epoch, &l.Expires)
+		var stop bool
+		err := db.pool.QueryRow(ctx, acquireLease, execution, owner, ttl.Microseconds()).Scan(&l.Epoch, &l.Expires, &stop)
 		if err == nil {
-			return l, nil
+			return l, stop, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return Lease{}, fmt.Errorf("database %s: acquiring execution %s: %w", db.url, execution, err)
+			return Lease{}, false, fmt.Errorf("database %s: acquiring execution %s: %w", db.url, execution, err)
 		}
 		cur, err := db.currentLease(ctx, db.pool, execution)
 		if err != nil {
-			return Lease{}, err
+			return Lease{}, false, err
 		}
 		// Released between the two statements: try again, a few times.
 		if cur.Owner != "" || attempt == 2 {
-			return Lease{}, &HeldError{Holder: cur}
+			return Lease{}, false, &HeldError{Holder: cur}
 		}
 	}
 }
@@ -171,24 +180,59 @@ func (db *DB) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, err
 	if err != nil {
 		return Lease{}, fmt.Errorf("renewing execution %s: %w", l.Execution, err)
 	}
-	err = db.pool.QueryRow(ctx, `UPDATE leases SET expires_at = clock_timestamp() + $4 * interval '1 microsecond'
+	l, _, err = db.renew(ctx, l, ttl)
+	return l, err
+}
+
+// renew is Renew, which also reports whether a stop is requested for the
+// execution (RequestStop).
+func (db *DB) renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, bool, error) {
+	var stop bool
+	err := db.pool.QueryRow(ctx, `UPDATE leases SET expires_at = clock_timestamp() + $4 * interval '1 microsecond'
 WHERE execution = $1 AND owner = $2 AND epoch = $3
-RETURNING expires_at`, l.Execution, l.Owner, l.Epoch, ttl.Microseconds()).Scan(&l.Expires)
+RETURNING expires_at, EXISTS (SELECT 1 FROM stop_requests s WHERE s.execution = $1)`, l.Execution, l.Owner, l.Epoch, ttl.Microseconds()).Scan(&l.Expires, &stop)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Lease{}, db.fenced(ctx, db.pool, l.Execution, l.Epoch)
+		return Lease{}, false, db.fenced(ctx, db.pool, l.Execution, l.Epoch)
 	}
 	if err != nil {
-		return Lease{}, fmt.Errorf("database %s: renewing execution %s: %w", db.url, l.Execution, err)
+		return Lease{}, false, fmt.Errorf("database %s: renewing execution %s: %w", db.url, l.Execution, err)
 	}
-	return l, nil
+	return l, stop, nil
 }
 
 // Release gives l up, so that another process may acquire it at once. The
 // row stays, without an owner, so that epochs keep growing. Releasing a
 // lease that was taken over fails with a *FencedError (ErrFenced).
 func (db *DB) Release(ctx context.Context, l Lease) error {
-	tag, err := db.pool.Exec(ctx, `UPDATE leases SET owner = '', expires_at = clock_timestamp()
-WHERE execution = $1 AND owner = $2 AND epoch = $3`, l.Execution, l.Owner, l.Epoch)
+	return db.release(ctx, l, false)
+}
+
+// releaseLease gives a lease up.
+const releaseLease = `UPDATE leases SET owner = '', expires_at = clock_timestamp()
+WHERE execution = $1 AND owner = $2 AND epoch = $3`
+
+// wakeReleased notifies WakeChannel of an execution whose lease was just
+// released (in the same transaction) when it has work left: RUNNING, due
+// at $3, or with a stop requested.
+const wakeReleased = `SELECT pg_notify($1, e.id) FROM executions e
+WHERE e.id = $2 AND e.status IN ('RUNNING', 'WAITING')
+  AND (e.status = 'RUNNING' OR e.wake_ns <= $3 OR EXISTS (SELECT 1 FROM stop_requests s WHERE s.execution = e.id))
+  AND EXISTS (SELECT 1 FROM leases l WHERE l.execution = e.id AND l.owner = '')`
+
+// release is Release; with wake, the release also wakes the processes
+// serving the database (Wakes) when the execution has work left, in the
+// same transaction.
+func (db *DB) release(ctx context.Context, l Lease, wake bool) error {
+	b := &pgx.Batch{}
+	b.Queue(releaseLease, l.Execution, l.Owner, l.Epoch)
+	if wake {
+		b.Queue(wakeReleased, WakeChannel, l.Execution, store.TimeKey(time.Now()))
+	}
+	br := db.pool.SendBatch(ctx, b)
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return fmt.Errorf("database %s: releasing execution %s: %w", db.url, l.Execution, err)
 	}
@@ -248,6 +292,11 @@ type Renewer struct {
 	lost chan error
 	stop context.CancelFunc
 	done chan struct{}
+	// poke asks the renewer to look for a stop request now; stopSent is
+	// set once one was delivered (by the renewer's goroutine only, after
+	// it starts).
+	poke     chan struct{}
+	stopSent bool
 
 	mu    sync.Mutex
 	lease Lease
@@ -259,13 +308,29 @@ type Renewer struct {
 // tried again at the next tick: two may fail in a row before the lease
 // expires, and even then it is lost only if another process takes it over,
 // which the next renewal reports and every commit's fence refuses.
+//
+// A stop requested for the execution (RequestStop) is delivered on Lost
+// too, once, as an *engine.StopRequest, without stopping the renewer: it
+// is looked for at each renewal, and at once when the process hears of it
+// (Wakes).
 func (db *DB) KeepRenewed(ctx context.Context, l Lease, ttl time.Duration) (*Renewer, error) {
+	return db.keepRenewed(ctx, l, ttl, nil)
+}
+
+// keepRenewed is KeepRenewed, delivering stop first when it is not nil
+// (a stop request found when the lease was taken).
+func (db *DB) keepRenewed(ctx context.Context, l Lease, ttl time.Duration, stop *engine.StopRequest) (*Renewer, error) {
 	ttl, err := leaseTTL(ttl)
 	if err != nil {
 		return nil, fmt.Errorf("renewing execution %s: %w", l.Execution, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &Renewer{db: db, ttl: ttl, lost: make(chan error, 1), stop: cancel, done: make(chan struct{}), lease: l}
+	// Room for a stop request and a loss: sends never block.
+	r := &Renewer{db: db, ttl: ttl, lost: make(chan error, 2), stop: cancel, done: make(chan struct{}), poke: make(chan struct{}, 1), lease: l}
+	if stop != nil {
+		r.lost <- stop
+		r.stopSent = true
+	}
 	go r.loop(ctx)
 	return r, nil
 }
@@ -279,20 +344,49 @@ func (r *Renewer) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-r.poke:
+			r.deliverStop(ctx)
+			continue
 		case <-tick.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, r.ttl/3)
-		l, err := r.db.Renew(rctx, r.Lease(), r.ttl)
+		l, stop, err := r.db.renew(rctx, r.Lease(), r.ttl)
 		cancel()
 		switch {
 		case err == nil:
 			r.mu.Lock()
 			r.lease = l
 			r.mu.Unlock()
+			if stop {
+				r.deliverStop(ctx)
+			}
 		case errors.Is(err, ErrFenced):
 			r.lost <- err
 			return
 		}
+	}
+}
+
+// deliverStop delivers the execution's stop request on lost, once, if it
+// has one. A read that fails is tried again at the next renewal.
+func (r *Renewer) deliverStop(ctx context.Context) {
+	if r.stopSent {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, r.ttl/3)
+	defer cancel()
+	stop, err := r.db.stopRequest(rctx, r.Lease().Execution)
+	if err == nil && stop != nil {
+		r.lost <- stop
+		r.stopSent = true
+	}
+}
+
+// pokeStop asks the renewer to look for a stop request now.
+func (r *Renewer) pokeStop() {
+	select {
+	case r.poke <- struct{}{}:
+	default:
 	}
 }
 
@@ -347,23 +441,28 @@ func leasePoll(ttl time.Duration) time.Duration {
 // execution's commits with it (Fence) and keeps it renewed (KeepRenewed)
 // until release, which releases it and lifts the fence. When a renewal
 // finds it taken over, lost receives the *FencedError; the fence stays,
-// so that the commits still in flight are refused.
+// so that the commits still in flight are refused. A stop requested for
+// the execution (RequestStop) is delivered on lost as an
+// *engine.StopRequest: before Lease returns when it was requested before.
+// When the process wrote commits under the lease, the last of them
+// succeeded, and the execution has work left (RUNNING, due, or a stop
+// requested), release wakes the processes serving the database (Wakes),
+// in the release's own transaction: a decision recorded and left to any
+// server, a server that drained.
 func (db *DB) Lease(ctx context.Context, execution string, wait bool) (lost <-chan error, release func(), err error) {
 	if err := db.check(ctx); err != nil {
 		return nil, nil, err
 	}
-	var (
-		l    Lease
-		held error // the last HeldError while waiting
-	)
+	var l Lease
+	var stop bool
+	var held error
 	for {
-		l, err = db.Acquire(ctx, execution, db.owner, db.leaseTTL)
+		l, stop, err = db.acquire(ctx, execution, db.owner, db.leaseTTL)
 		if err == nil {
 			break
 		}
 		if held != nil && ctx.Err() != nil {
-			// The context ended during a read, after the lease was
-			// seen held: the wait is what ended.
+			// ctx ended while asking again: still held, as far as known.
 			return nil, nil, fmt.Errorf("%w: %w", held, context.Cause(ctx))
 		}
 		if !errors.Is(err, ErrHeld) || !wait {
@@ -378,25 +477,71 @@ func (db *DB) Lease(ctx context.Context, execution string, wait bool) (lost <-ch
 		case <-t.C:
 		}
 	}
+	var req *engine.StopRequest
+	if stop {
+		if req, err = db.stopRequest(ctx, execution); err != nil {
+			_ = db.Release(context.WithoutCancel(ctx), l)
+			return nil, nil, err
+		}
+	}
+	return db.holdLease(ctx, l, req)
+}
+
+// heldLease is a lease this process holds through Lease or Claim.
+type heldLease struct {
+	r *Renewer
+	// wrote is set once a commit under the lease was written, and failed
+	// while the last commit failed.
+	wrote, failed bool
+}
+
+// holdLease fences the execution's commits with l, keeps l renewed, and
+// returns what Lease returns; stop, when not nil, is delivered on lost
+// first.
+func (db *DB) holdLease(ctx context.Context, l Lease, stop *engine.StopRequest) (lost <-chan error, release func(), err error) {
 	db.Fence(l)
 	// Renewals outlive the context the lease was asked for in: release
 	// stops them.
-	r, err := db.KeepRenewed(context.WithoutCancel(ctx), l, db.leaseTTL)
+	r, err := db.keepRenewed(context.WithoutCancel(ctx), l, db.leaseTTL, stop)
 	if err != nil {
-		db.Unfence(execution)
+		db.Unfence(l.Execution)
 		return nil, nil, err
 	}
+	h := &heldLease{r: r}
+	db.fenceMu.Lock()
+	if db.held == nil {
+		db.held = make(map[string]*heldLease)
+	}
+	db.held[l.Execution] = h
+	db.fenceMu.Unlock()
 	var once sync.Once
 	release = func() {
 		once.Do(func() {
 			r.Stop()
+			db.fenceMu.Lock()
+			wake := h.wrote && !h.failed
+			if db.held[l.Execution] == h {
+				delete(db.held, l.Execution)
+			}
+			db.fenceMu.Unlock()
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			defer cancel()
 			// A lease taken over needs no releasing; one that cannot be
 			// released (the database is away) expires.
-			_ = db.Release(rctx, r.Lease())
-			db.Unfence(execution)
+			_ = db.release(rctx, r.Lease(), wake)
+			db.Unfence(l.Execution)
 		})
 	}
 	return r.Lost(), release, nil
+}
+
+// noteCommit records the outcome of a commit of an execution whose lease
+// this process holds (Lease, Claim).
+func (db *DB) noteCommit(execution string, ok bool) {
+	db.fenceMu.Lock()
+	defer db.fenceMu.Unlock()
+	if h := db.held[execution]; h != nil {
+		h.wrote = h.wrote || ok
+		h.failed = !ok
+	}
 }

@@ -4,19 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// WakeChannel is the notification channel on which commits announce
-// executions that have something to run (a start, a decision, a resume).
-const WakeChannel = "aslrun_wake"
+// The notification channels of the store: on WakeChannel, the
+// transactions that leave an execution with something to run for any
+// process announce it (a start no process runs yet, a lease released with
+// work left); on StopChannel, RequestStop announces an execution to stop.
+// Both carry the execution's id.
+const (
+	WakeChannel = "aslrun_wake"
+	StopChannel = "aslrun_stop"
+)
 
 // Wake is what a Notifier delivers: an execution to look at, or word that
 // notifications may have been missed.
 type Wake struct {
+	// Channel is the channel the notification came on; "" when Missed.
+	Channel string
 	// Execution is the id a notification carried; "" when Missed.
 	Execution string
 	// Missed says that notifications may have been lost (the connection
@@ -45,39 +54,46 @@ const (
 // notification is a hint that work is there sooner, never the only way it
 // is found. It is safe for concurrent use.
 type Notifier struct {
-	db      *DB
-	channel string
-	c       chan Wake
-	stop    context.CancelFunc
-	done    chan struct{}
+	db       *DB
+	channels []string
+	c        chan Wake
+	stop     context.CancelFunc
+	done     chan struct{}
 }
 
-// Listen starts a Notifier on channel. It connects and listens before it
-// returns, so that a database it cannot reach is an error here; later
-// failures are retried until Close or ctx ends.
-func (db *DB) Listen(ctx context.Context, channel string) (*Notifier, error) {
-	if channel == "" {
+// Listen starts a Notifier on channels (at least one). It connects and
+// listens before it returns, so that a database it cannot reach is an
+// error here; later failures are retried until Close or ctx ends.
+func (db *DB) Listen(ctx context.Context, channels ...string) (*Notifier, error) {
+	if len(channels) == 0 {
 		return nil, errors.New("listen: no channel")
 	}
-	conn, err := db.listenConn(ctx, channel)
+	for _, ch := range channels {
+		if ch == "" {
+			return nil, errors.New("listen: a channel without a name")
+		}
+	}
+	conn, err := db.listenConn(ctx, channels)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	n := &Notifier{db: db, channel: channel, c: make(chan Wake, notifyBuffer), stop: cancel, done: make(chan struct{})}
+	n := &Notifier{db: db, channels: channels, c: make(chan Wake, notifyBuffer), stop: cancel, done: make(chan struct{})}
 	go n.loop(ctx, conn)
 	return n, nil
 }
 
-// listenConn connects and listens on channel.
-func (db *DB) listenConn(ctx context.Context, channel string) (*pgx.Conn, error) {
+// listenConn connects and listens on channels.
+func (db *DB) listenConn(ctx context.Context, channels []string) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return nil, fmt.Errorf("database %s: listening on %s: %w", db.url, channel, err)
+		return nil, fmt.Errorf("database %s: listening on %s: %w", db.url, strings.Join(channels, ", "), err)
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		closeConn(conn)
-		return nil, fmt.Errorf("database %s: listening on %s: %w", db.url, channel, err)
+	for _, ch := range channels {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			closeConn(conn)
+			return nil, fmt.Errorf("database %s: listening on %s: %w", db.url, ch, err)
+		}
 	}
 	return conn, nil
 }
@@ -104,7 +120,7 @@ func (n *Notifier) loop(ctx context.Context, conn *pgx.Conn) {
 			case <-time.After(backoff):
 			}
 			var err error
-			if conn, err = n.db.listenConn(ctx, n.channel); err != nil {
+			if conn, err = n.db.listenConn(ctx, n.channels); err != nil {
 				backoff = min(2*backoff, notifyMaxBackoff)
 				continue
 			}
@@ -139,7 +155,7 @@ func (n *Notifier) loop(ctx context.Context, conn *pgx.Conn) {
 			}
 			if !missed {
 				select {
-				case n.c <- Wake{Execution: note.Payload}:
+				case n.c <- Wake{Channel: note.Channel, Execution: note.Payload}:
 				default:
 					missed = true
 				}

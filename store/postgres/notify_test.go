@@ -46,7 +46,7 @@ func TestNotifier(t *testing.T) {
 	}
 	defer n.Close()
 	notify(t, db, "test_wake", "e1")
-	if w := next(t, n); w != (Wake{Execution: "e1"}) {
+	if w := next(t, n); w != (Wake{Channel: "test_wake", Execution: "e1"}) {
 		t.Errorf("wake = %+v, want e1", w)
 	}
 	// A rolled-back transaction notifies nobody; another channel is not
@@ -61,7 +61,7 @@ func TestNotifier(t *testing.T) {
 	tx.Rollback(ctx)
 	notify(t, db, "another_channel", "elsewhere")
 	notify(t, db, "test_wake", "e2")
-	if w := next(t, n); w != (Wake{Execution: "e2"}) {
+	if w := next(t, n); w != (Wake{Channel: "test_wake", Execution: "e2"}) {
 		t.Errorf("wake = %+v, want e2 (not the rolled-back nor the other channel's)", w)
 	}
 	n.Close()
@@ -122,7 +122,7 @@ WHERE datname = current_database() AND application_name = 'aslrun_notifier_test'
 			t.Fatalf("round %d: wake after the connection dropped = %+v, want Missed", round, w)
 		}
 		notify(t, sender, "test_wake", "after")
-		if w := next(t, n); w != (Wake{Execution: "after"}) {
+		if w := next(t, n); w != (Wake{Channel: "test_wake", Execution: "after"}) {
 			t.Errorf("round %d: wake = %+v, want the one sent after reconnecting", round, w)
 		}
 	}
@@ -160,7 +160,7 @@ func TestNotifierSlowReceiver(t *testing.T) {
 	// Those of the batch that came after the Missed may be there first.
 	for {
 		w := next(t, n)
-		if w == (Wake{Execution: "later"}) {
+		if w == (Wake{Channel: "test_wake", Execution: "later"}) {
 			break
 		}
 		if w.Missed || !strings.HasPrefix(w.Execution, "e") {

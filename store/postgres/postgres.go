@@ -66,7 +66,9 @@ type DB struct {
 	heads   headCache
 	closed  atomic.Bool
 	fenceMu sync.Mutex
-	fences  map[string]int64 // execution → epoch its commits check
+	fences  map[string]int64      // execution → epoch its commits check
+	held    map[string]*heldLease // execution → its lease (Lease, Claim)
+	group   committer             // group commit (group.go)
 
 	owner    string        // this process, in the leases it takes
 	leaseTTL time.Duration // of the leases it takes

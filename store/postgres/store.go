@@ -145,7 +145,10 @@ func nsOrNull(t time.Time) *int64 {
 	return &n
 }
 
-// Create records a new execution; ErrExists when the id is taken.
+// Create records a new execution; ErrExists when the id is taken. An
+// execution created without this process holding its lease (an
+// execution left for any server to claim) wakes the processes serving the
+// database (Wakes), in the same transaction.
 func (db *DB) Create(ctx context.Context, e *engine.Execution) error {
 	if err := db.check(ctx); err != nil {
 		return err
@@ -174,6 +177,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		keys, values := scopeArrays(n.Scopes)
 		b.Queue(`INSERT INTO scopes (execution, key, body) SELECT $1, k, v FROM unnest($2::text[], $3::bytea[]) AS t(k, v)`, n.ID, keys, values)
 	}
+	if db.fence(n.ID) == 0 {
+		// Created without its lease: left for whichever process claims
+		// it, which this wakes.
+		b.Queue(`SELECT pg_notify($1, $2)`, WakeChannel, n.ID)
+	}
 	err = db.pool.SendBatch(ctx, b).Close()
 	switch {
 	case sqlState(err) == "23505":
@@ -197,6 +205,13 @@ func scopeArrays(ss []store.ScopeRecord) ([]string, [][]byte) {
 // Commit applies one step of an execution atomically and durably, in one
 // transaction, fenced when the execution's lease was given to Fence.
 func (db *DB) Commit(ctx context.Context, c *engine.Commit) error {
+	err := db.commit(ctx, c)
+	db.noteCommit(c.Execution, err == nil)
+	return err
+}
+
+// commit is Commit.
+func (db *DB) commit(ctx context.Context, c *engine.Commit) error {
 	if err := db.check(ctx); err != nil {
 		return err
 	}
@@ -222,7 +237,8 @@ func (db *DB) Commit(ctx context.Context, c *engine.Commit) error {
 		if err != nil {
 			return fmt.Errorf("commit execution %s: %w", id, err)
 		}
-		err = db.pool.SendBatch(ctx, commitBatch(id, cached.seq, epoch, a, firsts)).Close()
+		seq := cached.seq
+		err = db.sendCommit(ctx, len(a.MemoryRead) > 0, func(b *pgx.Batch) { queueCommit(b, id, seq, epoch, a, firsts) })
 		code := sqlState(err)
 		if err != nil && code == "" {
 			// The batch failed outside the database (the connection was
@@ -369,11 +385,11 @@ SELECT aslrun_refuse('AR002', 'execution changed since it was read') WHERE NOT E
 WHERE (SELECT value FROM agent_memory WHERE namespace = $1 AND key = $2 FOR UPDATE) IS DISTINCT FROM $3::bytea`
 )
 
-// commitBatch returns the statements that write a applied to the head of
-// commit seq seq of execution id, fenced by epoch (0: not fenced); firsts
-// are the first events of the history records a rollback was applied to.
-func commitBatch(id string, seq, epoch int64, a *store.AppliedCommit, firsts []int64) *pgx.Batch {
-	b := &pgx.Batch{}
+// queueCommit queues in b the statements that write a applied to the
+// head of commit seq seq of execution id, fenced by epoch (0: not fenced);
+// firsts are the first events of the history records a rollback was
+// applied to.
+func queueCommit(b *pgx.Batch, id string, seq, epoch int64, a *store.AppliedCommit, firsts []int64) {
 	if epoch != 0 {
 		b.Queue(fenceCheck, id, epoch)
 	}
@@ -387,6 +403,10 @@ func commitBatch(id string, seq, epoch int64, a *store.AppliedCommit, firsts []i
 	}
 	if a.History != nil {
 		b.Queue(`INSERT INTO history_records (execution, first_event, body) VALUES ($1, $2, $3)`, id, a.FirstEvent, a.History)
+	}
+	if a.Status.Ended() {
+		// A stop requested meanwhile has nothing left to stop.
+		b.Queue(`DELETE FROM stop_requests WHERE execution = $1`, id)
 	}
 	for _, prefix := range a.DropScopes {
 		b.Queue(`DELETE FROM scopes WHERE execution = $1 AND starts_with(key, $2)`, id, prefix)
@@ -435,7 +455,6 @@ ON CONFLICT (execution, name) DO UPDATE SET blob = EXCLUDED.blob, doc_hash = EXC
 ON CONFLICT (namespace, key) DO UPDATE SET value = EXCLUDED.value, updated_ns = EXCLUDED.updated_ns, expires_ns = EXCLUDED.expires_ns, execution = EXCLUDED.execution`,
 			m.Namespace, m.Key, m.Record, store.TimeKey(m.UpdatedAt), nsOrNull(m.ExpiresAt), m.Execution)
 	}
-	return b
 }
 
 // Load returns an execution as last committed; ErrNotFound when there is
