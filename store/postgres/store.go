@@ -436,6 +436,11 @@ ON CONFLICT (execution, key) DO UPDATE SET body = EXCLUDED.body`, id, keys, valu
 		if cp.Event > 0 {
 			event = &cp.Event
 		}
+		// A snapshot blob may be shared: GC, which deletes the blobs no
+		// checkpoint names, waits for the commits that name one (and
+		// they for it), or it could delete the blob this commit found
+		// there and names.
+		b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, snapshotLock)
 		b.Queue(`INSERT INTO snapshot_blobs (key, codec, format, body) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING`, blob, string(codec), format, cp.Snapshot)
 		b.Queue(`INSERT INTO checkpoints (execution, name, blob, doc_hash, event_seq, created_ns, expires_ns, body)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -714,6 +719,10 @@ func (db *DB) Definition(ctx context.Context, hash string) ([]byte, error) {
 	return def, nil
 }
 
+// snapshotLock is the key of the advisory lock GC holds while it deletes
+// snapshot blobs, and commits naming a blob share ("aslrunsn").
+const snapshotLock int64 = 0x61736c72756e736e
+
 // GC removes the expired checkpoints (but not the newest of a RUNNING or
 // WAITING execution), the snapshot blobs no checkpoint refers to and the
 // expired agent memory, in one transaction.
@@ -723,6 +732,9 @@ func (db *DB) GC(ctx context.Context, now time.Time) (store.GCReport, error) {
 	}
 	at := store.TimeKey(now)
 	b := &pgx.Batch{}
+	// The batch is one transaction: the lock holds off the commits that
+	// name a snapshot blob until the blobs no checkpoint names are gone.
+	b.Queue(`SELECT pg_advisory_xact_lock($1)`, snapshotLock)
 	b.Queue(`WITH newest AS (
   SELECT DISTINCT ON (c.execution) c.execution, c.name FROM checkpoints c JOIN executions e ON e.id = c.execution
   WHERE e.status IN ('RUNNING', 'WAITING') ORDER BY c.execution, c.created_ns DESC, c.name DESC)
@@ -732,6 +744,10 @@ DELETE FROM checkpoints c WHERE c.expires_ns IS NOT NULL AND c.expires_ns <= $1
 	b.Queue(`DELETE FROM agent_memory WHERE expires_ns IS NOT NULL AND expires_ns <= $1`, at)
 	br := db.pool.SendBatch(ctx, b)
 	var rep store.GCReport
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return store.GCReport{}, db.dbErr("gc", err)
+	}
 	for _, n := range []*int{&rep.Checkpoints, &rep.Blobs, &rep.Memory} {
 		tag, err := br.Exec()
 		if err != nil {
