@@ -44,7 +44,11 @@ type distributed struct {
 	// key names the map run in its execution (the Map's scope key, name,
 	// visit and attempt), id is the map run's id (<execution>/<key>).
 	key, id string
-	cfg     mapConfig
+	// redrivenAt is set when this run of the Map redrives the map run key
+	// (its execution was redriven): children that ended without
+	// succeeding before then are redriven.
+	redrivenAt time.Time
+	cfg        mapConfig
 	// batchItems and batchBytes cap a batch (0: no cap); batching is set
 	// when there is an ItemBatcher, with batchInput its BatchInput.
 	batching   bool
@@ -84,6 +88,9 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 		return stepResult{}, err
 	}
 	d.key = h.sc.key + h.name() + "#" + itoa(h.visit) + "." + itoa(h.env.retry)
+	if k, at := h.r.redrivenMapRun(d.key); k != "" {
+		d.key, d.redrivenAt = k, at
+	}
 	d.id = h.r.exec.ID + "/" + d.key
 	items, closeItems, err := h.distItems(ctx, d)
 	if err != nil {
@@ -98,8 +105,12 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 	}
 	r := h.r
 	r.event(Event{Type: EventMapStateStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
-	r.event(Event{Type: EventMapRunStarted, State: h.name(), Scope: h.sc.prefix, Detail: map[string]any{"mapRunArn": mapRunARN(r.exec, d)}})
-	if err := h.recordMapRun(ctx, d, nil); err != nil {
+	started := EventMapRunStarted
+	if !d.redrivenAt.IsZero() {
+		started = EventMapRunRedriven
+	}
+	r.event(Event{Type: started, State: h.name(), Scope: h.sc.prefix, Detail: map[string]any{"mapRunArn": mapRunARN(r.exec, d)}})
+	if err := h.recordMapRun(ctx, d, nil, false); err != nil {
 		return stepResult{}, err
 	}
 	run, err := h.runChildren(ctx, d, items)
@@ -117,7 +128,7 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 			run.written = result
 		}
 	}
-	if rerr := h.recordMapRun(ctx, d, run); rerr != nil {
+	if rerr := h.recordMapRun(ctx, d, run, err != nil); rerr != nil {
 		return stepResult{}, rerr
 	}
 	if err != nil {
@@ -485,7 +496,7 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 				mu.Unlock()
 				return nil
 			}
-			res, e, err := h.child(gctx, id, input)
+			res, e, err := h.child(gctx, d, id, input)
 			mu.Lock()
 			defer mu.Unlock()
 			delete(inFlight, id)
@@ -644,7 +655,7 @@ func (h *stateRun) selectItem(d *distributed, mi *mapItem) (any, error) {
 // child runs (or, after a crash, resumes or reads) the child execution id
 // on input and returns where it stands; e is its record when the
 // executor has no store (for a ResultWriter).
-func (h *stateRun) child(ctx context.Context, id string, input any) (*Result, *Execution, error) {
+func (h *stateRun) child(ctx context.Context, d *distributed, id string, input any) (*Result, *Execution, error) {
 	r := h.r
 	x := r.x
 	s := h.st.(*states.Map)
@@ -654,7 +665,7 @@ func (h *stateRun) child(ctx context.Context, id string, input any) (*Result, *E
 		MaxPayloadSize: r.exec.MaxPayload, Durability: r.exec.Durability, parent: r.exec.ID,
 	})
 	if errors.Is(err, ErrExists) && x.durable {
-		res, err = h.existingChild(ctx, id)
+		res, err = h.existingChild(ctx, d, id)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -667,8 +678,9 @@ func (h *stateRun) child(ctx context.Context, id string, input any) (*Result, *E
 }
 
 // existingChild continues child id, which exists: an ended child is read
-// (it is never run again), an unfinished one resumed.
-func (h *stateRun) existingChild(ctx context.Context, id string) (*Result, error) {
+// (it is never run again, unless the map run is redriven and it did not
+// succeed), an unfinished one resumed.
+func (h *stateRun) existingChild(ctx context.Context, d *distributed, id string) (*Result, error) {
 	x := h.r.x
 	for {
 		e, err := x.store.Load(ctx, id)
@@ -676,6 +688,14 @@ func (h *stateRun) existingChild(ctx context.Context, id string) (*Result, error
 			return nil, err
 		}
 		if e.Status.Ended() {
+			res, err := x.redriveChild(ctx, e, d.redrivenAt, h.r.agents)
+			if errors.Is(err, ErrNotRedrivable) {
+				// Ended otherwise in between (redriven elsewhere): read it again.
+				continue
+			}
+			if res != nil || err != nil {
+				return res, err
+			}
 			return &Result{ID: id, Status: e.Status, Output: e.Output, Error: e.Error, Cause: e.Cause}, nil
 		}
 		res, err := x.Resume(ctx, id, ResumeOptions{Agents: h.r.agents})
@@ -718,6 +738,10 @@ type MapRun struct {
 	ResultWriterDetails any
 	// StartedAt and StoppedAt (zero while it runs).
 	StartedAt, StoppedAt time.Time
+	// RedriveCount counts the times the map run was redriven with its
+	// execution, the last at RedrivenAt (zero when never).
+	RedriveCount int
+	RedrivenAt   time.Time
 }
 
 // MapRunChild is one child execution of a map run.
@@ -730,8 +754,8 @@ type MapRunChild struct {
 }
 
 // recordMapRun commits the record of map run d in its execution: when it
-// starts (run nil) and when it ends.
-func (h *stateRun) recordMapRun(ctx context.Context, d *distributed, run *mapRunOutcome) error {
+// starts (run nil) and when it ends, failed or not.
+func (h *stateRun) recordMapRun(ctx context.Context, d *distributed, run *mapRunOutcome, failed bool) error {
 	r := h.r
 	if !r.x.durable {
 		return nil
@@ -743,13 +767,17 @@ func (h *stateRun) recordMapRun(ctx context.Context, d *distributed, run *mapRun
 	}
 	key := mapRunPrefix + d.key
 	if prev := r.loaded[key]; prev != nil {
-		if old, ok := prev.Output.(map[string]any); ok && old["startedAt"] != nil {
-			rec["startedAt"] = old["startedAt"]
+		if old, ok := prev.Output.(map[string]any); ok {
+			for _, k := range []string{"startedAt", recRedriveAs, recRedriveCount, recRedrivenAt} {
+				if v, ok := old[k]; ok {
+					rec[k] = v
+				}
+			}
 		}
 	}
 	if run != nil {
 		status := StatusSucceeded
-		if run.failed > 0 && (d.cfg.maxFailed < 0 && d.cfg.maxPercent < 0 || run.pending > 0) {
+		if failed {
 			status = StatusFailed
 		}
 		rec["status"] = string(status)
@@ -814,6 +842,7 @@ func (x *Executor) MapRuns(ctx context.Context, id string) ([]MapRun, error) {
 		mr.ResultWriterDetails = rec["resultWriterDetails"]
 		mr.StartedAt = parseTime(rec["startedAt"])
 		mr.StoppedAt = parseTime(rec["stoppedAt"])
+		mr.RedriveCount, mr.RedrivenAt = recInt(rec[recRedriveCount]), parseTime(rec[recRedrivenAt])
 		if mr.Status == string(StatusRunning) || e.Status == StatusRunning && mr.StoppedAt.IsZero() {
 			children, err := x.MapRunChildren(ctx, mr.ID)
 			if err != nil {

@@ -41,6 +41,8 @@ type batchAgent struct {
 	// crashAfter cancels cancel after that many calls (0: never).
 	crashAfter int
 	cancel     context.CancelFunc
+	// fixed makes no batch fail.
+	fixed bool
 }
 
 func (a *batchAgent) Invoke(ctx context.Context, req *agents.Request) (any, error) {
@@ -53,10 +55,11 @@ func (a *batchAgent) Invoke(ctx context.Context, req *agents.Request) (any, erro
 	if a.crashAfter > 0 && n == a.crashAfter {
 		a.cancel()
 	}
+	fixed := a.fixed
 	a.mu.Unlock()
 	in := req.Input.(map[string]any)
 	items := in["Items"].([]any)
-	if items[0].(map[string]any)["fail"] == "yes" {
+	if !fixed && items[0].(map[string]any)["fail"] == "yes" {
 		return nil, &asl.Error{Name: "Batch.Bad", Cause: "row " + items[0].(map[string]any)["id"].(string)}
 	}
 	var ids []any
