@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +28,7 @@ const (
 	EventMapRunStarted   = "MapRunStarted"
 	EventMapRunSucceeded = "MapRunSucceeded"
 	EventMapRunFailed    = "MapRunFailed"
+	EventMapRunAborted   = "MapRunAborted"
 )
 
 // WaitingForMapRun is what an execution waits for when children of one
@@ -114,6 +117,14 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 		return stepResult{}, err
 	}
 	run, err := h.runChildren(ctx, d, items)
+	var stop *stopRequest
+	if err != nil && errors.As(context.Cause(ctx), &stop) && r.x.durable {
+		// The execution is being stopped: the map run ends ABORTED with
+		// it, its record written by the commit that ends the execution.
+		h.keepMapRun(d, run, StatusAborted)
+		r.event(Event{Type: EventMapRunAborted, State: h.name(), Scope: h.sc.prefix})
+		return stepResult{}, err
+	}
 	if errors.Is(err, errParked) {
 		return stepResult{}, h.park(ctx, WaitingForMapRun, run.wake, &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries})
 	}
@@ -430,9 +441,10 @@ func (h *stateRun) writerLocation(d *distributed) error {
 
 // mapRunOutcome is what a map run's children came to.
 type mapRunOutcome struct {
-	// total counts the children; succeeded, failed and pending how they
-	// ended (pending: not run, or stopped when the run failed).
-	total, succeeded, failed, pending int
+	// total counts the children; succeeded, failed, aborted and pending
+	// how they stand (aborted: stopped when the map run failed or its
+	// execution was stopped; pending: not run, or waiting).
+	total, succeeded, failed, aborted, pending int
 	// outputs are the children's outputs in order (nil when the Map keeps
 	// none: a ResultWriter, or ResultPath null).
 	outputs []any
@@ -485,7 +497,7 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 		mu.Unlock()
 		g.Go(func() error {
 			mu.Lock()
-			stop := exceeded
+			stop := exceeded || gctx.Err() != nil
 			if !stop {
 				inFlight[id] = true
 			}
@@ -496,12 +508,15 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 				mu.Unlock()
 				return nil
 			}
-			res, e, err := h.child(gctx, d, id, input)
+			cctx, cancel := childContext(gctx)
+			res, e, err := h.child(cctx, d, id, input)
+			cancel()
 			mu.Lock()
 			defer mu.Unlock()
 			delete(inFlight, id)
-			if err != nil && exceeded {
-				// Stopped as it started, once the map run had failed.
+			if err != nil && (exceeded || gctx.Err() != nil) {
+				// Stopped as it started, once the map run had failed or
+				// its execution was stopped.
 				out.pending++
 				return nil
 			}
@@ -524,9 +539,10 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 					out.wake = res.WakeAt
 				}
 			case StatusAborted:
-				if exceeded {
-					// Stopped below when the threshold was passed.
-					out.pending++
+				if exceeded || gctx.Err() != nil {
+					// Stopped below when the threshold was passed, or with
+					// its execution.
+					out.aborted++
 					break
 				}
 				fallthrough
@@ -634,6 +650,26 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 	return out, nil
 }
 
+// childContext is the context a child execution runs in: cancelled with
+// ctx, the Map's, and with its cause, except that a Stop of the parent
+// reaches the child as a Stop of its own (so that it ends ABORTED, and
+// its result is not taken for the parent's).
+func childContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stopAfter := context.AfterFunc(ctx, func() {
+		cause := context.Cause(ctx)
+		var stop *stopRequest
+		if errors.As(cause, &stop) {
+			cause = &stopRequest{errName: stop.errName, cause: stop.cause}
+		}
+		cancel(cause)
+	})
+	return cctx, func() {
+		stopAfter()
+		cancel(nil)
+	}
+}
+
 // selectItem is the input of item mi: ItemSelector's, else the item.
 func (h *stateRun) selectItem(d *distributed, mi *mapItem) (any, error) {
 	s := d.s
@@ -728,11 +764,14 @@ type MapRun struct {
 	Execution string
 	State     string
 	Label     string
-	// Status is RUNNING, SUCCEEDED or FAILED.
+	// Status is RUNNING, SUCCEEDED, FAILED or ABORTED (its execution was
+	// stopped).
 	Status string
-	// Total, Succeeded, Failed and Pending count the children (Total is
-	// what was started so far while it runs).
-	Total, Succeeded, Failed, Pending int
+	// Total, Succeeded, Failed, Aborted and Pending count the children
+	// (Total is what was started so far while it runs). Aborted children
+	// were stopped when the map run failed or its execution was stopped;
+	// pending ones have not ended (or never started).
+	Total, Succeeded, Failed, Aborted, Pending int
 	// ResultWriterDetails is where a ResultWriter wrote the manifest
 	// ({"Bucket", "Key"}); nil when it has none.
 	ResultWriterDetails any
@@ -756,13 +795,30 @@ type MapRunChild struct {
 // recordMapRun commits the record of map run d in its execution: when it
 // starts (run nil) and when it ends, failed or not.
 func (h *stateRun) recordMapRun(ctx context.Context, d *distributed, run *mapRunOutcome, failed bool) error {
-	r := h.r
-	if !r.x.durable {
+	if !h.r.x.durable {
 		return nil
 	}
+	status := StatusRunning
+	switch {
+	case run == nil:
+	case failed:
+		status = StatusFailed
+	default:
+		status = StatusSucceeded
+	}
+	key, sc := h.keepMapRun(d, run, status)
+	return h.r.commit(ctx, nil, &Commit{Scopes: map[string]*Scope{key: sc}})
+}
+
+// keepMapRun sets the record of map run d, with status and the counts of
+// run (when not nil), among the execution's map runs (run.mapRuns), which
+// the commit ending the execution keeps; it returns its scope key and
+// scope.
+func (h *stateRun) keepMapRun(d *distributed, run *mapRunOutcome, status Status) (string, *Scope) {
+	r := h.r
 	now := time.Now().UTC()
 	rec := map[string]any{
-		"id": d.id, "arn": mapRunARN(r.exec, d), "state": h.name(), "label": d.s.Label, "status": string(StatusRunning),
+		"id": d.id, "arn": mapRunARN(r.exec, d), "state": h.name(), "label": d.s.Label, "status": string(status),
 		"concurrency": jsonvalue.IntNumber(int64(max(d.cfg.concurrency, 0))), "startedAt": now.Format(time.RFC3339Nano),
 	}
 	key := mapRunPrefix + d.key
@@ -776,15 +832,7 @@ func (h *stateRun) recordMapRun(ctx context.Context, d *distributed, run *mapRun
 		}
 	}
 	if run != nil {
-		status := StatusSucceeded
-		if failed {
-			status = StatusFailed
-		}
-		rec["status"] = string(status)
-		rec["total"] = jsonvalue.IntNumber(int64(run.total))
-		rec["succeeded"] = jsonvalue.IntNumber(int64(run.succeeded))
-		rec["failed"] = jsonvalue.IntNumber(int64(run.failed))
-		rec["pending"] = jsonvalue.IntNumber(int64(run.pending))
+		setCounts(rec, run.total, run.succeeded, run.failed, run.aborted, run.pending)
 		rec["stoppedAt"] = now.Format(time.RFC3339Nano)
 		if w, ok := run.written.(map[string]any); ok {
 			rec["resultWriterDetails"] = w["ResultWriterDetails"]
@@ -797,7 +845,14 @@ func (h *stateRun) recordMapRun(ctx context.Context, d *distributed, run *mapRun
 	}
 	r.mapRuns[key] = sc
 	r.mu.Unlock()
-	return r.commit(ctx, nil, &Commit{Scopes: map[string]*Scope{key: sc}})
+	return key, sc
+}
+
+// setCounts writes the counts of a map run's children in its record.
+func setCounts(rec map[string]any, total, succeeded, failed, aborted, pending int) {
+	for k, n := range map[string]int{"total": total, "succeeded": succeeded, "failed": failed, "aborted": aborted, "pending": pending} {
+		rec[k] = jsonvalue.IntNumber(int64(n))
+	}
 }
 
 // keepMapRuns adds the records of the execution's map runs to c, the
@@ -853,6 +908,8 @@ func (x *Executor) MapRuns(ctx context.Context, id string) ([]MapRun, error) {
 				switch {
 				case c.Status == StatusSucceeded:
 					mr.Succeeded++
+				case c.Status == StatusAborted:
+					mr.Aborted++
 				case c.Status.Ended():
 					mr.Failed++
 				default:
@@ -860,7 +917,7 @@ func (x *Executor) MapRuns(ctx context.Context, id string) ([]MapRun, error) {
 				}
 			}
 		} else {
-			mr.Total, mr.Succeeded, mr.Failed, mr.Pending = recInt(rec["total"]), recInt(rec["succeeded"]), recInt(rec["failed"]), recInt(rec["pending"])
+			mr.Total, mr.Succeeded, mr.Failed, mr.Aborted, mr.Pending = recInt(rec["total"]), recInt(rec["succeeded"]), recInt(rec["failed"]), recInt(rec["aborted"]), recInt(rec["pending"])
 		}
 		runs = append(runs, mr)
 	}
@@ -1011,4 +1068,65 @@ func childEntry(parent *Execution, id string, e *Execution) (string, map[string]
 		return itemio.Failed, entry
 	}
 	return itemio.Pending, entry
+}
+
+// abortMapRuns stops the children that have not ended of the map runs of
+// e, an execution being stopped that no run of this executor holds (it
+// waits, or the process running it died), and adds the records of its
+// map runs to c, the commit that ends it: those that were running end
+// ABORTED, with their children's counts (r records MapRunAborted).
+func (x *Executor) abortMapRuns(ctx context.Context, r *run, e *Execution, c *Commit) error {
+	for _, k := range slices.Sorted(maps.Keys(e.Progress.Scopes)) {
+		sc := e.Progress.Scopes[k]
+		if !strings.HasPrefix(k, mapRunPrefix) || sc == nil {
+			continue
+		}
+		rec, _ := sc.Output.(map[string]any)
+		if rec["status"] != string(StatusRunning) {
+			c.Scopes[k] = sc
+			continue
+		}
+		id, _ := rec["id"].(string)
+		children, err := x.MapRunChildren(ctx, id)
+		if err != nil {
+			return fmt.Errorf("execution %s: map run %s: %w", e.ID, id, err)
+		}
+		var succeeded, failed, aborted, pending int
+		for _, ch := range children {
+			status := ch.Status
+			if !status.Ended() {
+				res, err := x.Stop(ctx, ch.ID, "", "")
+				switch {
+				case err == nil:
+					status = res.Status
+				case errors.Is(err, ErrEnded):
+					ce, lerr := x.store.Load(ctx, ch.ID)
+					if lerr != nil {
+						return lerr
+					}
+					status = ce.Status
+				default:
+					return fmt.Errorf("execution %s: stop child %s: %w", e.ID, ch.ID, err)
+				}
+			}
+			switch {
+			case status == StatusSucceeded:
+				succeeded++
+			case status == StatusAborted:
+				aborted++
+			case status.Ended():
+				failed++
+			default:
+				pending++
+			}
+		}
+		rec = maps.Clone(rec)
+		rec["status"] = string(StatusAborted)
+		rec["stoppedAt"] = time.Now().UTC().Format(time.RFC3339Nano)
+		setCounts(rec, len(children), succeeded, failed, aborted, pending)
+		c.Scopes[k] = &Scope{Done: true, Output: rec}
+		state, _ := rec["state"].(string)
+		r.event(Event{Type: EventMapRunAborted, State: state})
+	}
+	return nil
 }
