@@ -64,6 +64,11 @@ type distributed struct {
 	bucket     itemio.Bucket
 	bucketName string
 	prefix     string
+	// writer is the ResultWriter's WriterConfig; writerOnly is set when
+	// it has nothing else: the Map's result is then its children's
+	// results, transformed.
+	writer     itemio.WriterConfig
+	writerOnly bool
 }
 
 // ChildID returns the id of child index of the map run mapRun:
@@ -132,9 +137,13 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 	if err != nil && !errors.As(err, &ae) {
 		return stepResult{}, err
 	}
-	if err == nil && d.bucket != nil {
+	if err == nil && (d.bucket != nil || d.writerOnly) {
 		var result any
-		result, err = h.writeResults(ctx, d, run)
+		if d.writerOnly {
+			result, err = h.transformedResults(ctx, d, run)
+		} else {
+			result, err = h.writeResults(ctx, d, run)
+		}
 		if err == nil {
 			run.written = result
 		}
@@ -423,6 +432,11 @@ func (h *stateRun) writerLocation(d *distributed) error {
 	if w == nil {
 		return nil
 	}
+	d.writer = itemio.WriterConfig{OutputType: w.OutputType, Transformation: w.Transformation}
+	if w.Parameters == nil && w.Arguments == nil {
+		d.writerOnly = true
+		return nil
+	}
 	loc, err := h.location(w.Parameters, w.Arguments, d, "ResultWriter")
 	if err != nil {
 		return err
@@ -467,8 +481,8 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 	if limit <= 0 {
 		limit = defaultMaxConcurrency
 	}
-	keep := d.bucket == nil && !(s.ResultPath.Discard && s.ResultSelector == nil && r.maxPayload < 0)
-	keepRecords := d.bucket != nil && !r.x.durable
+	keep := d.bucket == nil && !d.writerOnly && !(s.ResultPath.Discard && s.ResultSelector == nil && r.maxPayload < 0)
+	keepRecords := (d.bucket != nil || d.writerOnly) && !r.x.durable
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(limit)
 	out := &mapRunOutcome{}
@@ -476,7 +490,8 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 		mu       sync.Mutex
 		exceeded bool
 		waiting  bool
-		inFlight = map[string]bool{}
+		// inFlight aborts each child running, by id.
+		inFlight = map[string]func(){}
 	)
 	exceeds := func() bool {
 		if d.cfg.maxFailed < 0 && d.cfg.maxPercent < 0 {
@@ -496,10 +511,12 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 		out.total++
 		mu.Unlock()
 		g.Go(func() error {
+			cctx, abort, release := childContext(gctx)
+			defer release()
 			mu.Lock()
 			stop := exceeded || gctx.Err() != nil
 			if !stop {
-				inFlight[id] = true
+				inFlight[id] = abort
 			}
 			mu.Unlock()
 			if stop {
@@ -508,9 +525,7 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 				mu.Unlock()
 				return nil
 			}
-			cctx, cancel := childContext(gctx)
 			res, e, err := h.child(cctx, d, id, input)
-			cancel()
 			mu.Lock()
 			defer mu.Unlock()
 			delete(inFlight, id)
@@ -555,12 +570,8 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 					// The map run fails: its children still running are
 					// aborted, as AWS aborts them.
 					exceeded = true
-					for other := range inFlight {
-						go func() {
-							if _, err := r.x.Stop(context.WithoutCancel(gctx), other, "", ""); err != nil && !errors.Is(err, ErrEnded) && !errors.Is(err, ErrNotFound) {
-								r.x.log.Debug("a child execution was not stopped", "execution", other, "error", err)
-							}
-						}()
+					for _, abort := range inFlight {
+						abort()
 					}
 				}
 			}
@@ -653,8 +664,10 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 // childContext is the context a child execution runs in: cancelled with
 // ctx, the Map's, and with its cause, except that a Stop of the parent
 // reaches the child as a Stop of its own (so that it ends ABORTED, and
-// its result is not taken for the parent's).
-func childContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// its result is not taken for the parent's). abort stops the child (it
+// ends ABORTED, or never starts); release frees the context once the
+// child has returned.
+func childContext(ctx context.Context) (cctx context.Context, abort, release func()) {
 	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stopAfter := context.AfterFunc(ctx, func() {
 		cause := context.Cause(ctx)
@@ -664,7 +677,8 @@ func childContext(ctx context.Context) (context.Context, context.CancelFunc) {
 		}
 		cancel(cause)
 	})
-	return cctx, func() {
+	abort = func() { cancel(&stopRequest{}) }
+	return cctx, abort, func() {
 		stopAfter()
 		cancel(nil)
 	}
@@ -994,9 +1008,10 @@ func sortMapRuns(runs []MapRun) {
 	}
 }
 
-// writeResults writes the ResultWriter's files: each child as AWS records
-// it, read back from the store one at a time (an executor without a store
-// kept them), then the manifest; the Map's result says where.
+// writeResults writes the ResultWriter's files, as its WriterConfig
+// says: each child as AWS records it, read back from the store one at a
+// time (an executor without a store kept them), then the manifest; the
+// Map's result says where.
 func (h *stateRun) writeResults(ctx context.Context, d *distributed, run *mapRunOutcome) (any, error) {
 	r := h.r
 	arn := mapRunARN(r.exec, d)
@@ -1005,11 +1020,48 @@ func (h *stateRun) writeResults(ctx context.Context, d *distributed, run *mapRun
 	if d.prefix != "" {
 		dir = d.prefix + "/" + runID
 	}
-	w := itemio.NewResults(d.bucket, d.bucketName, dir)
+	w := itemio.NewResults(d.bucket, d.bucketName, dir, d.writer)
 	failed := func(err error) error {
 		w.Abort()
 		return asl.Errorf(asl.ErrResultWriterFailed, "The ResultWriter of the state '%s' could not write to bucket %q: %v", h.name(), d.bucketName, err)
 	}
+	var werr error
+	err := h.eachChild(ctx, d, run, func(status string, rec map[string]any, output any) error {
+		werr = w.Add(ctx, status, rec, output)
+		return werr
+	})
+	if werr != nil {
+		return nil, failed(werr)
+	}
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	key, err := w.Close(ctx, arn)
+	if err != nil {
+		return nil, failed(err)
+	}
+	return map[string]any{"MapRunArn": arn, "ResultWriterDetails": map[string]any{"Bucket": d.bucketName, "Key": key}}, nil
+}
+
+// transformedResults is the result of a Map whose ResultWriter has only a
+// WriterConfig: its children, in item order, as the transformation makes
+// them (itemio.Entries).
+func (h *stateRun) transformedResults(ctx context.Context, d *distributed, run *mapRunOutcome) (any, error) {
+	out := []any{}
+	err := h.eachChild(ctx, d, run, func(status string, rec map[string]any, output any) error {
+		out = append(out, itemio.Entries(d.writer.Transformation, status, rec, output)...)
+		return nil
+	})
+	return out, err
+}
+
+// eachChild calls fn with each child of map run d in item order: the file
+// it goes in (its status), its record as AWS's ResultWriter writes it,
+// and its output when it succeeded. Children are read back from the store
+// one at a time (an executor without a store kept them).
+func (h *stateRun) eachChild(ctx context.Context, d *distributed, run *mapRunOutcome, fn func(status string, rec map[string]any, output any) error) error {
+	r := h.r
 	for i := range run.total {
 		var e *Execution
 		if run.records != nil {
@@ -1017,19 +1069,19 @@ func (h *stateRun) writeResults(ctx context.Context, d *distributed, run *mapRun
 		} else {
 			var err error
 			if e, err = r.x.store.Load(ctx, ChildID(d.id, i)); err != nil && !errors.Is(err, ErrNotFound) {
-				return nil, err
+				return err
 			}
 		}
-		status, entry := childEntry(r.exec, ChildID(d.id, i), e)
-		if err := w.Add(ctx, status, entry); err != nil {
-			return nil, failed(err)
+		status, rec := childEntry(r.exec, ChildID(d.id, i), e)
+		var output any
+		if e != nil && status == itemio.Succeeded {
+			output = e.Output
+		}
+		if err := fn(status, rec, output); err != nil {
+			return err
 		}
 	}
-	key, err := w.Close(ctx, arn)
-	if err != nil {
-		return nil, failed(err)
-	}
-	return map[string]any{"MapRunArn": arn, "ResultWriterDetails": map[string]any{"Bucket": d.bucketName, "Key": key}}, nil
+	return nil
 }
 
 // childEntry is a child execution as AWS's ResultWriter records it, with

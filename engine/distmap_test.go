@@ -45,6 +45,13 @@ type batchAgent struct {
 	fixed bool
 }
 
+// count returns the calls made for execution id.
+func (a *batchAgent) count(id string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls[id]
+}
+
 func (a *batchAgent) Invoke(ctx context.Context, req *agents.Request) (any, error) {
 	a.mu.Lock()
 	a.calls[req.Execution]++
@@ -119,8 +126,8 @@ func TestDistributedMapBatchesAndOutputs(t *testing.T) {
 	// Each batch ran once, as its own child execution of p.
 	for i := range 3 {
 		id := engine.ChildID("p/Rows#1.0", i)
-		if a.calls[id] != 1 {
-			t.Errorf("child %s called Work %d times, want 1", id, a.calls[id])
+		if n := a.count(id); n != 1 {
+			t.Errorf("child %s called Work %d times, want 1", id, n)
 		}
 		e, err := st.Load(context.Background(), id)
 		if err != nil || e.Parent != "p" {
@@ -233,11 +240,15 @@ func TestDistributedMapResume(t *testing.T) {
 	if len(finished) == 0 || len(finished) == 10 {
 		t.Fatalf("%d children finished before the crash, want some but not all", len(finished))
 	}
+	// Calls cut short by the crash may still be returning: read under the
+	// agent's lock.
+	a.mu.Lock()
 	before := map[string]int{}
 	for k, v := range a.calls {
 		before[k] = v
 	}
 	a.crashAfter = 0
+	a.mu.Unlock()
 	got, err := x.Resume(context.Background(), "p", engine.ResumeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -247,6 +258,8 @@ func TestDistributedMapResume(t *testing.T) {
 	if got.Status != want.Status || string(gotJSON) != string(wantJSON) {
 		t.Errorf("resumed %s %s, want %s %s", got.Status, gotJSON, want.Status, wantJSON)
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for id := range finished {
 		if a.calls[id] != before[id] {
 			t.Errorf("finished child %s ran again (%d calls, %d before the resume)", id, a.calls[id], before[id])
@@ -288,4 +301,59 @@ func TestMapRunsRefusals(t *testing.T) {
 	if _, err := y.MapRuns(context.Background(), "nope"); !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("MapRuns of nothing = %v, want ErrNotFound", err)
 	}
+}
+
+// TestDistributedMapWriterConfig applies a ResultWriter's WriterConfig:
+// to the files written, and, alone, to the Map's result.
+func TestDistributedMapWriterConfig(t *testing.T) {
+	in := t.TempDir()
+	writeRows(t, in, 5, map[int]bool{3: true})
+	flat := strings.Replace(fmt.Sprintf(distributedDef, 1, `"ResultWriter":{"WriterConfig":{"Transformation":"FLATTEN"}},`),
+		`"Work":{"Type":"Task","Agent":"Work","End":true}`, `"Work":{"Type":"Task","Agent":"Work","OutputPath":"$.ids","End":true}`, 1)
+	cases := []struct {
+		name, writer, file, want string
+	}{
+		{"compact jsonl", `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"out","Prefix":"r"},"WriterConfig":{"OutputType":"JSONL","Transformation":"COMPACT"}},`,
+			"r/Rows#1.0/SUCCEEDED_0.jsonl", "{\"ids\":[\"r0\",\"r1\",\"r2\"],\"run\":\"x\"}\n"},
+		{"none json", `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"out","Prefix":"r"},"WriterConfig":{"OutputType":"JSON","Transformation":"NONE"}},`,
+			"r/Rows#1.0/FAILED_0.json", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := t.TempDir()
+			x := engine.New(engine.Config{Agents: distRegistry(t, &batchAgent{calls: map[string]int{}}, in, out), Store: store.NewMemory()})
+			res, err := x.Run(context.Background(), mustParse(t, fmt.Sprintf(distributedDef, 1, c.writer)), mustJSON(t, `{"run":"x"}`), engine.StartOptions{ID: "p"})
+			if err != nil || res.Status != engine.StatusSucceeded {
+				t.Fatalf("Run = %+v, %v", res, err)
+			}
+			text, err := os.ReadFile(filepath.Join(out, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.want != "" && string(text) != c.want {
+				t.Errorf("%s = %q, want %q", c.file, text, c.want)
+			}
+			if c.want == "" && !strings.Contains(string(text), `"Error":"Batch.Bad"`) {
+				t.Errorf("%s = %s, want the failed child's record", c.file, text)
+			}
+		})
+	}
+	t.Run("writer config alone", func(t *testing.T) {
+		for _, st := range []engine.Store{store.NewMemory(), nil} {
+			x := engine.New(engine.Config{Agents: distRegistry(t, &batchAgent{calls: map[string]int{}}, in, ""), Store: st})
+			res, err := x.Run(context.Background(), mustParse(t, flat), mustJSON(t, `{"run":"x"}`), engine.StartOptions{})
+			if err != nil || res.Status != engine.StatusSucceeded {
+				t.Fatalf("Run = %+v, %v", res, err)
+			}
+			arr, ok := res.Output.([]any)
+			if !ok || len(arr) != 4 {
+				t.Fatalf("output %v, want the 3 ids of the first batch, then the failed batch's record", res.Output)
+			}
+			got, _ := json.Marshal(arr[:3])
+			failed, _ := arr[3].(map[string]any)
+			if string(got) != `["r0","r1","r2"]` || failed["Status"] != "FAILED" || failed["Error"] != "Batch.Bad" {
+				t.Errorf("output %v", res.Output)
+			}
+		}
+	})
 }
