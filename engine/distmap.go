@@ -940,14 +940,32 @@ func (x *Executor) MapRuns(ctx context.Context, id string) ([]MapRun, error) {
 }
 
 // MapRunChildren lists the child executions of map run mapRun that exist,
-// by index. Children are started in index order, at most the map's
-// MaxConcurrency (or 256) at a time, so the listing reads them in order
-// until that many indexes in a row have no child.
+// by index (MapRunChildrenPage with no limit).
 func (x *Executor) MapRunChildren(ctx context.Context, mapRun string) ([]MapRunChild, error) {
+	return x.MapRunChildrenPage(ctx, mapRun, ChildrenPage{})
+}
+
+// ChildrenPage selects a page of a map run's children; its zero value
+// selects them all.
+type ChildrenPage struct {
+	// From is the first index read (0: from the first child).
+	From int
+	// Limit caps the children listed (0: no cap).
+	Limit int
+	// Status, when set, lists only the children in that status.
+	Status Status
+}
+
+// MapRunChildrenPage lists the child executions of map run mapRun that
+// exist and that p selects, by index. Children are started in index
+// order, at most the map's MaxConcurrency (or 256) at a time, so the
+// listing reads them in order until that many indexes in a row have no
+// child; once the map run has ended, its total says how far to read.
+func (x *Executor) MapRunChildrenPage(ctx context.Context, mapRun string, p ChildrenPage) ([]MapRunChild, error) {
 	if !x.durable {
 		return nil, fmt.Errorf("map run %s: %w", mapRun, ErrNotDurable)
 	}
-	window := defaultMaxConcurrency
+	window, total := defaultMaxConcurrency, -1
 	if parent, key, ok := strings.Cut(mapRun, "/"); ok {
 		if e, err := x.store.Load(ctx, parent); err == nil {
 			if sc := e.Progress.Scopes[mapRunPrefix+key]; sc != nil {
@@ -955,15 +973,21 @@ func (x *Executor) MapRunChildren(ctx context.Context, mapRun string) ([]MapRunC
 				if n := recInt(rec["concurrency"]); n > 0 {
 					window = n
 				}
-				if t := recInt(rec["total"]); t > 0 && rec["stoppedAt"] != nil {
-					window = 1
+				if rec["stoppedAt"] != nil {
+					total = recInt(rec["total"])
 				}
 			}
 		}
 	}
+	more := func(i, misses int) bool {
+		if total >= 0 {
+			return i < total
+		}
+		return misses < window
+	}
 	var out []MapRunChild
 	misses := 0
-	for i := 0; misses < window; i++ {
+	for i := max(p.From, 0); more(i, misses) && (p.Limit <= 0 || len(out) < p.Limit); i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -977,6 +1001,9 @@ func (x *Executor) MapRunChildren(ctx context.Context, mapRun string) ([]MapRunC
 			return nil, err
 		}
 		misses = 0
+		if p.Status != "" && e.Status != p.Status {
+			continue
+		}
 		out = append(out, MapRunChild{Index: i, ID: id, Status: e.Status, Error: e.Error, Cause: e.Cause})
 	}
 	return out, nil

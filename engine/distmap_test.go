@@ -146,6 +146,26 @@ func TestDistributedMapBatchesAndOutputs(t *testing.T) {
 	if err != nil || len(children) != 3 || children[1].Status != engine.StatusFailed || children[1].Error != "Batch.Bad" {
 		t.Errorf("MapRunChildren = %+v, %v", children, err)
 	}
+	for _, c := range []struct {
+		page engine.ChildrenPage
+		want []int
+	}{
+		{engine.ChildrenPage{Status: engine.StatusFailed}, []int{1}},
+		{engine.ChildrenPage{Status: engine.StatusSucceeded}, []int{0, 2}},
+		{engine.ChildrenPage{From: 1, Limit: 1}, []int{1}},
+		{engine.ChildrenPage{From: 2, Limit: 5}, []int{2}},
+		{engine.ChildrenPage{From: 3}, nil},
+		{engine.ChildrenPage{Status: engine.StatusAborted}, nil},
+	} {
+		page, err := x.MapRunChildrenPage(context.Background(), r.ID, c.page)
+		var got []int
+		for _, ch := range page {
+			got = append(got, ch.Index)
+		}
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("MapRunChildrenPage(%+v) = %v, %v; want %v", c.page, got, err, c.want)
+		}
+	}
 }
 
 func TestDistributedMapThreshold(t *testing.T) {
