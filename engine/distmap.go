@@ -75,6 +75,24 @@ type distributed struct {
 // "<map run id>:<index>".
 func ChildID(mapRun string, index int) string { return mapRun + ":" + strconv.Itoa(index) }
 
+// MapRunOf returns the map run that child execution id (whose Parent is
+// parent) belongs to, when id is a Distributed Map's child of parent
+// (ChildID); false for any other execution, a fork included.
+func MapRunOf(id, parent string) (string, bool) {
+	if parent == "" || !strings.HasPrefix(id, parent+"/") {
+		return "", false
+	}
+	i := strings.LastIndexByte(id, ':')
+	if i <= len(parent)+1 {
+		return "", false
+	}
+	n, err := strconv.Atoi(id[i+1:])
+	if err != nil || n < 0 || strconv.Itoa(n) != id[i+1:] || !strings.Contains(id[len(parent)+1:i], "#") {
+		return "", false
+	}
+	return id[:i], true
+}
+
 // distributedMap runs one attempt of a Distributed Map: each item (or
 // batch) runs as a child execution of the processor, stored as an
 // execution of its own whose Parent is this execution. Items are read

@@ -377,3 +377,27 @@ func TestDistributedMapWriterConfig(t *testing.T) {
 		}
 	})
 }
+
+func TestMapRunOf(t *testing.T) {
+	cases := []struct {
+		id, parent, want string
+		ok               bool
+	}{
+		{"p/Rows#1.0:3", "p", "p/Rows#1.0", true},
+		{"p/Outer#1.0/2/Rows#1.0:0", "p", "p/Outer#1.0/2/Rows#1.0", true},
+		{engine.ChildID("a/b/Rows#2.1", 41), "a/b", "a/b/Rows#2.1", true},
+		{"forked", "p", "", false},
+		{"p/Rows#1.0:03", "p", "", false},
+		{"p/Rows#1.0:-1", "p", "", false},
+		{"p/Rows#1.0:x", "p", "", false},
+		{"p/Rows:3", "p", "", false},
+		{"p/Rows#1.0:3", "", "", false},
+		{"q/Rows#1.0:3", "p", "", false},
+	}
+	for _, c := range cases {
+		got, ok := engine.MapRunOf(c.id, c.parent)
+		if got != c.want || ok != c.ok {
+			t.Errorf("MapRunOf(%q, %q) = %q, %v; want %q, %v", c.id, c.parent, got, ok, c.want, c.ok)
+		}
+	}
+}

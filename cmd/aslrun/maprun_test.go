@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,5 +62,35 @@ func TestMapRunsThroughServe(t *testing.T) {
 	code, local, errOut := invoke(t, "", "map-runs", "dm", "--children", "--json", "--db", db)
 	if code != 0 || local != remote {
 		t.Errorf("map-runs from the database: exit %d %s\n%s\nwant what the API answered:\n%s", code, errOut, local, remote)
+	}
+}
+
+// TestStatusOfMapRunChild: status and list say that a Distributed Map's
+// child is its parent's child, in which map run, not a fork.
+func TestStatusOfMapRunChild(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "c.db")
+	flow := filepath.Join(dir, "flow.json")
+	def := `{"StartAt":"Each","States":{"Each":{"Type":"Map","ItemsPath":"$.items",
+		"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED"},"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"End":true}}}`
+	if err := os.WriteFile(flow, []byte(def), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := invoke(t, "", "run", flow, "--input", `{"items":[1,2]}`, "--name", "dm", "--db", db); code != 0 {
+		t.Fatalf("run: exit %d %s %s", code, out, errOut)
+	}
+	child := "dm/Each#1.0:1"
+	code, out, errOut := invoke(t, "", "status", child, "--db", db)
+	if code != 0 || !regexp.MustCompile(`child of\s+dm \(map run dm/Each#1\.0\)`).MatchString(out) || strings.Contains(out, "forked") {
+		t.Errorf("status of a child: exit %d %s%s; want it shown as dm's child in map run dm/Each#1.0", code, out, errOut)
+	}
+	code, out, _ = invoke(t, "", "status", child, "--json", "--db", db)
+	var v map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v["parent"] != "dm" || v["mapRun"] != "dm/Each#1.0" {
+		t.Errorf("status --json of a child: %s", out)
+	}
+	code, out, _ = invoke(t, "", "list", "--db", db)
+	if code != 0 || !strings.Contains(out, "(child of dm, map run dm/Each#1.0)") || strings.Contains(out, "fork of") {
+		t.Errorf("list: %s; want the children shown as dm's", out)
 	}
 }
