@@ -15,6 +15,8 @@ import (
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/itemio"
+	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -399,5 +401,59 @@ func TestMapRunOf(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("MapRunOf(%q, %q) = %q, %v; want %q, %v", c.id, c.parent, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// FuzzMapRunOf: MapRunOf never panics, finds the map run of every child
+// id ChildID makes, and what it finds is a prefix of the id under parent.
+func FuzzMapRunOf(f *testing.F) {
+	f.Add("p/Rows#1.0:3", "p", 7)
+	f.Add("a:b/c#:1", "a:b", 0)
+	f.Add("", "", -1)
+	f.Fuzz(func(t *testing.T, id, parent string, n int) {
+		if mr, ok := engine.MapRunOf(id, parent); ok {
+			if !strings.HasPrefix(mr, parent+"/") || !strings.HasPrefix(id, mr+":") {
+				t.Errorf("MapRunOf(%q, %q) = %q", id, parent, mr)
+			}
+		}
+		if n < 0 || parent == "" || strings.Contains(id, ":") {
+			return
+		}
+		mr := parent + "/" + id + "#1.0"
+		if got, ok := engine.MapRunOf(engine.ChildID(mr, n), parent); !ok || got != mr {
+			t.Errorf("MapRunOf(ChildID(%q, %d), %q) = %q, %v", mr, n, parent, got, ok)
+		}
+	})
+}
+
+// BenchmarkMapRunChildrenPage reads pages of a map run of 1,000
+// children: the first 100, and the failed ones (none: every child read).
+func BenchmarkMapRunChildrenPage(b *testing.B) {
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Store: st})
+	m, err := states.Parse([]byte(`{"StartAt":"Each","States":{"Each":{"Type":"Map","ItemsPath":"$.items","ResultPath":null,
+		"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED"},"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"End":true}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	items := make([]any, 1000)
+	for i := range items {
+		items[i] = jsonvalue.IntNumber(int64(i))
+	}
+	if res, err := x.Run(context.Background(), m, map[string]any{"items": items}, engine.StartOptions{ID: "p"}); err != nil || res.Status != engine.StatusSucceeded {
+		b.Fatalf("Run = %+v, %v", res, err)
+	}
+	for _, c := range []struct {
+		name string
+		page engine.ChildrenPage
+	}{{"first100", engine.ChildrenPage{Limit: 100}}, {"failed", engine.ChildrenPage{Status: engine.StatusFailed, Limit: 20}}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := x.MapRunChildrenPage(context.Background(), "p/Each#1.0", c.page); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -31,22 +31,33 @@ func (s *Server) mapRunViews(ctx context.Context, id string) ([]mapRunView, erro
 	var out []mapRunView
 	for _, mr := range runs {
 		v := mapRunView{MapRun: mr}
-		if mr.Failed+mr.Aborted > 0 {
-			for _, status := range []engine.Status{engine.StatusFailed, engine.StatusTimedOut, engine.StatusAborted} {
-				left := maxFailedShown + 1 - len(v.FailedChildren)
-				if left <= 0 {
-					break
-				}
-				kids, err := s.x.MapRunChildrenPage(ctx, mr.ID, engine.ChildrenPage{Status: status, Limit: left})
-				if err != nil {
-					return nil, err
-				}
-				v.FailedChildren = append(v.FailedChildren, kids...)
+		// Each listing reads children until it has found as many as the
+		// counts say there are (failed counts FAILED and TIMED_OUT).
+		failed := 0
+		for _, c := range []struct {
+			status engine.Status
+			count  int
+		}{{engine.StatusFailed, mr.Failed}, {engine.StatusTimedOut, mr.Failed}, {engine.StatusAborted, mr.Aborted}} {
+			want := c.count
+			if c.status != engine.StatusAborted {
+				want -= failed
 			}
-			slices.SortFunc(v.FailedChildren, func(a, b engine.MapRunChild) int { return a.Index - b.Index })
-			if len(v.FailedChildren) > maxFailedShown {
-				v.FailedChildren, v.More = v.FailedChildren[:maxFailedShown], true
+			want = min(want, maxFailedShown+1-len(v.FailedChildren))
+			if want <= 0 {
+				continue
 			}
+			kids, err := s.x.MapRunChildrenPage(ctx, mr.ID, engine.ChildrenPage{Status: c.status, Limit: want})
+			if err != nil {
+				return nil, err
+			}
+			if c.status != engine.StatusAborted {
+				failed += len(kids)
+			}
+			v.FailedChildren = append(v.FailedChildren, kids...)
+		}
+		slices.SortFunc(v.FailedChildren, func(a, b engine.MapRunChild) int { return a.Index - b.Index })
+		if len(v.FailedChildren) > maxFailedShown {
+			v.FailedChildren, v.More = v.FailedChildren[:maxFailedShown], true
 		}
 		out = append(out, v)
 	}
