@@ -210,9 +210,13 @@ func redriveFailsAgain(t *testing.T, st engine.Store) {
 	a.mu.Lock()
 	a.fixed = true
 	a.mu.Unlock()
-	res, err = x.Redrive(ctx, "p", engine.RedriveOptions{})
+	// Recorded, then continued (as the server redrives).
+	if res, err = x.Redrive(ctx, "p", engine.RedriveOptions{RecordOnly: true}); err != nil || res.Status != engine.StatusRunning {
+		t.Fatalf("second redrive recorded: %+v %v", res, err)
+	}
+	res, err = x.Resume(ctx, "p", engine.ResumeOptions{})
 	if err != nil || res.Status != engine.StatusSucceeded {
-		t.Fatalf("second redrive: %+v %v", res, err)
+		t.Fatalf("second redrive continued: %+v %v", res, err)
 	}
 	got, _ := jsonvalue.Marshal(res.Output)
 	if want := `[{"ids":["r0","r1","r2"],"run":"r"},{"ids":["r3","r4","r5"],"run":"r"}]`; string(got) != want {
