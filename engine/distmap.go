@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +28,7 @@ const (
 	EventMapRunStarted   = "MapRunStarted"
 	EventMapRunSucceeded = "MapRunSucceeded"
 	EventMapRunFailed    = "MapRunFailed"
+	EventMapRunAborted   = "MapRunAborted"
 )
 
 // WaitingForMapRun is what an execution waits for when children of one
@@ -44,7 +47,11 @@ type distributed struct {
 	// key names the map run in its execution (the Map's scope key, name,
 	// visit and attempt), id is the map run's id (<execution>/<key>).
 	key, id string
-	cfg     mapConfig
+	// redrivenAt is set when this run of the Map redrives the map run key
+	// (its execution was redriven): children that ended without
+	// succeeding before then are redriven.
+	redrivenAt time.Time
+	cfg        mapConfig
 	// batchItems and batchBytes cap a batch (0: no cap); batching is set
 	// when there is an ItemBatcher, with batchInput its BatchInput.
 	batching   bool
@@ -57,11 +64,34 @@ type distributed struct {
 	bucket     itemio.Bucket
 	bucketName string
 	prefix     string
+	// writer is the ResultWriter's WriterConfig; writerOnly is set when
+	// it has nothing else: the Map's result is then its children's
+	// results, transformed.
+	writer     itemio.WriterConfig
+	writerOnly bool
 }
 
 // ChildID returns the id of child index of the map run mapRun:
 // "<map run id>:<index>".
 func ChildID(mapRun string, index int) string { return mapRun + ":" + strconv.Itoa(index) }
+
+// MapRunOf returns the map run that child execution id (whose Parent is
+// parent) belongs to, when id is a Distributed Map's child of parent
+// (ChildID); false for any other execution, a fork included.
+func MapRunOf(id, parent string) (string, bool) {
+	if parent == "" || !strings.HasPrefix(id, parent+"/") {
+		return "", false
+	}
+	i := strings.LastIndexByte(id, ':')
+	if i <= len(parent)+1 {
+		return "", false
+	}
+	n, err := strconv.Atoi(id[i+1:])
+	if err != nil || n < 0 || strconv.Itoa(n) != id[i+1:] || !strings.Contains(id[len(parent)+1:i], "#") {
+		return "", false
+	}
+	return id[:i], true
+}
 
 // distributedMap runs one attempt of a Distributed Map: each item (or
 // batch) runs as a child execution of the processor, stored as an
@@ -84,6 +114,9 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 		return stepResult{}, err
 	}
 	d.key = h.sc.key + h.name() + "#" + itoa(h.visit) + "." + itoa(h.env.retry)
+	if k, at := h.r.redrivenMapRun(d.key); k != "" {
+		d.key, d.redrivenAt = k, at
+	}
 	d.id = h.r.exec.ID + "/" + d.key
 	items, closeItems, err := h.distItems(ctx, d)
 	if err != nil {
@@ -98,11 +131,23 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 	}
 	r := h.r
 	r.event(Event{Type: EventMapStateStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
-	r.event(Event{Type: EventMapRunStarted, State: h.name(), Scope: h.sc.prefix, Detail: map[string]any{"mapRunArn": mapRunARN(r.exec, d)}})
-	if err := h.recordMapRun(ctx, d, nil); err != nil {
+	started := EventMapRunStarted
+	if !d.redrivenAt.IsZero() {
+		started = EventMapRunRedriven
+	}
+	r.event(Event{Type: started, State: h.name(), Scope: h.sc.prefix, Detail: map[string]any{"mapRunArn": mapRunARN(r.exec, d)}})
+	if err := h.recordMapRun(ctx, d, nil, false); err != nil {
 		return stepResult{}, err
 	}
 	run, err := h.runChildren(ctx, d, items)
+	var stop *stopRequest
+	if err != nil && errors.As(context.Cause(ctx), &stop) && r.x.durable {
+		// The execution is being stopped: the map run ends ABORTED with
+		// it, its record written by the commit that ends the execution.
+		h.keepMapRun(d, run, StatusAborted)
+		r.event(Event{Type: EventMapRunAborted, State: h.name(), Scope: h.sc.prefix})
+		return stepResult{}, err
+	}
 	if errors.Is(err, errParked) {
 		return stepResult{}, h.park(ctx, WaitingForMapRun, run.wake, &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries})
 	}
@@ -110,14 +155,18 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 	if err != nil && !errors.As(err, &ae) {
 		return stepResult{}, err
 	}
-	if err == nil && d.bucket != nil {
+	if err == nil && (d.bucket != nil || d.writerOnly) {
 		var result any
-		result, err = h.writeResults(ctx, d, run)
+		if d.writerOnly {
+			result, err = h.transformedResults(ctx, d, run)
+		} else {
+			result, err = h.writeResults(ctx, d, run)
+		}
 		if err == nil {
 			run.written = result
 		}
 	}
-	if rerr := h.recordMapRun(ctx, d, run); rerr != nil {
+	if rerr := h.recordMapRun(ctx, d, run, err != nil); rerr != nil {
 		return stepResult{}, rerr
 	}
 	if err != nil {
@@ -401,6 +450,11 @@ func (h *stateRun) writerLocation(d *distributed) error {
 	if w == nil {
 		return nil
 	}
+	d.writer = itemio.WriterConfig{OutputType: w.OutputType, Transformation: w.Transformation}
+	if w.Parameters == nil && w.Arguments == nil {
+		d.writerOnly = true
+		return nil
+	}
 	loc, err := h.location(w.Parameters, w.Arguments, d, "ResultWriter")
 	if err != nil {
 		return err
@@ -419,9 +473,10 @@ func (h *stateRun) writerLocation(d *distributed) error {
 
 // mapRunOutcome is what a map run's children came to.
 type mapRunOutcome struct {
-	// total counts the children; succeeded, failed and pending how they
-	// ended (pending: not run, or stopped when the run failed).
-	total, succeeded, failed, pending int
+	// total counts the children; succeeded, failed, aborted and pending
+	// how they stand (aborted: stopped when the map run failed or its
+	// execution was stopped; pending: not run, or waiting).
+	total, succeeded, failed, aborted, pending int
 	// outputs are the children's outputs in order (nil when the Map keeps
 	// none: a ResultWriter, or ResultPath null).
 	outputs []any
@@ -444,8 +499,8 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 	if limit <= 0 {
 		limit = defaultMaxConcurrency
 	}
-	keep := d.bucket == nil && !(s.ResultPath.Discard && s.ResultSelector == nil && r.maxPayload < 0)
-	keepRecords := d.bucket != nil && !r.x.durable
+	keep := d.bucket == nil && !d.writerOnly && !(s.ResultPath.Discard && s.ResultSelector == nil && r.maxPayload < 0)
+	keepRecords := (d.bucket != nil || d.writerOnly) && !r.x.durable
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(limit)
 	out := &mapRunOutcome{}
@@ -453,7 +508,8 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 		mu       sync.Mutex
 		exceeded bool
 		waiting  bool
-		inFlight = map[string]bool{}
+		// inFlight aborts each child running, by id.
+		inFlight = map[string]func(){}
 	)
 	exceeds := func() bool {
 		if d.cfg.maxFailed < 0 && d.cfg.maxPercent < 0 {
@@ -473,10 +529,12 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 		out.total++
 		mu.Unlock()
 		g.Go(func() error {
+			cctx, abort, release := childContext(gctx)
+			defer release()
 			mu.Lock()
-			stop := exceeded
+			stop := exceeded || gctx.Err() != nil
 			if !stop {
-				inFlight[id] = true
+				inFlight[id] = abort
 			}
 			mu.Unlock()
 			if stop {
@@ -485,12 +543,13 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 				mu.Unlock()
 				return nil
 			}
-			res, e, err := h.child(gctx, id, input)
+			res, e, err := h.child(cctx, d, id, input)
 			mu.Lock()
 			defer mu.Unlock()
 			delete(inFlight, id)
-			if err != nil && exceeded {
-				// Stopped as it started, once the map run had failed.
+			if err != nil && (exceeded || gctx.Err() != nil) {
+				// Stopped as it started, once the map run had failed or
+				// its execution was stopped.
 				out.pending++
 				return nil
 			}
@@ -513,9 +572,10 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 					out.wake = res.WakeAt
 				}
 			case StatusAborted:
-				if exceeded {
-					// Stopped below when the threshold was passed.
-					out.pending++
+				if exceeded || gctx.Err() != nil {
+					// Stopped below when the threshold was passed, or with
+					// its execution.
+					out.aborted++
 					break
 				}
 				fallthrough
@@ -528,12 +588,8 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 					// The map run fails: its children still running are
 					// aborted, as AWS aborts them.
 					exceeded = true
-					for other := range inFlight {
-						go func() {
-							if _, err := r.x.Stop(context.WithoutCancel(gctx), other, "", ""); err != nil && !errors.Is(err, ErrEnded) && !errors.Is(err, ErrNotFound) {
-								r.x.log.Debug("a child execution was not stopped", "execution", other, "error", err)
-							}
-						}()
+					for _, abort := range inFlight {
+						abort()
 					}
 				}
 			}
@@ -623,6 +679,29 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 	return out, nil
 }
 
+// childContext is the context a child execution runs in: cancelled with
+// ctx, the Map's, and with its cause, except that a Stop of the parent
+// reaches the child as a Stop of its own (so that it ends ABORTED, and
+// its result is not taken for the parent's). abort stops the child (it
+// ends ABORTED, or never starts); release frees the context once the
+// child has returned.
+func childContext(ctx context.Context) (cctx context.Context, abort, release func()) {
+	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stopAfter := context.AfterFunc(ctx, func() {
+		cause := context.Cause(ctx)
+		var stop *stopRequest
+		if errors.As(cause, &stop) {
+			cause = &stopRequest{errName: stop.errName, cause: stop.cause}
+		}
+		cancel(cause)
+	})
+	abort = func() { cancel(&stopRequest{}) }
+	return cctx, abort, func() {
+		stopAfter()
+		cancel(nil)
+	}
+}
+
 // selectItem is the input of item mi: ItemSelector's, else the item.
 func (h *stateRun) selectItem(d *distributed, mi *mapItem) (any, error) {
 	s := d.s
@@ -644,7 +723,7 @@ func (h *stateRun) selectItem(d *distributed, mi *mapItem) (any, error) {
 // child runs (or, after a crash, resumes or reads) the child execution id
 // on input and returns where it stands; e is its record when the
 // executor has no store (for a ResultWriter).
-func (h *stateRun) child(ctx context.Context, id string, input any) (*Result, *Execution, error) {
+func (h *stateRun) child(ctx context.Context, d *distributed, id string, input any) (*Result, *Execution, error) {
 	r := h.r
 	x := r.x
 	s := h.st.(*states.Map)
@@ -654,7 +733,7 @@ func (h *stateRun) child(ctx context.Context, id string, input any) (*Result, *E
 		MaxPayloadSize: r.exec.MaxPayload, Durability: r.exec.Durability, parent: r.exec.ID,
 	})
 	if errors.Is(err, ErrExists) && x.durable {
-		res, err = h.existingChild(ctx, id)
+		res, err = h.existingChild(ctx, d, id)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -667,8 +746,9 @@ func (h *stateRun) child(ctx context.Context, id string, input any) (*Result, *E
 }
 
 // existingChild continues child id, which exists: an ended child is read
-// (it is never run again), an unfinished one resumed.
-func (h *stateRun) existingChild(ctx context.Context, id string) (*Result, error) {
+// (it is never run again, unless the map run is redriven and it did not
+// succeed), an unfinished one resumed.
+func (h *stateRun) existingChild(ctx context.Context, d *distributed, id string) (*Result, error) {
 	x := h.r.x
 	for {
 		e, err := x.store.Load(ctx, id)
@@ -676,6 +756,14 @@ func (h *stateRun) existingChild(ctx context.Context, id string) (*Result, error
 			return nil, err
 		}
 		if e.Status.Ended() {
+			res, err := x.redriveChild(ctx, e, d.redrivenAt, h.r.agents)
+			if errors.Is(err, ErrNotRedrivable) {
+				// Ended otherwise in between (redriven elsewhere): read it again.
+				continue
+			}
+			if res != nil || err != nil {
+				return res, err
+			}
 			return &Result{ID: id, Status: e.Status, Output: e.Output, Error: e.Error, Cause: e.Cause}, nil
 		}
 		res, err := x.Resume(ctx, id, ResumeOptions{Agents: h.r.agents})
@@ -708,16 +796,23 @@ type MapRun struct {
 	Execution string
 	State     string
 	Label     string
-	// Status is RUNNING, SUCCEEDED or FAILED.
+	// Status is RUNNING, SUCCEEDED, FAILED or ABORTED (its execution was
+	// stopped).
 	Status string
-	// Total, Succeeded, Failed and Pending count the children (Total is
-	// what was started so far while it runs).
-	Total, Succeeded, Failed, Pending int
+	// Total, Succeeded, Failed, Aborted and Pending count the children
+	// (Total is what was started so far while it runs). Aborted children
+	// were stopped when the map run failed or its execution was stopped;
+	// pending ones have not ended (or never started).
+	Total, Succeeded, Failed, Aborted, Pending int
 	// ResultWriterDetails is where a ResultWriter wrote the manifest
 	// ({"Bucket", "Key"}); nil when it has none.
 	ResultWriterDetails any
 	// StartedAt and StoppedAt (zero while it runs).
 	StartedAt, StoppedAt time.Time
+	// RedriveCount counts the times the map run was redriven with its
+	// execution, the last at RedrivenAt (zero when never).
+	RedriveCount int
+	RedrivenAt   time.Time
 }
 
 // MapRunChild is one child execution of a map run.
@@ -730,33 +825,46 @@ type MapRunChild struct {
 }
 
 // recordMapRun commits the record of map run d in its execution: when it
-// starts (run nil) and when it ends.
-func (h *stateRun) recordMapRun(ctx context.Context, d *distributed, run *mapRunOutcome) error {
-	r := h.r
-	if !r.x.durable {
+// starts (run nil) and when it ends, failed or not.
+func (h *stateRun) recordMapRun(ctx context.Context, d *distributed, run *mapRunOutcome, failed bool) error {
+	if !h.r.x.durable {
 		return nil
 	}
+	status := StatusRunning
+	switch {
+	case run == nil:
+	case failed:
+		status = StatusFailed
+	default:
+		status = StatusSucceeded
+	}
+	key, sc := h.keepMapRun(d, run, status)
+	return h.r.commit(ctx, nil, &Commit{Scopes: map[string]*Scope{key: sc}})
+}
+
+// keepMapRun sets the record of map run d, with status and the counts of
+// run (when not nil), among the execution's map runs (run.mapRuns), which
+// the commit ending the execution keeps; it returns its scope key and
+// scope.
+func (h *stateRun) keepMapRun(d *distributed, run *mapRunOutcome, status Status) (string, *Scope) {
+	r := h.r
 	now := time.Now().UTC()
 	rec := map[string]any{
-		"id": d.id, "arn": mapRunARN(r.exec, d), "state": h.name(), "label": d.s.Label, "status": string(StatusRunning),
+		"id": d.id, "arn": mapRunARN(r.exec, d), "state": h.name(), "label": d.s.Label, "status": string(status),
 		"concurrency": jsonvalue.IntNumber(int64(max(d.cfg.concurrency, 0))), "startedAt": now.Format(time.RFC3339Nano),
 	}
 	key := mapRunPrefix + d.key
 	if prev := r.loaded[key]; prev != nil {
-		if old, ok := prev.Output.(map[string]any); ok && old["startedAt"] != nil {
-			rec["startedAt"] = old["startedAt"]
+		if old, ok := prev.Output.(map[string]any); ok {
+			for _, k := range []string{"startedAt", recRedriveAs, recRedriveCount, recRedrivenAt} {
+				if v, ok := old[k]; ok {
+					rec[k] = v
+				}
+			}
 		}
 	}
 	if run != nil {
-		status := StatusSucceeded
-		if run.failed > 0 && (d.cfg.maxFailed < 0 && d.cfg.maxPercent < 0 || run.pending > 0) {
-			status = StatusFailed
-		}
-		rec["status"] = string(status)
-		rec["total"] = jsonvalue.IntNumber(int64(run.total))
-		rec["succeeded"] = jsonvalue.IntNumber(int64(run.succeeded))
-		rec["failed"] = jsonvalue.IntNumber(int64(run.failed))
-		rec["pending"] = jsonvalue.IntNumber(int64(run.pending))
+		setCounts(rec, run.total, run.succeeded, run.failed, run.aborted, run.pending)
 		rec["stoppedAt"] = now.Format(time.RFC3339Nano)
 		if w, ok := run.written.(map[string]any); ok {
 			rec["resultWriterDetails"] = w["ResultWriterDetails"]
@@ -769,7 +877,14 @@ func (h *stateRun) recordMapRun(ctx context.Context, d *distributed, run *mapRun
 	}
 	r.mapRuns[key] = sc
 	r.mu.Unlock()
-	return r.commit(ctx, nil, &Commit{Scopes: map[string]*Scope{key: sc}})
+	return key, sc
+}
+
+// setCounts writes the counts of a map run's children in its record.
+func setCounts(rec map[string]any, total, succeeded, failed, aborted, pending int) {
+	for k, n := range map[string]int{"total": total, "succeeded": succeeded, "failed": failed, "aborted": aborted, "pending": pending} {
+		rec[k] = jsonvalue.IntNumber(int64(n))
+	}
 }
 
 // keepMapRuns adds the records of the execution's map runs to c, the
@@ -814,6 +929,7 @@ func (x *Executor) MapRuns(ctx context.Context, id string) ([]MapRun, error) {
 		mr.ResultWriterDetails = rec["resultWriterDetails"]
 		mr.StartedAt = parseTime(rec["startedAt"])
 		mr.StoppedAt = parseTime(rec["stoppedAt"])
+		mr.RedriveCount, mr.RedrivenAt = recInt(rec[recRedriveCount]), parseTime(rec[recRedrivenAt])
 		if mr.Status == string(StatusRunning) || e.Status == StatusRunning && mr.StoppedAt.IsZero() {
 			children, err := x.MapRunChildren(ctx, mr.ID)
 			if err != nil {
@@ -824,6 +940,8 @@ func (x *Executor) MapRuns(ctx context.Context, id string) ([]MapRun, error) {
 				switch {
 				case c.Status == StatusSucceeded:
 					mr.Succeeded++
+				case c.Status == StatusAborted:
+					mr.Aborted++
 				case c.Status.Ended():
 					mr.Failed++
 				default:
@@ -831,7 +949,7 @@ func (x *Executor) MapRuns(ctx context.Context, id string) ([]MapRun, error) {
 				}
 			}
 		} else {
-			mr.Total, mr.Succeeded, mr.Failed, mr.Pending = recInt(rec["total"]), recInt(rec["succeeded"]), recInt(rec["failed"]), recInt(rec["pending"])
+			mr.Total, mr.Succeeded, mr.Failed, mr.Aborted, mr.Pending = recInt(rec["total"]), recInt(rec["succeeded"]), recInt(rec["failed"]), recInt(rec["aborted"]), recInt(rec["pending"])
 		}
 		runs = append(runs, mr)
 	}
@@ -840,14 +958,32 @@ func (x *Executor) MapRuns(ctx context.Context, id string) ([]MapRun, error) {
 }
 
 // MapRunChildren lists the child executions of map run mapRun that exist,
-// by index. Children are started in index order, at most the map's
-// MaxConcurrency (or 256) at a time, so the listing reads them in order
-// until that many indexes in a row have no child.
+// by index (MapRunChildrenPage with no limit).
 func (x *Executor) MapRunChildren(ctx context.Context, mapRun string) ([]MapRunChild, error) {
+	return x.MapRunChildrenPage(ctx, mapRun, ChildrenPage{})
+}
+
+// ChildrenPage selects a page of a map run's children; its zero value
+// selects them all.
+type ChildrenPage struct {
+	// From is the first index read (0: from the first child).
+	From int
+	// Limit caps the children listed (0: no cap).
+	Limit int
+	// Status, when set, lists only the children in that status.
+	Status Status
+}
+
+// MapRunChildrenPage lists the child executions of map run mapRun that
+// exist and that p selects, by index. Children are started in index
+// order, at most the map's MaxConcurrency (or 256) at a time, so the
+// listing reads them in order until that many indexes in a row have no
+// child; once the map run has ended, its total says how far to read.
+func (x *Executor) MapRunChildrenPage(ctx context.Context, mapRun string, p ChildrenPage) ([]MapRunChild, error) {
 	if !x.durable {
 		return nil, fmt.Errorf("map run %s: %w", mapRun, ErrNotDurable)
 	}
-	window := defaultMaxConcurrency
+	window, total := defaultMaxConcurrency, -1
 	if parent, key, ok := strings.Cut(mapRun, "/"); ok {
 		if e, err := x.store.Load(ctx, parent); err == nil {
 			if sc := e.Progress.Scopes[mapRunPrefix+key]; sc != nil {
@@ -855,15 +991,21 @@ func (x *Executor) MapRunChildren(ctx context.Context, mapRun string) ([]MapRunC
 				if n := recInt(rec["concurrency"]); n > 0 {
 					window = n
 				}
-				if t := recInt(rec["total"]); t > 0 && rec["stoppedAt"] != nil {
-					window = 1
+				if rec["stoppedAt"] != nil {
+					total = recInt(rec["total"])
 				}
 			}
 		}
 	}
+	more := func(i, misses int) bool {
+		if total >= 0 {
+			return i < total
+		}
+		return misses < window
+	}
 	var out []MapRunChild
 	misses := 0
-	for i := 0; misses < window; i++ {
+	for i := max(p.From, 0); more(i, misses) && (p.Limit <= 0 || len(out) < p.Limit); i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -877,6 +1019,9 @@ func (x *Executor) MapRunChildren(ctx context.Context, mapRun string) ([]MapRunC
 			return nil, err
 		}
 		misses = 0
+		if p.Status != "" && e.Status != p.Status {
+			continue
+		}
 		out = append(out, MapRunChild{Index: i, ID: id, Status: e.Status, Error: e.Error, Cause: e.Cause})
 	}
 	return out, nil
@@ -908,9 +1053,10 @@ func sortMapRuns(runs []MapRun) {
 	}
 }
 
-// writeResults writes the ResultWriter's files: each child as AWS records
-// it, read back from the store one at a time (an executor without a store
-// kept them), then the manifest; the Map's result says where.
+// writeResults writes the ResultWriter's files, as its WriterConfig
+// says: each child as AWS records it, read back from the store one at a
+// time (an executor without a store kept them), then the manifest; the
+// Map's result says where.
 func (h *stateRun) writeResults(ctx context.Context, d *distributed, run *mapRunOutcome) (any, error) {
 	r := h.r
 	arn := mapRunARN(r.exec, d)
@@ -919,11 +1065,48 @@ func (h *stateRun) writeResults(ctx context.Context, d *distributed, run *mapRun
 	if d.prefix != "" {
 		dir = d.prefix + "/" + runID
 	}
-	w := itemio.NewResults(d.bucket, d.bucketName, dir)
+	w := itemio.NewResults(d.bucket, d.bucketName, dir, d.writer)
 	failed := func(err error) error {
 		w.Abort()
 		return asl.Errorf(asl.ErrResultWriterFailed, "The ResultWriter of the state '%s' could not write to bucket %q: %v", h.name(), d.bucketName, err)
 	}
+	var werr error
+	err := h.eachChild(ctx, d, run, func(status string, rec map[string]any, output any) error {
+		werr = w.Add(ctx, status, rec, output)
+		return werr
+	})
+	if werr != nil {
+		return nil, failed(werr)
+	}
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	key, err := w.Close(ctx, arn)
+	if err != nil {
+		return nil, failed(err)
+	}
+	return map[string]any{"MapRunArn": arn, "ResultWriterDetails": map[string]any{"Bucket": d.bucketName, "Key": key}}, nil
+}
+
+// transformedResults is the result of a Map whose ResultWriter has only a
+// WriterConfig: its children, in item order, as the transformation makes
+// them (itemio.Entries).
+func (h *stateRun) transformedResults(ctx context.Context, d *distributed, run *mapRunOutcome) (any, error) {
+	out := []any{}
+	err := h.eachChild(ctx, d, run, func(status string, rec map[string]any, output any) error {
+		out = append(out, itemio.Entries(d.writer.Transformation, status, rec, output)...)
+		return nil
+	})
+	return out, err
+}
+
+// eachChild calls fn with each child of map run d in item order: the file
+// it goes in (its status), its record as AWS's ResultWriter writes it,
+// and its output when it succeeded. Children are read back from the store
+// one at a time (an executor without a store kept them).
+func (h *stateRun) eachChild(ctx context.Context, d *distributed, run *mapRunOutcome, fn func(status string, rec map[string]any, output any) error) error {
+	r := h.r
 	for i := range run.total {
 		var e *Execution
 		if run.records != nil {
@@ -931,19 +1114,19 @@ func (h *stateRun) writeResults(ctx context.Context, d *distributed, run *mapRun
 		} else {
 			var err error
 			if e, err = r.x.store.Load(ctx, ChildID(d.id, i)); err != nil && !errors.Is(err, ErrNotFound) {
-				return nil, err
+				return err
 			}
 		}
-		status, entry := childEntry(r.exec, ChildID(d.id, i), e)
-		if err := w.Add(ctx, status, entry); err != nil {
-			return nil, failed(err)
+		status, rec := childEntry(r.exec, ChildID(d.id, i), e)
+		var output any
+		if e != nil && status == itemio.Succeeded {
+			output = e.Output
+		}
+		if err := fn(status, rec, output); err != nil {
+			return err
 		}
 	}
-	key, err := w.Close(ctx, arn)
-	if err != nil {
-		return nil, failed(err)
-	}
-	return map[string]any{"MapRunArn": arn, "ResultWriterDetails": map[string]any{"Bucket": d.bucketName, "Key": key}}, nil
+	return nil
 }
 
 // childEntry is a child execution as AWS's ResultWriter records it, with
@@ -982,4 +1165,65 @@ func childEntry(parent *Execution, id string, e *Execution) (string, map[string]
 		return itemio.Failed, entry
 	}
 	return itemio.Pending, entry
+}
+
+// abortMapRuns stops the children that have not ended of the map runs of
+// e, an execution being stopped that no run of this executor holds (it
+// waits, or the process running it died), and adds the records of its
+// map runs to c, the commit that ends it: those that were running end
+// ABORTED, with their children's counts (r records MapRunAborted).
+func (x *Executor) abortMapRuns(ctx context.Context, r *run, e *Execution, c *Commit) error {
+	for _, k := range slices.Sorted(maps.Keys(e.Progress.Scopes)) {
+		sc := e.Progress.Scopes[k]
+		if !strings.HasPrefix(k, mapRunPrefix) || sc == nil {
+			continue
+		}
+		rec, _ := sc.Output.(map[string]any)
+		if rec["status"] != string(StatusRunning) {
+			c.Scopes[k] = sc
+			continue
+		}
+		id, _ := rec["id"].(string)
+		children, err := x.MapRunChildren(ctx, id)
+		if err != nil {
+			return fmt.Errorf("execution %s: map run %s: %w", e.ID, id, err)
+		}
+		var succeeded, failed, aborted, pending int
+		for _, ch := range children {
+			status := ch.Status
+			if !status.Ended() {
+				res, err := x.Stop(ctx, ch.ID, "", "")
+				switch {
+				case err == nil:
+					status = res.Status
+				case errors.Is(err, ErrEnded):
+					ce, lerr := x.store.Load(ctx, ch.ID)
+					if lerr != nil {
+						return lerr
+					}
+					status = ce.Status
+				default:
+					return fmt.Errorf("execution %s: stop child %s: %w", e.ID, ch.ID, err)
+				}
+			}
+			switch {
+			case status == StatusSucceeded:
+				succeeded++
+			case status == StatusAborted:
+				aborted++
+			case status.Ended():
+				failed++
+			default:
+				pending++
+			}
+		}
+		rec = maps.Clone(rec)
+		rec["status"] = string(StatusAborted)
+		rec["stoppedAt"] = time.Now().UTC().Format(time.RFC3339Nano)
+		setCounts(rec, len(children), succeeded, failed, aborted, pending)
+		c.Scopes[k] = &Scope{Done: true, Output: rec}
+		state, _ := rec["state"].(string)
+		r.event(Event{Type: EventMapRunAborted, State: state})
+	}
+	return nil
 }

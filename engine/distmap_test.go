@@ -11,10 +11,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aslrun/aslrun"
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/itemio"
+	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -41,6 +43,15 @@ type batchAgent struct {
 	// crashAfter cancels cancel after that many calls (0: never).
 	crashAfter int
 	cancel     context.CancelFunc
+	// fixed makes no batch fail.
+	fixed bool
+}
+
+// count returns the calls made for execution id.
+func (a *batchAgent) count(id string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls[id]
 }
 
 func (a *batchAgent) Invoke(ctx context.Context, req *agents.Request) (any, error) {
@@ -53,10 +64,11 @@ func (a *batchAgent) Invoke(ctx context.Context, req *agents.Request) (any, erro
 	if a.crashAfter > 0 && n == a.crashAfter {
 		a.cancel()
 	}
+	fixed := a.fixed
 	a.mu.Unlock()
 	in := req.Input.(map[string]any)
 	items := in["Items"].([]any)
-	if items[0].(map[string]any)["fail"] == "yes" {
+	if !fixed && items[0].(map[string]any)["fail"] == "yes" {
 		return nil, &asl.Error{Name: "Batch.Bad", Cause: "row " + items[0].(map[string]any)["id"].(string)}
 	}
 	var ids []any
@@ -116,8 +128,8 @@ func TestDistributedMapBatchesAndOutputs(t *testing.T) {
 	// Each batch ran once, as its own child execution of p.
 	for i := range 3 {
 		id := engine.ChildID("p/Rows#1.0", i)
-		if a.calls[id] != 1 {
-			t.Errorf("child %s called Work %d times, want 1", id, a.calls[id])
+		if n := a.count(id); n != 1 {
+			t.Errorf("child %s called Work %d times, want 1", id, n)
 		}
 		e, err := st.Load(context.Background(), id)
 		if err != nil || e.Parent != "p" {
@@ -135,6 +147,26 @@ func TestDistributedMapBatchesAndOutputs(t *testing.T) {
 	children, err := x.MapRunChildren(context.Background(), r.ID)
 	if err != nil || len(children) != 3 || children[1].Status != engine.StatusFailed || children[1].Error != "Batch.Bad" {
 		t.Errorf("MapRunChildren = %+v, %v", children, err)
+	}
+	for _, c := range []struct {
+		page engine.ChildrenPage
+		want []int
+	}{
+		{engine.ChildrenPage{Status: engine.StatusFailed}, []int{1}},
+		{engine.ChildrenPage{Status: engine.StatusSucceeded}, []int{0, 2}},
+		{engine.ChildrenPage{From: 1, Limit: 1}, []int{1}},
+		{engine.ChildrenPage{From: 2, Limit: 5}, []int{2}},
+		{engine.ChildrenPage{From: 3}, nil},
+		{engine.ChildrenPage{Status: engine.StatusAborted}, nil},
+	} {
+		page, err := x.MapRunChildrenPage(context.Background(), r.ID, c.page)
+		var got []int
+		for _, ch := range page {
+			got = append(got, ch.Index)
+		}
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("MapRunChildrenPage(%+v) = %v, %v; want %v", c.page, got, err, c.want)
+		}
 	}
 }
 
@@ -230,11 +262,15 @@ func TestDistributedMapResume(t *testing.T) {
 	if len(finished) == 0 || len(finished) == 10 {
 		t.Fatalf("%d children finished before the crash, want some but not all", len(finished))
 	}
+	// Calls cut short by the crash may still be returning: read under the
+	// agent's lock.
+	a.mu.Lock()
 	before := map[string]int{}
 	for k, v := range a.calls {
 		before[k] = v
 	}
 	a.crashAfter = 0
+	a.mu.Unlock()
 	got, err := x.Resume(context.Background(), "p", engine.ResumeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -244,6 +280,8 @@ func TestDistributedMapResume(t *testing.T) {
 	if got.Status != want.Status || string(gotJSON) != string(wantJSON) {
 		t.Errorf("resumed %s %s, want %s %s", got.Status, gotJSON, want.Status, wantJSON)
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for id := range finished {
 		if a.calls[id] != before[id] {
 			t.Errorf("finished child %s ran again (%d calls, %d before the resume)", id, a.calls[id], before[id])
@@ -284,5 +322,138 @@ func TestMapRunsRefusals(t *testing.T) {
 	y := engine.New(engine.Config{Store: store.NewMemory()})
 	if _, err := y.MapRuns(context.Background(), "nope"); !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("MapRuns of nothing = %v, want ErrNotFound", err)
+	}
+}
+
+// TestDistributedMapWriterConfig applies a ResultWriter's WriterConfig:
+// to the files written, and, alone, to the Map's result.
+func TestDistributedMapWriterConfig(t *testing.T) {
+	in := t.TempDir()
+	writeRows(t, in, 5, map[int]bool{3: true})
+	flat := strings.Replace(fmt.Sprintf(distributedDef, 1, `"ResultWriter":{"WriterConfig":{"Transformation":"FLATTEN"}},`),
+		`"Work":{"Type":"Task","Agent":"Work","End":true}`, `"Work":{"Type":"Task","Agent":"Work","OutputPath":"$.ids","End":true}`, 1)
+	cases := []struct {
+		name, writer, file, want string
+	}{
+		{"compact jsonl", `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"out","Prefix":"r"},"WriterConfig":{"OutputType":"JSONL","Transformation":"COMPACT"}},`,
+			"r/Rows#1.0/SUCCEEDED_0.jsonl", "{\"ids\":[\"r0\",\"r1\",\"r2\"],\"run\":\"x\"}\n"},
+		{"none json", `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"out","Prefix":"r"},"WriterConfig":{"OutputType":"JSON","Transformation":"NONE"}},`,
+			"r/Rows#1.0/FAILED_0.json", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := t.TempDir()
+			x := engine.New(engine.Config{Agents: distRegistry(t, &batchAgent{calls: map[string]int{}}, in, out), Store: store.NewMemory()})
+			res, err := x.Run(context.Background(), mustParse(t, fmt.Sprintf(distributedDef, 1, c.writer)), mustJSON(t, `{"run":"x"}`), engine.StartOptions{ID: "p"})
+			if err != nil || res.Status != engine.StatusSucceeded {
+				t.Fatalf("Run = %+v, %v", res, err)
+			}
+			text, err := os.ReadFile(filepath.Join(out, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.want != "" && string(text) != c.want {
+				t.Errorf("%s = %q, want %q", c.file, text, c.want)
+			}
+			if c.want == "" && !strings.Contains(string(text), `"Error":"Batch.Bad"`) {
+				t.Errorf("%s = %s, want the failed child's record", c.file, text)
+			}
+		})
+	}
+	t.Run("writer config alone", func(t *testing.T) {
+		for _, st := range []engine.Store{store.NewMemory(), nil} {
+			x := engine.New(engine.Config{Agents: distRegistry(t, &batchAgent{calls: map[string]int{}}, in, ""), Store: st})
+			res, err := x.Run(context.Background(), mustParse(t, flat), mustJSON(t, `{"run":"x"}`), engine.StartOptions{})
+			if err != nil || res.Status != engine.StatusSucceeded {
+				t.Fatalf("Run = %+v, %v", res, err)
+			}
+			arr, ok := res.Output.([]any)
+			if !ok || len(arr) != 4 {
+				t.Fatalf("output %v, want the 3 ids of the first batch, then the failed batch's record", res.Output)
+			}
+			got, _ := json.Marshal(arr[:3])
+			failed, _ := arr[3].(map[string]any)
+			if string(got) != `["r0","r1","r2"]` || failed["Status"] != "FAILED" || failed["Error"] != "Batch.Bad" {
+				t.Errorf("output %v", res.Output)
+			}
+		}
+	})
+}
+
+func TestMapRunOf(t *testing.T) {
+	cases := []struct {
+		id, parent, want string
+		ok               bool
+	}{
+		{"p/Rows#1.0:3", "p", "p/Rows#1.0", true},
+		{"p/Outer#1.0/2/Rows#1.0:0", "p", "p/Outer#1.0/2/Rows#1.0", true},
+		{engine.ChildID("a/b/Rows#2.1", 41), "a/b", "a/b/Rows#2.1", true},
+		{"forked", "p", "", false},
+		{"p/Rows#1.0:03", "p", "", false},
+		{"p/Rows#1.0:-1", "p", "", false},
+		{"p/Rows#1.0:x", "p", "", false},
+		{"p/Rows:3", "p", "", false},
+		{"p/Rows#1.0:3", "", "", false},
+		{"q/Rows#1.0:3", "p", "", false},
+	}
+	for _, c := range cases {
+		got, ok := engine.MapRunOf(c.id, c.parent)
+		if got != c.want || ok != c.ok {
+			t.Errorf("MapRunOf(%q, %q) = %q, %v; want %q, %v", c.id, c.parent, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// FuzzMapRunOf: MapRunOf never panics, finds the map run of every child
+// id ChildID makes, and what it finds is a prefix of the id under parent.
+func FuzzMapRunOf(f *testing.F) {
+	f.Add("p/Rows#1.0:3", "p", 7)
+	f.Add("a:b/c#:1", "a:b", 0)
+	f.Add("", "", -1)
+	f.Fuzz(func(t *testing.T, id, parent string, n int) {
+		if mr, ok := engine.MapRunOf(id, parent); ok {
+			if !strings.HasPrefix(mr, parent+"/") || !strings.HasPrefix(id, mr+":") {
+				t.Errorf("MapRunOf(%q, %q) = %q", id, parent, mr)
+			}
+		}
+		if n < 0 || parent == "" || strings.Contains(id, ":") {
+			return
+		}
+		mr := parent + "/" + id + "#1.0"
+		if got, ok := engine.MapRunOf(engine.ChildID(mr, n), parent); !ok || got != mr {
+			t.Errorf("MapRunOf(ChildID(%q, %d), %q) = %q, %v", mr, n, parent, got, ok)
+		}
+	})
+}
+
+// BenchmarkMapRunChildrenPage reads pages of a map run of 1,000
+// children: the first 100, and the failed ones (none: every child read).
+func BenchmarkMapRunChildrenPage(b *testing.B) {
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Store: st})
+	m, err := states.Parse([]byte(`{"StartAt":"Each","States":{"Each":{"Type":"Map","ItemsPath":"$.items","ResultPath":null,
+		"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED"},"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"End":true}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	items := make([]any, 1000)
+	for i := range items {
+		items[i] = jsonvalue.IntNumber(int64(i))
+	}
+	if res, err := x.Run(context.Background(), m, map[string]any{"items": items}, engine.StartOptions{ID: "p"}); err != nil || res.Status != engine.StatusSucceeded {
+		b.Fatalf("Run = %+v, %v", res, err)
+	}
+	for _, c := range []struct {
+		name string
+		page engine.ChildrenPage
+	}{{"first100", engine.ChildrenPage{Limit: 100}}, {"failed", engine.ChildrenPage{Status: engine.StatusFailed, Limit: 20}}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := x.MapRunChildrenPage(context.Background(), "p/Each#1.0", c.page); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

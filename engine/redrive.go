@@ -37,7 +37,12 @@ type RedriveOptions struct {
 // that failed (as Step Functions' RedriveExecution), in place: its history
 // is kept and the redriven run's events follow, agent invocation numbers
 // continue, and its TimeoutSeconds run from the redrive. A failure inside a
-// Map or Parallel re-runs that Map or Parallel state from its start.
+// Map or Parallel re-runs that Map or Parallel state from its start. A
+// Distributed Map that failed (at the top level) redrives its map run, as
+// Step Functions does: the children that succeeded are kept, with their
+// outputs, and only those that failed, timed out, were aborted or never
+// started run again (each failed child redriven from the state it failed
+// in).
 //
 // opts.Patch, an RFC 6902 JSON Patch, is applied to the failed state's
 // input first; the change from the original input to the patched one is
@@ -47,6 +52,14 @@ type RedriveOptions struct {
 // changes. An execution in another status is ErrNotRedrivable (or
 // ErrNotFound).
 func (x *Executor) Redrive(ctx context.Context, id string, opts RedriveOptions) (*Result, error) {
+	return x.redrive(ctx, id, opts, false)
+}
+
+// redrive is Redrive; child is set for a Distributed Map's child execution
+// redriven with its map run, which may also have been ABORTED, and which
+// runs again from its first state on its input when its failed position
+// was not kept.
+func (x *Executor) redrive(ctx context.Context, id string, opts RedriveOptions, child bool) (*Result, error) {
 	ctx, release, err := x.hold(ctx, id, true)
 	if err != nil {
 		return nil, err
@@ -56,7 +69,7 @@ func (x *Executor) Redrive(ctx context.Context, id string, opts RedriveOptions) 
 	if err != nil {
 		return nil, err
 	}
-	if e.Status != StatusFailed && e.Status != StatusTimedOut {
+	if e.Status != StatusFailed && e.Status != StatusTimedOut && !(child && e.Status == StatusAborted) {
 		why := "it has not ended"
 		if e.Status.Ended() {
 			why = "only FAILED and TIMED_OUT executions are redriven"
@@ -64,6 +77,9 @@ func (x *Executor) Redrive(ctx context.Context, id string, opts RedriveOptions) 
 		return nil, fmt.Errorf("execution %s is %s: %w: %s", id, e.Status, ErrNotRedrivable, why)
 	}
 	top := e.Progress.Scopes[""]
+	if (top == nil || !top.Done || top.Next == "") && child {
+		top = &Scope{Next: m.StartAt, Doc: e.Input}
+	}
 	if top == nil || !top.Done || top.Next == "" {
 		return nil, fmt.Errorf("execution %s: %w: the state it failed in was not recorded (it ended before redrive was supported)", id, ErrNotRedrivable)
 	}
@@ -86,8 +102,10 @@ func (x *Executor) Redrive(ctx context.Context, id string, opts RedriveOptions) 
 		return nil, err
 	}
 	r := x.resumed(m, e, reg)
-	r.loaded = nil
 	now := time.Now().UTC()
+	// The records of the execution's map runs stay, the one of a
+	// Distributed Map that failed marked to be redriven (distmap.go).
+	r.loaded = redriveMapRuns(m, e.Progress.Scopes, top, now)
 	r.exec.RedrivenAt = now
 	pos := &Scope{Next: top.Next, Doc: doc, Vars: top.Vars, Visits: maps.Clone(top.Visits)}
 	detail := map[string]any{"from": string(e.Status), "state": top.Next, "error": e.Error}
@@ -96,6 +114,7 @@ func (x *Executor) Redrive(ctx context.Context, id string, opts RedriveOptions) 
 	}
 	r.ownEvent(Event{Type: EventExecutionRedriven, State: top.Next, Input: doc, Document: doc, Detail: detail})
 	c := &Commit{Status: StatusRunning, Scopes: map[string]*Scope{"": pos}, DropScopes: []string{""}, Redriven: now}
+	maps.Copy(c.Scopes, r.loaded)
 	if err := r.commit(ctx, nil, c); err != nil {
 		return nil, err
 	}

@@ -366,8 +366,12 @@ func (x *Executor) abortHeld(ctx context.Context, id string, req *stopRequest) (
 		r.event(Event{Type: EventExecutionStarted, Input: e.Input, Document: e.Input})
 	}
 	res := &Result{ID: id, Status: StatusAborted, Error: req.errName, Cause: req.cause}
+	c := abortCommit(res)
+	if err := x.abortMapRuns(ctx, r, e, c); err != nil {
+		return nil, err
+	}
 	r.event(Event{Type: EventExecutionAborted, Error: res.Error, Cause: res.Cause, Document: doc})
-	if err := r.commit(ctx, nil, abortCommit(res)); err != nil {
+	if err := r.commit(ctx, nil, c); err != nil {
 		return nil, err
 	}
 	x.hooks.executionFinished(id, StatusAborted)

@@ -167,10 +167,10 @@ func TestDirBucket(t *testing.T) {
 func TestResults(t *testing.T) {
 	ctx := context.Background()
 	d := Dir(t.TempDir())
-	w := NewResults(d, "b", "out/run1")
-	w.Add(ctx, Succeeded, map[string]any{"Name": "x:0"})
-	w.Add(ctx, Failed, map[string]any{"Name": "x:1"})
-	w.Add(ctx, Succeeded, map[string]any{"Name": "x:2"})
+	w := NewResults(d, "b", "out/run1", WriterConfig{})
+	w.Add(ctx, Succeeded, map[string]any{"Name": "x:0"}, nil)
+	w.Add(ctx, Failed, map[string]any{"Name": "x:1"}, nil)
+	w.Add(ctx, Succeeded, map[string]any{"Name": "x:2"}, nil)
 	key, err := w.Close(ctx, "arn:run")
 	if err != nil || key != "out/run1/manifest.json" {
 		t.Fatalf("Close = %q, %v", key, err)
@@ -228,8 +228,8 @@ func FuzzJSON(f *testing.F) {
 func TestResultsAbort(t *testing.T) {
 	ctx := context.Background()
 	d := Dir(t.TempDir())
-	w := NewResults(d, "b", "run")
-	w.Add(ctx, Succeeded, "x")
+	w := NewResults(d, "b", "run", WriterConfig{})
+	w.Add(ctx, Succeeded, map[string]any{"Name": "x"}, nil)
 	w.Abort()
 	entries, err := os.ReadDir(filepath.Join(string(d), "run"))
 	if err != nil || len(entries) != 0 {

@@ -18,16 +18,52 @@ const (
 	Pending   = "PENDING"
 )
 
+// The transformations of a ResultWriter's WriterConfig (AWS's names). Its
+// OutputType is JSON (the default: a file is a JSON array) or JSONL (one
+// JSON value a line), as the input types of a ReaderConfig.
+const (
+	// NONE (the default) writes each child's full record; COMPACT only
+	// the outputs of the children that succeeded; FLATTEN those outputs
+	// too, an output that is an array written as its elements. A child
+	// that did not succeed is written as its full record whatever the
+	// transformation.
+	None    = "NONE"
+	Compact = "COMPACT"
+	Flatten = "FLATTEN"
+)
+
+// WriterConfig is a ResultWriter's WriterConfig; its zero value is
+// OutputType JSON and Transformation NONE.
+type WriterConfig struct {
+	OutputType     string
+	Transformation string
+}
+
+// Entries returns what transformation makes of a child execution that
+// ended as status (Succeeded, Failed or Pending): record is its full
+// record (what NONE writes), output its output when it succeeded.
+func Entries(transformation, status string, record map[string]any, output any) []any {
+	if status != Succeeded || transformation == "" || transformation == None {
+		return []any{record}
+	}
+	if arr, ok := output.([]any); ok && transformation == Flatten {
+		return arr
+	}
+	return []any{output}
+}
+
 // Results writes a map run's results as AWS's ResultWriter lays them out
 // under dir (<Prefix>/<map run id>): SUCCEEDED_0.json, FAILED_0.json and
-// PENDING_0.json, each a JSON array of child execution records, and
-// manifest.json listing them. Entries are streamed to their file as they
-// are added: only the one being written is held. A file is written only
-// when it has entries. Results is not safe for concurrent use.
+// PENDING_0.json (.jsonl for OutputType JSONL), each the entries of the
+// child executions that ended so, and manifest.json listing them. Entries
+// are streamed to their file as they are added: only the one being
+// written is held. A file is written only when it has entries. Results is
+// not safe for concurrent use.
 type Results struct {
 	b      Bucket
 	bucket string
 	dir    string
+	cfg    WriterConfig
 	files  map[string]*resultFile
 	order  []string
 }
@@ -40,17 +76,32 @@ type resultFile struct {
 }
 
 // NewResults returns a writer of the result files of a map run under dir
-// in b, which is called bucket in the manifest.
-func NewResults(b Bucket, bucket, dir string) *Results {
-	return &Results{b: b, bucket: bucket, dir: dir, files: make(map[string]*resultFile)}
+// in b, which is called bucket in the manifest, as cfg says.
+func NewResults(b Bucket, bucket, dir string, cfg WriterConfig) *Results {
+	return &Results{b: b, bucket: bucket, dir: dir, cfg: cfg, files: make(map[string]*resultFile)}
 }
 
-// Add appends entry (a JSON value) to the file of status (Succeeded,
-// Failed or Pending).
-func (r *Results) Add(ctx context.Context, status string, entry any) error {
+// Add adds a child execution that ended as status (Succeeded, Failed or
+// Pending) to its file, transformed (Entries): record is its full record,
+// output its output when it succeeded.
+func (r *Results) Add(ctx context.Context, status string, record map[string]any, output any) error {
+	for _, e := range Entries(r.cfg.Transformation, status, record, output) {
+		if err := r.add(ctx, status, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add appends entry (a JSON value) to the file of status.
+func (r *Results) add(ctx context.Context, status string, entry any) error {
 	f := r.files[status]
 	if f == nil {
-		key := r.dir + "/" + status + "_0.json"
+		ext := ".json"
+		if r.cfg.OutputType == JSONL {
+			ext = ".jsonl"
+		}
+		key := r.dir + "/" + status + "_0" + ext
 		w, err := r.b.Create(ctx, key)
 		if err != nil {
 			return fmt.Errorf("write %s: %w", key, err)
@@ -63,11 +114,16 @@ func (r *Results) Add(ctx context.Context, status string, entry any) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", f.key, err)
 	}
-	sep := ","
-	if f.n == 0 {
-		sep = "["
+	var n int
+	if r.cfg.OutputType == JSONL {
+		n, err = io.WriteString(f.w, string(text)+"\n")
+	} else {
+		sep := ","
+		if f.n == 0 {
+			sep = "["
+		}
+		n, err = io.WriteString(f.w, sep+string(text))
 	}
-	n, err := io.WriteString(f.w, sep+string(text))
 	f.size += int64(n)
 	f.n++
 	if err != nil {
@@ -83,8 +139,12 @@ func (r *Results) Close(ctx context.Context, mapRunARN string) (string, error) {
 	var first error
 	for _, status := range r.order {
 		f := r.files[status]
-		n, err := io.WriteString(f.w, "]")
-		f.size += int64(n)
+		var err error
+		if r.cfg.OutputType != JSONL {
+			var n int
+			n, err = io.WriteString(f.w, "]")
+			f.size += int64(n)
+		}
 		if cerr := f.w.Close(); err == nil {
 			err = cerr
 		}

@@ -14,6 +14,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -32,7 +33,7 @@ const executionsPerPage = 50
 
 // pageTemplates are the pages, each parsed with the layout.
 var pageTemplates = func() map[string]*template.Template {
-	funcs := template.FuncMap{"when": formatTime}
+	funcs := template.FuncMap{"when": formatTime, "pathEscape": url.PathEscape}
 	m := map[string]*template.Template{}
 	for _, name := range []string{"signin", "executions", "execution", "inbox", "error", "workflows", "workflow", "confirm", "checkpoint-diff"} {
 		m[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html"))

@@ -104,6 +104,11 @@ type executionData struct {
 	Budget *budgetView
 	// Debates are the transcripts of its Debate states.
 	Debates []debateView
+	// MapRuns are the map runs of its Distributed Maps (pages_maprun.go);
+	// MapRunParent and MapRunOf say whose map run a child execution is
+	// part of ("" for any other execution).
+	MapRuns                []mapRunView
+	MapRunParent, MapRunOf string
 	// RedriveState is the state a redrive runs again and RedriveInput
 	// that state's input; RedrivePatch is the JSON Patch typed into the
 	// redrive form (kept when refused) and PatchError why it was refused.
@@ -187,6 +192,12 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 			s.log.Warn("draw the execution's graph", "execution", id, "error", err)
 		}
 		data.Debates = debates(m, events, currency)
+	}
+	if data.MapRuns, err = s.mapRunViews(r.Context(), id); err != nil {
+		return executionData{}, err
+	}
+	if mr, ok := engine.MapRunOf(id, e.Parent); ok {
+		data.MapRunParent, data.MapRunOf = e.Parent, mr
 	}
 	if top := e.Progress.Scopes[""]; data.Redrivable() && top != nil && top.Done && top.Next != "" {
 		data.RedriveState, data.RedriveInput = top.Next, pretty(top.Doc)

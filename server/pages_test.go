@@ -171,7 +171,7 @@ func TestPagesRender(t *testing.T) {
 		want  []string
 		wantN []string // must not appear
 	}{
-		{"/executions", []string{`<a href="/executions/x%3cy">x&lt;y</a>`, `status-WAITING">WAITING`, `<a href="/executions/done">done</a>`, `id="filter-form"`}, nil},
+		{"/executions", []string{`<a href="/executions/x%3Cy">x&lt;y</a>`, `status-WAITING">WAITING`, `<a href="/executions/done">done</a>`, `id="filter-form"`}, nil},
 		{"/executions?status=succeeded", []string{`<a href="/executions/done">`, `<option value="SUCCEEDED" selected>`}, []string{"x&lt;y"}},
 		{"/executions?workflow=StateMachine&status=WAITING", []string{"x&lt;y"}, []string{`href="/executions/done"`}},
 		{"/executions/x%3Cy", []string{`<span id="status" class="status status-WAITING">WAITING</span>`, `<div id="graph" data-execution="x&lt;y"><svg`, `class="node current"`,

@@ -209,6 +209,8 @@ func (s *Server) table() []route {
 		{"GET /v1/execution-events", RoleViewer, s.streamExecutions},
 		// Redrive: restart a failed execution from the state that failed.
 		{"POST /v1/executions/{id}/redrive", RoleOperator, s.redriveExecution},
+		{"GET /v1/executions/{id}/map-runs", RoleViewer, s.listMapRuns},
+		{"GET /v1/executions/{id}/map-runs/{mapRun}/children", RoleViewer, s.listMapRunChildren},
 		// Control of executions (control.go).
 		{"POST /v1/executions/{id}/stop", RoleOperator, s.stopExecution},
 		// The answers to task tokens (tasktokens.go), and the activities'

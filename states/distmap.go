@@ -68,9 +68,12 @@ type ItemBatcher struct {
 }
 
 // ResultWriter is a Distributed Map's ResultWriter: its children's
-// results are written to a bucket, and the Map's result is where.
+// results are written to a bucket, and the Map's result is where; or,
+// with a WriterConfig alone, the Map's result is its children's results,
+// transformed.
 type ResultWriter struct {
-	// Parameters (JSONPath) or Arguments (JSONata) give Bucket and Prefix.
+	// Parameters (JSONPath) or Arguments (JSONata) give Bucket and Prefix;
+	// both nil when the ResultWriter has only a WriterConfig.
 	Parameters *jsonpath.Template
 	Arguments  *jsonata.Template
 	// OutputType is JSON ("") or JSONL; Transformation is NONE (""),
@@ -300,12 +303,20 @@ func (p *parser) itemBatcher(o *object, jsonataQL bool) *ItemBatcher {
 
 func (p *parser) resultWriter(o *object, jsonataQL bool) *ResultWriter {
 	w := &ResultWriter{}
-	if res, ok := o.str("Resource"); ok && res != ResourcePutObject {
-		o.errorf("Resource", "the ResultWriter Resource %q is not supported: want %s", res, ResourcePutObject)
-	} else if !o.has("Resource") {
-		o.errorf("", "missing required field Resource (%s)", ResourcePutObject)
+	located := o.has("Resource") || o.has("Parameters") || o.has("Arguments")
+	switch {
+	case !located && !o.has("WriterConfig"):
+		o.errorf("", "a ResultWriter must give Resource (%s) and its location, WriterConfig, or all three", ResourcePutObject)
+	case !located:
+		// WriterConfig alone: the results are the state's, transformed.
+	default:
+		if res, ok := o.str("Resource"); ok && res != ResourcePutObject {
+			o.errorf("Resource", "the ResultWriter Resource %q is not supported: want %s", res, ResourcePutObject)
+		} else if !o.has("Resource") {
+			o.errorf("", "missing required field Resource (%s)", ResourcePutObject)
+		}
+		w.Parameters, w.Arguments = p.location(o, jsonataQL, "Bucket", "Prefix")
 	}
-	w.Parameters, w.Arguments = p.location(o, jsonataQL, "Bucket", "Prefix")
 	if co, _ := o.child("WriterConfig", "WriterConfig"); co != nil {
 		if t, ok := co.oneOf("OutputType", "JSON", "JSONL"); ok {
 			w.OutputType = t

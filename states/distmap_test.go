@@ -99,6 +99,9 @@ func TestParseDistributedRefuses(t *testing.T) {
 		{"batch input not object", "DISTRIBUTED", `"ItemBatcher":{"MaxItemsPerBatch":2,"BatchInput":"x"},`, "/ItemBatcher/BatchInput", "must be an object"},
 		{"writer resource", "DISTRIBUTED", `"ResultWriter":{"Resource":"arn:aws:states:::s3:getObject","Parameters":{"Bucket":"b","Prefix":"p"}},`, "/ResultWriter/Resource", "not supported"},
 		{"writer without prefix", "DISTRIBUTED", `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"b"}},`, "/ResultWriter/Parameters", "must give Prefix"},
+		{"writer empty", "DISTRIBUTED", `"ResultWriter":{},`, "/ResultWriter", "must give Resource"},
+		{"writer without location", "DISTRIBUTED", `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","WriterConfig":{"Transformation":"COMPACT"}},`, "/ResultWriter", "missing required field Parameters"},
+		{"writer without resource", "DISTRIBUTED", `"ResultWriter":{"Parameters":{"Bucket":"b","Prefix":"p"}},`, "/ResultWriter", "missing required field Resource"},
 		{"writer config", "DISTRIBUTED", `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"b","Prefix":"p"},"WriterConfig":{"Transformation":"ZIP"}},`, "/ResultWriter/WriterConfig/Transformation", ""},
 		{"label too long", "DISTRIBUTED", `"Label":"` + strings.Repeat("x", 41) + `",`, "/Label", "at most 40"},
 		{"label character", "DISTRIBUTED", `"Label":"a:b",`, "/Label", "must not contain"},
@@ -117,5 +120,18 @@ func TestParseDistributedRefuses(t *testing.T) {
 			}
 			t.Errorf("Parse errors:\n%v\nwant one at %s%s containing %q", err, at, c.ptr, c.msg)
 		})
+	}
+}
+
+// TestParseWriterConfigAlone accepts a ResultWriter with only a
+// WriterConfig (the Map's result is its children's, transformed).
+func TestParseWriterConfigAlone(t *testing.T) {
+	m, err := Parse(distDef(t, "DISTRIBUTED", `"ResultWriter":{"WriterConfig":{"Transformation":"FLATTEN","OutputType":"JSON"}},`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := m.States["Each"].(*Map).ResultWriter
+	if w == nil || w.Parameters != nil || w.Arguments != nil || w.Transformation != "FLATTEN" || w.OutputType != "JSON" {
+		t.Errorf("ResultWriter = %+v, want FLATTEN without a location", w)
 	}
 }

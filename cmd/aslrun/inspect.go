@@ -109,11 +109,20 @@ func printList(c *cmdContext, list []store.Summary, asJSON bool) error {
 			}
 		}
 		if e.Parent != "" {
-			detail = strings.TrimSpace(detail + " (fork of " + e.Parent + ")")
+			detail = strings.TrimSpace(detail + " (" + parentText(e.ID, e.Parent) + ")")
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Status, e.MachineName, timeText(e.StartedAt), timeText(e.StoppedAt), detail)
 	}
 	return w.Flush()
+}
+
+// parentText says how execution id came from parent: a Distributed Map's
+// child, or a fork.
+func parentText(id, parent string) string {
+	if mapRun, ok := engine.MapRunOf(id, parent); ok {
+		return "child of " + parent + ", map run " + mapRun
+	}
+	return "fork of " + parent
 }
 
 // nullable writes s for --json, null when empty.
@@ -126,7 +135,7 @@ func nullable(s string) any {
 
 func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON: id, status, output, error, cause, state, startedAt, stoppedAt, usage")
+	asJSON := fs.Bool("json", false, "print JSON: id, status, output, error, cause, state, startedAt, stoppedAt, usage, parent (and mapRun for a Distributed Map's child)")
 	db := dbFlag(fs)
 	id, h, err := c.openForID(ctx, fs, "status", args, db, accessRead)
 	if err != nil || h == nil {
@@ -186,7 +195,10 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 		out := map[string]any{
 			"id": e.ID, "status": string(e.Status), "output": e.Output, "error": nullable(e.Error), "cause": nullable(e.Cause),
 			"state": nullable(state), "startedAt": timeJSON(e.StartedAt), "stoppedAt": timeJSON(e.StoppedAt),
-			"approvals": approvalsJSON(e.Approvals), "usage": usage,
+			"approvals": approvalsJSON(e.Approvals), "usage": usage, "parent": nullable(e.Parent),
+		}
+		if mapRun, ok := engine.MapRunOf(e.ID, e.Parent); ok {
+			out["mapRun"] = mapRun
 		}
 		return writeJSON(c.stdout, out)
 	}
@@ -221,9 +233,13 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "started\t%s\n", timeText(e.StartedAt))
 	fmt.Fprintf(w, "stopped\t%s\n", timeText(e.StoppedAt))
-	if e.Parent != "" && e.ParentCheckpoint != "" {
+	mapRun, child := engine.MapRunOf(e.ID, e.Parent)
+	switch {
+	case e.Parent != "" && e.ParentCheckpoint != "":
 		fmt.Fprintf(w, "forked from\t%s at checkpoint %s\n", e.Parent, e.ParentCheckpoint)
-	} else if e.Parent != "" {
+	case child:
+		fmt.Fprintf(w, "child of\t%s (map run %s)\n", e.Parent, mapRun)
+	case e.Parent != "":
 		fmt.Fprintf(w, "forked from\t%s\n", e.Parent)
 	}
 	if e.Error != "" {

@@ -5,46 +5,61 @@ import (
 	"flag"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
+	"github.com/aslrun/aslrun/api"
+	"github.com/aslrun/aslrun/client"
 	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
+// mapRunView is what map-runs prints of a map run, read from the store or
+// through the API.
+type mapRunView struct {
+	run      api.MapRun
+	children []api.MapRunChild
+}
+
 // cmdMapRuns lists the map runs of an execution's Distributed Maps, with
-// their children's counts, and with --children each child's status.
+// their children's counts, and with --children each child's status. When
+// a server holds the database it asks the server's API.
 func cmdMapRuns(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("map-runs", flag.ContinueOnError)
 	children := fs.Bool("children", false, "also list each map run's child executions and their status")
 	asJSON := fs.Bool("json", false, "print JSON")
 	db := dbFlag(fs)
-	id, h, err := c.openForID(ctx, fs, "map-runs", args, db, accessLocal)
+	id, h, err := c.openForID(ctx, fs, "map-runs", args, db, accessRead)
 	if err != nil || h == nil {
 		return err
 	}
 	defer h.close()
-	x := engine.New(engine.Config{Store: h.st})
-	runs, err := x.MapRuns(ctx, id)
-	if err != nil {
-		return engineError(err)
-	}
-	kids := make([][]engine.MapRunChild, len(runs))
-	if *children {
-		for i, r := range runs {
-			if kids[i], err = x.MapRunChildren(ctx, r.ID); err != nil {
-				return err
-			}
+	var runs []mapRunView
+	if h.api != nil {
+		if runs, err = remoteMapRuns(ctx, h, id, *children); err != nil {
+			return remoteError(h, err)
 		}
+	} else if runs, err = localMapRuns(ctx, h, id, *children); err != nil {
+		return engineError(err)
 	}
 	if *asJSON {
 		out := make([]any, len(runs))
-		for i, r := range runs {
+		for i, v := range runs {
+			r := v.run
+			var details any
+			if len(r.ResultWriterDetails) > 0 {
+				if details, err = jsonvalue.Decode(r.ResultWriterDetails); err != nil {
+					return err
+				}
+			}
 			m := map[string]any{
 				"mapRunId": r.ID, "mapRunArn": r.ARN, "execution": r.Execution, "state": r.State, "label": nullable(r.Label),
-				"status": r.Status, "total": r.Total, "succeeded": r.Succeeded, "failed": r.Failed, "pending": r.Pending,
-				"startedAt": timeJSON(r.StartedAt), "stoppedAt": timeJSON(r.StoppedAt), "resultWriterDetails": r.ResultWriterDetails,
+				"status": r.Status, "total": r.Total, "succeeded": r.Succeeded, "failed": r.Failed, "aborted": r.Aborted, "pending": r.Pending,
+				"startedAt": timeJSONPtr(r.StartedAt), "stoppedAt": timeJSONPtr(r.StoppedAt), "resultWriterDetails": details,
+				"redriveCount": r.RedriveCount, "redrivenAt": timeJSONPtr(r.RedrivenAt),
 			}
 			if *children {
-				list := make([]any, len(kids[i]))
-				for j, k := range kids[i] {
+				list := make([]any, len(v.children))
+				for j, k := range v.children {
 					list[j] = map[string]any{"index": k.Index, "id": k.ID, "status": k.Status, "error": nullable(k.Error), "cause": nullable(k.Cause)}
 				}
 				m["children"] = list
@@ -54,12 +69,88 @@ func cmdMapRuns(ctx context.Context, c *cmdContext, args []string) error {
 		return writeJSON(c.stdout, out)
 	}
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "MAP RUN\tSTATUS\tTOTAL\tSUCCEEDED\tFAILED\tPENDING")
-	for i, r := range runs {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", r.ID, r.Status, r.Total, r.Succeeded, r.Failed, r.Pending)
-		for _, k := range kids[i] {
-			fmt.Fprintf(w, "  %s\t%s\t\t\t\t%s\n", k.ID, k.Status, k.Error)
+	fmt.Fprintln(w, "MAP RUN\tSTATUS\tTOTAL\tSUCCEEDED\tFAILED\tABORTED\tPENDING")
+	for _, v := range runs {
+		r := v.run
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", r.ID, r.Status, r.Total, r.Succeeded, r.Failed, r.Aborted, r.Pending)
+		for _, k := range v.children {
+			fmt.Fprintf(w, "  %s\t%s\t\t\t\t\t%s\n", k.ID, k.Status, k.Error)
 		}
 	}
 	return w.Flush()
+}
+
+// localMapRuns reads the map runs (and their children) from the store.
+func localMapRuns(ctx context.Context, h *handle, id string, children bool) ([]mapRunView, error) {
+	x := engine.New(engine.Config{Store: h.st})
+	runs, err := x.MapRuns(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mapRunView, len(runs))
+	for i, r := range runs {
+		out[i].run = api.MapRun{
+			ID: r.ID, ARN: r.ARN, Execution: r.Execution, State: r.State, Label: r.Label, Status: r.Status,
+			Total: r.Total, Succeeded: r.Succeeded, Failed: r.Failed, Aborted: r.Aborted, Pending: r.Pending,
+			StartedAt: timeOrNil(r.StartedAt), StoppedAt: timeOrNil(r.StoppedAt), RedriveCount: r.RedriveCount, RedrivenAt: timeOrNil(r.RedrivenAt),
+		}
+		if r.ResultWriterDetails != nil {
+			if out[i].run.ResultWriterDetails, err = jsonvalue.Marshal(r.ResultWriterDetails); err != nil {
+				return nil, err
+			}
+		}
+		if !children {
+			continue
+		}
+		kids, err := x.MapRunChildren(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range kids {
+			out[i].children = append(out[i].children, api.MapRunChild{Index: k.Index, ID: k.ID, Status: string(k.Status), Error: k.Error, Cause: k.Cause})
+		}
+	}
+	return out, nil
+}
+
+// remoteMapRuns asks the API of the process holding the database, paging
+// through each map run's children.
+func remoteMapRuns(ctx context.Context, h *handle, id string, children bool) ([]mapRunView, error) {
+	list, err := h.api.MapRuns(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mapRunView, len(list.MapRuns))
+	for i, r := range list.MapRuns {
+		out[i].run = r
+		q := client.ChildrenQuery{Limit: 1000}
+		for children {
+			page, err := h.api.MapRunChildren(ctx, id, r.ID, q)
+			if err != nil {
+				return nil, err
+			}
+			out[i].children = append(out[i].children, page.Children...)
+			if page.Next == "" {
+				break
+			}
+			q.After = page.Next
+		}
+	}
+	return out, nil
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// timeJSONPtr writes t for --json, null when absent.
+func timeJSONPtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return timeJSON(*t)
 }
