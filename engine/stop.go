@@ -116,30 +116,24 @@ func (e *StoppedError) Unwrap() error { return ErrEnded }
 // waited for; any other is left alone (it may be waiting for the lease
 // the claim holds).
 func (x *Executor) acquireClaimed(ctx context.Context, id string) (context.Context, bool) {
-	for {
-		x.mu.Lock()
-		h := x.active[id]
-		if h == nil || !h.leaving {
-			x.mu.Unlock()
-			return x.acquireRun(ctx, id)
-		}
-		x.mu.Unlock()
-		select {
-		case <-h.done:
-		case <-ctx.Done():
-			return ctx, false
-		}
-	}
+	return x.acquireAfter(ctx, id, func(h *held) bool { return h.leaving })
 }
 
 // acquireNext is acquireRun for what continues an execution (a decision,
 // a resume): when the run holding it has settled, it waits for the run to
 // let go, then holds it.
 func (x *Executor) acquireNext(ctx context.Context, id string) (context.Context, bool) {
+	return x.acquireAfter(ctx, id, func(h *held) bool { return h.settled })
+}
+
+// acquireAfter is acquireRun once the hold of id, if any, is not one to
+// wait for: while wait(hold) is true it waits for the hold to end (false
+// when ctx ends first). wait runs with x.mu held.
+func (x *Executor) acquireAfter(ctx context.Context, id string, wait func(*held) bool) (context.Context, bool) {
 	for {
 		x.mu.Lock()
 		h := x.active[id]
-		if h == nil || !h.settled {
+		if h == nil || !wait(h) {
 			x.mu.Unlock()
 			return x.acquireRun(ctx, id)
 		}
