@@ -4,44 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/client"
-	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/server"
-	"github.com/aslrun/aslrun/store"
 )
 
 // TestClientActivity: a worker's round trip through the client, with a
 // worker token.
 func TestClientActivity(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tokens")
-	op, err := server.CreateToken(path, "ops", server.RoleOperator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	worker, err := server.CreateToken(path, "py", server.RoleWorker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := server.LoadTokens(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.NewMemory()
-	s, err := server.New(server.Config{Store: st, Executor: engine.New(engine.Config{Store: st}), Tokens: tokens, Poll: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	defer hs.Close()
-	defer s.Close()
+	ts := newTestServer(t, server.RoleOperator, server.RoleWorker)
+	op, worker := ts.tokens[server.RoleOperator], ts.tokens[server.RoleWorker]
 	ctx := context.Background()
-	c, w := client.New(hs.URL, op, nil), client.New(hs.URL, worker, nil)
+	c, w := client.New(ts.url, op, nil), client.New(ts.url, worker, nil)
 
 	if _, ok, err := w.PollActivity(ctx, "greet", "w", 0); ok || err != nil {
 		t.Fatalf("PollActivity with nothing scheduled = %v, %v", ok, err)

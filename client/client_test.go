@@ -19,29 +19,10 @@ import (
 
 // TestClient drives a real server over HTTP through every method.
 func TestClient(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tokens")
-	op, err := server.CreateToken(path, "ops", server.RoleOperator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	viewer, err := server.CreateToken(path, "eve", server.RoleViewer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := server.LoadTokens(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.NewMemory()
-	s, err := server.New(server.Config{Store: st, Executor: engine.New(engine.Config{Store: st}), Tokens: tokens, Poll: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	defer hs.Close()
-	defer s.Close()
+	ts := newTestServer(t, server.RoleOperator, server.RoleViewer)
+	op, viewer := ts.tokens[server.RoleOperator], ts.tokens[server.RoleViewer]
 	ctx := context.Background()
-	c := client.New(hs.URL, op, nil)
+	c := client.New(ts.url, op, nil)
 
 	def := json.RawMessage(`{"StartAt":"Ok","States":{"Ok":{"Type":"Approval","Prompt":"ok?","ResultPath":"$.ok","End":true}}}`)
 	if v, err := c.Validate(ctx, def); err != nil || !v.Valid {
@@ -82,10 +63,45 @@ func TestClient(t *testing.T) {
 	if _, err := c.Execution(ctx, "nope"); client.StatusOf(err) != http.StatusNotFound {
 		t.Errorf("Execution(nope): %v, want 404", err)
 	}
-	ro := client.New(hs.URL, viewer, nil)
+	ro := client.New(ts.url, viewer, nil)
 	_, err = ro.Start(ctx, api.StartExecution{Definition: def})
 	var ce *client.Error
 	if client.StatusOf(err) != http.StatusForbidden || !errors.As(err, &ce) || ce.Problem.Type != api.ProblemType+"forbidden" {
 		t.Errorf("a viewer's Start: %v, want a 403 forbidden problem", err)
 	}
+}
+
+// testServer is a server on a memory store behind httptest, with a token
+// of each role asked for; it is closed when the test ends.
+type testServer struct {
+	url    string
+	x      *engine.Executor
+	tokens map[server.Role]string
+}
+
+func newTestServer(t *testing.T, roles ...server.Role) *testServer {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tokens")
+	ts := &testServer{tokens: map[server.Role]string{}}
+	for _, r := range roles {
+		tok, err := server.CreateToken(path, r.String()+"-bot", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.tokens[r] = tok
+	}
+	tokens, err := server.LoadTokens(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.NewMemory()
+	ts.x = engine.New(engine.Config{Store: st})
+	s, err := server.New(server.Config{Store: st, Executor: ts.x, Tokens: tokens, Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	ts.url = hs.URL
+	return ts
 }

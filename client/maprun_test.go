@@ -3,39 +3,19 @@ package client_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/aslrun/aslrun/client"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/server"
 	"github.com/aslrun/aslrun/states"
-	"github.com/aslrun/aslrun/store"
 )
 
 // TestClientMapRuns lists a map run and pages through its children.
 func TestClientMapRuns(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tokens")
-	viewer, err := server.CreateToken(path, "eve", server.RoleViewer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := server.LoadTokens(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.NewMemory()
-	x := engine.New(engine.Config{Store: st})
-	s, err := server.New(server.Config{Store: st, Executor: x, Tokens: tokens, Poll: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	defer hs.Close()
-	defer s.Close()
+	ts := newTestServer(t, server.RoleViewer)
+	x, viewer := ts.x, ts.tokens[server.RoleViewer]
 	ctx := context.Background()
 	m, err := states.Parse([]byte(`{"StartAt":"Each","States":{"Each":{"Type":"Map","ItemsPath":"$.items",
 		"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED"},"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"End":true}}}`))
@@ -46,7 +26,7 @@ func TestClientMapRuns(t *testing.T) {
 	if res, err := x.Run(ctx, m, input, engine.StartOptions{ID: "dm"}); err != nil || res.Status != engine.StatusSucceeded {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
-	c := client.New(hs.URL, viewer, nil)
+	c := client.New(ts.url, viewer, nil)
 	runs, err := c.MapRuns(ctx, "dm")
 	if err != nil || len(runs.MapRuns) != 1 || runs.MapRuns[0].Succeeded != 5 {
 		t.Fatalf("MapRuns = %+v, %v", runs, err)
