@@ -287,8 +287,8 @@ func (x *Executor) serveClaims(ctx context.Context, d Dispatcher, opts ServeOpti
 			}
 		}()
 	}
-	// claim claims work for the free slots; it reports whether it filled
-	// them all (there may be more work).
+	// claim claims work for the free slots; it reports whether it got any
+	// (there may be more: a claim skips what concurrent claims hold).
 	due := time.NewTimer(time.Hour)
 	due.Stop()
 	defer due.Stop()
@@ -311,7 +311,7 @@ func (x *Executor) serveClaims(ctx context.Context, d Dispatcher, opts ServeOpti
 		if !next.IsZero() {
 			due.Reset(time.Until(next))
 		}
-		return err == nil && len(claims) == n
+		return err == nil && len(claims) > 0
 	}
 	t := time.NewTicker(opts.Poll)
 	defer t.Stop()

@@ -80,8 +80,14 @@ func scaleTable(ctx context.Context, w io.Writer, cfg scaleConfig) ([]scaleRun, 
 	}
 	defer os.RemoveAll(dir)
 	cfg.tmp = dir
-	tokens := filepath.Join(dir, "bench.tokens")
 	var errs bytes.Buffer
+	migrate := exec.CommandContext(ctx, cfg.aslrun, "migrate", "--db", cfg.db)
+	migrate.Stdout, migrate.Stderr = &errs, &errs
+	if err := migrate.Run(); err != nil {
+		return nil, fmt.Errorf("aslrun migrate: %w: %s", err, errs.String())
+	}
+	errs.Reset()
+	tokens := filepath.Join(dir, "bench.tokens")
 	cmd := exec.CommandContext(ctx, cfg.aslrun, "token", "create", "bench", "--role", "operator", "--tokens", tokens)
 	cmd.Stderr = &errs
 	out, err := cmd.Output()

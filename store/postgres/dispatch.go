@@ -28,6 +28,12 @@ var (
 // claimQuery takes the leases of up to $2 executions with something to
 // run at $1 (Unix ns) for owner $3, for $4 microseconds, oldest first.
 //
+// The candidates are read from small indexed sets, never from every
+// RUNNING execution: the oldest rows of the ready queue (locked FOR UPDATE
+// SKIP LOCKED, so concurrent claims read different rows), the oldest
+// expired leases still held (a process died), the WAITING executions due
+// at $1, and the stop requests; $2 of each at most.
+//
 // Candidates are locked FOR NO KEY UPDATE SKIP LOCKED: concurrent claims
 // skip each other's candidates instead of queueing on them, so they never
 // take the same execution nor wait for each other. A candidate whose lease
@@ -36,29 +42,63 @@ var (
 // never waits for a lock a commit of it holds while the commit waits for
 // that row. The upsert's condition (no live owner) is what grants the
 // lease, as in Acquire; it raises the epoch of a lease taken over.
-const claimQuery = `WITH cand AS (
-  SELECT e.id FROM executions e
-  WHERE e.id IN (SELECT id FROM executions WHERE status = 'RUNNING'
-                 UNION ALL SELECT id FROM executions WHERE status = 'WAITING' AND wake_ns <= $1
-                 UNION ALL SELECT execution FROM stop_requests)
-    AND e.status IN ('RUNNING', 'WAITING')
+//
+// The claim removes the ready rows it read that have nothing left to
+// claim: those of the executions it claimed, of the ones no longer RUNNING,
+// and of the ones a live lease holds (a sweep that raced a claim queued
+// one; its holder queues it again when it releases it with work left,
+// an upsert that waits for this claim's lock on the row, so that the two
+// cannot cross).
+const claimQuery = `WITH r AS (
+  SELECT execution FROM ready ORDER BY since, execution LIMIT $2 FOR UPDATE SKIP LOCKED
+), c AS (
+  SELECT id, bool_or(waiting) AS waiting FROM (
+    SELECT execution AS id, false AS waiting FROM r
+    UNION ALL (SELECT execution, false FROM leases WHERE owner <> '' AND expires_at <= clock_timestamp() ORDER BY expires_at LIMIT $2)
+    UNION ALL (SELECT id, true FROM executions WHERE status = 'WAITING' AND wake_ns <= $1 ORDER BY wake_ns LIMIT $2)
+    UNION ALL (SELECT execution, true FROM stop_requests ORDER BY requested_at LIMIT $2)
+  ) u GROUP BY id
+), cand AS (
+  SELECT e.id FROM c JOIN executions e ON e.id = c.id
+  WHERE (e.status = 'RUNNING' OR c.waiting AND e.status = 'WAITING')
     AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.execution = e.id AND l.owner <> '' AND l.expires_at > clock_timestamp())
   ORDER BY coalesce(e.wake_ns, e.started_ns), e.id
   LIMIT $2
   FOR NO KEY UPDATE OF e SKIP LOCKED
 ), unlocked AS (
-  SELECT l.execution FROM leases l WHERE l.execution IN (SELECT id FROM cand) FOR UPDATE OF l SKIP LOCKED
+  SELECT l.execution FROM cand JOIN leases l ON l.execution = cand.id FOR UPDATE OF l SKIP LOCKED
 ), got AS (
   INSERT INTO leases AS l (execution, owner, epoch, acquired_at, expires_at)
-  SELECT c.id, $3, 1, clock_timestamp(), clock_timestamp() + $4 * interval '1 microsecond' FROM cand c
-  WHERE c.id IN (SELECT execution FROM unlocked) OR NOT EXISTS (SELECT 1 FROM leases x WHERE x.execution = c.id)
+  SELECT cand.id, $3, 1, clock_timestamp(), clock_timestamp() + $4 * interval '1 microsecond'
+  FROM cand LEFT JOIN leases x ON x.execution = cand.id
+  WHERE x.execution IS NULL OR cand.id IN (SELECT execution FROM unlocked)
   ON CONFLICT (execution) DO UPDATE
      SET owner = EXCLUDED.owner, epoch = l.epoch + 1, acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
    WHERE l.owner = '' OR l.expires_at <= clock_timestamp()
   RETURNING l.execution, l.epoch, l.expires_at
+), dequeued AS (
+  DELETE FROM ready WHERE execution = ANY (ARRAY(
+    SELECT execution FROM got
+    UNION ALL
+    SELECT execution FROM r
+    WHERE (SELECT status FROM executions WHERE id = r.execution) IS DISTINCT FROM 'RUNNING'
+       OR coalesce((SELECT owner <> '' AND expires_at > clock_timestamp() FROM leases WHERE execution = r.execution), false)))
 )
 SELECT g.execution, g.epoch, g.expires_at, s.execution IS NOT NULL, coalesce(s.error, ''), coalesce(s.cause, '')
 FROM got g LEFT JOIN stop_requests s ON s.execution = g.execution`
+
+// sweepQuery queues the RUNNING executions that no process holds and
+// that are not queued: a backstop, run by Claim every sweepEvery, for an
+// execution left so by a path that did not queue it (an earlier aslrun, a
+// race between a release and a claim).
+const sweepQuery = `INSERT INTO ready (execution, since)
+SELECT e.id, e.started_ns FROM executions e
+WHERE e.status = 'RUNNING'
+  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.execution = e.id AND l.owner <> '')
+ON CONFLICT (execution) DO NOTHING`
+
+// sweepEvery is how often Claim runs sweepQuery.
+const sweepEvery = 30 * time.Second
 
 // nextDueQuery is when the earliest WAITING execution not due at $1 falls
 // due.
@@ -72,7 +112,7 @@ const nextDueQuery = `SELECT min(wake_ns) FROM executions WHERE status = 'WAITIN
 // until its Release. next is when the earliest WAITING execution not due
 // at now falls due (zero when none does). Both are read in one round trip.
 func (db *DB) Claim(ctx context.Context, n int, now time.Time) (claims []engine.Claimed, next time.Time, err error) {
-	if err := db.check(ctx); err != nil {
+	if err = db.check(ctx); err != nil {
 		return nil, time.Time{}, err
 	}
 	if n < 1 {
@@ -80,6 +120,10 @@ func (db *DB) Claim(ctx context.Context, n int, now time.Time) (claims []engine.
 	}
 	at := store.TimeKey(now)
 	b := &pgx.Batch{}
+	sweep := db.sweepDue(now)
+	if sweep {
+		b.Queue(sweepQuery)
+	}
 	b.Queue(claimQuery, at, n, db.owner, db.leaseTTL.Microseconds())
 	b.Queue(nextDueQuery, at)
 	br := db.pool.SendBatch(ctx, b)
@@ -88,7 +132,15 @@ func (db *DB) Claim(ctx context.Context, n int, now time.Time) (claims []engine.
 		stop *engine.StopRequest
 	}
 	var got []claimed
+	var sweepErr error
+	if sweep {
+		_, sweepErr = br.Exec()
+	}
 	rows, err := br.Query()
+	if err == nil && sweepErr != nil {
+		rows.Close()
+		err = sweepErr
+	}
 	if err == nil {
 		for rows.Next() {
 			var c claimed
@@ -134,6 +186,26 @@ func (db *DB) Claim(ctx context.Context, n int, now time.Time) (claims []engine.
 		next = time.Unix(0, *due)
 	}
 	return claims, next, nil
+}
+
+// sweepDue reports whether the claim at now runs sweepQuery (one every
+// sweepEvery, the first sweepEvery after the first claim: the migration
+// that made the queue queued what there was), and notes that it does. A
+// sweep that runs beside a claim may queue an execution the claim just
+// took (it read the lease before the claim committed); the next claim
+// that reads that row removes it, so sweeps stay rare.
+func (db *DB) sweepDue(now time.Time) bool {
+	db.sweptMu.Lock()
+	defer db.sweptMu.Unlock()
+	switch {
+	case db.swept.IsZero():
+		db.swept = now
+		return false
+	case now.Sub(db.swept) < sweepEvery:
+		return false
+	}
+	db.swept = now
+	return true
 }
 
 // Wakes makes DB an engine.Dispatcher: it listens (a Notifier) on

@@ -105,6 +105,10 @@ func (db *DB) importExecution(ctx context.Context, e *store.ExportedExecution) e
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		e.ID, s.MachineName, def, string(s.Status), store.TimeKey(s.StartedAt), nsOrNull(s.StoppedAt), nsOrNull(s.WakeAt), s.WaitingFor, parent, s.Error,
 		e.Events, lastHash, e.Spec, e.Head)
+	if s.Status == engine.StatusRunning {
+		// No process holds it: queued for the first server with room.
+		b.Queue(`INSERT INTO ready (execution, since) VALUES ($1, $2)`, e.ID, store.TimeKey(s.StartedAt))
+	}
 	if len(e.History) > 0 {
 		b.Queue(`INSERT INTO history_records (execution, first_event, body) SELECT $1, f, v FROM unnest($2::bigint[], $3::bytea[]) AS t(f, v)`,
 			e.ID, e.FirstEvents, e.History)

@@ -102,12 +102,19 @@ func leaseTTL(ttl time.Duration) (time.Duration, error) {
 // or was released, raising the epoch. Concurrent acquirers are ordered by
 // the row (or the primary key's index entry): the second sees the first's
 // lease, live, and gets no row.
-const acquireLease = `INSERT INTO leases AS l (execution, owner, epoch, acquired_at, expires_at)
-VALUES ($1, $2, 1, clock_timestamp(), clock_timestamp() + $3 * interval '1 microsecond')
-ON CONFLICT (execution) DO UPDATE
-   SET owner = EXCLUDED.owner, epoch = l.epoch + 1, acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
- WHERE l.owner = '' OR l.expires_at <= clock_timestamp()
-RETURNING epoch, expires_at, EXISTS (SELECT 1 FROM stop_requests s WHERE s.execution = $1)`
+// The execution's row in the ready queue, if any, goes with it: the holder
+// queues it again when it releases it with work left.
+const acquireLease = `WITH a AS (
+  INSERT INTO leases AS l (execution, owner, epoch, acquired_at, expires_at)
+  VALUES ($1, $2, 1, clock_timestamp(), clock_timestamp() + $3 * interval '1 microsecond')
+  ON CONFLICT (execution) DO UPDATE
+     SET owner = EXCLUDED.owner, epoch = l.epoch + 1, acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
+   WHERE l.owner = '' OR l.expires_at <= clock_timestamp()
+  RETURNING epoch, expires_at
+), dequeued AS (
+  DELETE FROM ready WHERE execution = $1 AND EXISTS (SELECT 1 FROM a)
+)
+SELECT epoch, expires_at, EXISTS (SELECT 1 FROM stop_requests s WHERE s.execution = $1) FROM a`
 
 // Acquire takes the lease of an execution for owner, for ttl (0 means
 // DefaultLeaseTTL), when nobody holds it: never leased, released, or
@@ -207,36 +214,39 @@ func (db *DB) Release(ctx context.Context, l Lease) error {
 	return db.release(ctx, l, false)
 }
 
-// releaseLease gives a lease up.
-const releaseLease = `UPDATE leases SET owner = '', expires_at = clock_timestamp()
-WHERE execution = $1 AND owner = $2 AND epoch = $3`
-
-// wakeReleased notifies WakeChannel of an execution whose lease was just
-// released (in the same transaction) when it has work left: RUNNING, due
-// at $3, or with a stop requested.
-const wakeReleased = `SELECT pg_notify($1, e.id) FROM executions e
-WHERE e.id = $2 AND e.status IN ('RUNNING', 'WAITING')
-  AND (e.status = 'RUNNING' OR e.wake_ns <= $3 OR EXISTS (SELECT 1 FROM stop_requests s WHERE s.execution = e.id))
-  AND EXISTS (SELECT 1 FROM leases l WHERE l.execution = e.id AND l.owner = '')`
+// releaseLease gives the lease $2 of owner $3 and epoch $4 up, in one
+// statement. An execution left RUNNING is queued (ready) for a process to
+// claim. With $5, the processes serving the database are woken (Wakes)
+// when the execution has work left: RUNNING, due at $6, or with a stop
+// requested. It returns whether the lease was released. The queueing is an
+// upsert, not an insert that does nothing on a conflict: a claim that read
+// the execution's ready row (held then) and deletes it has the row locked,
+// and the upsert waits for that claim, then queues the execution again.
+const releaseLease = `WITH rel AS (
+  UPDATE leases SET owner = '', expires_at = clock_timestamp()
+  WHERE execution = $2 AND owner = $3 AND epoch = $4
+  RETURNING execution
+), work AS (
+  SELECT e.id, e.status, e.started_ns FROM executions e
+  WHERE e.id IN (SELECT execution FROM rel) AND e.status IN ('RUNNING', 'WAITING')
+    AND (e.status = 'RUNNING' OR e.wake_ns <= $6 OR EXISTS (SELECT 1 FROM stop_requests s WHERE s.execution = e.id))
+), queued AS (
+  INSERT INTO ready (execution, since) SELECT id, started_ns FROM work WHERE status = 'RUNNING'
+  ON CONFLICT (execution) DO UPDATE SET since = EXCLUDED.since
+)
+SELECT EXISTS (SELECT 1 FROM rel), (SELECT count(*) FROM (SELECT pg_notify($1, id) FROM work WHERE $5) n)`
 
 // release is Release; with wake, the release also wakes the processes
 // serving the database (Wakes) when the execution has work left, in the
 // same transaction.
 func (db *DB) release(ctx context.Context, l Lease, wake bool) error {
-	b := &pgx.Batch{}
-	b.Queue(releaseLease, l.Execution, l.Owner, l.Epoch)
-	if wake {
-		b.Queue(wakeReleased, WakeChannel, l.Execution, store.TimeKey(time.Now()))
-	}
-	br := db.pool.SendBatch(ctx, b)
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	var released bool
+	var woken int64
+	err := db.pool.QueryRow(ctx, releaseLease, WakeChannel, l.Execution, l.Owner, l.Epoch, wake, store.TimeKey(time.Now())).Scan(&released, &woken)
 	if err != nil {
 		return fmt.Errorf("database %s: releasing execution %s: %w", db.url, l.Execution, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !released {
 		return db.fenced(ctx, db.pool, l.Execution, l.Epoch)
 	}
 	return nil

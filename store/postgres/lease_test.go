@@ -311,13 +311,13 @@ func TestFenceHoldsTakeover(t *testing.T) {
 
 // waitForLockWait waits until a backend of the test database waits for a
 // lock, running a statement that starts with prefix.
-func waitForLockWait(t *testing.T, db *DB, prefix string) {
+func waitForLockWait(t *testing.T, db *DB, text string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		var n int
 		err := db.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-WHERE datname = current_database() AND wait_event_type = 'Lock' AND starts_with(query, $1)`, prefix).Scan(&n)
+WHERE datname = current_database() AND wait_event_type = 'Lock' AND strpos(query, $1) > 0`, text).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +326,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock' AND starts_with(
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("no statement %q waited for a lock within 30s", prefix)
+	t.Fatalf("no statement holding %q waited for a lock within 30s", text)
 }
 
 // TestConcurrentAcquirers: of many processes acquiring one execution at

@@ -72,6 +72,9 @@ type DB struct {
 
 	owner    string        // this process, in the leases it takes
 	leaseTTL time.Duration // of the leases it takes
+
+	sweptMu sync.Mutex
+	swept   time.Time // when Claim last ran sweepQuery
 }
 
 // Errors of Open.

@@ -178,8 +178,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		b.Queue(`INSERT INTO scopes (execution, key, body) SELECT $1, k, v FROM unnest($2::text[], $3::bytea[]) AS t(k, v)`, n.ID, keys, values)
 	}
 	if db.fence(n.ID) == 0 {
-		// Created without its lease: left for whichever process claims
+		// Created without its lease: queued for whichever process claims
 		// it, which this wakes.
+		b.Queue(`INSERT INTO ready (execution, since) VALUES ($1, $2)`, n.ID, store.TimeKey(s.StartedAt))
 		b.Queue(`SELECT pg_notify($1, $2)`, WakeChannel, n.ID)
 	}
 	err = db.pool.SendBatch(ctx, b).Close()
@@ -405,8 +406,10 @@ func queueCommit(b *pgx.Batch, id string, seq, epoch int64, a *store.AppliedComm
 		b.Queue(`INSERT INTO history_records (execution, first_event, body) VALUES ($1, $2, $3)`, id, a.FirstEvent, a.History)
 	}
 	if a.Status.Ended() {
-		// A stop requested meanwhile has nothing left to stop.
+		// A stop requested meanwhile has nothing left to stop, and
+		// nothing is left to claim.
 		b.Queue(`DELETE FROM stop_requests WHERE execution = $1`, id)
+		b.Queue(`DELETE FROM ready WHERE execution = $1`, id)
 	}
 	for _, prefix := range a.DropScopes {
 		b.Queue(`DELETE FROM scopes WHERE execution = $1 AND starts_with(key, $2)`, id, prefix)
