@@ -182,6 +182,14 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (_
 		// Created, but the first commit never happened: start afresh.
 		r.event(Event{Type: EventExecutionStarted, Input: e.Input, Document: e.Input})
 		top = &Scope{Next: m.StartAt, Doc: e.Input}
+		if opts.claimed != nil {
+			// A start left to whichever process claims it (or one whose
+			// process died first), claimed here: the claim took its
+			// lease, so nothing else can run, stop or end it unseen
+			// (a stop comes on the lease); it starts as Run starts it,
+			// the commit of its first state its first.
+			return r.execute(ctx, top)
+		}
 	}
 	r.ownEvent(Event{Type: EventExecutionResumed, State: top.Next, Document: top.Doc, Detail: map[string]any{"from": string(e.Status)}})
 	if err := r.commit(ctx, nil, &Commit{Status: StatusRunning}); err != nil {

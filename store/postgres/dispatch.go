@@ -26,66 +26,9 @@ var (
 )
 
 // claimQuery takes the leases of up to $2 executions with something to
-// run at $1 (Unix ns) for owner $3, for $4 microseconds, oldest first.
-//
-// The candidates are read from small indexed sets, never from every
-// RUNNING execution: the oldest rows of the ready queue (locked FOR UPDATE
-// SKIP LOCKED, so concurrent claims read different rows), the oldest
-// expired leases still held (a process died), the WAITING executions due
-// at $1, and the stop requests; $2 of each at most.
-//
-// Candidates are locked FOR NO KEY UPDATE SKIP LOCKED: concurrent claims
-// skip each other's candidates instead of queueing on them, so they never
-// take the same execution nor wait for each other. A candidate whose lease
-// row is locked (a commit checking its fence holds it FOR SHARE) is
-// skipped too, rather than waited for: a claim holding an execution's row
-// never waits for a lock a commit of it holds while the commit waits for
-// that row. The upsert's condition (no live owner) is what grants the
-// lease, as in Acquire; it raises the epoch of a lease taken over.
-//
-// The claim removes the ready rows it read that have nothing left to
-// claim: those of the executions it claimed, of the ones no longer RUNNING,
-// and of the ones a live lease holds (a sweep that raced a claim queued
-// one; its holder queues it again when it releases it with work left,
-// an upsert that waits for this claim's lock on the row, so that the two
-// cannot cross).
-const claimQuery = `WITH r AS (
-  SELECT execution FROM ready ORDER BY since, execution LIMIT $2 FOR UPDATE SKIP LOCKED
-), c AS (
-  SELECT id, bool_or(waiting) AS waiting FROM (
-    SELECT execution AS id, false AS waiting FROM r
-    UNION ALL (SELECT execution, false FROM leases WHERE owner <> '' AND expires_at <= clock_timestamp() ORDER BY expires_at LIMIT $2)
-    UNION ALL (SELECT id, true FROM executions WHERE status = 'WAITING' AND wake_ns <= $1 ORDER BY wake_ns LIMIT $2)
-    UNION ALL (SELECT execution, true FROM stop_requests ORDER BY requested_at LIMIT $2)
-  ) u GROUP BY id
-), cand AS (
-  SELECT e.id FROM c JOIN executions e ON e.id = c.id
-  WHERE (e.status = 'RUNNING' OR c.waiting AND e.status = 'WAITING')
-    AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.execution = e.id AND l.owner <> '' AND l.expires_at > clock_timestamp())
-  ORDER BY coalesce(e.wake_ns, e.started_ns), e.id
-  LIMIT $2
-  FOR NO KEY UPDATE OF e SKIP LOCKED
-), unlocked AS (
-  SELECT l.execution FROM cand JOIN leases l ON l.execution = cand.id FOR UPDATE OF l SKIP LOCKED
-), got AS (
-  INSERT INTO leases AS l (execution, owner, epoch, acquired_at, expires_at)
-  SELECT cand.id, $3, 1, clock_timestamp(), clock_timestamp() + $4 * interval '1 microsecond'
-  FROM cand LEFT JOIN leases x ON x.execution = cand.id
-  WHERE x.execution IS NULL OR cand.id IN (SELECT execution FROM unlocked)
-  ON CONFLICT (execution) DO UPDATE
-     SET owner = EXCLUDED.owner, epoch = l.epoch + 1, acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
-   WHERE l.owner = '' OR l.expires_at <= clock_timestamp()
-  RETURNING l.execution, l.epoch, l.expires_at
-), dequeued AS (
-  DELETE FROM ready WHERE execution = ANY (ARRAY(
-    SELECT execution FROM got
-    UNION ALL
-    SELECT execution FROM r
-    WHERE (SELECT status FROM executions WHERE id = r.execution) IS DISTINCT FROM 'RUNNING'
-       OR coalesce((SELECT owner <> '' AND expires_at > clock_timestamp() FROM leases WHERE execution = r.execution), false)))
-)
-SELECT g.execution, g.epoch, g.expires_at, s.execution IS NOT NULL, coalesce(s.error, ''), coalesce(s.cause, '')
-FROM got g LEFT JOIN stop_requests s ON s.execution = g.execution`
+// run at $1 (Unix ns) for owner $3, for $4 microseconds, oldest first:
+// aslrun_claim (migration 0004) says how.
+const claimQuery = `SELECT execution, epoch, expires_at, stop, stop_error, stop_cause FROM aslrun_claim($1, $2, $3, $4)`
 
 // sweepQuery queues the RUNNING executions that no process holds and
 // that are not queued: a backstop, run by Claim every sweepEvery, for an

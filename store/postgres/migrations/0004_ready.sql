@@ -24,3 +24,79 @@ INSERT INTO ready (execution, since)
 SELECT e.id, e.started_ns FROM executions e
 WHERE e.status = 'RUNNING'
   AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.execution = e.id AND l.owner <> '' AND l.expires_at > clock_timestamp());
+
+-- aslrun_claim takes the leases of up to n executions with something to
+-- run at at_ns (Unix ns), for owner who, for ttl_us microseconds, oldest
+-- first, and returns them with their stop requests. A function of simple
+-- statements that keep their plans: the claim as one statement was planned
+-- afresh at every call, and the planning cost more than the claim.
+--
+-- The candidates come from small indexed sets, never from every RUNNING
+-- execution: the oldest rows of the ready queue (locked FOR UPDATE SKIP
+-- LOCKED, so concurrent claims read different rows), the oldest expired
+-- leases still held (their process died), the WAITING executions due, and
+-- the stop requests; n of each at most. They are locked FOR NO KEY UPDATE
+-- SKIP LOCKED, so concurrent claims never take the same execution nor wait
+-- for each other; a candidate whose lease row is locked (a commit checking
+-- its fence holds it FOR SHARE) is skipped too, rather than waited for. The
+-- upsert's condition (no live owner) is what grants a lease, as in Acquire;
+-- it raises the epoch of a lease taken over.
+--
+-- The claim removes the ready rows it read that have nothing left to
+-- claim: those of the executions it claimed, of the ones no longer RUNNING,
+-- and of the ones a live lease holds (a sweep that raced a claim queued
+-- one; its holder queues it again when it releases it with work left, an
+-- upsert that waits for this claim's lock on the row, so that the two
+-- cannot cross).
+CREATE FUNCTION aslrun_claim(at_ns bigint, n integer, who text, ttl_us bigint)
+RETURNS TABLE (execution text, epoch bigint, expires_at timestamptz, stop boolean, stop_error text, stop_cause text)
+LANGUAGE plpgsql
+-- Each statement's generic plan is as good as one made for its values, and
+-- making one at every call cost more than running it.
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    queued   text[];
+    expired  text[];
+    due      text[];
+    stopping text[];
+    cand     text[];
+    free     text[];
+    ids      text[];
+    epochs   bigint[];
+    expiries timestamptz[];
+BEGIN
+    queued := ARRAY(SELECT r.execution FROM ready r ORDER BY r.since, r.execution LIMIT n FOR UPDATE SKIP LOCKED);
+    expired := ARRAY(SELECT l.execution FROM leases l WHERE l.owner <> '' AND l.expires_at <= clock_timestamp()
+                     ORDER BY l.expires_at LIMIT n);
+    due := ARRAY(SELECT w.id FROM executions w WHERE w.status = 'WAITING' AND w.wake_ns <= at_ns ORDER BY w.wake_ns LIMIT n);
+    stopping := ARRAY(SELECT s.execution FROM stop_requests s ORDER BY s.requested_at LIMIT n);
+    cand := ARRAY(
+        SELECT e.id FROM executions e
+        WHERE (e.id = ANY (queued || expired) AND e.status = 'RUNNING'
+               OR e.id = ANY (due || stopping) AND e.status IN ('RUNNING', 'WAITING'))
+          AND NOT coalesce((SELECT l.owner <> '' AND l.expires_at > clock_timestamp() FROM leases l WHERE l.execution = e.id), false)
+        ORDER BY coalesce(e.wake_ns, e.started_ns), e.id
+        LIMIT n
+        FOR NO KEY UPDATE OF e SKIP LOCKED);
+    free := ARRAY(SELECT l.execution FROM leases l WHERE l.execution = ANY (cand) FOR UPDATE OF l SKIP LOCKED);
+    WITH got AS (
+        INSERT INTO leases AS l (execution, owner, epoch, acquired_at, expires_at)
+        SELECT c, who, 1, clock_timestamp(), clock_timestamp() + ttl_us * interval '1 microsecond'
+        FROM unnest(cand) AS c
+        WHERE c = ANY (free) OR (SELECT 1 FROM leases x WHERE x.execution = c) IS NULL
+        ON CONFLICT ON CONSTRAINT leases_pkey DO UPDATE
+           SET owner = EXCLUDED.owner, epoch = l.epoch + 1, acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
+         WHERE l.owner = '' OR l.expires_at <= clock_timestamp()
+        RETURNING l.execution, l.epoch, l.expires_at)
+    SELECT coalesce(array_agg(got.execution), '{}'), coalesce(array_agg(got.epoch), '{}'), coalesce(array_agg(got.expires_at), '{}')
+      INTO ids, epochs, expiries FROM got;
+    DELETE FROM ready r WHERE r.execution = ANY (ids || ARRAY(
+        SELECT q FROM unnest(queued) AS q
+        WHERE (SELECT x.status FROM executions x WHERE x.id = q) IS DISTINCT FROM 'RUNNING'
+           OR coalesce((SELECT l.owner <> '' AND l.expires_at > clock_timestamp() FROM leases l WHERE l.execution = q), false)));
+    RETURN QUERY
+        SELECT t.id, t.ep, t.ex, s.execution IS NOT NULL, coalesce(s.error, ''), coalesce(s.cause, '')
+        FROM unnest(ids, epochs, expiries) AS t(id, ep, ex) LEFT JOIN stop_requests s ON s.execution = t.id;
+END
+$$;
