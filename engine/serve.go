@@ -287,35 +287,46 @@ func (x *Executor) serveClaims(ctx context.Context, d Dispatcher, opts ServeOpti
 			}
 		}()
 	}
-	// claim claims work for the free slots; it reports whether it got any
-	// (there may be more: a claim skips what concurrent claims hold).
+	// claim claims work for the free slots until a claim finds none or
+	// they are all used; it reports whether there may be more work (every
+	// slot was filled). A claim that fills only some of them claims again
+	// at once: it may have skipped what concurrent claims held.
 	due := time.NewTimer(time.Hour)
 	due.Stop()
 	defer due.Stop()
 	claim := func() bool {
-		n := s.reserve()
-		if n == 0 {
-			return true
-		}
-		claims, next, err := d.Claim(ctx, n, time.Now())
-		if err != nil {
-			if ctx.Err() == nil {
-				x.log.Error("claim executions", "error", err)
+		for {
+			n := s.reserve()
+			if n == 0 {
+				return true
 			}
-			claims = nil
+			claims, next, err := d.Claim(ctx, n, time.Now())
+			if err != nil {
+				if ctx.Err() == nil {
+					x.log.Error("claim executions", "error", err)
+				}
+				claims = nil
+			}
+			s.settle(len(claims))
+			for _, c := range claims {
+				launch(c)
+			}
+			if !next.IsZero() {
+				due.Reset(time.Until(next))
+			}
+			if err != nil || len(claims) == 0 {
+				return false
+			}
+			if ctx.Err() != nil || x.draining.Load() {
+				return true
+			}
 		}
-		s.settle(len(claims))
-		for _, c := range claims {
-			launch(c)
-		}
-		if !next.IsZero() {
-			due.Reset(time.Until(next))
-		}
-		return err == nil && len(claims) > 0
 	}
 	t := time.NewTicker(opts.Poll)
 	defer t.Stop()
-	// want is set while there may be work to claim.
+	// want is set while there may be work to claim: a store that wakes
+	// its servers only while its queue is short relies on the servers
+	// whose slots were all filled claiming whenever one frees.
 	want := true
 	for {
 		if want && !x.draining.Load() {

@@ -179,9 +179,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 	}
 	if db.fence(n.ID) == 0 {
 		// Created without its lease: queued for whichever process claims
-		// it, which this wakes.
+		// it, which this wakes while the queue is short (wakeQueued).
 		b.Queue(`INSERT INTO ready (execution, since) VALUES ($1, $2)`, n.ID, store.TimeKey(s.StartedAt))
-		b.Queue(`SELECT pg_notify($1, $2)`, WakeChannel, n.ID)
+		b.Queue(wakeQueued, WakeChannel, n.ID, shortQueue)
 	}
 	err = db.pool.SendBatch(ctx, b).Close()
 	switch {
@@ -193,6 +193,20 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 	db.heads.put(n.ID, cachedHead{head: n.Head})
 	return nil
 }
+
+// wakeQueued notifies channel $1 of execution $2, just queued, unless
+// the ready queue holds more than $3 executions: a server with free
+// slots was woken by the starts that made the queue that long, and the
+// servers that are full claim from it whenever a run of theirs ends (see
+// engine.Serve). On a long queue, a wake per start only made every server
+// answer a wake-up its slots could not use (at 4 servers, a fifth of the
+// database's work). Polling remains the fallback for a wake-up lost to
+// a race.
+const wakeQueued = `SELECT pg_notify($1, $2) WHERE (SELECT count(*) FROM (SELECT 1 FROM ready LIMIT $3 + 1) q) <= $3`
+
+// shortQueue is the length of the ready queue up to which a start left to
+// any server wakes them all (wakeQueued).
+const shortQueue = 8
 
 // scopeArrays returns the keys and values of scope records.
 func scopeArrays(ss []store.ScopeRecord) ([]string, [][]byte) {
@@ -372,16 +386,10 @@ func (db *DB) memoryRecord(ctx context.Context, namespace, key string) ([]byte, 
 	return v, nil
 }
 
-// The statements of a commit's batch.
+// The statements of a commit's batch besides aslrun_commit (migration
+// 0005), which writes the rest.
 const (
-	fenceCheck = `SELECT aslrun_refuse('AR001', 'lease fenced off') FROM (
-  SELECT count(*) AS n FROM (SELECT 1 FROM leases WHERE execution = $1 AND epoch = $2 AND owner <> '' FOR SHARE) l) c
-WHERE c.n = 0`
-	swapHead = `WITH u AS (
-  UPDATE executions SET head = $3, commit_seq = $2 + 1, status = $4, stopped_ns = $5, wake_ns = $6,
-    waiting_for = $7, error = $8, event_count = $9, last_hash = $10
-  WHERE id = $1 AND commit_seq = $2 RETURNING 1)
-SELECT aslrun_refuse('AR002', 'execution changed since it was read') WHERE NOT EXISTS (SELECT 1 FROM u)`
+	commitQuery = `SELECT aslrun_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
 	checkMemory = `SELECT aslrun_refuse('AR002', 'agent memory changed since it was read')
 WHERE (SELECT value FROM agent_memory WHERE namespace = $1 AND key = $2 FOR UPDATE) IS DISTINCT FROM $3::bytea`
 )
@@ -391,29 +399,7 @@ WHERE (SELECT value FROM agent_memory WHERE namespace = $1 AND key = $2 FOR UPDA
 // firsts are the first events of the history records a rollback was
 // applied to.
 func queueCommit(b *pgx.Batch, id string, seq, epoch int64, a *store.AppliedCommit, firsts []int64) {
-	if epoch != 0 {
-		b.Queue(fenceCheck, id, epoch)
-	}
 	lastHash, _ := store.HashBytes(a.LastHash)
-	b.Queue(swapHead, id, seq, a.Head, string(a.Status), nsOrNull(a.StoppedAt), nsOrNull(a.WakeAt), a.WaitingFor, a.Error, a.Events, lastHash)
-	for _, m := range a.MemoryRead {
-		b.Queue(checkMemory, m.Namespace, m.Key, m.Record)
-	}
-	for i, rec := range a.Superseded {
-		b.Queue(`UPDATE history_records SET body = $3 WHERE execution = $1 AND first_event = $2`, id, firsts[i], rec)
-	}
-	if a.History != nil {
-		b.Queue(`INSERT INTO history_records (execution, first_event, body) VALUES ($1, $2, $3)`, id, a.FirstEvent, a.History)
-	}
-	if a.Status.Ended() {
-		// A stop requested meanwhile has nothing left to stop, and
-		// nothing is left to claim.
-		b.Queue(`DELETE FROM stop_requests WHERE execution = $1`, id)
-		b.Queue(`DELETE FROM ready WHERE execution = $1`, id)
-	}
-	for _, prefix := range a.DropScopes {
-		b.Queue(`DELETE FROM scopes WHERE execution = $1 AND starts_with(key, $2)`, id, prefix)
-	}
 	var put, del []store.ScopeRecord
 	for _, s := range a.Scopes {
 		if s.Value == nil {
@@ -422,14 +408,19 @@ func queueCommit(b *pgx.Batch, id string, seq, epoch int64, a *store.AppliedComm
 			put = append(put, s)
 		}
 	}
-	if len(del) > 0 {
-		keys, _ := scopeArrays(del)
-		b.Queue(`DELETE FROM scopes WHERE execution = $1 AND key = ANY($2::text[])`, id, keys)
+	delKeys, _ := scopeArrays(del)
+	putKeys, putBodies := scopeArrays(put)
+	var first *int64
+	if a.History != nil {
+		first = &a.FirstEvent
 	}
-	if len(put) > 0 {
-		keys, values := scopeArrays(put)
-		b.Queue(`INSERT INTO scopes (execution, key, body) SELECT $1, k, v FROM unnest($2::text[], $3::bytea[]) AS t(k, v)
-ON CONFLICT (execution, key) DO UPDATE SET body = EXCLUDED.body`, id, keys, values)
+	b.Queue(commitQuery, id, seq, epoch, a.Head, string(a.Status), nsOrNull(a.StoppedAt), nsOrNull(a.WakeAt), a.WaitingFor, a.Error,
+		a.Events, lastHash, first, a.History, a.DropScopes, delKeys, putKeys, putBodies)
+	for _, m := range a.MemoryRead {
+		b.Queue(checkMemory, m.Namespace, m.Key, m.Record)
+	}
+	for i, rec := range a.Superseded {
+		b.Queue(`UPDATE history_records SET body = $3 WHERE execution = $1 AND first_event = $2`, id, firsts[i], rec)
 	}
 	if cp := a.Checkpoint; cp != nil {
 		blob, _ := store.HashBytes(cp.Blob)
