@@ -28,7 +28,9 @@ var (
 // claimQuery takes the leases of up to $2 executions with something to
 // run at $1 (Unix ns) for owner $3, for $4 microseconds, oldest first:
 // aslrun_claim (migration 0004) says how.
-const claimQuery = `SELECT execution, epoch, expires_at, stop, stop_error, stop_cause FROM aslrun_claim($1, $2, $3, $4)`
+const claimQuery = `SELECT execution, epoch, expires_at, stop, stop_error, stop_cause,
+  spec, head, commit_seq, definition, scope_keys, scope_bodies, namespaces
+FROM aslrun_claim($1, $2, $3, $4)`
 
 // sweepQuery queues the RUNNING executions that no process holds and
 // that are not queued: a backstop, run by Claim every sweepEvery, for an
@@ -73,6 +75,7 @@ func (db *DB) Claim(ctx context.Context, n int, now time.Time) (claims []engine.
 	type claimed struct {
 		l    Lease
 		stop *engine.StopRequest
+		read *claimedRead
 	}
 	var got []claimed
 	var sweepErr error
@@ -90,8 +93,15 @@ func (db *DB) Claim(ctx context.Context, n int, now time.Time) (claims []engine.
 			var stop bool
 			var errName, cause string
 			c.l.Owner = db.owner
-			if err = rows.Scan(&c.l.Execution, &c.l.Epoch, &c.l.Expires, &stop, &errName, &cause); err != nil {
+			var r claimedRead
+			var seq *int64
+			if err = rows.Scan(&c.l.Execution, &c.l.Epoch, &c.l.Expires, &stop, &errName, &cause,
+				&r.spec, &r.head, &seq, &r.def, &r.keys, &r.values, &r.namespaces); err != nil {
 				break
+			}
+			if seq != nil && r.spec != nil && r.head != nil && len(r.keys) == len(r.values) {
+				r.seq = *seq
+				c.read = &r
 			}
 			if stop {
 				c.stop = &engine.StopRequest{Execution: c.l.Execution, ErrName: errName, Cause: cause}
@@ -116,7 +126,12 @@ func (db *DB) Claim(ctx context.Context, n int, now time.Time) (claims []engine.
 		return nil, time.Time{}, db.dbErr("claiming executions", err)
 	}
 	for _, c := range got {
-		lost, release, err := db.holdLease(ctx, c.l, c.stop)
+		if c.read != nil {
+			// What the execution's Load and first commit would read.
+			db.rec.Forget(c.l.Execution)
+			db.heads.put(c.l.Execution, cachedHead{head: c.read.head, seq: c.read.seq})
+		}
+		lost, release, err := db.holdLease(ctx, c.l, c.stop, c.read)
 		if err != nil {
 			for _, done := range claims {
 				done.Release()
@@ -129,6 +144,31 @@ func (db *DB) Claim(ctx context.Context, n int, now time.Time) (claims []engine.
 		next = time.Unix(0, *due)
 	}
 	return claims, next, nil
+}
+
+// claimedRead is an execution as the claim that took its lease read it,
+// for its first Load (Claim).
+type claimedRead struct {
+	spec, head, def []byte
+	seq             int64
+	keys            []string
+	values          [][]byte
+	namespaces      []string
+}
+
+// claimedLoad returns, once, the execution this process claimed as the
+// claim read it (nil when there is none): while the lease is held nothing
+// else commits to it, so that is how it stands until this process commits.
+func (db *DB) claimedLoad(id string) *claimedRead {
+	db.fenceMu.Lock()
+	defer db.fenceMu.Unlock()
+	h := db.held[id]
+	if h == nil || h.read == nil {
+		return nil
+	}
+	r := h.read
+	h.read = nil
+	return r
 }
 
 // sweepDue reports whether the claim at now runs sweepQuery (one every

@@ -494,7 +494,7 @@ func (db *DB) Lease(ctx context.Context, execution string, wait bool) (lost <-ch
 			return nil, nil, err
 		}
 	}
-	return db.holdLease(ctx, l, req)
+	return db.holdLease(ctx, l, req, nil)
 }
 
 // heldLease is a lease this process holds through Lease or Claim.
@@ -503,12 +503,15 @@ type heldLease struct {
 	// wrote is set once a commit under the lease was written, and failed
 	// while the last commit failed.
 	wrote, failed bool
+	// read is the execution as the claim that took the lease read it,
+	// until its first Load (claimedLoad) or a commit.
+	read *claimedRead
 }
 
 // holdLease fences the execution's commits with l, keeps l renewed, and
 // returns what Lease returns; stop, when not nil, is delivered on lost
 // first.
-func (db *DB) holdLease(ctx context.Context, l Lease, stop *engine.StopRequest) (lost <-chan error, release func(), err error) {
+func (db *DB) holdLease(ctx context.Context, l Lease, stop *engine.StopRequest, read *claimedRead) (lost <-chan error, release func(), err error) {
 	db.Fence(l)
 	// Renewals outlive the context the lease was asked for in: release
 	// stops them.
@@ -517,7 +520,7 @@ func (db *DB) holdLease(ctx context.Context, l Lease, stop *engine.StopRequest) 
 		db.Unfence(l.Execution)
 		return nil, nil, err
 	}
-	h := &heldLease{r: r}
+	h := &heldLease{r: r, read: read}
 	db.fenceMu.Lock()
 	if db.held == nil {
 		db.held = make(map[string]*heldLease)
@@ -553,5 +556,6 @@ func (db *DB) noteCommit(execution string, ok bool) {
 	if h := db.held[execution]; h != nil {
 		h.wrote = h.wrote || ok
 		h.failed = !ok
+		h.read = nil
 	}
 }

@@ -2,11 +2,14 @@ package postgres
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/aslrun/aslrun/engine"
 )
 
 // readyRows lists the executions in the ready queue.
@@ -165,5 +168,57 @@ SELECT id, 'm', 'h', status, n, '\x00', '\x00', '\x00' FROM (VALUES ('free', 'RU
 	}
 	if got, want := readyRows(t, db), []string{"expired", "free", "released"}; !slices.Equal(got, want) {
 		t.Errorf("ready after the migration = %v, want %v", got, want)
+	}
+}
+
+// TestClaimReads: the first Load of an execution this process claimed is
+// what the claim read with its lease, the same as a Load from the
+// database; one after a commit reads the commit.
+func TestClaimReads(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t, Options{LeaseOwner: "me", LeaseTTL: time.Minute})
+	other, err := Open(ctx, schemaURL(t, db), Options{LeaseOwner: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, id := range []string{"read", "committed"} {
+		createAt(t, other, id, time.Now())
+	}
+	cs, _, err := db.Claim(ctx, 2, time.Now())
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("Claim(2) = %v, %v", claimedIDs(cs), err)
+	}
+	defer func() {
+		for _, c := range cs {
+			c.Release()
+		}
+	}()
+	db.fenceMu.Lock()
+	kept := db.held["read"] != nil && db.held["read"].read != nil
+	db.fenceMu.Unlock()
+	if !kept {
+		t.Fatal("the claim did not keep what it read of the execution")
+	}
+	claimed, err := db.Load(ctx, "read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := other.Load(ctx, "read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(claimed, stored) {
+		t.Errorf("Load after Claim = %+v, want what the database holds, %+v", claimed, stored)
+	}
+	if r := db.claimedLoad("read"); r != nil {
+		t.Error("the claim's read is kept after the first Load")
+	}
+	// A commit makes the claim's read stale: the next Load reads the
+	// database.
+	commitStatus(t, db, "committed", 1, engine.StatusWaiting, time.Time{})
+	e, err := db.Load(ctx, "committed")
+	if err != nil || e.Status != engine.StatusWaiting {
+		t.Fatalf("Load after a commit = %+v, %v; want it WAITING, as committed", e, err)
 	}
 }

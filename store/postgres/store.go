@@ -465,6 +465,9 @@ func (db *DB) Load(ctx context.Context, id string) (*engine.Execution, error) {
 	if !storable(id) {
 		return nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
 	}
+	if r := db.claimedLoad(id); r != nil {
+		return loadedExecution(id, r.spec, r.head, r.def, r.keys, r.values, r.namespaces)
+	}
 	var spec, head, def []byte
 	var keys, namespaces []string
 	var values [][]byte
@@ -482,6 +485,12 @@ FROM executions e LEFT JOIN definitions d ON d.hash = e.definition_hash WHERE e.
 	if len(keys) != len(values) {
 		return nil, db.dbErr("loading execution "+id, fmt.Errorf("%d scope keys, %d scopes", len(keys), len(values)))
 	}
+	return loadedExecution(id, spec, head, def, keys, values, namespaces)
+}
+
+// loadedExecution decodes an execution read as Load reads it (keys and
+// values are its scopes, as many of each).
+func loadedExecution(id string, spec, head, def []byte, keys []string, values [][]byte, namespaces []string) (*engine.Execution, error) {
 	scopes := make([]store.ScopeRecord, len(keys))
 	for i := range keys {
 		scopes[i] = store.ScopeRecord{Key: keys[i], Value: values[i]}

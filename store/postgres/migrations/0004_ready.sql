@@ -27,7 +27,8 @@ WHERE e.status = 'RUNNING'
 
 -- aslrun_claim takes the leases of up to n executions with something to
 -- run at at_ns (Unix ns), for owner who, for ttl_us microseconds, oldest
--- first, and returns them with their stop requests. A function of simple
+-- first, and returns them with their stop requests and what Load would
+-- read of them (saving each its read). A function of simple
 -- statements that keep their plans: the claim as one statement was planned
 -- afresh at every call, and the planning cost more than the claim.
 --
@@ -49,7 +50,8 @@ WHERE e.status = 'RUNNING'
 -- upsert that waits for this claim's lock on the row, so that the two
 -- cannot cross).
 CREATE FUNCTION aslrun_claim(at_ns bigint, n integer, who text, ttl_us bigint)
-RETURNS TABLE (execution text, epoch bigint, expires_at timestamptz, stop boolean, stop_error text, stop_cause text)
+RETURNS TABLE (execution text, epoch bigint, expires_at timestamptz, stop boolean, stop_error text, stop_cause text,
+    spec bytea, head bytea, commit_seq bigint, definition bytea, scope_keys text[], scope_bodies bytea[], namespaces text[])
 LANGUAGE plpgsql
 -- Each statement's generic plan is as good as one made for its values, and
 -- making one at every call cost more than running it.
@@ -95,8 +97,17 @@ BEGIN
         SELECT q FROM unnest(queued) AS q
         WHERE (SELECT x.status FROM executions x WHERE x.id = q) IS DISTINCT FROM 'RUNNING'
            OR coalesce((SELECT l.owner <> '' AND l.expires_at > clock_timestamp() FROM leases l WHERE l.execution = q), false)));
+    -- Each execution claimed as Load reads it, and its commit count:
+    -- read after its lease was taken, so as of its last commit.
     RETURN QUERY
-        SELECT t.id, t.ep, t.ex, s.execution IS NOT NULL, coalesce(s.error, ''), coalesce(s.cause, '')
-        FROM unnest(ids, epochs, expiries) AS t(id, ep, ex) LEFT JOIN stop_requests s ON s.execution = t.id;
+        SELECT t.id, t.ep, t.ex, s.execution IS NOT NULL, coalesce(s.error, ''), coalesce(s.cause, ''),
+            e.spec, e.head, e.commit_seq, d.body,
+            ARRAY(SELECT sc.key FROM scopes sc WHERE sc.execution = t.id ORDER BY sc.key),
+            ARRAY(SELECT sc.body FROM scopes sc WHERE sc.execution = t.id ORDER BY sc.key),
+            ARRAY(SELECT m.namespace FROM memory_namespaces m WHERE m.execution = t.id ORDER BY m.namespace)
+        FROM unnest(ids, epochs, expiries) AS t(id, ep, ex)
+        LEFT JOIN executions e ON e.id = t.id
+        LEFT JOIN definitions d ON d.hash = e.definition_hash
+        LEFT JOIN stop_requests s ON s.execution = t.id;
 END
 $$;
