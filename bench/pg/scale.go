@@ -186,7 +186,7 @@ func measureScale(ctx context.Context, cfg scaleConfig, tokens, token string, n 
 		select {
 		case <-ctx.Done():
 			return row, fmt.Errorf("%d servers: %d of %d executions finished before %v", n, int(total), row.Executions, context.Cause(ctx))
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	row.Seconds = time.Since(start).Seconds()

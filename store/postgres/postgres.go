@@ -64,6 +64,7 @@ type DB struct {
 
 	rec     *store.Records
 	heads   headCache
+	defs    knownDefinitions
 	closed  atomic.Bool
 	fenceMu sync.Mutex
 	fences  map[string]int64      // execution → epoch its commits check

@@ -158,7 +158,7 @@ func (db *DB) Create(ctx context.Context, e *engine.Execution) error {
 		return fmt.Errorf("create execution %s: %w", e.ID, err)
 	}
 	b := &pgx.Batch{}
-	if n.Definition != nil {
+	if n.Definition != nil && !db.defs.has(n.DefinitionHash) {
 		b.Queue(`INSERT INTO definitions (hash, body) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING`, n.DefinitionHash, n.Definition)
 	}
 	var def *string
@@ -191,7 +191,37 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		return db.dbErr("create execution "+n.ID, err)
 	}
 	db.heads.put(n.ID, cachedHead{head: n.Head})
+	if n.Definition != nil {
+		db.defs.add(n.DefinitionHash)
+	}
 	return nil
+}
+
+// knownDefinitions are the hashes of definitions this process stored (or
+// found stored): definitions are never deleted, so a start of one of them
+// need not store it again. It is safe for concurrent use.
+type knownDefinitions struct {
+	mu     sync.Mutex
+	hashes map[string]struct{}
+}
+
+// maxKnownDefinitions bounds knownDefinitions; past it, it starts afresh.
+const maxKnownDefinitions = 4096
+
+func (k *knownDefinitions) has(hash string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.hashes[hash]
+	return ok
+}
+
+func (k *knownDefinitions) add(hash string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.hashes == nil || len(k.hashes) >= maxKnownDefinitions {
+		k.hashes = make(map[string]struct{})
+	}
+	k.hashes[hash] = struct{}{}
 }
 
 // wakeQueued notifies channel $1 of execution $2, just queued, unless
