@@ -116,3 +116,16 @@ func TestParseLists(t *testing.T) {
 		}
 	}
 }
+
+func TestParseProcStat(t *testing.T) {
+	got, err := parseProcStat([]byte("cpu  100 5 50 9000 20 3 2 1 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"))
+	// user+nice+system+irq+softirq+steal = 100+5+50+3+2+1 ticks.
+	if want := 161 * 10 * time.Millisecond; err != nil || got != want {
+		t.Errorf("parseProcStat = %v, %v; want %v", got, err, want)
+	}
+	for _, bad := range []string{"", "intr 1 2 3\n", "cpu 1 2 3\n", "cpu 1 2 x 4 5 6 7 8\n", "cpu 1 2 -3 4 5 6 7 8\n"} {
+		if _, err := parseProcStat([]byte(bad)); err == nil {
+			t.Errorf("parseProcStat(%q): no error", bad)
+		}
+	}
+}

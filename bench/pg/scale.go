@@ -54,6 +54,10 @@ type scaleRun struct {
 	Shares []float64 `json:"shares"`
 	// Speedup is PerSecond over the one-server row of the same delay.
 	Speedup float64 `json:"speedup"`
+	// CPUMillis is the CPU time the whole machine spent per execution
+	// while the row ran (servers, database, this client, the rest), in
+	// milliseconds; 0 where /proc/stat cannot be read.
+	CPUMillis float64 `json:"cpuMillisPerExecution"`
 }
 
 // scaleWorkflow is three Tasks in a row; their agent is mocked per start
@@ -112,8 +116,8 @@ func scaleTable(ctx context.Context, w io.Writer, cfg scaleConfig) ([]scaleRun, 
 			for i, s := range row.Shares {
 				shares[i] = fmt.Sprintf("%.0f%%", 100*s)
 			}
-			fmt.Fprintf(w, "%d server(s), %s, agents %4.0f ms, submit %-6s %5d executions in %6.2f s (accepted in %5.2f s): %7.1f executions/s, %7.1f task transitions/s, ×%.2f of one, shares %s\n",
-				row.Servers, row.Durability, row.DelayMs, row.Submit, row.Executions, row.Seconds, row.SubmitSeconds, row.PerSecond, row.TaskTransitions, row.Speedup, strings.Join(shares, " "))
+			fmt.Fprintf(w, "%d server(s), %s, agents %4.0f ms, submit %-6s %5d executions in %6.2f s (accepted in %5.2f s): %7.1f executions/s, %7.1f task transitions/s, ×%.2f of one, shares %s, machine CPU %.2f ms/execution\n",
+				row.Servers, row.Durability, row.DelayMs, row.Submit, row.Executions, row.Seconds, row.SubmitSeconds, row.PerSecond, row.TaskTransitions, row.Speedup, strings.Join(shares, " "), row.CPUMillis)
 		}
 	}
 	return rows, nil
@@ -152,6 +156,7 @@ func measureScale(ctx context.Context, cfg scaleConfig, tokens, token string, n 
 	mock := fmt.Sprintf(`{"Work":{"0-999999":{"Return":{"ok":true},"DelaySeconds":%g}}}`, delay)
 	prefix := fmt.Sprintf("scale-%d-%d-%d-", n, int(delay*1000), time.Now().UnixNano())
 	client := &http.Client{Timeout: time.Minute}
+	cpu0, cpuErr := machineCPU()
 	start := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(64)
@@ -190,6 +195,9 @@ func measureScale(ctx context.Context, cfg scaleConfig, tokens, token string, n 
 		}
 	}
 	row.Seconds = time.Since(start).Seconds()
+	if cpu1, err := machineCPU(); err == nil && cpuErr == nil {
+		row.CPUMillis = (cpu1 - cpu0).Seconds() * 1000 / float64(row.Executions)
+	}
 	row.PerSecond = float64(row.Executions) / row.Seconds
 	row.TaskTransitions = row.PerSecond * float64(cfg.tasksInRun)
 	for i := range shares {
@@ -315,6 +323,38 @@ func sumMetric(r io.Reader, name string) (float64, error) {
 		sum += v
 	}
 	return sum, sc.Err()
+}
+
+// machineCPU is the CPU time all the machine's cores have spent busy
+// since it started (user, nice, system, irq, softirq and steal of the
+// "cpu" line of /proc/stat, Linux only).
+func machineCPU() (time.Duration, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseProcStat(data)
+}
+
+// parseProcStat reads the busy time of the "cpu" line of a /proc/stat
+// (in USER_HZ ticks, 100 a second on Linux).
+func parseProcStat(data []byte) (time.Duration, error) {
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: first line %q is not the cpu line", line)
+	}
+	var ticks int64
+	// user nice system idle iowait irq softirq steal: idle and iowait
+	// are not busy.
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil || v < 0 {
+			return 0, fmt.Errorf("/proc/stat: cpu field %d %q: want a count of ticks", i, f[i])
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * (time.Second / 100), nil
 }
 
 // errNoScale is returned when -mode scale lacks what it needs.
