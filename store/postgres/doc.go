@@ -49,14 +49,17 @@
 // DB is an engine.Dispatcher. An execution with something to run that no
 // live process holds (RUNNING, WAITING and due, or with a stop requested)
 // is claimed by a server with free slots: Claim takes up to n of them, and
-// their leases, in one statement whose candidates are locked FOR NO KEY
-// UPDATE SKIP LOCKED, so that concurrent claims never take the same
-// execution nor wait for each other. The transactions that leave work for
-// any server notify WakeChannel (pg_notify, sent when they commit, never
-// for one rolled back): the creation of an execution without its lease (a
-// start the receiving server had no room for), and the release of a lease
-// after successful commits with work left (a decision recorded and left, a
-// drained server). Servers listen with a Notifier (Wakes) on a connection
+// their leases, in one call of aslrun_claim (migration 0004) whose
+// candidates are locked FOR NO KEY UPDATE SKIP LOCKED, so that concurrent
+// claims never take the same execution nor wait for each other. The
+// RUNNING ones are read from the ready queue (table ready), which the
+// statements that leave an execution so add it to, so a claim does not
+// read every RUNNING execution. The transactions that leave work for any
+// server notify WakeChannel (pg_notify, sent when they commit, never for
+// one rolled back): the creation of an execution without its lease (a
+// start the receiving server had no room for, while the ready queue is
+// short), and the release of a lease after successful commits with work
+// left (a decision recorded and left, a drained server). Servers listen with a Notifier (Wakes) on a connection
 // of their own, made again when it drops, and claim when woken.
 // Notifications are a hint that makes servers prompt, never the only way
 // work is found: servers also poll, so a notification lost while a
