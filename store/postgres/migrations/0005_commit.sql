@@ -20,7 +20,13 @@ CREATE FUNCTION aslrun_commit(exec_id text, at_seq bigint, fence_epoch bigint,
     drop_prefixes text[], del_keys text[], put_keys text[], put_bodies bytea[])
 RETURNS void
 LANGUAGE plpgsql
+-- As aslrun_claim (0004): generic plans, by index whatever the statistics,
+-- no JIT.
 SET plan_cache_mode = force_generic_plan
+SET jit = off
+SET enable_seqscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 BEGIN
     IF fence_epoch <> 0 THEN
