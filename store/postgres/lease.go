@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -307,6 +308,9 @@ type Renewer struct {
 	// it starts).
 	poke     chan struct{}
 	stopSent bool
+	// ended is set once the commit that ended the execution released the
+	// lease (noteEnded): nothing is left to renew.
+	ended atomic.Bool
 
 	mu    sync.Mutex
 	lease Lease
@@ -360,9 +364,15 @@ func (r *Renewer) loop(ctx context.Context) {
 		case <-tick.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, r.ttl/3)
+		if r.ended.Load() {
+			cancel()
+			continue
+		}
 		l, stop, err := r.db.renew(rctx, r.Lease(), r.ttl)
 		cancel()
 		switch {
+		case r.ended.Load():
+			// Released by the commit that ended the execution meanwhile.
 		case err == nil:
 			r.mu.Lock()
 			r.lease = l
@@ -506,6 +516,10 @@ type heldLease struct {
 	// read is the execution as the claim that took the lease read it,
 	// until its first Load (claimedLoad) or a commit.
 	read *claimedRead
+	// released is set once the commit that ended the execution released
+	// the lease in its transaction (noteEnded): releasing it costs no
+	// round trip then.
+	released bool
 }
 
 // holdLease fences the execution's commits with l, keeps l renewed, and
@@ -533,15 +547,18 @@ func (db *DB) holdLease(ctx context.Context, l Lease, stop *engine.StopRequest, 
 			r.Stop()
 			db.fenceMu.Lock()
 			wake := h.wrote && !h.failed
+			released := h.released
 			if db.held[l.Execution] == h {
 				delete(db.held, l.Execution)
 			}
 			db.fenceMu.Unlock()
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-			defer cancel()
-			// A lease taken over needs no releasing; one that cannot be
-			// released (the database is away) expires.
-			_ = db.release(rctx, r.Lease(), wake)
+			if !released {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+				defer cancel()
+				// A lease taken over needs no releasing; one that cannot
+				// be released (the database is away) expires.
+				_ = db.release(rctx, r.Lease(), wake)
+			}
 			db.Unfence(l.Execution)
 		})
 	}
@@ -550,6 +567,26 @@ func (db *DB) holdLease(ctx context.Context, l Lease, stop *engine.StopRequest, 
 
 // noteCommit records the outcome of a commit of an execution whose lease
 // this process holds (Lease, Claim).
+// releasesAtEnd reports whether the commit that ends execution is to
+// release its lease in the same transaction: when this process holds it
+// through Lease or Claim, whose release then has nothing left to do.
+func (db *DB) releasesAtEnd(execution string) bool {
+	db.fenceMu.Lock()
+	defer db.fenceMu.Unlock()
+	return db.held[execution] != nil
+}
+
+// noteEnded records that the commit that ended execution released its
+// lease (releasesAtEnd).
+func (db *DB) noteEnded(execution string) {
+	db.fenceMu.Lock()
+	defer db.fenceMu.Unlock()
+	if h := db.held[execution]; h != nil {
+		h.released = true
+		h.r.ended.Store(true)
+	}
+}
+
 func (db *DB) noteCommit(execution string, ok bool) {
 	db.fenceMu.Lock()
 	defer db.fenceMu.Unlock()

@@ -14,10 +14,13 @@
 --   history_body  the history record to add at first_event_no, or NULL.
 --   drop_prefixes scopes to delete by key prefix, then del_keys by key,
 --                 then put_keys/put_bodies to upsert.
+--   release_lease with a status that ends the execution: give the lease
+--                 of fence_epoch up in the same transaction (the holder
+--                 would release it next, in a transaction of its own).
 CREATE FUNCTION aslrun_commit(exec_id text, at_seq bigint, fence_epoch bigint,
     new_head bytea, new_status text, new_stopped bigint, new_wake bigint, new_waiting text, new_error text,
     new_events bigint, new_last_hash bytea, first_event_no bigint, history_body bytea,
-    drop_prefixes text[], del_keys text[], put_keys text[], put_bodies bytea[])
+    drop_prefixes text[], del_keys text[], put_keys text[], put_bodies bytea[], release_lease boolean)
 RETURNS void
 LANGUAGE plpgsql
 -- As aslrun_claim (0004): generic plans, by index whatever the statistics,
@@ -49,6 +52,9 @@ BEGIN
         -- is left to claim.
         DELETE FROM stop_requests s WHERE s.execution = exec_id;
         DELETE FROM ready r WHERE r.execution = exec_id;
+        IF release_lease AND fence_epoch <> 0 THEN
+            UPDATE leases l SET owner = '', expires_at = clock_timestamp() WHERE l.execution = exec_id AND l.epoch = fence_epoch;
+        END IF;
     END IF;
     IF cardinality(drop_prefixes) > 0 THEN
         DELETE FROM scopes s WHERE s.execution = exec_id AND s.key ^@ ANY (drop_prefixes);
