@@ -566,17 +566,69 @@ func (db *DB) History(ctx context.Context, id string) ([]engine.Event, error) {
 	return store.ReadHistory(id, records)
 }
 
-// VerifyHistory checks an execution's history; ErrTampered names the
-// first event that does not verify.
+// VerifyHistory checks an execution's history, its head and its
+// checkpoints, all read in one statement (as of one commit): every
+// event's hash and link (ErrTampered names the first event that does not
+// verify), then the head and the checkpoints against the chain (an
+// *IntegrityError names the record and the field; store.VerifyCheckpoints
+// says what a checkpoint's row must agree with).
 func (db *DB) VerifyHistory(ctx context.Context, id string) error {
 	if err := db.check(ctx); err != nil {
 		return err
 	}
-	head, records, err := db.historyOf(ctx, id)
+	head, records, cps, err := db.verifiable(ctx, id)
 	if err != nil {
 		return err
 	}
-	return store.VerifyHistory(id, head, records)
+	if err := store.VerifyHistory(id, head, records); err != nil {
+		return err
+	}
+	return store.VerifyCheckpoints(id, records, cps)
+}
+
+// verifiable reads an execution's head, its history records and its
+// checkpoints' rows (without their snapshots) in one statement.
+func (db *DB) verifiable(ctx context.Context, id string) ([]byte, [][]byte, []store.CheckpointWrite, error) {
+	if !storable(id) {
+		return nil, nil, nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	}
+	var head []byte
+	var records, bodies, blobs, docs [][]byte
+	var names []string
+	var events, created []int64
+	var expires []*int64
+	err := db.pool.QueryRow(ctx, `SELECT head, ARRAY(SELECT body FROM history_records WHERE execution = $1 ORDER BY first_event),
+  ARRAY(SELECT name FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT body FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT coalesce(event_seq, 0) FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT doc_hash FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT blob FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT created_ns FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT expires_ns FROM checkpoints WHERE execution = $1 ORDER BY name)
+FROM executions WHERE id = $1`, id).Scan(&head, &records, &names, &bodies, &events, &docs, &blobs, &created, &expires)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil, nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	case err != nil:
+		return nil, nil, nil, db.dbErr("reading the history and checkpoints of execution "+id, err)
+	}
+	n := len(names)
+	if len(bodies) != n || len(events) != n || len(docs) != n || len(blobs) != n || len(created) != n || len(expires) != n {
+		return nil, nil, nil, db.dbErr("reading the checkpoints of execution "+id, fmt.Errorf("%d checkpoint names, columns of %d, %d, %d, %d, %d, %d rows",
+			n, len(bodies), len(events), len(docs), len(blobs), len(created), len(expires)))
+	}
+	cps := make([]store.CheckpointWrite, n)
+	for i, name := range names {
+		cps[i] = store.CheckpointWrite{
+			Name: name, Record: bodies[i], Event: events[i],
+			DocHash: fmt.Sprintf("%x", docs[i]), Blob: fmt.Sprintf("%x", blobs[i]),
+			CreatedAt: time.Unix(0, created[i]).UTC(),
+		}
+		if expires[i] != nil {
+			cps[i].ExpiresAt = time.Unix(0, *expires[i]).UTC()
+		}
+	}
+	return head, records, cps, nil
 }
 
 // Checkpoint returns the named checkpoint of an execution, its document
