@@ -48,7 +48,9 @@ type IntegrityError struct {
 	// Field names what disagrees: for the head "status", "output",
 	// "error", "cause", "lastHash", "events" or "seal" (a field the
 	// history does not repeat); for a checkpoint "docHash" or "record"
-	// (any other field of it).
+	// (any other field of its record), and, where a backend keeps them
+	// beside the record (VerifyCheckpoints), "event", "blob",
+	// "createdAt" or "expiresAt".
 	Field string
 	// Detail says how it disagrees.
 	Detail string
