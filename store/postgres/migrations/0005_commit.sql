@@ -23,13 +23,10 @@ CREATE FUNCTION aslrun_commit(exec_id text, at_seq bigint, fence_epoch bigint,
     drop_prefixes text[], del_keys text[], put_keys text[], put_bodies bytea[], release_lease boolean)
 RETURNS void
 LANGUAGE plpgsql
--- As aslrun_claim (0004): generic plans, by index whatever the statistics,
--- no JIT.
-SET plan_cache_mode = force_generic_plan
-SET jit = off
-SET enable_seqscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
+-- No SET clauses, unlike aslrun_claim: every statement here reads or
+-- writes one execution's rows by their primary key, which any plan does by
+-- index, and saving and restoring settings at each call cost more than
+-- the statements' own planning.
 AS $$
 BEGIN
     IF fence_epoch <> 0 THEN
