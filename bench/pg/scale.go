@@ -60,6 +60,9 @@ type scaleRun struct {
 	CPUMillis float64 `json:"cpuMillisPerExecution"`
 }
 
+// submitters is how many starts are in flight at once.
+const submitters = 64
+
 // scaleWorkflow is three Tasks in a row; their agent is mocked per start
 // with the measured delay.
 const scaleWorkflow = `{"StartAt":"Read","States":{
@@ -155,11 +158,17 @@ func measureScale(ctx context.Context, cfg scaleConfig, tokens, token string, n 
 	}
 	mock := fmt.Sprintf(`{"Work":{"0-999999":{"Return":{"ok":true},"DelaySeconds":%g}}}`, delay)
 	prefix := fmt.Sprintf("scale-%d-%d-%d-", n, int(delay*1000), time.Now().UnixNano())
-	client := &http.Client{Timeout: time.Minute}
+	// Connections are kept for every start in flight, as a load balancer
+	// keeps them: the default transport keeps 2 a host, and the other 62
+	// starts in flight would each open a connection of their own.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = submitters
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Timeout: time.Minute, Transport: transport}
 	cpu0, cpuErr := machineCPU()
 	start := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(64)
+	g.SetLimit(submitters)
 	for i := range row.Executions {
 		target := servers[0]
 		if cfg.submit == "spread" {
