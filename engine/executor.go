@@ -98,6 +98,8 @@ type Config struct {
 // Executor runs executions of state machines. It is safe for concurrent
 // use.
 type Executor struct {
+	// machines are the definitions of the executions it loaded, parsed.
+	machines   states.Cache
 	agents     *agents.Registry
 	agentsFor  func(e *Execution) (*agents.Registry, error)
 	store      Store

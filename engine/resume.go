@@ -90,7 +90,7 @@ func (x *Executor) load(ctx context.Context, id string) (*Execution, *states.Mac
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := states.Parse(e.Definition)
+	m, err := x.machines.Parse(e.Definition)
 	if err != nil {
 		return nil, nil, fmt.Errorf("execution %s: its stored definition no longer parses: %w", id, err)
 	}

@@ -56,7 +56,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	case len(req.Definition) > 0 && req.Workflow != "":
 		return badRequest("/workflow", "give a registered workflow or an inline definition, not both")
 	case len(req.Definition) > 0:
-		parsed, err := states.Parse(req.Definition)
+		parsed, err := s.machines.Parse(req.Definition)
 		if err != nil {
 			var list states.ErrorList
 			if errors.As(err, &list) {
@@ -77,7 +77,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		parsed, err := states.Parse(v.Definition)
+		parsed, err := s.machines.Parse(v.Definition)
 		if err != nil {
 			return fmt.Errorf("workflow %s version %d no longer parses: %w", v.Name, v.Version, err)
 		}

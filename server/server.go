@@ -15,6 +15,7 @@ import (
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -56,6 +57,8 @@ type Config struct {
 // a crash left and those whose timers fall due. It is safe for
 // concurrent use.
 type Server struct {
+	// machines are the inline definitions of the starts it served, parsed.
+	machines   states.Cache
 	st         Store
 	x          *engine.Executor
 	agents     *agents.Registry
