@@ -56,11 +56,7 @@ func TestClaim(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, Options{LeaseOwner: "me", LeaseTTL: time.Minute})
 	// Another process on the same schema.
-	other, err := Open(ctx, schemaURL(t, db), Options{LeaseOwner: "other"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := openOther(t, db, "other")
 
 	base := time.Now().Add(-time.Hour)
 	later := time.Now().Add(time.Hour).Truncate(time.Microsecond)

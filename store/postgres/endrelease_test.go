@@ -15,11 +15,7 @@ import (
 func TestEndingCommitReleases(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, Options{LeaseOwner: "me", LeaseTTL: time.Minute})
-	other, err := Open(ctx, schemaURL(t, db), Options{LeaseOwner: "other"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := openOther(t, db, "other")
 	for _, id := range []string{"held", "fenced"} {
 		createAt(t, db, id, time.Now())
 	}

@@ -130,11 +130,7 @@ func TestGroupCommit(t *testing.T) {
 func TestGroupCommitFenced(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, Options{})
-	other, err := Open(ctx, schemaURL(t, db), Options{LeaseOwner: "other"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := openOther(t, db, "other")
 	held, letGo := queuedCommits(t, db)
 	ids := []string{"ok1", "fenced", "ok2"}
 	for _, id := range ids {

@@ -12,6 +12,17 @@ import (
 	"github.com/aslrun/aslrun/engine"
 )
 
+// openOther opens db's schema again as another process, leasing as owner.
+func openOther(t *testing.T, db *DB, owner string) *DB {
+	t.Helper()
+	other, err := Open(context.Background(), schemaURL(t, db), Options{LeaseOwner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	return other
+}
+
 // readyRows lists the executions in the ready queue.
 func readyRows(t *testing.T, db *DB) []string {
 	t.Helper()
@@ -72,11 +83,7 @@ func TestReadyQueue(t *testing.T) {
 func TestReadyStaleRows(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, Options{LeaseOwner: "me", LeaseTTL: time.Minute})
-	other, err := Open(ctx, schemaURL(t, db), Options{LeaseOwner: "other"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := openOther(t, db, "other")
 	createAt(t, db, "x", time.Now())
 	l, err := other.Acquire(ctx, "x", "other", time.Minute)
 	if err != nil {
@@ -177,11 +184,7 @@ SELECT id, 'm', 'h', status, n, '\x00', '\x00', '\x00' FROM (VALUES ('free', 'RU
 func TestClaimReads(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, Options{LeaseOwner: "me", LeaseTTL: time.Minute})
-	other, err := Open(ctx, schemaURL(t, db), Options{LeaseOwner: "other"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := openOther(t, db, "other")
 	for _, id := range []string{"read", "committed"} {
 		createAt(t, other, id, time.Now())
 	}
