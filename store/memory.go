@@ -19,8 +19,11 @@ import (
 // encoded as Bolt does (documents are encoded on the way in and decoded on
 // the way out, so callers never share memory with it), hashes histories
 // the same way and stores checkpoint documents with the snapshot codec
-// (CodecNone). It finds due timers and lists executions by scanning them
-// all.
+// (CodecNone). It keeps each checkpoint with the fields a backend other
+// than Bolt keeps beside it (CheckpointWrite), and checks them against the
+// history (VerifyCheckpoints) where Bolt checks its checkpoints: in
+// VerifyHistory and in the loads. It finds due timers and lists
+// executions by scanning them all.
 //
 // A Memory is safe for concurrent use.
 type Memory struct {
@@ -43,8 +46,8 @@ type memExec struct {
 	exec        []byte
 	head        []byte
 	scopes      map[string][]byte
-	history     [][]byte // history records, as Bolt stores them
-	checkpoints map[string][]byte
+	history     [][]byte                   // history records, as Bolt stores them
+	checkpoints map[string]CheckpointWrite // as Apply wrote them, without their snapshots
 	namespaces  map[string]bool
 }
 
@@ -86,7 +89,7 @@ func (m *Memory) Create(ctx context.Context, e *engine.Execution) error {
 			m.definitions[c.definitionHash] = c.definition
 		}
 	}
-	x := &memExec{exec: c.exec, head: head, scopes: make(map[string][]byte), checkpoints: make(map[string][]byte), namespaces: make(map[string]bool)}
+	x := &memExec{exec: c.exec, head: head, scopes: make(map[string][]byte), checkpoints: make(map[string]CheckpointWrite), namespaces: make(map[string]bool)}
 	for _, w := range c.scopes {
 		if w.value != nil {
 			x.scopes[w.key] = w.value
@@ -133,7 +136,7 @@ func (m *Memory) apply(p *prepared) error {
 	var oldBlob string
 	if cp := a.Checkpoint; cp != nil {
 		if old, ok := x.checkpoints[cp.Name]; ok {
-			_, r, err := decodeCheckpoint(p.id, cp.Name, old, false)
+			_, r, err := decodeCheckpoint(p.id, cp.Name, old.Record, false)
 			if err != nil {
 				return err
 			}
@@ -163,7 +166,9 @@ func (m *Memory) apply(p *prepared) error {
 		if oldBlob != "" {
 			m.unref(oldBlob)
 		}
-		x.checkpoints[cp.Name] = cp.Record
+		kept := *cp
+		kept.Snapshot = nil
+		x.checkpoints[cp.Name] = kept
 	}
 	for _, ns := range a.Namespaces {
 		x.namespaces[ns] = true
@@ -244,7 +249,9 @@ func (m *Memory) Load(ctx context.Context, id string) (*engine.Execution, error)
 
 // Checkpoint returns the named checkpoint of an execution, its document
 // decoded; ErrNotFound when there is none, ErrCorrupt when its snapshot
-// does not decode. Expired checkpoints are returned until GC removes them.
+// does not decode, an *IntegrityError when it disagrees with the history
+// (VerifyCheckpoints). Expired checkpoints are returned until GC removes
+// them.
 func (m *Memory) Checkpoint(ctx context.Context, id, name string) (*engine.Checkpoint, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -252,20 +259,24 @@ func (m *Memory) Checkpoint(ctx context.Context, id, name string) (*engine.Check
 	if err != nil {
 		return nil, err
 	}
-	rec, ok := x.checkpoints[name]
+	cp, ok := x.checkpoints[name]
 	if !ok {
 		return nil, fmt.Errorf("execution %s checkpoint %q: %w", id, name, engine.ErrNotFound)
 	}
-	_, r, err := decodeCheckpoint(id, name, rec, false)
+	if err := VerifyCheckpoints(id, x.history, []CheckpointWrite{cp}); err != nil {
+		return nil, err
+	}
+	_, r, err := decodeCheckpoint(id, name, cp.Record, false)
 	if err != nil {
 		return nil, err
 	}
 	blob, found := m.blobs[r.Blob]
-	return loadCheckpoint(id, name, rec, blob, found, &m.codecs, &m.migrations)
+	return loadCheckpoint(id, name, cp.Record, blob, found, &m.codecs, &m.migrations)
 }
 
 // ListCheckpoints returns an execution's checkpoints without their
-// documents, oldest first.
+// documents, oldest first; an *IntegrityError names the first, by name,
+// that disagrees with the history (VerifyCheckpoints).
 func (m *Memory) ListCheckpoints(ctx context.Context, id string) ([]*engine.Checkpoint, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -273,9 +284,13 @@ func (m *Memory) ListCheckpoints(ctx context.Context, id string) ([]*engine.Chec
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*engine.Checkpoint, 0, len(x.checkpoints))
-	for name, rec := range x.checkpoints {
-		cp, _, err := decodeCheckpoint(id, name, rec, false)
+	rows := x.checkpointRows()
+	if err := VerifyCheckpoints(id, x.history, rows); err != nil {
+		return nil, err
+	}
+	out := make([]*engine.Checkpoint, 0, len(rows))
+	for _, row := range rows {
+		cp, _, err := decodeCheckpoint(id, row.Name, row.Record, false)
 		if err != nil {
 			return nil, err
 		}
@@ -283,6 +298,15 @@ func (m *Memory) ListCheckpoints(ctx context.Context, id string) ([]*engine.Chec
 	}
 	sortCheckpoints(out)
 	return out, nil
+}
+
+// checkpointRows returns the execution's checkpoints by name.
+func (x *memExec) checkpointRows() []CheckpointWrite {
+	out := make([]CheckpointWrite, 0, len(x.checkpoints))
+	for _, name := range slices.Sorted(maps.Keys(x.checkpoints)) {
+		out = append(out, x.checkpoints[name])
+	}
+	return out
 }
 
 // Due returns the WAITING executions whose WakeAt is at or before now,
@@ -375,8 +399,11 @@ func memRecords(values [][]byte) ([]storedRecord, error) {
 	return out, nil
 }
 
-// VerifyHistory checks an execution's history; ErrTampered names the
-// first event that does not verify.
+// VerifyHistory checks an execution's history and its checkpoints: every
+// event's hash and link (ErrTampered names the first event that does not
+// verify), then the checkpoints against the chain (an *IntegrityError
+// names the first, by name, that disagrees, and the field;
+// VerifyCheckpoints).
 func (m *Memory) VerifyHistory(ctx context.Context, id string) error {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -396,7 +423,10 @@ func (m *Memory) VerifyHistory(ctx context.Context, id string) error {
 	for i := range records {
 		parsed[i] = records[i].historyRecord
 	}
-	return verifyHistory(id, parsed, h)
+	if err := verifyHistory(id, parsed, h); err != nil {
+		return err
+	}
+	return VerifyCheckpoints(id, x.history, x.checkpointRows())
 }
 
 // Definition returns the definition text stored under hash.
@@ -433,7 +463,7 @@ func (m *Memory) GC(ctx context.Context, now time.Time) (GCReport, error) {
 		recs := make(map[string]*checkpointRecord, len(x.checkpoints))
 		newest := ""
 		for name, v := range x.checkpoints {
-			_, r, err := decodeCheckpoint(id, name, v, false)
+			_, r, err := decodeCheckpoint(id, name, v.Record, false)
 			if err != nil {
 				return rep, err
 			}

@@ -13,14 +13,17 @@ import (
 // binds it (integrity.go); another backend keeps, beside the record, the
 // position of the binding event in the history (CheckpointWrite.Event)
 // and the fields it indexes. VerifyCheckpoints checks those against the
-// chain as Bolt's VerifyHistory checks its own.
+// chain as Bolt's VerifyHistory checks its own, and such a backend's
+// checkpoint loads call it, as Bolt's loads check what binds the
+// checkpoints they return.
 
 // VerifyCheckpoints checks an execution's checkpoints against its history
-// records (in order, as VerifyHistory verified them, with the head they
-// were read with) as Bolt's VerifyHistory checks its checkpoints. Each
-// checkpoint is as the backend keeps it: its record and the fields
-// Apply's CheckpointWrite gave beside it (Snapshot is not read). For
-// each:
+// records (in order, read with the checkpoints; VerifyHistory verifies
+// the records first, a checkpoint load does not) as Bolt's VerifyHistory
+// and loads check its checkpoints. It parses each record once a call,
+// however many checkpoints it is given. Each checkpoint is as the backend
+// keeps it: its record and the fields Apply's CheckpointWrite gave beside
+// it (Snapshot is not read). For each:
 //
 //   - its record decodes;
 //   - the history event at position Event exists and records the

@@ -210,3 +210,32 @@ func TestVerifyCheckpoints(t *testing.T) {
 		}
 	})
 }
+
+// TestVerifyCheckpointsOne: a backend's checkpoint load checks the one
+// checkpoint it returns, and gets what VerifyHistory gets for it.
+func TestVerifyCheckpointsOne(t *testing.T) {
+	ts := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	e := checkpointedRun(t, "e", ts)
+	for _, cp := range e.rows() {
+		if err := store.VerifyCheckpoints("e", e.history, []store.CheckpointWrite{cp}); err != nil {
+			t.Errorf("VerifyCheckpoints(e, %s alone) = %v, want nil", cp.Name, err)
+		}
+	}
+	tests := []struct {
+		name, cp string
+		change   func(cp *store.CheckpointWrite)
+		field    string
+	}{
+		{"the event of its earlier save", "a", func(cp *store.CheckpointWrite) { cp.Event = 3 }, "event"},
+		{"no event", "z", func(cp *store.CheckpointWrite) { cp.Event = 0 }, "event"},
+		{"record edited", "b", func(cp *store.CheckpointWrite) { cp.Record = append(slices.Clone(cp.Record), ' ') }, "record"},
+		{"expiry dropped", "a", func(cp *store.CheckpointWrite) { cp.ExpiresAt = time.Time{} }, "expiresAt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cp := e.checkpoints[tt.cp]
+			tt.change(&cp)
+			wantIntegrityError(t, "VerifyCheckpoints(alone)", store.VerifyCheckpoints("e", e.history, []store.CheckpointWrite{cp}), "e", tt.cp, tt.field)
+		})
+	}
+}

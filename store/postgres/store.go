@@ -632,7 +632,12 @@ FROM executions WHERE id = $1`, id).Scan(&head, &records, &names, &bodies, &even
 }
 
 // Checkpoint returns the named checkpoint of an execution, its document
-// decoded and verified; ErrNotFound when there is none.
+// decoded and verified; ErrNotFound when there is none. The checkpoint's
+// row and the execution's history records are read in one statement (as
+// of one commit), and the row is checked against the history as
+// VerifyHistory checks it (store.VerifyCheckpoints): one that does not
+// agree is an *IntegrityError naming the checkpoint and the field, and is
+// not returned.
 func (db *DB) Checkpoint(ctx context.Context, id, name string) (*engine.Checkpoint, error) {
 	if err := db.check(ctx); err != nil {
 		return nil, err
@@ -640,21 +645,33 @@ func (db *DB) Checkpoint(ctx context.Context, id, name string) (*engine.Checkpoi
 	if !storable(id) || !storable(name) {
 		return nil, fmt.Errorf("execution %s checkpoint %q: %w", id, name, engine.ErrNotFound)
 	}
-	var record, blob []byte
+	var row checkpointRow
+	var blob []byte
 	var found bool
-	err := db.pool.QueryRow(ctx, `SELECT c.body, b.body, b.key IS NOT NULL FROM checkpoints c LEFT JOIN snapshot_blobs b ON b.key = c.blob
-WHERE c.execution = $1 AND c.name = $2`, id, name).Scan(&record, &blob, &found)
+	var records [][]byte
+	err := db.pool.QueryRow(ctx, `SELECT c.body, coalesce(c.event_seq, 0), c.doc_hash, c.blob, c.created_ns, c.expires_ns,
+  b.body, b.key IS NOT NULL,
+  ARRAY(SELECT h.body FROM history_records h WHERE h.execution = $1 ORDER BY h.first_event)
+FROM checkpoints c LEFT JOIN snapshot_blobs b ON b.key = c.blob
+WHERE c.execution = $1 AND c.name = $2`, id, name).Scan(&row.body, &row.event, &row.doc, &row.blob, &row.created, &row.expires, &blob, &found, &records)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, fmt.Errorf("execution %s checkpoint %q: %w", id, name, engine.ErrNotFound)
 	case err != nil:
 		return nil, db.dbErr(fmt.Sprintf("reading execution %s checkpoint %q", id, name), err)
 	}
-	return db.rec.LoadCheckpoint(id, name, record, blob, found)
+	cw := row.write(name)
+	if err := store.VerifyCheckpoints(id, records, []store.CheckpointWrite{cw}); err != nil {
+		return nil, err
+	}
+	return db.rec.LoadCheckpoint(id, name, cw.Record, blob, found)
 }
 
 // ListCheckpoints returns an execution's checkpoints without their
-// documents, oldest first.
+// documents, oldest first. Their rows and, when there are any, the
+// execution's history records are read in one statement, and every row
+// is checked against the history as Checkpoint checks one (the history
+// is read once, not once a checkpoint).
 func (db *DB) ListCheckpoints(ctx context.Context, id string) ([]*engine.Checkpoint, error) {
 	if err := db.check(ctx); err != nil {
 		return nil, err
@@ -663,19 +680,40 @@ func (db *DB) ListCheckpoints(ctx context.Context, id string) ([]*engine.Checkpo
 		return nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
 	}
 	var names []string
-	var records [][]byte
+	var bodies, docs, blobs, records [][]byte
+	var events, created []int64
+	var expires []*int64
 	err := db.pool.QueryRow(ctx, `SELECT ARRAY(SELECT name FROM checkpoints WHERE execution = $1 ORDER BY name),
-  ARRAY(SELECT body FROM checkpoints WHERE execution = $1 ORDER BY name)
-FROM executions WHERE id = $1`, id).Scan(&names, &records)
+  ARRAY(SELECT body FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT coalesce(event_seq, 0) FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT doc_hash FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT blob FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT created_ns FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT expires_ns FROM checkpoints WHERE execution = $1 ORDER BY name),
+  ARRAY(SELECT h.body FROM history_records h WHERE h.execution = $1 AND EXISTS (SELECT 1 FROM checkpoints WHERE execution = $1) ORDER BY h.first_event)
+FROM executions WHERE id = $1`, id).Scan(&names, &bodies, &events, &docs, &blobs, &created, &expires, &records)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
 	case err != nil:
 		return nil, db.dbErr("listing the checkpoints of execution "+id, err)
 	}
-	out := make([]*engine.Checkpoint, 0, len(names))
+	n := len(names)
+	if len(bodies) != n || len(events) != n || len(docs) != n || len(blobs) != n || len(created) != n || len(expires) != n {
+		return nil, db.dbErr("listing the checkpoints of execution "+id, fmt.Errorf("%d checkpoint names, columns of %d, %d, %d, %d, %d, %d rows",
+			n, len(bodies), len(events), len(docs), len(blobs), len(created), len(expires)))
+	}
+	cws := make([]store.CheckpointWrite, n)
 	for i, name := range names {
-		cp, err := store.CheckpointInfo(id, name, records[i])
+		row := checkpointRow{body: bodies[i], event: events[i], doc: docs[i], blob: blobs[i], created: created[i], expires: expires[i]}
+		cws[i] = row.write(name)
+	}
+	if err := store.VerifyCheckpoints(id, records, cws); err != nil {
+		return nil, err
+	}
+	out := make([]*engine.Checkpoint, 0, n)
+	for i := range cws {
+		cp, err := store.CheckpointInfo(id, cws[i].Name, cws[i].Record)
 		if err != nil {
 			return nil, err
 		}
@@ -683,6 +721,30 @@ FROM executions WHERE id = $1`, id).Scan(&names, &records)
 	}
 	store.SortCheckpoints(out)
 	return out, nil
+}
+
+// checkpointRow is a row of table checkpoints, without its execution and
+// name: its record (body), the position of the event that binds it (0 for
+// none), its document hash and snapshot key (raw), and its times (Unix
+// nanoseconds; expires nil for none).
+type checkpointRow struct {
+	body, doc, blob []byte
+	event, created  int64
+	expires         *int64
+}
+
+// write returns the row of checkpoint name as Apply's CheckpointWrite
+// gave it, for store.VerifyCheckpoints (without the snapshot).
+func (r *checkpointRow) write(name string) store.CheckpointWrite {
+	cw := store.CheckpointWrite{
+		Name: name, Record: r.body, Event: r.event,
+		DocHash: fmt.Sprintf("%x", r.doc), Blob: fmt.Sprintf("%x", r.blob),
+		CreatedAt: time.Unix(0, r.created).UTC(),
+	}
+	if r.expires != nil {
+		cw.ExpiresAt = time.Unix(0, *r.expires).UTC()
+	}
+	return cw
 }
 
 // ids runs a query of execution ids.
