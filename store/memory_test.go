@@ -72,22 +72,22 @@ func TestMemoryCheckpointsVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			wantIntegrityError(t, "VerifyHistory", st.VerifyHistory(ctx, "run"), "run", "first", tt.field)
+			storetest.WantIntegrityError(t, "VerifyHistory", st.VerifyHistory(ctx, "run"), "run", "first", tt.field)
 			cp, err := st.Checkpoint(ctx, "run", "first")
 			if cp != nil {
 				t.Errorf("Checkpoint(first) returned %+v once changed", cp)
 			}
-			wantIntegrityError(t, "Checkpoint(first)", err, "run", "first", tt.field)
+			storetest.WantIntegrityError(t, "Checkpoint(first)", err, "run", "first", tt.field)
 			list, err := st.ListCheckpoints(ctx, "run")
 			if list != nil {
 				t.Errorf("ListCheckpoints returned %d checkpoints with one changed", len(list))
 			}
-			wantIntegrityError(t, "ListCheckpoints", err, "run", "first", tt.field)
+			storetest.WantIntegrityError(t, "ListCheckpoints", err, "run", "first", tt.field)
 			res, err := x.Rollback(ctx, "run", "first", engine.ResumeOptions{})
 			if res != nil {
 				t.Errorf("Rollback(first) = %+v, want no result", res)
 			}
-			wantIntegrityError(t, "Rollback(first)", err, "run", "first", tt.field)
+			storetest.WantIntegrityError(t, "Rollback(first)", err, "run", "first", tt.field)
 
 			if cp, err := st.Checkpoint(ctx, "run", "second"); err != nil || cp.Name != "second" {
 				t.Errorf("Checkpoint(second), left alone = %+v, %v", cp, err)

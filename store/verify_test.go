@@ -10,6 +10,7 @@ import (
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
+	"github.com/aslrun/aslrun/store/storetest"
 )
 
 // recordsBackend keeps an execution's records as a backend other than
@@ -109,21 +110,6 @@ func checkpointedRun(t *testing.T, id string, ts time.Time) *recordsBackend {
 	return b
 }
 
-// wantIntegrityError checks that err is an *IntegrityError about
-// execution id's checkpoint cp naming field.
-func wantIntegrityError(t *testing.T, call string, err error, id, cp, field string) {
-	t.Helper()
-	var ie *store.IntegrityError
-	switch {
-	case !errors.As(err, &ie):
-		t.Errorf("%s = %v, want an *IntegrityError", call, err)
-	case !errors.Is(err, store.ErrTampered):
-		t.Errorf("%s = %v, does not match ErrTampered", call, err)
-	case ie.Execution != id || ie.Checkpoint != cp || ie.Field != field:
-		t.Errorf("%s = %v: execution %q, checkpoint %q, field %q, want %q, %q, %q", call, err, ie.Execution, ie.Checkpoint, ie.Field, id, cp, field)
-	}
-}
-
 func TestVerifyCheckpoints(t *testing.T) {
 	ts := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
 	e := checkpointedRun(t, "e", ts)
@@ -178,7 +164,7 @@ func TestVerifyCheckpoints(t *testing.T) {
 			rows := e.rows()
 			i := slices.IndexFunc(rows, func(cp store.CheckpointWrite) bool { return cp.Name == tt.cp })
 			tt.change(&rows[i])
-			wantIntegrityError(t, "VerifyCheckpoints", store.VerifyCheckpoints("e", e.history, rows), "e", tt.cp, tt.field)
+			storetest.WantIntegrityError(t, "VerifyCheckpoints", store.VerifyCheckpoints("e", e.history, rows), "e", tt.cp, tt.field)
 		})
 	}
 
@@ -196,7 +182,7 @@ func TestVerifyCheckpoints(t *testing.T) {
 			t.Errorf("VerifyCheckpoints(free) = %v, want nil", err)
 		}
 		rows[0].DocHash = e.checkpoints["a"].DocHash
-		wantIntegrityError(t, "VerifyCheckpoints", store.VerifyCheckpoints("free", b.history, rows), "free", "free", "docHash")
+		storetest.WantIntegrityError(t, "VerifyCheckpoints", store.VerifyCheckpoints("free", b.history, rows), "free", "free", "docHash")
 	})
 	t.Run("no checkpoints", func(t *testing.T) {
 		if err := store.VerifyCheckpoints("e", [][]byte{[]byte("not a record")}, nil); err != nil {
@@ -235,7 +221,7 @@ func TestVerifyCheckpointsOne(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cp := e.checkpoints[tt.cp]
 			tt.change(&cp)
-			wantIntegrityError(t, "VerifyCheckpoints(alone)", store.VerifyCheckpoints("e", e.history, []store.CheckpointWrite{cp}), "e", tt.cp, tt.field)
+			storetest.WantIntegrityError(t, "VerifyCheckpoints(alone)", store.VerifyCheckpoints("e", e.history, []store.CheckpointWrite{cp}), "e", tt.cp, tt.field)
 		})
 	}
 }

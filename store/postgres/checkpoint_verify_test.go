@@ -9,6 +9,7 @@ import (
 
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/store/storetest"
 )
 
 // TestCheckpointLoadsVerify edits one checkpoint row with SQL and checks
@@ -72,13 +73,13 @@ WHERE execution = 'free' AND name = 'free'`, "free", "free", "docHash"},
 			if cp != nil {
 				t.Errorf("Checkpoint(%s, %s) returned %+v with the edited row", tt.id, tt.cp, cp)
 			}
-			checkIntegrityError(t, "Checkpoint("+tt.id+", "+tt.cp+")", err, tt.id, tt.cp, tt.field)
+			storetest.WantIntegrityError(t, "Checkpoint("+tt.id+", "+tt.cp+")", err, tt.id, tt.cp, tt.field)
 			list, err := db.ListCheckpoints(ctx, tt.id)
 			if list != nil {
 				t.Errorf("ListCheckpoints(%s) returned %d checkpoints with an edited row", tt.id, len(list))
 			}
-			checkIntegrityError(t, "ListCheckpoints("+tt.id+")", err, tt.id, tt.cp, tt.field)
-			checkIntegrityError(t, "VerifyHistory("+tt.id+")", db.VerifyHistory(ctx, tt.id), tt.id, tt.cp, tt.field)
+			storetest.WantIntegrityError(t, "ListCheckpoints("+tt.id+")", err, tt.id, tt.cp, tt.field)
+			storetest.WantIntegrityError(t, "VerifyHistory("+tt.id+")", db.VerifyHistory(ctx, tt.id), tt.id, tt.cp, tt.field)
 
 			for id, names := range all {
 				if id != tt.id {
@@ -161,7 +162,7 @@ func TestRollbackFromEditedCheckpoint(t *testing.T) {
 			if res != nil {
 				t.Errorf("%s from the edited checkpoint = %+v, want no result", tt.name, res)
 			}
-			checkIntegrityError(t, tt.name, err, "run", "first", "record")
+			storetest.WantIntegrityError(t, tt.name, err, "run", "first", "record")
 			if got := len(historyHashes(t, db, "run")); got != events {
 				t.Errorf("the history has %d events after the %s, want %d", got, tt.name, events)
 			}

@@ -619,14 +619,8 @@ FROM executions WHERE id = $1`, id).Scan(&head, &records, &names, &bodies, &even
 	}
 	cps := make([]store.CheckpointWrite, n)
 	for i, name := range names {
-		cps[i] = store.CheckpointWrite{
-			Name: name, Record: bodies[i], Event: events[i],
-			DocHash: fmt.Sprintf("%x", docs[i]), Blob: fmt.Sprintf("%x", blobs[i]),
-			CreatedAt: time.Unix(0, created[i]).UTC(),
-		}
-		if expires[i] != nil {
-			cps[i].ExpiresAt = time.Unix(0, *expires[i]).UTC()
-		}
+		row := checkpointRow{body: bodies[i], doc: docs[i], blob: blobs[i], event: events[i], created: created[i], expires: expires[i]}
+		cps[i] = row.write(name)
 	}
 	return head, records, cps, nil
 }

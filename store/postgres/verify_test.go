@@ -8,7 +8,7 @@ import (
 
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonvalue"
-	"github.com/aslrun/aslrun/store"
+	"github.com/aslrun/aslrun/store/storetest"
 )
 
 // verifyDoc decodes a document.
@@ -77,21 +77,6 @@ func unboundRun(t *testing.T, db *DB, id string, ts time.Time) {
 	}
 }
 
-// checkIntegrityError checks that err is an *IntegrityError about
-// execution id's checkpoint cp naming field.
-func checkIntegrityError(t *testing.T, call string, err error, id, cp, field string) {
-	t.Helper()
-	var ie *store.IntegrityError
-	switch {
-	case !errors.As(err, &ie):
-		t.Errorf("%s = %v, want an *IntegrityError", call, err)
-	case !errors.Is(err, store.ErrTampered):
-		t.Errorf("%s = %v, does not match ErrTampered", call, err)
-	case ie.Execution != id || ie.Checkpoint != cp || ie.Field != field:
-		t.Errorf("%s = %v: execution %q, checkpoint %q, field %q, want %q, %q, %q", call, err, ie.Execution, ie.Checkpoint, ie.Field, id, cp, field)
-	}
-}
-
 // TestVerifyHistoryCheckpoints edits checkpoint rows with SQL, one at a
 // time, and checks that VerifyHistory names the execution, the
 // checkpoint and the field edited, while the executions left alone
@@ -148,7 +133,7 @@ WHERE execution = 'free' AND name = 'free'`, "free", "free", "docHash"},
 			if tag.RowsAffected() != 1 {
 				t.Fatalf("the edit changed %d rows, want 1", tag.RowsAffected())
 			}
-			checkIntegrityError(t, "VerifyHistory("+tt.id+")", db.VerifyHistory(ctx, tt.id), tt.id, tt.cp, tt.field)
+			storetest.WantIntegrityError(t, "VerifyHistory("+tt.id+")", db.VerifyHistory(ctx, tt.id), tt.id, tt.cp, tt.field)
 			for _, id := range ids {
 				if id == tt.id {
 					continue

@@ -1106,3 +1106,19 @@ func testUsage(t *testing.T, s store.Store) {
 		t.Errorf("usage after a replacement = %+v, want cost 2.5", got)
 	}
 }
+
+// WantIntegrityError checks that err, returned by call, is an
+// *store.IntegrityError about execution id's checkpoint cp naming field,
+// and matches store.ErrTampered.
+func WantIntegrityError(t testing.TB, call string, err error, id, cp, field string) {
+	t.Helper()
+	var ie *store.IntegrityError
+	switch {
+	case !errors.As(err, &ie):
+		t.Errorf("%s = %v, want an *IntegrityError", call, err)
+	case !errors.Is(err, store.ErrTampered):
+		t.Errorf("%s = %v, does not match ErrTampered", call, err)
+	case ie.Execution != id || ie.Checkpoint != cp || ie.Field != field:
+		t.Errorf("%s = %v: execution %q, checkpoint %q, field %q, want %q, %q, %q", call, err, ie.Execution, ie.Checkpoint, ie.Field, id, cp, field)
+	}
+}
