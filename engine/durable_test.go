@@ -338,3 +338,40 @@ func TestServeRecoversAndWakes(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// TestStarted: Started gets a copy of the execution as created, RUNNING
+// with nothing run yet, before Created gets its id; changing the copy
+// changes nothing of the run.
+func TestStarted(t *testing.T) {
+	st := store.NewMemory()
+	agent := agents.Func(func(ctx context.Context, req *agents.Request) (any, error) { return map[string]any{"ok": true}, nil })
+	x := engine.New(engine.Config{Agents: registry(t, agent, "Work"), Store: st})
+	m := mustParse(t, `{"StartAt":"Work","States":{"Work":{"Type":"Task","Agent":"Work","End":true}}}`)
+	var got *engine.Execution
+	var status engine.Status
+	var order []string
+	res, err := x.Run(context.Background(), m, map[string]any{"n": 1}, engine.StartOptions{ID: "s", MachineName: "M",
+		Started: func(e *engine.Execution) {
+			order = append(order, "started")
+			got, status = e, e.Status
+			e.Status = engine.StatusFailed
+		},
+		Created: func(id string) { order = append(order, "created "+id) },
+	})
+	if err != nil || res.Status != engine.StatusSucceeded {
+		t.Fatalf("Run = %+v, %v; want SUCCEEDED whatever Started did to its copy", res, err)
+	}
+	if len(order) != 2 || order[0] != "started" || order[1] != "created s" {
+		t.Errorf("calls %v, want [started, created s]", order)
+	}
+	if status != engine.StatusRunning {
+		t.Errorf("Started got the execution %s, want RUNNING", status)
+	}
+	if got == nil || got.ID != "s" || got.MachineName != "M" || got.DefinitionHash == "" || got.StartedAt.IsZero() || len(got.Progress.Scopes) != 0 {
+		t.Errorf("Started got %+v, want execution s of M as created, its definition stored, nothing run", got)
+	}
+	stored, err := st.Load(context.Background(), "s")
+	if err != nil || stored.Status != engine.StatusSucceeded || !stored.StartedAt.Equal(got.StartedAt) {
+		t.Errorf("stored %+v, %v; want SUCCEEDED, started when Started said", stored, err)
+	}
+}

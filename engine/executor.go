@@ -204,6 +204,11 @@ type StartOptions struct {
 	// (its input accepted and, with a store, its record created), before
 	// its first state runs.
 	Created func(id string)
+	// Started, when set, is called just before Created with a copy of the
+	// execution as it was created (RUNNING, nothing run yet): what a
+	// Load would read then, without reading it. The copy shares the
+	// execution's input, which must not be modified.
+	Started func(e *Execution)
 	// parent is the execution whose Distributed Map starts this one (a
 	// child execution), stored as its Parent.
 	parent string
@@ -346,9 +351,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		}
 	}
 	x.hooks.executionStarted(e.ID)
-	if opts.Created != nil {
-		opts.Created(e.ID)
-	}
+	opts.created(e)
 	r := x.newRun(m, e, opts.Agents)
 	r.inputSize = size
 	r.event(Event{Type: EventExecutionStarted, Input: input, Document: input})
@@ -367,10 +370,19 @@ func (x *Executor) createQueued(ctx context.Context, m *states.Machine, e *Execu
 		return nil, fmt.Errorf("execution %s: %w", e.ID, err)
 	}
 	x.hooks.executionStarted(e.ID)
+	opts.created(e)
+	return &Result{ID: e.ID, Status: StatusRunning}, nil
+}
+
+// created tells Started and Created that e exists.
+func (opts *StartOptions) created(e *Execution) {
+	if opts.Started != nil {
+		c := *e
+		opts.Started(&c)
+	}
 	if opts.Created != nil {
 		opts.Created(e.ID)
 	}
-	return &Result{ID: e.ID, Status: StatusRunning}, nil
 }
 
 // definitionOf returns a machine's definition as stored: compact JSON and

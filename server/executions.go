@@ -132,16 +132,16 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	case s.agentsFile != nil:
 		opts.AgentsFile, opts.AgentsKind = s.agentsFile, "agents"
 	}
+	// The answer is the execution as created (Started): nothing to read
+	// back.
+	var created *engine.Execution
+	opts.Started = func(e *engine.Execution) { created = e }
 	id, err := s.startRun(r.Context(), m, input, opts)
 	var ge *engine.GovernanceError
 	switch {
 	case err == nil:
-		e, err := s.st.Load(r.Context(), id)
-		if err != nil {
-			return err
-		}
 		w.Header().Set("Location", "/v1/executions/"+id)
-		writeJSON(w, http.StatusCreated, executionOf(e))
+		writeJSON(w, http.StatusCreated, executionOf(created))
 		return nil
 	case errors.As(err, &ge):
 		p := problemOf(err)
