@@ -256,8 +256,8 @@ func checkEnded(t *testing.T, url string, e *engine.Execution, want any) {
 // call whose result was committed was never made again, whichever server
 // took the execution over).
 //
-// By default 12 executions; ASLRUN_LONG=1 runs 50, and
-// ASLRUN_CRASH_EXECUTIONS sets the number.
+// By default 12 executions (more while the killer has not killed 3 times);
+// ASLRUN_LONG=1 runs 50, and ASLRUN_CRASH_EXECUTIONS sets the number.
 func TestPostgresCrashAcrossServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test skipped in -short mode")
@@ -309,9 +309,16 @@ func TestPostgresCrashAcrossServers(t *testing.T) {
 			}
 		}
 	})
-	ids := make([]string, executions)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("e%02d", i)
+	killed := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return kills
+	}
+	// The executions asked for, then more until the killer has killed 3
+	// times while they ran (the servers may finish them before that).
+	var ids []string
+	for i := 0; i < executions || killed() < 3 && i < executions+200; i++ {
+		ids = append(ids, fmt.Sprintf("e%02d", i))
 		startOn(t, servers, rng.IntN(len(servers)), ids[i])
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 	}
@@ -328,7 +335,7 @@ func TestPostgresCrashAcrossServers(t *testing.T) {
 	if kills < 3 {
 		t.Errorf("%d kills, want at least 3", kills)
 	}
-	t.Logf("%d executions on 3 servers, %d kills", executions, kills)
+	t.Logf("%d executions on 3 servers, %d kills", len(ids), kills)
 }
 
 // leaseOwner returns who holds an execution's lease ("" when nobody) and
