@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -223,5 +224,47 @@ func TestClaimReads(t *testing.T) {
 	e, err := db.Load(ctx, "committed")
 	if err != nil || e.Status != engine.StatusWaiting {
 		t.Fatalf("Load after a commit = %+v, %v; want it WAITING, as committed", e, err)
+	}
+}
+
+// TestQueuedStartWakes: a start left to any server wakes the servers while
+// the ready queue is short, and not once it holds more than shortQueue
+// executions. (Notifications arrive in commit order: the one that must
+// not come is sent before one that must.)
+func TestQueuedStartWakes(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t, Options{LeaseOwner: "me"})
+	n, err := db.Listen(ctx, WakeChannel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	mine := map[string]bool{"quiet": true, "loud": true}
+	for i := range shortQueue + 1 {
+		id := fmt.Sprintf("q%02d", i)
+		mine[id] = true
+		createAt(t, db, id, time.Now())
+	}
+	createAt(t, db, "quiet", time.Now())
+	if _, err := db.pool.Exec(ctx, `DELETE FROM ready`); err != nil {
+		t.Fatal(err)
+	}
+	createAt(t, db, "loud", time.Now())
+	var woken []string
+	for {
+		w := next(t, n)
+		if w.Missed {
+			t.Fatalf("notifications missed: %+v", w)
+		}
+		if !mine[w.Execution] {
+			continue // of another schema of the database
+		}
+		woken = append(woken, w.Execution)
+		if w.Execution == "loud" {
+			break
+		}
+	}
+	if len(woken) != shortQueue+2 || slices.Contains(woken, "quiet") {
+		t.Errorf("woken for %v; want the %d starts that found the queue short and loud, not quiet", woken, shortQueue+1)
 	}
 }

@@ -180,8 +180,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 	if db.fence(n.ID) == 0 {
 		// Created without its lease: queued for whichever process claims
 		// it, which this wakes while the queue is short (wakeQueued).
-		b.Queue(`INSERT INTO ready (execution, since) VALUES ($1, $2)`, n.ID, store.TimeKey(s.StartedAt))
-		b.Queue(wakeQueued, WakeChannel, n.ID, shortQueue)
+		b.Queue(queueStart, WakeChannel, n.ID, store.TimeKey(s.StartedAt), shortQueue)
 	}
 	err = db.pool.SendBatch(ctx, b).Close()
 	switch {
@@ -224,18 +223,19 @@ func (k *knownDefinitions) add(hash string) {
 	k.hashes[hash] = struct{}{}
 }
 
-// wakeQueued notifies channel $1 of execution $2, just queued, unless
-// the ready queue holds more than $3 executions: a server with free
-// slots was woken by the starts that made the queue that long, and the
-// servers that are full claim from it whenever a run of theirs ends (see
-// engine.Serve). On a long queue, a wake per start only made every server
-// answer a wake-up its slots could not use (at 4 servers, a fifth of the
-// database's work). Polling remains the fallback for a wake-up lost to
-// a race.
-const wakeQueued = `SELECT pg_notify($1, $2) WHERE (SELECT count(*) FROM (SELECT 1 FROM ready LIMIT $3 + 1) q) <= $3`
+// queueStart queues execution $2, started at $3 (Unix ns), in the ready
+// queue, and notifies channel $1 of it unless the queue held more than $4
+// executions already: a server with free slots was woken by the starts
+// that made the queue that long, and the servers that are full claim from
+// it whenever a run of theirs ends (see engine.Serve). On a long queue, a
+// wake per start only made every server answer a wake-up its slots could
+// not use (at 4 servers, a fifth of the database's work). Polling remains
+// the fallback for a wake-up lost to a race.
+const queueStart = `WITH q AS (INSERT INTO ready (execution, since) VALUES ($2, $3) RETURNING execution)
+SELECT pg_notify($1, q.execution) FROM q WHERE (SELECT count(*) FROM (SELECT 1 FROM ready LIMIT $4 + 1) r) <= $4`
 
 // shortQueue is the length of the ready queue up to which a start left to
-// any server wakes them all (wakeQueued).
+// any server wakes them all (queueStart).
 const shortQueue = 8
 
 // scopeArrays returns the keys and values of scope records.
