@@ -363,11 +363,10 @@ func (r *Renewer) loop(ctx context.Context) {
 			continue
 		case <-tick.C:
 		}
-		rctx, cancel := context.WithTimeout(ctx, r.ttl/3)
 		if r.ended.Load() {
-			cancel()
 			continue
 		}
+		rctx, cancel := context.WithTimeout(ctx, r.ttl/3)
 		l, stop, err := r.db.renew(rctx, r.Lease(), r.ttl)
 		cancel()
 		switch {
