@@ -198,7 +198,7 @@ func (db *DB) sweepDue(now time.Time) bool {
 // the execution, if any, which delivers the request on its lost channel
 // (after a reconnection, every lease held is checked).
 func (db *DB) Wakes(ctx context.Context) (<-chan struct{}, error) {
-	n, err := db.Listen(ctx, WakeChannel, StopChannel)
+	n, err := db.Listen(ctx, db.wakeCh, db.stopCh)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (db *DB) Wakes(ctx context.Context) (<-chan struct{}, error) {
 			case w.Missed:
 				db.pokeStops(ctx)
 				signal()
-			case w.Channel == StopChannel:
+			case w.Channel == db.stopCh:
 				db.pokeStop(w.Execution)
 			default:
 				signal()
@@ -292,7 +292,7 @@ func (db *DB) RequestStop(ctx context.Context, execution, errName, cause string)
 	var status string
 	var recorded bool
 	b.Queue(requestStop, execution, errName, cause).QueryRow(func(row pgx.Row) error { return row.Scan(&status, &recorded) })
-	b.Queue(`SELECT pg_notify($1, execution) FROM stop_requests WHERE execution = $2`, StopChannel, execution)
+	b.Queue(`SELECT pg_notify($1, execution) FROM stop_requests WHERE execution = $2`, db.stopCh, execution)
 	if err := db.pool.SendBatch(ctx, b).Close(); err != nil {
 		return db.dbErr("requesting a stop of execution "+execution, err)
 	}

@@ -218,7 +218,8 @@ func TestClaimConcurrent(t *testing.T) {
 func TestWakesOnStartAndRelease(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, Options{LeaseOwner: "me"})
-	n, err := db.Listen(ctx, WakeChannel)
+	wake, _ := db.Channels()
+	n, err := db.Listen(ctx, wake)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestWakesOnStartAndRelease(t *testing.T) {
 			if !w.Missed && !mine[w.Execution] {
 				continue // of another schema of the database
 			}
-			if w != (Wake{Channel: WakeChannel, Execution: want}) {
+			if w != (Wake{Channel: wake, Execution: want}) {
 				t.Fatalf("wake = %+v, want %s", w, want)
 			}
 			return

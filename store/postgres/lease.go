@@ -243,7 +243,7 @@ SELECT EXISTS (SELECT 1 FROM rel), (SELECT count(*) FROM (SELECT pg_notify($1, i
 func (db *DB) release(ctx context.Context, l Lease, wake bool) error {
 	var released bool
 	var woken int64
-	err := db.pool.QueryRow(ctx, releaseLease, WakeChannel, l.Execution, l.Owner, l.Epoch, wake, store.TimeKey(time.Now())).Scan(&released, &woken)
+	err := db.pool.QueryRow(ctx, releaseLease, db.wakeCh, l.Execution, l.Owner, l.Epoch, wake, store.TimeKey(time.Now())).Scan(&released, &woken)
 	if err != nil {
 		return fmt.Errorf("database %s: releasing execution %s: %w", db.url, l.Execution, err)
 	}

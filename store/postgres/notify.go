@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"context"
 	"errors"
 	"fmt"
@@ -11,15 +13,39 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// The notification channels of the store: on WakeChannel, the
-// transactions that leave an execution with something to run for any
-// process announce it (a start no process runs yet, a lease released with
-// work left); on StopChannel, RequestStop announces an execution to stop.
-// Both carry the execution's id.
+// The notification channels of the store in schema public: on
+// WakeChannel, the transactions that leave an execution with something to
+// run for any process announce it (a start no process runs yet, a lease
+// released with work left); on StopChannel, RequestStop announces an
+// execution to stop. Both carry the execution's id. Notifications are per
+// database, so the store in another schema uses channels of its own
+// (Channels), and deployments sharing a database do not wake each other.
 const (
 	WakeChannel = "aslrun_wake"
 	StopChannel = "aslrun_stop"
 )
+
+// channelsOf returns the wake and stop channels of the store in schema:
+// WakeChannel and StopChannel in public, else theirs with ":" and the
+// schema, or a hash of it where that would pass the 63 bytes a channel's
+// name may have.
+func channelsOf(schema string) (wake, stop string) {
+	if schema == "public" {
+		return WakeChannel, StopChannel
+	}
+	suffix := ":" + schema
+	if len(StopChannel)+len(suffix) > 63 {
+		sum := sha256.Sum256([]byte(schema))
+		suffix = ":" + hex.EncodeToString(sum[:16])
+	}
+	return WakeChannel + suffix, StopChannel + suffix
+}
+
+// Channels returns the channels this store notifies and listens on:
+// WakeChannel and StopChannel in schema public (see channelsOf).
+func (db *DB) Channels() (wake, stop string) {
+	return db.wakeCh, db.stopCh
+}
 
 // Wake is what a Notifier delivers: an execution to look at, or word that
 // notifications may have been missed.

@@ -180,3 +180,45 @@ func waitFull(t *testing.T, n *Notifier) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestChannelsOf(t *testing.T) {
+	long := strings.Repeat("s", 63)
+	for _, tc := range []struct{ schema, wake, stop string }{
+		{"public", "aslrun_wake", "aslrun_stop"},
+		{"tenant_a", "aslrun_wake:tenant_a", "aslrun_stop:tenant_a"},
+		{"Ünïcode schema", "aslrun_wake:Ünïcode schema", "aslrun_stop:Ünïcode schema"},
+	} {
+		if wake, stop := channelsOf(tc.schema); wake != tc.wake || stop != tc.stop {
+			t.Errorf("channelsOf(%q) = %q, %q; want %q, %q", tc.schema, wake, stop, tc.wake, tc.stop)
+		}
+	}
+	wake, stop := channelsOf(long)
+	other, _ := channelsOf(long[1:] + "t")
+	if len(wake) > 63 || len(stop) > 63 || wake == other || !strings.HasPrefix(wake, "aslrun_wake:") {
+		t.Errorf("channelsOf(63 bytes) = %q, %q (another: %q); want distinct names of at most 63 bytes", wake, stop, other)
+	}
+}
+
+// TestWakesPerSchema: a start left to any server in one schema wakes the
+// servers of that schema, not those of another schema of the database.
+func TestWakesPerSchema(t *testing.T) {
+	ctx := context.Background()
+	a := openTest(t, Options{LeaseOwner: "a"})
+	b := openTest(t, Options{LeaseOwner: "b"})
+	wakeA, _ := a.Channels()
+	wakeB, _ := b.Channels()
+	if wakeA == wakeB {
+		t.Fatalf("two schemas share the wake channel %q", wakeA)
+	}
+	nb, err := b.Listen(ctx, wakeB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	createAt(t, a, "in-a", time.Now())
+	createAt(t, b, "in-b", time.Now())
+	// Notifications arrive in commit order: a's would come first.
+	if w := next(t, nb); w != (Wake{Channel: wakeB, Execution: "in-b"}) {
+		t.Errorf("b's servers were woken by %+v, want only by in-b", w)
+	}
+}

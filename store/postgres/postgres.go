@@ -74,6 +74,9 @@ type DB struct {
 	owner    string        // this process, in the leases it takes
 	leaseTTL time.Duration // of the leases it takes
 
+	// wakeCh and stopCh are the notification channels of its schema.
+	wakeCh, stopCh string
+
 	sweptMu sync.Mutex
 	swept   time.Time // when Claim last ran sweepQuery
 }
@@ -228,6 +231,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		pool.Close()
+		return nil, urlError(rawURL, "reading the schema", err)
+	}
+	db.wakeCh, db.stopCh = channelsOf(schema)
 	return db, nil
 }
 

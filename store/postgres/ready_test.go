@@ -234,7 +234,8 @@ func TestClaimReads(t *testing.T) {
 func TestQueuedStartWakes(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, Options{LeaseOwner: "me"})
-	n, err := db.Listen(ctx, WakeChannel)
+	wake, _ := db.Channels()
+	n, err := db.Listen(ctx, wake)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 	if db.fence(n.ID) == 0 {
 		// Created without its lease: queued for whichever process claims
 		// it, which this wakes while the queue is short (wakeQueued).
-		b.Queue(queueStart, WakeChannel, n.ID, store.TimeKey(s.StartedAt), shortQueue)
+		b.Queue(queueStart, db.wakeCh, n.ID, store.TimeKey(s.StartedAt), shortQueue)
 	}
 	err = db.pool.SendBatch(ctx, b).Close()
 	switch {
