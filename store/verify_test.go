@@ -85,28 +85,13 @@ func verifyDoc(t *testing.T, s string) any {
 func checkpointedRun(t *testing.T, id string, ts time.Time) *recordsBackend {
 	t.Helper()
 	b := newRecordsBackend(t, id, ts)
-	d1, d2, d3 := verifyDoc(t, `{"step":1}`), verifyDoc(t, `{"step":2}`), verifyDoc(t, `{"step":3}`)
-	save := func(seq, eventID, own int64, state, name string, d any, at time.Time, expires time.Time) *engine.Commit {
-		return &engine.Commit{
-			Seq: seq, Status: engine.StatusRunning, LastEvent: eventID, LastOwnEvent: own,
-			Scopes: map[string]*engine.Scope{"": {Next: "After", Doc: d}},
-			Events: []engine.Event{
-				{ID: eventID, Type: "CheckpointStateEntered", State: state, Timestamp: at, Input: d, Document: d},
-				{Own: own, Type: engine.EventCheckpointSaved, State: state, Timestamp: at, Document: d, Detail: map[string]any{"name": name}},
-			},
-			Checkpoint: &engine.Checkpoint{Name: name, State: state, Next: "After", Document: d, CreatedAt: at, ExpiresAt: expires},
-		}
+	_, commits := storetest.CheckpointedRun(t, id, ts)
+	// The last commit also saves "z", bound to its event.
+	last := commits[len(commits)-1]
+	last.Checkpoint = &engine.Checkpoint{Name: "z", State: "Done", Document: last.Output, CreatedAt: ts.Add(3 * time.Minute)}
+	for _, c := range commits {
+		b.commit(t, c)
 	}
-	first := save(1, 2, 1, "SaveA", "a", d1, ts, ts.Add(time.Hour))
-	first.Events = append([]engine.Event{{ID: 1, Type: engine.EventExecutionStarted, Timestamp: ts, Input: d1, Document: d1}}, first.Events...)
-	b.commit(t, first)
-	b.commit(t, save(2, 3, 2, "SaveB", "b", d2, ts.Add(time.Minute), time.Time{}))
-	b.commit(t, save(3, 4, 3, "SaveA", "a", d3, ts.Add(2*time.Minute), ts.Add(time.Hour)))
-	b.commit(t, &engine.Commit{
-		Seq: 4, Status: engine.StatusSucceeded, Output: d3, StoppedAt: ts.Add(3 * time.Minute), LastEvent: 5, LastOwnEvent: 3,
-		Events:     []engine.Event{{ID: 5, Type: engine.EventExecutionSucceeded, Timestamp: ts.Add(3 * time.Minute), Output: d3, Document: d3}},
-		Checkpoint: &engine.Checkpoint{Name: "z", State: "Done", Document: d3, CreatedAt: ts.Add(3 * time.Minute)},
-	})
 	return b
 }
 

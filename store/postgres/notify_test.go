@@ -202,19 +202,13 @@ func TestChannelsOf(t *testing.T) {
 // TestWakesPerSchema: a start left to any server in one schema wakes the
 // servers of that schema, not those of another schema of the database.
 func TestWakesPerSchema(t *testing.T) {
-	ctx := context.Background()
 	a := openTest(t, Options{LeaseOwner: "a"})
 	b := openTest(t, Options{LeaseOwner: "b"})
 	wakeA, _ := a.Channels()
-	wakeB, _ := b.Channels()
+	nb, wakeB := listenWakes(t, b)
 	if wakeA == wakeB {
 		t.Fatalf("two schemas share the wake channel %q", wakeA)
 	}
-	nb, err := b.Listen(ctx, wakeB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nb.Close()
 	createAt(t, a, "in-a", time.Now())
 	createAt(t, b, "in-b", time.Now())
 	// Notifications arrive in commit order: a's would come first.

@@ -27,32 +27,11 @@ func verifyDoc(t *testing.T, s string) any {
 func checkpointedRun(t *testing.T, db *DB, id string, ts time.Time) {
 	t.Helper()
 	ctx := t.Context()
-	d1, d2, d3 := verifyDoc(t, `{"step":1}`), verifyDoc(t, `{"step":2}`), verifyDoc(t, `{"step":3}`)
-	if err := db.Create(ctx, &engine.Execution{ID: id, MachineName: "m", StartedAt: ts, Input: d1}); err != nil {
+	input, commits := storetest.CheckpointedRun(t, id, ts)
+	if err := db.Create(ctx, &engine.Execution{ID: id, MachineName: "m", StartedAt: ts, Input: input}); err != nil {
 		t.Fatal(err)
 	}
-	save := func(seq, eventID, own int64, state, name string, d any, at, expires time.Time) *engine.Commit {
-		return &engine.Commit{
-			Execution: id, Seq: seq, Status: engine.StatusRunning, LastEvent: eventID, LastOwnEvent: own,
-			Scopes: map[string]*engine.Scope{"": {Next: "After", Doc: d}},
-			Events: []engine.Event{
-				{ID: eventID, Type: "CheckpointStateEntered", State: state, Timestamp: at, Input: d, Document: d},
-				{Own: own, Type: engine.EventCheckpointSaved, State: state, Timestamp: at, Document: d, Detail: map[string]any{"name": name}},
-			},
-			Checkpoint: &engine.Checkpoint{Name: name, State: state, Next: "After", Document: d, CreatedAt: at, ExpiresAt: expires},
-		}
-	}
-	first := save(1, 2, 1, "SaveA", "a", d1, ts, ts.Add(time.Hour))
-	first.Events = append([]engine.Event{{ID: 1, Type: engine.EventExecutionStarted, Timestamp: ts, Input: d1, Document: d1}}, first.Events...)
-	for _, c := range []*engine.Commit{
-		first,
-		save(2, 3, 2, "SaveB", "b", d2, ts.Add(time.Minute), time.Time{}),
-		save(3, 4, 3, "SaveA", "a", d3, ts.Add(2*time.Minute), ts.Add(time.Hour)),
-		{
-			Execution: id, Seq: 4, Status: engine.StatusSucceeded, Output: d3, StoppedAt: ts.Add(3 * time.Minute), LastEvent: 5, LastOwnEvent: 3,
-			Events: []engine.Event{{ID: 5, Type: engine.EventExecutionSucceeded, Timestamp: ts.Add(3 * time.Minute), Output: d3, Document: d3}},
-		},
-	} {
+	for _, c := range commits {
 		if err := db.Commit(ctx, c); err != nil {
 			t.Fatal(err)
 		}
