@@ -317,12 +317,12 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	// While the executor serves a store other processes share, it runs
 	// the execution only with a slot free; otherwise it leaves it to the
 	// process that claims it.
-	queued := false
+	var queued *slots
 	if s := x.dispatching(); s != nil {
 		if s.take() {
 			defer s.give()
 		} else {
-			queued = true
+			queued = s
 		}
 	}
 	// Hold the id before the execution exists, so that nothing (a Stop)
@@ -332,8 +332,8 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		return nil, fmt.Errorf("execution %s: %w (it is held by this executor)", e.ID, ErrExists)
 	}
 	defer x.release(e.ID)
-	if queued {
-		return x.createQueued(ctx, m, e, opts)
+	if queued != nil {
+		return x.createQueued(ctx, m, e, opts, queued, size)
 	}
 	// An id another process holds is an execution that exists: Run does
 	// not wait for it.
@@ -359,9 +359,11 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 }
 
 // createQueued creates execution e of m without running it (Run with no
-// slot free while the executor serves a Dispatcher store): created without
-// a lease, it is claimed by a process with room, which the store wakes.
-func (x *Executor) createQueued(ctx context.Context, m *states.Machine, e *Execution, opts StartOptions) (*Result, error) {
+// slot of s free while the executor serves a Dispatcher store): created
+// without a lease, it is claimed by a process with room, which the store
+// wakes; on a StartClaimer store, this executor remembers it, to run it
+// itself when a slot frees unless another process claimed it first.
+func (x *Executor) createQueued(ctx context.Context, m *states.Machine, e *Execution, opts StartOptions, s *slots, inputSize int) (*Result, error) {
 	var err error
 	if e.Definition, e.DefinitionHash, err = definitionOf(m); err != nil {
 		return nil, err
@@ -371,7 +373,27 @@ func (x *Executor) createQueued(ctx context.Context, m *states.Machine, e *Execu
 	}
 	x.hooks.executionStarted(e.ID)
 	opts.created(e)
+	if _, ok := x.store.(StartClaimer); ok {
+		s.remember(&queuedStart{m: m, e: e, reg: opts.Agents, inputSize: inputSize})
+	}
 	return &Result{ID: e.ID, Status: StatusRunning}, nil
+}
+
+// runQueued runs a start createQueued queued, once Serve claimed it back
+// (StartClaimer): as Run would have run it with a slot free. The claim
+// took its lease from the queue, so nothing has run, stopped or ended it.
+func (x *Executor) runQueued(ctx context.Context, q *queuedStart, c *Claimed) (_ *Result, err error) {
+	id := q.e.ID
+	ctx, release, err := x.holdClaimed(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	defer func() { err = stopped(ctx, id, err) }()
+	r := x.newRun(q.m, q.e, q.reg)
+	r.inputSize = q.inputSize
+	r.event(Event{Type: EventExecutionStarted, Input: q.e.Input, Document: q.e.Input})
+	return r.execute(ctx, &Scope{Next: q.m.StartAt, Doc: q.e.Input})
 }
 
 // created tells Started and Created that e exists.

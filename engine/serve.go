@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/states"
 )
 
 // ServeOptions tune Serve.
@@ -50,6 +54,21 @@ type Dispatcher interface {
 	Wakes(ctx context.Context) (<-chan struct{}, error)
 }
 
+// StartClaimer is implemented by Dispatcher stores that can claim, by id,
+// the executions their process created and queued (Run with no slot free):
+// a server that queued a start runs it itself when a slot frees, unless
+// another process claimed it first, at the cost of taking its lease, not
+// of a Claim that looks through everything there is to claim and reads the
+// execution back.
+type StartClaimer interface {
+	// ClaimStarts takes the leases of up to n (n ≥ 1) of ids, the first in
+	// their order that are still as their queued start left them (RUNNING,
+	// never committed to, queued, no stop requested, no live lease, not
+	// being claimed by a concurrent claim), and holds each as Claim does;
+	// it leaves the others alone. Claimed are in the order of ids.
+	ClaimStarts(ctx context.Context, ids []string, n int) ([]Claimed, error)
+}
+
 // Claimed is an execution whose lease Dispatcher.Claim took: Lost and
 // Release are those of Leaser.Lease.
 type Claimed struct {
@@ -69,6 +88,59 @@ type slots struct {
 	claiming chan struct{}
 	// freed receives a value when a slot is given back.
 	freed chan struct{}
+	// starts are the executions this executor created queued, oldest
+	// first, for it to run when a slot frees (StartClaimer); at most
+	// maxQueuedStarts.
+	starts []*queuedStart
+}
+
+// queuedStart is an execution Run created and queued, as Run would have
+// run it.
+type queuedStart struct {
+	m         *states.Machine
+	e         *Execution
+	reg       *agents.Registry
+	inputSize int
+}
+
+// startsLooked is how many of its queued starts, oldest first, an executor
+// offers ClaimStarts at once: enough to look past the ones other
+// processes claimed meanwhile.
+const startsLooked = 64
+
+// claimEvery is how often, in rounds of claims for free slots, a server
+// that fills them with the starts it queued itself claims from all there
+// is to run first (see serveClaims): the first round, and one in
+// claimEvery after it.
+const claimEvery = 8
+
+// maxQueuedStarts bounds the queued starts an executor remembers; the
+// ones past it are left to Claim.
+const maxQueuedStarts = 4096
+
+// remember keeps q for the executor to run when a slot frees.
+func (s *slots) remember(q *queuedStart) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.starts) < maxQueuedStarts {
+		s.starts = append(s.starts, q)
+	}
+}
+
+// oldestStarts returns up to n of the queued starts, oldest first, without
+// removing them (dropStarts does).
+func (s *slots) oldestStarts(n int) []*queuedStart {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.starts[:min(n, len(s.starts))])
+}
+
+// dropStarts removes the n oldest queued starts.
+func (s *slots) dropStarts(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.starts[:n])
+	s.starts = s.starts[n:]
 }
 
 func newSlots(n int) *slots {
@@ -267,12 +339,14 @@ func (x *Executor) serveClaims(ctx context.Context, d Dispatcher, opts ServeOpti
 	if opts.Ready != nil {
 		opts.Ready()
 	}
-	launch := func(c Claimed) {
+	// run runs what a claim took in a slot of its own, and tells how it
+	// ended.
+	run := func(id string, f func() (*Result, error)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer s.give()
-			res, err := x.Resume(ctx, c.Execution, ResumeOptions{claimed: &c})
+			res, err := f()
 			var stopped *StoppedError
 			switch {
 			case errors.Is(err, ErrBusy):
@@ -280,13 +354,71 @@ func (x *Executor) serveClaims(ctx context.Context, d Dispatcher, opts ServeOpti
 			case errors.As(err, &stopped):
 				res, err = stopped.Result, nil
 			case err != nil && ctx.Err() == nil:
-				x.log.Error("resume failed", "execution", c.Execution, "error", err)
+				x.log.Error("run failed", "execution", id, "error", err)
 			}
 			if opts.OnResult != nil {
-				opts.OnResult(c.Execution, res, err)
+				opts.OnResult(id, res, err)
 			}
 		}()
 	}
+	launch := func(c Claimed) {
+		run(c.Execution, func() (*Result, error) { return x.Resume(ctx, c.Execution, ResumeOptions{claimed: &c}) })
+	}
+	// launchStart runs a start this executor queued and claimed back.
+	launchStart := func(q *queuedStart, c Claimed) {
+		run(c.Execution, func() (*Result, error) { return x.runQueued(ctx, q, &c) })
+	}
+	starts, _ := d.(StartClaimer)
+	// claimStarts claims up to n of the starts this executor queued that
+	// are still as it left them, for launchStart.
+	type claimedStart struct {
+		q *queuedStart
+		c Claimed
+	}
+	claimStarts := func(n int) []claimedStart {
+		queued := s.oldestStarts(startsLooked)
+		if len(queued) == 0 {
+			return nil
+		}
+		ids := make([]string, len(queued))
+		for i, q := range queued {
+			ids[i] = q.e.ID
+		}
+		claims, err := starts.ClaimStarts(ctx, ids, n)
+		if err != nil {
+			// Left to Claim, here or in another process.
+			if ctx.Err() == nil {
+				x.log.Error("claim queued starts", "error", err)
+			}
+			return nil
+		}
+		// The starts before the last one claimed that were not claimed
+		// are no longer to run here (another process claimed them, or a
+		// stop was requested); with fewer than n claimed, none of them is.
+		out := make([]claimedStart, 0, len(claims))
+		past := 0
+		for _, c := range claims {
+			i := slices.IndexFunc(queued, func(q *queuedStart) bool { return q.e.ID == c.Execution })
+			if i < 0 {
+				// Not one of ids: a store at fault. Let it go.
+				x.log.Error("claim queued starts: the store claimed an execution not asked for", "execution", c.Execution)
+				c.Release()
+				continue
+			}
+			out = append(out, claimedStart{queued[i], c})
+			past = max(past, i+1)
+		}
+		if len(claims) < n {
+			past = len(queued)
+		}
+		s.dropStarts(past)
+		return out
+	}
+	// rounds counts the claims for free slots: a slot that frees runs a
+	// start this executor queued first, but every claimEvery-th round the
+	// oldest of all there is to run goes first (a timer due, the
+	// executions of a process that died, another server's starts).
+	rounds := 0
 	// claim claims work for the free slots until a claim finds none or
 	// they are all used; it reports whether there may be more work (every
 	// slot was filled). A claim that fills only some of them claims again
@@ -300,21 +432,34 @@ func (x *Executor) serveClaims(ctx context.Context, d Dispatcher, opts ServeOpti
 			if n == 0 {
 				return true
 			}
-			claims, next, err := d.Claim(ctx, n, time.Now())
-			if err != nil {
-				if ctx.Err() == nil {
-					x.log.Error("claim executions", "error", err)
-				}
-				claims = nil
+			var local []claimedStart
+			if starts != nil && rounds%claimEvery != 0 {
+				local = claimStarts(n)
 			}
-			s.settle(len(claims))
+			rounds++
+			var claims []Claimed
+			var err error
+			if len(local) < n {
+				var next time.Time
+				claims, next, err = d.Claim(ctx, n-len(local), time.Now())
+				if err != nil {
+					if ctx.Err() == nil {
+						x.log.Error("claim executions", "error", err)
+					}
+					claims = nil
+				}
+				if !next.IsZero() {
+					due.Reset(time.Until(next))
+				}
+			}
+			s.settle(len(local) + len(claims))
+			for _, l := range local {
+				launchStart(l.q, l.c)
+			}
 			for _, c := range claims {
 				launch(c)
 			}
-			if !next.IsZero() {
-				due.Reset(time.Until(next))
-			}
-			if err != nil || len(claims) == 0 {
+			if err != nil || len(local) < n && len(claims) == 0 {
 				return false
 			}
 			if ctx.Err() != nil || x.draining.Load() {

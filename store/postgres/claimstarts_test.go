@@ -1,0 +1,210 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/states"
+)
+
+// TestClaimStarts: ClaimStarts takes, in the order asked, up to n of the
+// queued starts still as they were created, and skips the ones another
+// process claimed, committed to, stopped, or is claiming; what it took is
+// held as Claim holds it.
+func TestClaimStarts(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t, Options{LeaseOwner: "me", LeaseTTL: time.Minute})
+	other := openOther(t, db, "other")
+	base := time.Now().Add(-time.Hour)
+	ids := []string{"q1", "stolen", "committed", "stopping", "locked", "q2", "q3"}
+	for i, id := range ids {
+		createAt(t, db, id, base.Add(time.Duration(i)*time.Second))
+	}
+	if _, err := other.Acquire(ctx, "stolen", "other", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	commitStatus(t, db, "committed", 1, engine.StatusRunning, time.Time{})
+	if err := other.RequestStop(ctx, "stopping", "Halted", "by the test"); err != nil {
+		t.Fatal(err)
+	}
+	// A concurrent claim holds locked's ready row.
+	tx, err := other.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM ready WHERE execution = 'locked' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, bad := range []struct {
+		ids  []string
+		n    int
+		want string
+	}{
+		{[]string{"q1"}, 0, "want at least 1"},
+		{[]string{"q1", "bad\x00id"}, 1, `execution "bad\x00id"`},
+	} {
+		if _, err := db.ClaimStarts(ctx, bad.ids, bad.n); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("ClaimStarts(%q, %d) = %v, want an error saying %q", bad.ids, bad.n, err, bad.want)
+		}
+	}
+	if got, err := db.ClaimStarts(ctx, nil, 1); err != nil || len(got) != 0 {
+		t.Errorf("ClaimStarts(none) = %v, %v; want nothing", got, err)
+	}
+
+	// The first in the order asked, not the oldest.
+	first, err := db.ClaimStarts(ctx, []string{"q2", "q1", "nope"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := claimedIDs(first); !slices.Equal(got, []string{"q2"}) {
+		t.Errorf("ClaimStarts([q2 q1 nope], 1) = %v, want [q2]", got)
+	}
+	rest, err := db.ClaimStarts(ctx, []string{"stolen", "committed", "stopping", "locked", "q3", "q1", "q2"}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, c := range rest {
+		order = append(order, c.Execution)
+	}
+	if !slices.Equal(order, []string{"q3", "q1"}) {
+		t.Errorf("ClaimStarts(…, 5) = %v, want [q3 q1], in the order asked: the others are not as created, or held", order)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readyRows(t, db); !slices.Equal(got, []string{"committed", "locked", "stopping"}) {
+		t.Errorf("ready after the claims = %v, want [committed locked stopping] (left to Claim)", got)
+	}
+	for _, c := range append(first, rest...) {
+		l, err := db.currentLease(ctx, db.pool, c.Execution)
+		if err != nil || l.Owner != "me" || l.Epoch != 1 || db.fence(c.Execution) != 1 {
+			t.Errorf("%s: lease %+v, %v, fence %d; want me's, epoch 1, fencing commits", c.Execution, l, err, db.fence(c.Execution))
+		}
+	}
+	// Claimed as Claim claims: a commit under the lease goes, and the
+	// release queues what is left to run.
+	commitStatus(t, db, "q3", 1, engine.StatusRunning, time.Time{})
+	rest[0].Release()
+	if l, err := db.currentLease(ctx, db.pool, "q3"); err != nil || l.Owner != "" {
+		t.Errorf("q3 after its release: lease %+v, %v; want released", l, err)
+	}
+	if got := readyRows(t, db); !slices.Contains(got, "q3") {
+		t.Errorf("ready after q3's release = %v, want q3 queued again (RUNNING, unheld)", got)
+	}
+	// Claimed is claimed: none is taken twice, here or by Claim.
+	again, err := other.ClaimStarts(ctx, []string{"q1", "q2"}, 2)
+	if err != nil || len(again) != 0 {
+		t.Errorf("ClaimStarts of starts claimed already = %v, %v; want none", claimedIDs(again), err)
+	}
+	for _, c := range append(first, rest[1:]...) {
+		c.Release()
+	}
+}
+
+// TestServerRunsItsQueuedStarts: a server with no slot free queues the
+// starts it is given and, when a slot frees, runs them itself, oldest
+// first, ahead of older work another process queued; that work still runs
+// before the server is through its own (every few rounds, a server claims
+// from all there is to run first).
+func TestServerRunsItsQueuedStarts(t *testing.T) {
+	url := testServer.Schema(t)
+	const own = 10
+	calls := make(chan string, own+2)
+	agent := func(ctx context.Context, req *agents.Request) (any, error) {
+		calls <- req.Execution
+		return "ok", nil
+	}
+	gate, s0Calls := make(chan struct{}), make(chan struct{})
+	a := openProcess(t, url, "a", time.Minute, func(ctx context.Context, req *agents.Request) (any, error) {
+		if req.Execution == "s0" {
+			close(s0Calls)
+			<-gate
+		}
+		return agent(ctx, req)
+	})
+	c := openProcess(t, url, "c", time.Minute, agent)
+	results := serving(t, a, 1)
+	m, err := states.Parse([]byte(leaseWorkflow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// s0 takes a's only slot: Run runs it to its end.
+	s0 := make(chan error, 1)
+	go func() {
+		_, err := a.x.Run(ctx, m, map[string]any{}, engine.StartOptions{ID: "s0"})
+		s0 <- err
+	}()
+	select {
+	case <-s0Calls:
+	case <-time.After(notifyTimeout):
+		t.Fatal("s0 does not run")
+	}
+	// Another process leaves a start it has no room for, as its Run does.
+	def, err := jsonvalue.Marshal(m.Definition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := jsonvalue.CanonicalHash(m.Definition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := &engine.Execution{ID: "older", MachineName: "StateMachine", Status: engine.StatusRunning,
+		StartedAt: time.Now().Add(-time.Hour), Input: map[string]any{}, Definition: def, DefinitionHash: hash}
+	if err := c.db.Create(ctx, older); err != nil {
+		t.Fatal(err)
+	}
+	// a has no room for these: it queues them, RUNNING.
+	var ids []string
+	for i := range own {
+		id := fmt.Sprintf("s%d", i+1)
+		res, err := a.x.Run(ctx, m, map[string]any{}, engine.StartOptions{ID: id})
+		if err != nil || res.Status != engine.StatusRunning {
+			t.Fatalf("Run(%s) = %v, %v; want it queued, RUNNING", id, res, err)
+		}
+		ids = append(ids, id)
+	}
+	close(gate)
+	if err := <-s0; err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for range own + 2 {
+		select {
+		case id := <-calls:
+			order = append(order, id)
+		case <-time.After(notifyTimeout):
+			t.Fatalf("calls %v, then none within %v", order, notifyTimeout)
+		}
+	}
+	for range own + 1 {
+		select {
+		case res := <-results:
+			if res.Status != engine.StatusSucceeded {
+				t.Errorf("%s: %s", res.ID, res.Status)
+			}
+		case <-time.After(notifyTimeout):
+			t.Fatal("not every execution ended")
+		}
+	}
+	if order[0] != "s0" || order[1] != "s1" {
+		t.Errorf("calls in the order %v: want s0, then s1 (a's own queued start, not older)", order)
+	}
+	at := slices.Index(order, "older")
+	if at < 0 || at == len(order)-1 {
+		t.Errorf("calls in the order %v: want older before a's last start", order)
+	}
+	if got := slices.DeleteFunc(slices.Clone(order[1:]), func(id string) bool { return id == "older" }); !slices.Equal(got, ids) {
+		t.Errorf("a ran its queued starts in the order %v, want %v (oldest first)", got, ids)
+	}
+}
