@@ -389,6 +389,7 @@ func (x *Executor) runQueued(ctx context.Context, q *queuedStart, c *Claimed) (_
 		return nil, err
 	}
 	defer release()
+	defer func() { x.noteFailure(ctx, id, err) }()
 	defer func() { err = stopped(ctx, id, err) }()
 	r := x.newRun(q.m, q.e, q.reg)
 	r.inputSize = q.inputSize

@@ -160,6 +160,9 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (_
 		return nil, err
 	}
 	defer release()
+	if opts.claimed != nil {
+		defer func() { x.noteFailure(ctx, id, err) }()
+	}
 	defer func() { err = stopped(ctx, id, err) }()
 	e, m, err := x.load(ctx, id)
 	if err != nil {

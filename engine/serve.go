@@ -69,6 +69,30 @@ type StartClaimer interface {
 	ClaimStarts(ctx context.Context, ids []string, n int) ([]Claimed, error)
 }
 
+// RunFailureNoter is implemented by Dispatcher stores that hold back an
+// execution whose claimed run failed: the release of its lease does not
+// queue it for a claim at once (a claim would take it straight back, and
+// fail the same way, in a loop), but leaves it for later (the PostgreSQL
+// store queues it again at its next sweep, within 30 s).
+type RunFailureNoter interface {
+	// RunFailed tells that the run of execution, whose lease this process
+	// holds, failed; its release comes next.
+	RunFailed(execution string)
+}
+
+// noteFailure tells a RunFailureNoter store that the claimed run of id
+// ended with err, unless err says nothing of the execution: none, the
+// executor's context ended (a server stopping or draining: the execution
+// goes to another at once), the execution was busy here, stopped, or
+// ended.
+func (x *Executor) noteFailure(ctx context.Context, id string, err error) {
+	n, ok := x.store.(RunFailureNoter)
+	if !ok || err == nil || ctx.Err() != nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrEnded) {
+		return
+	}
+	n.RunFailed(id)
+}
+
 // Claimed is an execution whose lease Dispatcher.Claim took: Lost and
 // Release are those of Leaser.Lease.
 type Claimed struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,5 +207,72 @@ func TestServerRunsItsQueuedStarts(t *testing.T) {
 	}
 	if got := slices.DeleteFunc(slices.Clone(order[1:]), func(id string) bool { return id == "older" }); !slices.Equal(got, ids) {
 		t.Errorf("a ran its queued starts in the order %v, want %v (oldest first)", got, ids)
+	}
+}
+
+// TestFailedRunHeldBack: a claimed execution whose run fails before it
+// commits (here, its stored definition does not parse) is not queued
+// again at its release, so the server does not claim it straight back
+// and fail again in a loop; the sweep queues it again later, and it is
+// claimed then.
+func TestFailedRunHeldBack(t *testing.T) {
+	url := testServer.Schema(t)
+	a := openProcess(t, url, "a", time.Minute, unused)
+	var mu sync.Mutex
+	failures := 0
+	failed := make(chan struct{}, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		served <- a.x.Serve(ctx, engine.ServeOptions{Poll: 50 * time.Millisecond, MaxConcurrent: 2, Ready: func() { close(ready) },
+			OnResult: func(id string, res *engine.Result, err error) {
+				if err == nil {
+					t.Errorf("%s: ran (%s), want its run to fail", id, res.Status)
+					return
+				}
+				mu.Lock()
+				failures++
+				mu.Unlock()
+				failed <- struct{}{}
+			}})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	})
+	<-ready
+	// Left for any server with no definition: its load fails.
+	createAt(t, a.db, "broken", time.Now())
+	select {
+	case <-failed:
+	case <-time.After(notifyTimeout):
+		t.Fatal("the broken execution was not claimed")
+	}
+	// Polls come every 50 ms: a queued execution would be claimed again
+	// several times over.
+	time.Sleep(500 * time.Millisecond)
+	mu.Lock()
+	n := failures
+	mu.Unlock()
+	if n != 1 {
+		t.Errorf("the broken execution's run failed %d times in 0.5 s, want once (held back, not claimed again at once)", n)
+	}
+	if got := readyRows(t, a.db); len(got) != 0 {
+		t.Errorf("ready after the failed run = %v, want it held back", got)
+	}
+	if l, err := a.db.currentLease(context.Background(), a.db.pool, "broken"); err != nil || l.Owner != "" {
+		t.Errorf("lease after the failed run: %+v, %v; want released", l, err)
+	}
+	// The sweep queues it again, and the server claims it at its next poll.
+	if _, err := a.db.pool.Exec(context.Background(), sweepQuery); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-failed:
+	case <-time.After(notifyTimeout):
+		t.Fatal("the broken execution was not claimed again after the sweep")
 	}
 }

@@ -21,8 +21,9 @@ import (
 // servers hear (Wakes) and claim at once. Polling stays the fallback.
 
 var (
-	_ engine.Dispatcher    = (*DB)(nil)
-	_ engine.StopRequester = (*DB)(nil)
+	_ engine.Dispatcher      = (*DB)(nil)
+	_ engine.StopRequester   = (*DB)(nil)
+	_ engine.RunFailureNoter = (*DB)(nil)
 )
 
 // claimQuery takes the leases of up to $2 executions with something to

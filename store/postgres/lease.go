@@ -212,14 +212,16 @@ RETURNING expires_at, EXISTS (SELECT 1 FROM stop_requests s WHERE s.execution = 
 // row stays, without an owner, so that epochs keep growing. Releasing a
 // lease that was taken over fails with a *FencedError (ErrFenced).
 func (db *DB) Release(ctx context.Context, l Lease) error {
-	return db.release(ctx, l, false)
+	return db.release(ctx, l, false, true)
 }
 
 // releaseLease gives the lease $2 of owner $3 and epoch $4 up, in one
 // statement. An execution left RUNNING is queued (ready) for a process to
 // claim. With $5, the processes serving the database are woken (Wakes)
 // when the execution has work left: RUNNING, due at $6, or with a stop
-// requested. It returns whether the lease was released. The queueing is an
+// requested. Without $7, a RUNNING execution is not queued (its run
+// failed: the sweep queues it later). It returns whether the lease was
+// released. The queueing is an
 // upsert, not an insert that does nothing on a conflict: a claim that read
 // the execution's ready row (held then) and deletes it has the row locked,
 // and the upsert waits for that claim, then queues the execution again.
@@ -232,18 +234,19 @@ const releaseLease = `WITH rel AS (
   WHERE e.id IN (SELECT execution FROM rel) AND e.status IN ('RUNNING', 'WAITING')
     AND (e.status = 'RUNNING' OR e.wake_ns <= $6 OR EXISTS (SELECT 1 FROM stop_requests s WHERE s.execution = e.id))
 ), queued AS (
-  INSERT INTO ready (execution, since) SELECT id, started_ns FROM work WHERE status = 'RUNNING'
+  INSERT INTO ready (execution, since) SELECT id, started_ns FROM work WHERE status = 'RUNNING' AND $7
   ON CONFLICT (execution) DO UPDATE SET since = EXCLUDED.since
 )
 SELECT EXISTS (SELECT 1 FROM rel), (SELECT count(*) FROM (SELECT pg_notify($1, id) FROM work WHERE $5) n)`
 
 // release is Release; with wake, the release also wakes the processes
 // serving the database (Wakes) when the execution has work left, in the
-// same transaction.
-func (db *DB) release(ctx context.Context, l Lease, wake bool) error {
+// same transaction; without queue, it leaves a RUNNING execution out of
+// the ready queue.
+func (db *DB) release(ctx context.Context, l Lease, wake, queue bool) error {
 	var released bool
 	var woken int64
-	err := db.pool.QueryRow(ctx, releaseLease, db.wakeCh, l.Execution, l.Owner, l.Epoch, wake, store.TimeKey(time.Now())).Scan(&released, &woken)
+	err := db.pool.QueryRow(ctx, releaseLease, db.wakeCh, l.Execution, l.Owner, l.Epoch, wake, store.TimeKey(time.Now()), queue).Scan(&released, &woken)
 	if err != nil {
 		return fmt.Errorf("database %s: releasing execution %s: %w", db.url, l.Execution, err)
 	}
@@ -519,6 +522,9 @@ type heldLease struct {
 	// the lease in its transaction (noteEnded): releasing it costs no
 	// round trip then.
 	released bool
+	// runFailed is set when the run under the lease failed (RunFailed):
+	// the release neither queues the execution nor wakes anyone.
+	runFailed bool
 }
 
 // holdLease fences the execution's commits with l, keeps l renewed, and
@@ -545,7 +551,8 @@ func (db *DB) holdLease(ctx context.Context, l Lease, stop *engine.StopRequest, 
 		once.Do(func() {
 			r.Stop()
 			db.fenceMu.Lock()
-			wake := h.wrote && !h.failed
+			wake := h.wrote && !h.failed && !h.runFailed
+			queue := !h.runFailed
 			released := h.released
 			if db.held[l.Execution] == h {
 				delete(db.held, l.Execution)
@@ -556,7 +563,7 @@ func (db *DB) holdLease(ctx context.Context, l Lease, stop *engine.StopRequest, 
 				defer cancel()
 				// A lease taken over needs no releasing; one that cannot
 				// be released (the database is away) expires.
-				_ = db.release(rctx, r.Lease(), wake)
+				_ = db.release(rctx, r.Lease(), wake, queue)
 			}
 			db.Unfence(l.Execution)
 		})
@@ -564,8 +571,6 @@ func (db *DB) holdLease(ctx context.Context, l Lease, stop *engine.StopRequest, 
 	return r.Lost(), release, nil
 }
 
-// noteCommit records the outcome of a commit of an execution whose lease
-// this process holds (Lease, Claim).
 // releasesAtEnd reports whether the commit that ends execution is to
 // release its lease in the same transaction: when this process holds it
 // through Lease or Claim, whose release then has nothing left to do.
@@ -586,6 +591,21 @@ func (db *DB) noteEnded(execution string) {
 	}
 }
 
+// RunFailed makes DB an engine.RunFailureNoter: the release of the lease
+// this process holds of execution will leave it out of the ready queue and
+// wake nobody. A run that fails before it commits (a definition that no
+// longer parses, history that fails its checks) would fail the same way
+// at once wherever it is claimed: the sweep (sweepEvery) queues it again.
+func (db *DB) RunFailed(execution string) {
+	db.fenceMu.Lock()
+	defer db.fenceMu.Unlock()
+	if h := db.held[execution]; h != nil {
+		h.runFailed = true
+	}
+}
+
+// noteCommit records the outcome of a commit of an execution whose lease
+// this process holds (Lease, Claim).
 func (db *DB) noteCommit(execution string, ok bool) {
 	db.fenceMu.Lock()
 	defer db.fenceMu.Unlock()
