@@ -250,8 +250,10 @@ func (x *Executor) dispatching() *slots {
 // when a WAITING execution falls due, and when a run ends after a claim
 // that filled every slot. While it serves, Run and Resume on the executor
 // share its slots: with none free, Run creates the execution and leaves it
-// to whichever process has room (it returns it RUNNING, unrun), and Resume
-// leaves it likewise; Resume also stops waiting for a lease another
+// to whichever process has room (it returns it RUNNING, unrun), and runs
+// it itself when a slot frees unless another process claimed it first (on
+// a StartClaimer store; one claim round in claimEvery takes from all there
+// is to run first); Resume leaves it likewise; Resume also stops waiting for a lease another
 // process holds (that process runs the execution). An executor serves one
 // Dispatcher store at a time.
 func (x *Executor) Serve(ctx context.Context, opts ServeOptions) error {
