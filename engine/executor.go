@@ -374,7 +374,12 @@ func (x *Executor) createQueued(ctx context.Context, m *states.Machine, e *Execu
 	x.hooks.executionStarted(e.ID)
 	opts.created(e)
 	if _, ok := x.store.(StartClaimer); ok {
-		s.remember(&queuedStart{m: m, e: e, reg: opts.Agents, inputSize: inputSize})
+		q := &queuedStart{m: m, e: e, reg: opts.Agents, inputSize: inputSize, bytes: inputSize}
+		if x.limitOf(e.MaxPayload) < 0 {
+			// Run did not measure it: no limit.
+			q.bytes = jsonvalue.Size(e.Input)
+		}
+		s.remember(q)
 	}
 	return &Result{ID: e.ID, Status: StatusRunning}, nil
 }

@@ -113,9 +113,11 @@ type slots struct {
 	// freed receives a value when a slot is given back.
 	freed chan struct{}
 	// starts are the executions this executor created queued, oldest
-	// first, for it to run when a slot frees (StartClaimer); at most
-	// maxQueuedStarts.
-	starts []*queuedStart
+	// first, for it to run when a slot frees (StartClaimer): at most
+	// maxQueuedStarts, their inputs startBytes in all, at most
+	// maxQueuedBytes.
+	starts     []*queuedStart
+	startBytes int
 }
 
 // queuedStart is an execution Run created and queued, as Run would have
@@ -124,7 +126,8 @@ type queuedStart struct {
 	m         *states.Machine
 	e         *Execution
 	reg       *agents.Registry
-	inputSize int
+	inputSize int // as Run measured it for the run (0: no limit)
+	bytes     int // the input's size, for maxQueuedBytes
 }
 
 // startsLooked is how many of its queued starts, oldest first, an executor
@@ -138,16 +141,22 @@ const startsLooked = 64
 // claimEvery after it.
 const claimEvery = 8
 
-// maxQueuedStarts bounds the queued starts an executor remembers; the
-// ones past it are left to Claim.
-const maxQueuedStarts = 4096
+// Bounds of the queued starts an executor remembers, in number and in the
+// bytes of their inputs (up to 256 KiB each by default); the ones past
+// them are left to Claim, which reads them from the store when they run.
+const (
+	maxQueuedStarts = 4096
+	maxQueuedBytes  = 64 << 20
+)
 
-// remember keeps q for the executor to run when a slot frees.
+// remember keeps q for the executor to run when a slot frees, within the
+// bounds.
 func (s *slots) remember(q *queuedStart) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.starts) < maxQueuedStarts {
+	if len(s.starts) < maxQueuedStarts && s.startBytes+q.bytes <= maxQueuedBytes {
 		s.starts = append(s.starts, q)
+		s.startBytes += q.bytes
 	}
 }
 
@@ -163,6 +172,9 @@ func (s *slots) oldestStarts(n int) []*queuedStart {
 func (s *slots) dropStarts(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, q := range s.starts[:n] {
+		s.startBytes -= q.bytes
+	}
 	clear(s.starts[:n])
 	s.starts = s.starts[n:]
 }
