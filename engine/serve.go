@@ -81,16 +81,20 @@ type RunFailureNoter interface {
 }
 
 // noteFailure tells a RunFailureNoter store that the claimed run of id
-// ended with err, unless err says nothing of the execution: none, the
-// executor's context ended (a server stopping or draining: the execution
-// goes to another at once), the execution was busy here, stopped, or
-// ended.
+// ended with err (heldBack).
 func (x *Executor) noteFailure(ctx context.Context, id string, err error) {
-	n, ok := x.store.(RunFailureNoter)
-	if !ok || err == nil || ctx.Err() != nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrEnded) {
-		return
+	if n, ok := x.store.(RunFailureNoter); ok && heldBack(ctx, err) {
+		n.RunFailed(id)
 	}
-	n.RunFailed(id)
+}
+
+// heldBack reports whether a claimed run that ended with err on ctx is to
+// be held back (RunFailureNoter): not when err says nothing against the
+// execution: none, the executor's context ended or it drained (a server
+// stopping: the execution goes to another at once), the execution was
+// busy here, stopped, or ended.
+func heldBack(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() == nil && !errors.Is(err, ErrDrained) && !errors.Is(err, ErrBusy) && !errors.Is(err, ErrEnded)
 }
 
 // Claimed is an execution whose lease Dispatcher.Claim took: Lost and

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -47,5 +49,33 @@ func TestQueuedStartsBounds(t *testing.T) {
 	s.remember(start(9, half))
 	if len(s.starts) != 3 || s.startBytes != maxQueuedBytes || s.starts[2].e.ID != "9" {
 		t.Errorf("after dropping the oldest half: %d starts, %d bytes, newest %s; want room for another half", len(s.starts), s.startBytes, s.starts[len(s.starts)-1].e.ID)
+	}
+}
+
+// TestHeldBack: a claimed run that failed is held back; one that ended for
+// a reason that says nothing against the execution is not.
+func TestHeldBack(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	live := context.Background()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"failed", live, errors.New("its definition no longer parses"), true},
+		{"no error", live, nil, false},
+		{"server stopping", cancelled, context.Canceled, false},
+		{"server stopping, another error", cancelled, errors.New("commit: connection closed"), false},
+		{"drained", live, fmt.Errorf("execution e: %w", ErrDrained), false},
+		{"busy here", live, fmt.Errorf("execution e: %w", ErrBusy), false},
+		{"stopped", live, &StoppedError{Result: &Result{ID: "e", Status: StatusAborted}}, false},
+		{"ended", live, fmt.Errorf("execution e: %w", ErrEnded), false},
+	}
+	for _, tt := range tests {
+		if got := heldBack(tt.ctx, tt.err); got != tt.want {
+			t.Errorf("%s: heldBack = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

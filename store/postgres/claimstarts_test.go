@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -274,5 +275,72 @@ func TestFailedRunHeldBack(t *testing.T) {
 	case <-failed:
 	case <-time.After(notifyTimeout):
 		t.Fatal("the broken execution was not claimed again after the sweep")
+	}
+}
+
+// TestDrainedRunQueued: a claimed run that a drain stops is not held back
+// like a failed one: its release queues it at once, for another server.
+func TestDrainedRunQueued(t *testing.T) {
+	url := testServer.Schema(t)
+	calling, release := make(chan struct{}), make(chan struct{})
+	a := openProcess(t, url, "a", time.Minute, blockingAgent(calling, release))
+	c := openProcess(t, url, "c", time.Minute, unused)
+	m, err := states.Parse([]byte(leaseWorkflow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		served <- a.x.Serve(ctx, engine.ServeOptions{Poll: neverPoll, MaxConcurrent: 1, Ready: func() { close(ready) },
+			OnResult: func(id string, res *engine.Result, err error) { ended <- err }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	})
+	<-ready
+	// Queued by a process that does not run it: a claims it.
+	def, err := jsonvalue.Marshal(m.Definition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := jsonvalue.CanonicalHash(m.Definition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &engine.Execution{ID: "drained", MachineName: "StateMachine", Status: engine.StatusRunning,
+		StartedAt: time.Now(), Input: map[string]any{}, Definition: def, DefinitionHash: hash}
+	if err := c.db.Create(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-calling:
+	case <-time.After(notifyTimeout):
+		t.Fatal("a did not claim the execution")
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- a.x.Drain(context.Background()) }()
+	close(release)
+	select {
+	case err := <-ended:
+		if !errors.Is(err, engine.ErrDrained) {
+			t.Fatalf("the run ended with %v, want ErrDrained", err)
+		}
+	case <-time.After(notifyTimeout):
+		t.Fatal("the drained run did not end")
+	}
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
+	if got := readyRows(t, c.db); !slices.Equal(got, []string{"drained"}) {
+		t.Errorf("ready after the drain = %v, want [drained] (queued at once, not held back)", got)
+	}
+	if got := awaitStatus(t, c.db, "drained", engine.StatusRunning); got.Status != engine.StatusRunning {
+		t.Errorf("status %s", got.Status)
 	}
 }
