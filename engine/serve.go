@@ -76,15 +76,17 @@ type StartClaimer interface {
 // store queues it again at its next sweep, within 30 s).
 type RunFailureNoter interface {
 	// RunFailed tells that the run of execution, whose lease this process
-	// holds, failed; its release comes next.
-	RunFailed(execution string)
+	// holds, failed with err; its release comes next. The store may find
+	// that err says nothing against the execution (its database was away)
+	// and queue it at its release as usual.
+	RunFailed(execution string, err error)
 }
 
 // noteFailure tells a RunFailureNoter store that the claimed run of id
 // ended with err (heldBack).
 func (x *Executor) noteFailure(ctx context.Context, id string, err error) {
 	if n, ok := x.store.(RunFailureNoter); ok && heldBack(ctx, err) {
-		n.RunFailed(id)
+		n.RunFailed(id, err)
 	}
 }
 

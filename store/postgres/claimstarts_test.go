@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -343,4 +344,37 @@ func TestDrainedRunQueued(t *testing.T) {
 	if got := awaitStatus(t, c.db, "drained", engine.StatusRunning); got.Status != engine.StatusRunning {
 		t.Errorf("status %s", got.Status)
 	}
+}
+
+// TestRunFailedHoldsBack: the release after RunFailed leaves a RUNNING
+// execution out of the ready queue, unless the run failed on the
+// database, when it is queued as after any release.
+func TestRunFailedHoldsBack(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t, Options{LeaseOwner: "me", LeaseTTL: time.Minute})
+	for _, tt := range []struct {
+		id     string
+		err    error
+		queued bool
+	}{
+		{"broken", errors.New("its definition no longer parses"), false},
+		{"db-away", db.dbErr("commit execution db-away", io.ErrUnexpectedEOF), true},
+		{"wrapped-db-away", fmt.Errorf("execution x: %w", db.dbErr("load", io.ErrUnexpectedEOF)), true},
+		{"fine", nil, true},
+	} {
+		createAt(t, db, tt.id, time.Now())
+		_, release, err := db.Lease(ctx, tt.id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.err != nil {
+			db.RunFailed(tt.id, tt.err)
+		}
+		release()
+		if got := slices.Contains(readyRows(t, db), tt.id); got != tt.queued {
+			t.Errorf("%s: queued after its release = %v, want %v", tt.id, got, tt.queued)
+		}
+	}
+	// Not held here: nothing to note, nothing breaks.
+	db.RunFailed("nobody", errors.New("x"))
 }

@@ -591,12 +591,18 @@ func (db *DB) noteEnded(execution string) {
 	}
 }
 
-// RunFailed makes DB an engine.RunFailureNoter: the release of the lease
-// this process holds of execution will leave it out of the ready queue and
-// wake nobody. A run that fails before it commits (a definition that no
+// RunFailed makes DB an engine.RunFailureNoter: unless err is the
+// database's (or its connection's), the release of the lease this process
+// holds of execution will leave it out of the ready queue and wake nobody.
+// A run that fails otherwise before it commits (a definition that no
 // longer parses, history that fails its checks) would fail the same way
 // at once wherever it is claimed: the sweep (sweepEvery) queues it again.
-func (db *DB) RunFailed(execution string) {
+// One that the database failed goes to the next claim as before.
+func (db *DB) RunFailed(execution string, err error) {
+	var de *dbError
+	if errors.As(err, &de) {
+		return
+	}
 	db.fenceMu.Lock()
 	defer db.fenceMu.Unlock()
 	if h := db.held[execution]; h != nil {

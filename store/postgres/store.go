@@ -118,8 +118,18 @@ func (db *DB) check(ctx context.Context) error {
 
 // dbErr wraps an error of the database with its URL.
 func (db *DB) dbErr(doing string, err error) error {
-	return fmt.Errorf("database %s: %s: %w", db.url, doing, err)
+	return &dbError{msg: fmt.Sprintf("database %s: %s: %v", db.url, doing, err), err: err}
 }
+
+// dbError is an error of the database or of the connection to it, as
+// dbErr words it.
+type dbError struct {
+	msg string
+	err error
+}
+
+func (e *dbError) Error() string { return e.msg }
+func (e *dbError) Unwrap() error { return e.err }
 
 // sqlState returns the SQLSTATE of a database error, "" for another.
 func sqlState(err error) string {
