@@ -17,6 +17,25 @@ import (
 	"github.com/aslrun/aslrun/states"
 )
 
+// createLeft creates execution id of m, started at start, without its
+// lease: queued, as a Run that found no slot free leaves a start.
+func createLeft(t *testing.T, db *DB, id string, m *states.Machine, start time.Time) {
+	t.Helper()
+	def, err := jsonvalue.Marshal(m.Definition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := jsonvalue.CanonicalHash(m.Definition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &engine.Execution{ID: id, MachineName: "StateMachine", Status: engine.StatusRunning,
+		StartedAt: start, Input: map[string]any{}, Definition: def, DefinitionHash: hash}
+	if err := db.Create(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestClaimStarts: ClaimStarts takes, in the order asked, up to n of the
 // queued starts still as they were created, and skips the ones another
 // process claimed, committed to, stopped, or is claiming; what it took is
@@ -154,19 +173,7 @@ func TestServerRunsItsQueuedStarts(t *testing.T) {
 		t.Fatal("s0 does not run")
 	}
 	// Another process leaves a start it has no room for, as its Run does.
-	def, err := jsonvalue.Marshal(m.Definition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hash, err := jsonvalue.CanonicalHash(m.Definition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	older := &engine.Execution{ID: "older", MachineName: "StateMachine", Status: engine.StatusRunning,
-		StartedAt: time.Now().Add(-time.Hour), Input: map[string]any{}, Definition: def, DefinitionHash: hash}
-	if err := c.db.Create(ctx, older); err != nil {
-		t.Fatal(err)
-	}
+	createLeft(t, c.db, "older", m, time.Now().Add(-time.Hour))
 	// a has no room for these: it queues them, RUNNING.
 	var ids []string
 	for i := range own {
@@ -223,29 +230,17 @@ func TestFailedRunHeldBack(t *testing.T) {
 	var mu sync.Mutex
 	failures := 0
 	failed := make(chan struct{}, 16)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		served <- a.x.Serve(ctx, engine.ServeOptions{Poll: 50 * time.Millisecond, MaxConcurrent: 2, Ready: func() { close(ready) },
-			OnResult: func(id string, res *engine.Result, err error) {
-				if err == nil {
-					t.Errorf("%s: ran (%s), want its run to fail", id, res.Status)
-					return
-				}
-				mu.Lock()
-				failures++
-				mu.Unlock()
-				failed <- struct{}{}
-			}})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	})
-	<-ready
+	serveWith(t, a, engine.ServeOptions{Poll: 50 * time.Millisecond, MaxConcurrent: 2,
+		OnResult: func(id string, res *engine.Result, err error) {
+			if err == nil {
+				t.Errorf("%s: ran (%s), want its run to fail", id, res.Status)
+				return
+			}
+			mu.Lock()
+			failures++
+			mu.Unlock()
+			failed <- struct{}{}
+		}})
 	// Left for any server with no definition: its load fails.
 	createAt(t, a.db, "broken", time.Now())
 	select {
@@ -291,34 +286,10 @@ func TestDrainedRunQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	ended := make(chan error, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		served <- a.x.Serve(ctx, engine.ServeOptions{Poll: neverPoll, MaxConcurrent: 1, Ready: func() { close(ready) },
-			OnResult: func(id string, res *engine.Result, err error) { ended <- err }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	})
-	<-ready
+	serveWith(t, a, engine.ServeOptions{Poll: neverPoll, MaxConcurrent: 1,
+		OnResult: func(id string, res *engine.Result, err error) { ended <- err }})
 	// Queued by a process that does not run it: a claims it.
-	def, err := jsonvalue.Marshal(m.Definition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hash, err := jsonvalue.CanonicalHash(m.Definition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &engine.Execution{ID: "drained", MachineName: "StateMachine", Status: engine.StatusRunning,
-		StartedAt: time.Now(), Input: map[string]any{}, Definition: def, DefinitionHash: hash}
-	if err := c.db.Create(context.Background(), e); err != nil {
-		t.Fatal(err)
-	}
+	createLeft(t, c.db, "drained", m, time.Now())
 	select {
 	case <-calling:
 	case <-time.After(notifyTimeout):

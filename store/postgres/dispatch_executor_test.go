@@ -33,18 +33,24 @@ func serving(t *testing.T, p process, maxConcurrent int) <-chan *engine.Result {
 func servingPoll(t *testing.T, p process, maxConcurrent int, poll time.Duration) <-chan *engine.Result {
 	t.Helper()
 	results := make(chan *engine.Result, 64)
+	serveWith(t, p, engine.ServeOptions{Poll: poll, MaxConcurrent: maxConcurrent, OnResult: func(id string, res *engine.Result, err error) {
+		if err != nil {
+			t.Errorf("%s: %v", id, err)
+			return
+		}
+		results <- res
+	}})
+	return results
+}
+
+// serveWith serves p with opts until the test ends, once Serve is ready.
+func serveWith(t *testing.T, p process, opts engine.ServeOptions) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	ready := make(chan struct{})
-	go func() {
-		served <- p.x.Serve(ctx, engine.ServeOptions{Poll: poll, MaxConcurrent: maxConcurrent, Ready: func() { close(ready) }, OnResult: func(id string, res *engine.Result, err error) {
-			if err != nil {
-				t.Errorf("%s: %v", id, err)
-				return
-			}
-			results <- res
-		}})
-	}()
+	opts.Ready = func() { close(ready) }
+	go func() { served <- p.x.Serve(ctx, opts) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-served; err != nil {
@@ -56,7 +62,6 @@ func servingPoll(t *testing.T, p process, maxConcurrent int, poll time.Duration)
 	case err := <-served:
 		t.Fatalf("Serve = %v", err)
 	}
-	return results
 }
 
 // awaitStatus waits until execution id has status want, reading db.
