@@ -19,22 +19,13 @@ func TestMemory(t *testing.T) {
 	})
 }
 
-// twoCheckpoints saves checkpoints "first" and "second" between Pass
-// states.
-const twoCheckpoints = `{"StartAt":"One","States":{
-	"One":{"Type":"Pass","Result":1,"ResultPath":"$.one","Next":"First"},
-	"First":{"Type":"Checkpoint","Name":"first","Next":"Two"},
-	"Two":{"Type":"Pass","Result":2,"ResultPath":"$.two","Next":"Second"},
-	"Second":{"Type":"Checkpoint","Name":"second","Next":"Done"},
-	"Done":{"Type":"Pass","End":true}}}`
-
 // TestMemoryCheckpointsVerify changes checkpoint "first" of an execution
 // the executor ran, one way at a time, and checks that VerifyHistory,
 // Checkpoint, ListCheckpoints and a rollback from it each fail with an
 // *IntegrityError naming it and the field, as Bolt's do, while
 // checkpoint "second", left alone, still loads and rolls back.
 func TestMemoryCheckpointsVerify(t *testing.T) {
-	m, err := states.Parse([]byte(twoCheckpoints))
+	m, err := states.Parse([]byte(storetest.TwoCheckpoints))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,15 +119,6 @@ WHERE execution = 'free' AND name = 'free'`, "free", "free", "docHash"},
 	})
 }
 
-// twoCheckpoints saves checkpoints "first" and "second" between Pass
-// states.
-const twoCheckpoints = `{"StartAt":"One","States":{
-	"One":{"Type":"Pass","Result":1,"ResultPath":"$.one","Next":"First"},
-	"First":{"Type":"Checkpoint","Name":"first","Next":"Two"},
-	"Two":{"Type":"Pass","Result":2,"ResultPath":"$.two","Next":"Second"},
-	"Second":{"Type":"Checkpoint","Name":"second","Next":"Done"},
-	"Done":{"Type":"Pass","End":true}}}`
-
 // TestRollbackFromEditedCheckpoint: the executor's Rollback and Fork from
 // a checkpoint whose row was edited fail with the load's *IntegrityError
 // and write nothing; from a checkpoint left alone they run.
@@ -135,7 +126,7 @@ func TestRollbackFromEditedCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, Options{})
 	x := engine.New(engine.Config{Store: db})
-	m, err := states.Parse([]byte(twoCheckpoints))
+	m, err := states.Parse([]byte(storetest.TwoCheckpoints))
 	if err != nil {
 		t.Fatal(err)
 	}

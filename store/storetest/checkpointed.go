@@ -37,3 +37,12 @@ func CheckpointedRun(t *testing.T, id string, ts time.Time) (input any, commits 
 		},
 	}
 }
+
+// TwoCheckpoints is a workflow that saves checkpoints "first" and
+// "second" between Pass states.
+const TwoCheckpoints = `{"StartAt":"One","States":{
+	"One":{"Type":"Pass","Result":1,"ResultPath":"$.one","Next":"First"},
+	"First":{"Type":"Checkpoint","Name":"first","Next":"Two"},
+	"Two":{"Type":"Pass","Result":2,"ResultPath":"$.two","Next":"Second"},
+	"Second":{"Type":"Checkpoint","Name":"second","Next":"Done"},
+	"Done":{"Type":"Pass","End":true}}}`
