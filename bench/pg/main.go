@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("timeout", 5*time.Minute, "scale: the longest one row may take")
 	poll := fs.Duration("poll", time.Second, "scale: each server's --poll")
 	durability := fs.String("durability", "strict", "scale: each server's --durability (strict or batched)")
+	repeat := fs.Int("repeat", 1, "scale: runs of each row; the row printed is the median run by executions per second")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"turns", *turns}, {"executions", *executions}, {"concurrent", *concurrent}, {"per-server", *perServer}, {"cap", *capacity}} {
+	}{{"turns", *turns}, {"executions", *executions}, {"concurrent", *concurrent}, {"per-server", *perServer}, {"cap", *capacity}, {"repeat", *repeat}} {
 		if f.v < 1 {
 			return fmt.Errorf("-%s %d: want at least 1", f.name, f.v)
 		}
@@ -86,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("-submit %q: want spread or one", *submit)
 		}
 		cfg := scaleConfig{aslrun: *aslrun, db: *db, tmp: *tmp, perServer: *perServer, cap: *capacity,
-			submit: *submit, timeout: *timeout, stderr: stderr, poll: *poll, tasksInRun: 3, durability: *durability}
+			submit: *submit, timeout: *timeout, stderr: stderr, poll: *poll, tasksInRun: 3, durability: *durability, repeat: *repeat}
 		if cfg.servers, err = parseInts(*servers); err != nil {
 			return fmt.Errorf("-servers %w", err)
 		}

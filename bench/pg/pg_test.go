@@ -46,6 +46,7 @@ func TestRefusedFlags(t *testing.T) {
 		{[]string{"-db", "postgres://x/y", "-mode", "scale"}, "needs -aslrun"},
 		{[]string{"-db", "postgres://x/y", "-mode", "scale", "-aslrun", "x", "-submit", "all"}, `-submit "all"`},
 		{[]string{"-db", "postgres://x/y", "-mode", "scale", "-aslrun", "x", "-servers", "1,0"}, "-servers"},
+		{[]string{"-db", "postgres://x/y", "-mode", "scale", "-aslrun", "x", "-repeat", "0"}, "-repeat 0: want at least 1"},
 	} {
 		t.Setenv("ASLRUN_BENCH_POSTGRES", "")
 		var out, errs bytes.Buffer
@@ -127,5 +128,30 @@ func TestParseProcStat(t *testing.T) {
 		if _, err := parseProcStat([]byte(bad)); err == nil {
 			t.Errorf("parseProcStat(%q): no error", bad)
 		}
+	}
+}
+
+func TestMedianRun(t *testing.T) {
+	rows := func(rates ...float64) []scaleRun {
+		var out []scaleRun
+		for i, r := range rates {
+			out = append(out, scaleRun{PerSecond: r, Executions: i})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		runs []scaleRun
+		want float64
+	}{
+		{rows(5), 5},
+		{rows(300, 100, 200), 200},
+		{rows(4, 1, 3, 2), 2},
+	} {
+		if got := medianRun(tc.runs); got.PerSecond != tc.want {
+			t.Errorf("medianRun(%v) = %v, want the run of %v", tc.runs, got.PerSecond, tc.want)
+		}
+	}
+	if got := runsOf([]float64{212.64, 198, 0.05}); got != "212.6, 198.0, 0.1" {
+		t.Errorf("runsOf = %q", got)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +37,7 @@ type scaleConfig struct {
 	poll       time.Duration // each server's --poll
 	tasksInRun int           // Task states in one execution
 	durability string        // each server's --durability
+	repeat     int           // runs of each row; the median is reported
 }
 
 // scaleRun is one row of the scale table.
@@ -58,6 +61,9 @@ type scaleRun struct {
 	// while the row ran (servers, database, this client, the rest), in
 	// milliseconds; 0 where /proc/stat cannot be read.
 	CPUMillis float64 `json:"cpuMillisPerExecution"`
+	// Runs are the executions per second of every run of the row (with
+	// -repeat), the row being the median run.
+	Runs []float64 `json:"runs,omitempty"`
 }
 
 // submitters is how many starts are in flight at once.
@@ -106,7 +112,7 @@ func scaleTable(ctx context.Context, w io.Writer, cfg scaleConfig) ([]scaleRun, 
 	for _, delay := range cfg.delays {
 		var base float64
 		for _, n := range cfg.servers {
-			row, err := measureScale(ctx, cfg, tokens, token, n, delay)
+			row, err := medianScale(ctx, cfg, tokens, token, n, delay)
 			if err != nil {
 				return rows, err
 			}
@@ -119,11 +125,53 @@ func scaleTable(ctx context.Context, w io.Writer, cfg scaleConfig) ([]scaleRun, 
 			for i, s := range row.Shares {
 				shares[i] = fmt.Sprintf("%.0f%%", 100*s)
 			}
-			fmt.Fprintf(w, "%d server(s), %s, agents %4.0f ms, submit %-6s %5d executions in %6.2f s (accepted in %5.2f s): %7.1f executions/s, %7.1f task transitions/s, ×%.2f of one, shares %s, machine CPU %.2f ms/execution\n",
-				row.Servers, row.Durability, row.DelayMs, row.Submit, row.Executions, row.Seconds, row.SubmitSeconds, row.PerSecond, row.TaskTransitions, row.Speedup, strings.Join(shares, " "), row.CPUMillis)
+			runs := ""
+			if len(row.Runs) > 1 {
+				runs = fmt.Sprintf(" (median of %d runs: %s)", len(row.Runs), runsOf(row.Runs))
+			}
+			fmt.Fprintf(w, "%d server(s), %s, agents %4.0f ms, submit %-6s %5d executions in %6.2f s (accepted in %5.2f s): %7.1f executions/s, %7.1f task transitions/s, ×%.2f of one, shares %s, machine CPU %.2f ms/execution%s\n",
+				row.Servers, row.Durability, row.DelayMs, row.Submit, row.Executions, row.Seconds, row.SubmitSeconds, row.PerSecond, row.TaskTransitions, row.Speedup, strings.Join(shares, " "), row.CPUMillis, runs)
 		}
 	}
 	return rows, nil
+}
+
+// medianScale measures a row cfg.repeat times (each run with servers of
+// its own) and returns its median run by executions per second, with
+// every run's rate in Runs.
+func medianScale(ctx context.Context, cfg scaleConfig, tokens, token string, n int, delay float64) (scaleRun, error) {
+	var runs []scaleRun
+	for range max(cfg.repeat, 1) {
+		row, err := measureScale(ctx, cfg, tokens, token, n, delay)
+		if err != nil {
+			return row, err
+		}
+		runs = append(runs, row)
+	}
+	row := medianRun(runs)
+	if len(runs) > 1 {
+		for _, r := range runs {
+			row.Runs = append(row.Runs, r.PerSecond)
+		}
+	}
+	return row, nil
+}
+
+// medianRun returns the run of runs (at least one) with the median
+// executions per second (the lower of the middle two, of an even number).
+func medianRun(runs []scaleRun) scaleRun {
+	sorted := slices.Clone(runs)
+	slices.SortStableFunc(sorted, func(a, b scaleRun) int { return cmp.Compare(a.PerSecond, b.PerSecond) })
+	return sorted[(len(sorted)-1)/2]
+}
+
+// runsOf prints rates as "212.6, 198.0, 220.1".
+func runsOf(rates []float64) string {
+	out := make([]string, len(rates))
+	for i, r := range rates {
+		out[i] = strconv.FormatFloat(r, 'f', 1, 64)
+	}
+	return strings.Join(out, ", ")
 }
 
 // measureScale starts n servers on the shared database, submits
