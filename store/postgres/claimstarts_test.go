@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonvalue"
@@ -318,8 +320,9 @@ func TestDrainedRunQueued(t *testing.T) {
 }
 
 // TestRunFailedHoldsBack: the release after RunFailed leaves a RUNNING
-// execution out of the ready queue, unless the run failed on the
-// database, when it is queued as after any release.
+// execution out of the ready queue, unless the database failed the run in
+// a way another try may not meet (a lost connection, a deadlock, a lease
+// lost), when it is queued as after any release.
 func TestRunFailedHoldsBack(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, Options{LeaseOwner: "me", LeaseTTL: time.Minute})
@@ -331,6 +334,10 @@ func TestRunFailedHoldsBack(t *testing.T) {
 		{"broken", errors.New("its definition no longer parses"), false},
 		{"db-away", db.dbErr("commit execution db-away", io.ErrUnexpectedEOF), true},
 		{"wrapped-db-away", fmt.Errorf("execution x: %w", db.dbErr("load", io.ErrUnexpectedEOF)), true},
+		{"deadlock", db.dbErr("commit", &pgconn.PgError{Code: "40P01"}), true},
+		{"fenced", db.dbErr("commit", &pgconn.PgError{Code: "AR001"}), true},
+		{"bad-data", db.dbErr("commit", &pgconn.PgError{Code: "22P02"}), false},
+		{"schema", db.dbErr("commit", &pgconn.PgError{Code: "42883"}), false},
 		{"fine", nil, true},
 	} {
 		createAt(t, db, tt.id, time.Now())

@@ -591,16 +591,15 @@ func (db *DB) noteEnded(execution string) {
 	}
 }
 
-// RunFailed makes DB an engine.RunFailureNoter: unless err is the
-// database's (or its connection's), the release of the lease this process
-// holds of execution will leave it out of the ready queue and wake nobody.
-// A run that fails otherwise before it commits (a definition that no
-// longer parses, history that fails its checks) would fail the same way
-// at once wherever it is claimed: the sweep (sweepEvery) queues it again.
-// One that the database failed goes to the next claim as before.
+// RunFailed makes DB an engine.RunFailureNoter: the release of the lease
+// this process holds of execution will leave it out of the ready queue and
+// wake nobody, unless err is the database's way of saying "not now" (a
+// lost connection, a conflict, a lack of resources). A run that fails on
+// its own (a definition that no longer parses, history that fails its
+// checks, data the database refuses) would fail the same way at once
+// wherever it is claimed: the sweep (sweepEvery) queues it again.
 func (db *DB) RunFailed(execution string, err error) {
-	var de *dbError
-	if errors.As(err, &de) {
+	if passing(err) {
 		return
 	}
 	db.fenceMu.Lock()
@@ -608,6 +607,29 @@ func (db *DB) RunFailed(execution string, err error) {
 	if h := db.held[execution]; h != nil {
 		h.runFailed = true
 	}
+}
+
+// passing reports whether err is a failure of the database that another
+// try may not meet: an error of the connection (no SQLSTATE), or one whose
+// SQLSTATE class says so (08 connection, 40 transaction rollback, 53
+// insufficient resources, 57 operator intervention, 58 system error), or
+// aslrun's own refusals of a commit (AR: a lease lost, a head changed,
+// which the next claim reads afresh). The other classes (22 data, 23
+// integrity, 42 a statement the schema refuses, …) fail again.
+func passing(err error) bool {
+	var de *dbError
+	if !errors.As(err, &de) {
+		return false
+	}
+	code := sqlState(err)
+	if len(code) < 2 {
+		return true
+	}
+	switch code[:2] {
+	case "08", "40", "53", "57", "58", "AR":
+		return true
+	}
+	return false
 }
 
 // noteCommit records the outcome of a commit of an execution whose lease
