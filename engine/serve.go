@@ -271,9 +271,10 @@ func (x *Executor) dispatching() *slots {
 // to whichever process has room (it returns it RUNNING, unrun), and runs
 // it itself when a slot frees unless another process claimed it first (on
 // a StartClaimer store; one claim round in claimEvery takes from all there
-// is to run first); Resume leaves it likewise; Resume also stops waiting for a lease another
-// process holds (that process runs the execution). An executor serves one
-// Dispatcher store at a time.
+// is to run first); Resume leaves it likewise, and stops waiting for a
+// lease another process holds (that process runs the execution). A claimed
+// run that fails is held back on a RunFailureNoter store. An executor
+// serves one Dispatcher store at a time.
 func (x *Executor) Serve(ctx context.Context, opts ServeOptions) error {
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
