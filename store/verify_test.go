@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store"
 	"github.com/aslrun/aslrun/store/storetest"
 )
@@ -66,16 +65,6 @@ func (b *recordsBackend) rows() []store.CheckpointWrite {
 		out = append(out, b.checkpoints[name])
 	}
 	return out
-}
-
-// verifyDoc decodes a document.
-func verifyDoc(t *testing.T, s string) any {
-	t.Helper()
-	v, err := jsonvalue.Decode([]byte(s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 // checkpointedRun writes execution id, started at ts: checkpoint "a"
@@ -158,7 +147,7 @@ func TestVerifyCheckpoints(t *testing.T) {
 		// checkpoint, and only its fields are checked.
 		b := newRecordsBackend(t, "free", time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC))
 		at := time.Date(2025, 3, 14, 9, 1, 0, 0, time.UTC)
-		b.commit(t, &engine.Commit{Seq: 1, Status: engine.StatusRunning, Checkpoint: &engine.Checkpoint{Name: "free", Document: verifyDoc(t, `{}`), CreatedAt: at}})
+		b.commit(t, &engine.Commit{Seq: 1, Status: engine.StatusRunning, Checkpoint: &engine.Checkpoint{Name: "free", Document: storetest.Doc(t, `{}`), CreatedAt: at}})
 		rows := b.rows()
 		if len(rows) != 1 || rows[0].Event != 0 {
 			t.Fatalf("checkpoints = %+v, want one bound to no event", rows)

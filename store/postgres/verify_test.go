@@ -7,19 +7,8 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/store/storetest"
 )
-
-// verifyDoc decodes a document.
-func verifyDoc(t *testing.T, s string) any {
-	t.Helper()
-	v, err := jsonvalue.Decode([]byte(s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
 
 // checkpointedRun commits execution id, started at ts: checkpoint "a"
 // saved (event 3), "b" saved (event 5), "a" saved again (event 7), then
@@ -50,7 +39,7 @@ func unboundRun(t *testing.T, db *DB, id string, ts time.Time) {
 		t.Fatal(err)
 	}
 	err := db.Commit(ctx, &engine.Commit{Execution: id, Seq: 2, Status: engine.StatusRunning, LastEvent: 3,
-		Checkpoint: &engine.Checkpoint{Name: "free", State: "Save", Next: "After", Document: verifyDoc(t, `{"free":true}`), CreatedAt: ts}})
+		Checkpoint: &engine.Checkpoint{Name: "free", State: "Save", Next: "After", Document: storetest.Doc(t, `{"free":true}`), CreatedAt: ts}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // then the execution succeeds (event 8). Its input is input.
 func CheckpointedRun(t *testing.T, id string, ts time.Time) (input any, commits []*engine.Commit) {
 	t.Helper()
-	d1, d2, d3 := doc(t, `{"step":1}`), doc(t, `{"step":2}`), doc(t, `{"step":3}`)
+	d1, d2, d3 := Doc(t, `{"step":1}`), Doc(t, `{"step":2}`), Doc(t, `{"step":3}`)
 	save := func(seq, eventID, own int64, state, name string, d any, at, expires time.Time) *engine.Commit {
 		return &engine.Commit{
 			Execution: id, Seq: seq, Status: engine.StatusRunning, LastEvent: eventID, LastOwnEvent: own,

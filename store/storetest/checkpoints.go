@@ -21,7 +21,7 @@ func saveCheckpoint(t *testing.T, s store.Store, id string, seq int64, cp *engin
 // checkpoint returns a checkpoint named name of document d, created at
 // created and expiring at expires.
 func checkpoint(t *testing.T, name, d string, created, expires time.Time) *engine.Checkpoint {
-	return &engine.Checkpoint{Name: name, State: "Save", Next: "After", Document: doc(t, d), CreatedAt: created, ExpiresAt: expires}
+	return &engine.Checkpoint{Name: name, State: "Save", Next: "After", Document: Doc(t, d), CreatedAt: created, ExpiresAt: expires}
 }
 
 // names lists checkpoints' names.
@@ -56,10 +56,10 @@ func testCheckpoints(t *testing.T, s store.Store) {
 	create(t, s, newExecution(t, "e1"))
 	want := &engine.Checkpoint{
 		Execution: "e1", Name: "cp1", State: "Save", Next: "Review",
-		Document:  doc(t, exactDoc),
-		Variables: map[string]any{"x": doc(t, "1.0"), "list": doc(t, `[0.10]`)},
-		Context:   doc(t, `{"Execution":{"Id":"e1"},"State":{"Name":"Save"}}`),
-		Budget:    doc(t, `{"tokens":10,"cost":0.0100}`),
+		Document:  Doc(t, exactDoc),
+		Variables: map[string]any{"x": Doc(t, "1.0"), "list": Doc(t, `[0.10]`)},
+		Context:   Doc(t, `{"Execution":{"Id":"e1"},"State":{"Name":"Save"}}`),
+		Budget:    Doc(t, `{"tokens":10,"cost":0.0100}`),
 		Visits:    map[string]int{"Save": 1}, Invocations: map[string]int{"Agent": 3},
 		LastEvent: 5, LastOwnEvent: 1, CreatedAt: t0, ExpiresAt: at(24 * time.Hour),
 	}

@@ -120,7 +120,7 @@ func testListFilters(t *testing.T, s store.Store) {
 		}
 	}
 	_, all := list(t, s, store.ListOptions{})
-	if h := hash(t, doc(t, definition)); len(all) == 0 || all[0].DefinitionHash != h {
+	if h := hash(t, Doc(t, definition)); len(all) == 0 || all[0].DefinitionHash != h {
 		t.Errorf("List()[0] = %+v, want DefinitionHash %s", all, h)
 	}
 	if _, err := s.List(t.Context(), store.ListOptions{After: "nobody"}); !errors.Is(err, engine.ErrNotFound) {

@@ -9,7 +9,7 @@ import (
 )
 
 func memWrite(t *testing.T, ns, key, value string, merge bool, at, expires time.Time) engine.MemoryWrite {
-	return engine.MemoryWrite{Namespace: ns, Key: key, Value: doc(t, value), Merge: merge, At: at, ExpiresAt: expires, Execution: "e1"}
+	return engine.MemoryWrite{Namespace: ns, Key: key, Value: Doc(t, value), Merge: merge, At: at, ExpiresAt: expires, Execution: "e1"}
 }
 
 // readMemory returns "key=value" for each live key of keys, in order.
@@ -57,7 +57,7 @@ func testMemory(t *testing.T, s store.Store) {
 	// The store keeps what it was given, not the engine's values.
 	value.(map[string]any)["extra"] = true
 
-	if got, want := readMemory(t, s, "users/42", t0, "profile", "seen", "missing"), []string{"profile=" + text(doc(t, exactDoc)), "seen=1"}; !equalStrings(got, want) {
+	if got, want := readMemory(t, s, "users/42", t0, "profile", "seen", "missing"), []string{"profile=" + text(Doc(t, exactDoc)), "seen=1"}; !equalStrings(got, want) {
 		t.Errorf("ReadMemory = %q, want %q", got, want)
 	}
 	got, err := s.ReadMemory(t.Context(), "users/42", []string{"seen"}, t0)
@@ -97,7 +97,7 @@ func testMemory(t *testing.T, s store.Store) {
 		memWrite(t, "users/7", "profile", `{"name":"y"}`, false, at(time.Minute), at(2*time.Hour)),
 	}})
 	gc(t, s, at(90*time.Minute), store.GCReport{Memory: 1})
-	if got := readMemory(t, s, "users/42", t0, "profile", "seen"); !equalStrings(got, []string{"profile=" + text(doc(t, exactDoc))}) {
+	if got := readMemory(t, s, "users/42", t0, "profile", "seen"); !equalStrings(got, []string{"profile=" + text(Doc(t, exactDoc))}) {
 		t.Errorf("after GC: %q", got)
 	}
 	if got := readMemory(t, s, "users/7", at(90*time.Minute), "profile"); !equalStrings(got, []string{`profile={"name":"y"}`}) {

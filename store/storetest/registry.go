@@ -21,7 +21,7 @@ const (
 
 func register(t *testing.T, s store.Store, name, def string) store.WorkflowVersion {
 	t.Helper()
-	w, err := s.RegisterWorkflow(t.Context(), name, []byte(def), hash(t, doc(t, def)))
+	w, err := s.RegisterWorkflow(t.Context(), name, []byte(def), hash(t, Doc(t, def)))
 	if err != nil {
 		t.Fatalf("RegisterWorkflow(%s) = %v", name, err)
 	}
@@ -46,7 +46,7 @@ func versionTexts(ws []store.WorkflowVersion) []string {
 
 func testWorkflows(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	h1, h2 := hash(t, doc(t, defV1)), hash(t, doc(t, defV2))
+	h1, h2 := hash(t, Doc(t, defV1)), hash(t, Doc(t, defV2))
 	before := time.Now()
 	w1 := register(t, s, "order-flow", defV1)
 	if w1.Name != "order-flow" || w1.Version != 1 || w1.Hash != h1 || string(w1.Definition) != defV1 {
@@ -124,7 +124,7 @@ func testWorkflows(t *testing.T, s store.Store) {
 // first, with spacing: it is kept once, and the version's is compact.
 func testWorkflowDefinitionShared(t *testing.T, s store.Store) {
 	create(t, s, newExecution(t, "e1"))
-	h := hash(t, doc(t, definition))
+	h := hash(t, Doc(t, definition))
 	w, err := s.RegisterWorkflow(t.Context(), "spaced", []byte(defV1), h)
 	if err != nil || string(w.Definition) != defV1 {
 		t.Errorf("RegisterWorkflow = %s, %v, want the definition %s", w.Definition, err, defV1)
@@ -138,7 +138,7 @@ func testWorkflowDefinitionShared(t *testing.T, s store.Store) {
 }
 
 func testWorkflowBadArguments(t *testing.T, s store.Store) {
-	h := hash(t, doc(t, defV1))
+	h := hash(t, Doc(t, defV1))
 	for _, tt := range []struct {
 		name, def, hash string
 		invalidName     bool
@@ -173,7 +173,7 @@ func testWorkflowsConcurrent(t *testing.T, s store.Store) {
 	defs, hashes := make([]string, n), make([]string, n)
 	for i := range n {
 		defs[i] = fmt.Sprintf(`{"StartAt":"S%d","States":{"S%d":{"Type":"Succeed"}}}`, i, i)
-		hashes[i] = hash(t, doc(t, defs[i]))
+		hashes[i] = hash(t, Doc(t, defs[i]))
 	}
 	var wg sync.WaitGroup
 	for i := range n {

@@ -91,8 +91,9 @@ var t0 = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.FixedZone("UTC+1", 36
 // at returns t0 plus d.
 func at(d time.Duration) time.Time { return t0.Add(d) }
 
-// doc decodes JSON text into a document.
-func doc(t *testing.T, s string) any {
+// Doc decodes JSON text into a document, failing t when it does not
+// decode.
+func Doc(t *testing.T, s string) any {
 	t.Helper()
 	v, err := jsonvalue.Decode([]byte(s))
 	if err != nil {
@@ -134,13 +135,13 @@ func newExecution(t *testing.T, id string) *engine.Execution {
 		ID:          id,
 		MachineName: "machine-" + id,
 		Definition:  []byte(definition),
-		Input:       doc(t, exactDoc),
+		Input:       Doc(t, exactDoc),
 		Status:      engine.StatusRunning,
 		StartedAt:   t0,
 		Agents:      []byte(`{"Agent":{"0":{"Return":1}}}`),
 		AgentsKind:  "mock",
 		Progress: engine.Progress{
-			Scopes: map[string]*engine.Scope{"": {Next: "A", Doc: doc(t, exactDoc), Visits: map[string]int{}}},
+			Scopes: map[string]*engine.Scope{"": {Next: "A", Doc: Doc(t, exactDoc), Visits: map[string]int{}}},
 		},
 	}
 }
@@ -298,7 +299,7 @@ func checkCallback(t *testing.T, where string, got, want *engine.PendingCallback
 func testCreate(t *testing.T, s store.Store) {
 	e := newExecution(t, "e1")
 	create(t, s, e)
-	e.DefinitionHash = hash(t, doc(t, definition))
+	e.DefinitionHash = hash(t, Doc(t, definition))
 	checkExecution(t, load(t, s, "e1"), e)
 
 	if err := s.Create(t.Context(), newExecution(t, "e1")); !errors.Is(err, engine.ErrExists) {
@@ -367,13 +368,13 @@ func step(t *testing.T, id string, seq int64) *engine.Commit {
 		Execution: id, Seq: seq, Status: engine.StatusRunning,
 		Scopes: map[string]*engine.Scope{
 			"": {
-				Next: "Review", Doc: doc(t, exactDoc),
+				Next: "Review", Doc: Doc(t, exactDoc),
 				Vars:   map[string]any{"count": json.Number("100000000000000000001"), "ratio": json.Number("0.10")},
 				Visits: map[string]int{"A": 1, "Review": 2},
 				Step:   &engine.StepProgress{Visit: 2, Attempt: 3, Retries: []int64{2, 1}, WakeAt: at(90 * time.Second)},
 			},
-			"Review#2.3/0/": {Next: "Inner", Doc: doc(t, `[1.50,"x"]`), Vars: map[string]any{}},
-			"Review#2.3/1/": {Done: true, Output: doc(t, `{"ok":1e2}`)},
+			"Review#2.3/0/": {Next: "Inner", Doc: Doc(t, `[1.50,"x"]`), Vars: map[string]any{}},
+			"Review#2.3/1/": {Done: true, Output: Doc(t, `{"ok":1e2}`)},
 			"Review#2.3/2/": {Done: true, Failed: true, Error: "Agent.ModelError", Cause: "overloaded"},
 		},
 		Invocations: map[string]int{"Reviewer": 7, "Writer": 0},
@@ -384,7 +385,7 @@ func step(t *testing.T, id string, seq int64) *engine.Commit {
 func testCommitAndLoad(t *testing.T, s store.Store) {
 	e := newExecution(t, "e1")
 	create(t, s, e)
-	e.DefinitionHash = hash(t, doc(t, definition))
+	e.DefinitionHash = hash(t, Doc(t, definition))
 
 	c := step(t, "e1", 1)
 	commit(t, s, c)
@@ -396,11 +397,11 @@ func testCommitAndLoad(t *testing.T, s store.Store) {
 	callback := &engine.PendingCallback{
 		Attempt: 1, SecretHash: "5f2b3c0e9d1a4b6c8e7f00112233445566778899aabbccddeeff001122334455",
 		IssuedAt: at(time.Minute), Deadline: at(time.Hour), Heartbeat: 30 * time.Second, HeartbeatDeadline: at(90 * time.Second),
-		Outcome: map[string]any{"output": doc(t, `{"approved":true,"amount":12.50}`)},
+		Outcome: map[string]any{"output": Doc(t, `{"approved":true,"amount":12.50}`)},
 	}
 	c = &engine.Commit{
 		Execution: "e1", Seq: 2, Status: engine.StatusWaiting, WakeAt: at(time.Hour), WaitingFor: "Wait",
-		Scopes:      map[string]*engine.Scope{"": {Next: "Wait", Doc: doc(t, `{"n":2.0}`), Step: &engine.StepProgress{Visit: 1, Attempt: 1, Callback: callback}}},
+		Scopes:      map[string]*engine.Scope{"": {Next: "Wait", Doc: Doc(t, `{"n":2.0}`), Step: &engine.StepProgress{Visit: 1, Attempt: 1, Callback: callback}}},
 		Invocations: map[string]int{"Reviewer": 8}, LastEvent: 13, LastOwnEvent: 2,
 	}
 	commit(t, s, c)
@@ -411,11 +412,11 @@ func testCommitAndLoad(t *testing.T, s store.Store) {
 
 	// Ended: the wake-up time is cleared, the output kept exactly.
 	c = &engine.Commit{
-		Execution: "e1", Seq: 3, Status: engine.StatusSucceeded, Output: doc(t, exactDoc), StoppedAt: at(2 * time.Hour),
+		Execution: "e1", Seq: 3, Status: engine.StatusSucceeded, Output: Doc(t, exactDoc), StoppedAt: at(2 * time.Hour),
 		Invocations: map[string]int{"Reviewer": 8}, LastEvent: 14, LastOwnEvent: 2,
 	}
 	commit(t, s, c)
-	e.Seq, e.Status, e.WakeAt, e.WaitingFor, e.Output, e.StoppedAt = 3, engine.StatusSucceeded, time.Time{}, "", doc(t, exactDoc), at(2*time.Hour)
+	e.Seq, e.Status, e.WakeAt, e.WaitingFor, e.Output, e.StoppedAt = 3, engine.StatusSucceeded, time.Time{}, "", Doc(t, exactDoc), at(2*time.Hour)
 	e.Progress.LastEvent = 14
 	checkExecution(t, load(t, s, "e1"), e)
 
@@ -431,7 +432,7 @@ func testCommitAndLoad(t *testing.T, s store.Store) {
 func testNoAliasing(t *testing.T, s store.Store) {
 	create(t, s, newExecution(t, "e1"))
 	c := step(t, "e1", 1)
-	c.Events = []engine.Event{{ID: 1, Type: engine.EventExecutionStarted, Timestamp: t0, Input: doc(t, `{"a":1}`), Document: doc(t, `{"a":1}`)}}
+	c.Events = []engine.Event{{ID: 1, Type: engine.EventExecutionStarted, Timestamp: t0, Input: Doc(t, `{"a":1}`), Document: Doc(t, `{"a":1}`)}}
 	commit(t, s, c)
 	want := text(c.Scopes[""].Doc)
 
@@ -470,7 +471,7 @@ func testNoAliasing(t *testing.T, s store.Store) {
 	if got := again.Progress.Invocations["Reviewer"]; got != 7 {
 		t.Errorf("invocations after changing a loaded copy = %d, want 7", got)
 	}
-	if got := text(again.Input); got != text(doc(t, exactDoc)) {
+	if got := text(again.Input); got != text(Doc(t, exactDoc)) {
 		t.Errorf("input after changing a loaded copy = %s, want %s", got, exactDoc)
 	}
 }
@@ -531,7 +532,7 @@ func testFailedCommit(t *testing.T, s store.Store) {
 	before := load(t, s, "e1")
 	bad := step(t, "e1", 2)
 	bad.Status = engine.StatusSucceeded
-	bad.Events = []engine.Event{{ID: 13, Type: "PassStateEntered", Timestamp: t0, Document: doc(t, `{}`)}, {ID: 14, Type: "PassStateExited", Timestamp: t0, Document: make(chan int)}}
+	bad.Events = []engine.Event{{ID: 13, Type: "PassStateEntered", Timestamp: t0, Document: Doc(t, `{}`)}, {ID: 14, Type: "PassStateExited", Timestamp: t0, Document: make(chan int)}}
 	if err := s.Commit(t.Context(), bad); err == nil {
 		t.Fatalf("Commit with a document that is not JSON = nil, want an error")
 	}
@@ -562,18 +563,18 @@ func testCanceled(t *testing.T, s store.Store) {
 // events returns n events numbered from first, of one document shared by
 // identity, with inputs, outputs, detail and errors.
 func events(t *testing.T, first int64, n int, ts time.Time) []engine.Event {
-	d := doc(t, `{"step":1,"value":0.10}`)
+	d := Doc(t, `{"step":1,"value":0.10}`)
 	out := make([]engine.Event, n)
 	for i := range out {
 		id := first + int64(i)
 		out[i] = engine.Event{ID: id, Type: "TaskStateEntered", Timestamp: ts.Add(time.Duration(i) * time.Nanosecond), State: "S", Scope: "Map/1/", Document: d}
 		switch i % 4 {
 		case 1:
-			out[i].Type, out[i].Input = engine.EventTaskScheduled, doc(t, `{"q":"é"}`)
+			out[i].Type, out[i].Input = engine.EventTaskScheduled, Doc(t, `{"q":"é"}`)
 		case 2:
-			out[i].Type, out[i].Output, out[i].Document = engine.EventTaskSucceeded, doc(t, `[1.0,2]`), doc(t, fmt.Sprintf(`{"step":%d}`, id))
+			out[i].Type, out[i].Output, out[i].Document = engine.EventTaskSucceeded, Doc(t, `[1.0,2]`), Doc(t, fmt.Sprintf(`{"step":%d}`, id))
 		case 3:
-			out[i].Type, out[i].ID, out[i].Own, out[i].Detail = "CheckpointSaved", 0, id, doc(t, `{"name":"cp"}`)
+			out[i].Type, out[i].ID, out[i].Own, out[i].Detail = "CheckpointSaved", 0, id, Doc(t, `{"name":"cp"}`)
 			out[i].Error, out[i].Cause = "Custom.Error", "why"
 		}
 	}
@@ -645,8 +646,8 @@ func testHistoryChain(t *testing.T, s store.Store) {
 		t.Errorf("last hash of identical histories = %s and %s, want equal", g2[len(g2)-1].Hash, got[len(got)-1].Hash)
 	}
 	commit(t, s, &engine.Commit{Execution: "e2", Seq: 4, Status: engine.StatusRunning, Events: []engine.Event{
-		{ID: 16, Type: "PassStateExited", Timestamp: t0, Document: doc(t, `{"a":1.0,"b":"e\u0301"}`)},
-		{ID: 17, Type: "PassStateExited", Timestamp: t0, Document: doc(t, `{"b":"é","a":1}`)},
+		{ID: 16, Type: "PassStateExited", Timestamp: t0, Document: Doc(t, `{"a":1.0,"b":"e\u0301"}`)},
+		{ID: 17, Type: "PassStateExited", Timestamp: t0, Document: Doc(t, `{"b":"é","a":1}`)},
 	}})
 	g2 := history(t, s, "e2")
 	if a, b := g2[len(g2)-2].DocHash, g2[len(g2)-1].DocHash; a != b {
@@ -717,7 +718,7 @@ func testRollback(t *testing.T, s store.Store) {
 	create(t, s, newExecution(t, "e1"))
 	// AWS-numbered events 1..6 with own events 1..2 between them.
 	ev := func(id, own int64) engine.Event {
-		return engine.Event{ID: id, Own: own, Type: fmt.Sprintf("E%d.%d", id, own), Timestamp: t0, Document: doc(t, `{}`)}
+		return engine.Event{ID: id, Own: own, Type: fmt.Sprintf("E%d.%d", id, own), Timestamp: t0, Document: Doc(t, `{}`)}
 	}
 	commit(t, s, &engine.Commit{Execution: "e1", Seq: 1, Status: engine.StatusRunning, Events: []engine.Event{ev(1, 0), ev(2, 0), ev(3, 0), ev(0, 1)}})
 	commit(t, s, &engine.Commit{Execution: "e1", Seq: 2, Status: engine.StatusRunning, Events: []engine.Event{ev(4, 0), ev(0, 2), ev(5, 0), ev(6, 0)}})
@@ -896,7 +897,7 @@ func testDefinitions(t *testing.T, s store.Store) {
 	e3 := newExecution(t, "e3")
 	e3.Definition, e3.DefinitionHash = []byte(`{"StartAt":"B","States":{"B":{"Type":"Succeed"}}}`), "given-hash"
 	create(t, s, e1, e2, e3)
-	h := hash(t, doc(t, definition))
+	h := hash(t, Doc(t, definition))
 	for _, tt := range []struct {
 		id, hash, def string
 	}{{"e1", h, definition}, {"e2", h, definition}, {"e3", "given-hash", string(e3.Definition)}} {
@@ -1055,7 +1056,7 @@ func testPartialCommits(t *testing.T, s store.Store) {
 		Invocations: map[string]int{"A": 3}, LastEvent: 10, LastOwnEvent: 2})
 	// A nested scope's commit: no status, calls of B, older event counters.
 	commit(t, s, &engine.Commit{Execution: "partial", Seq: 2, AddInvocations: map[string]int{"B": 2, "A": 1}, LastEvent: 7, LastOwnEvent: 1,
-		Scopes: map[string]*engine.Scope{"M#1.0/0/": {Next: "X", Doc: doc(t, `{}`)}}})
+		Scopes: map[string]*engine.Scope{"M#1.0/0/": {Next: "X", Doc: Doc(t, `{}`)}}})
 	got := load(t, s, "partial")
 	if got.Status != engine.StatusWaiting || !got.WakeAt.Equal(wake) || got.WaitingFor != "Wait" {
 		t.Errorf("after a commit without status: %s until %v for %q, want WAITING until %v for Wait", got.Status, got.WakeAt, got.WaitingFor, wake)
