@@ -444,6 +444,11 @@ func (x *Executor) newRun(m *states.Machine, e *Execution, reg *agents.Registry)
 	return r
 }
 
+// MaxPayloadSize returns the payload limit of the executions that have
+// none of their own: Config.MaxPayloadSize, DefaultMaxPayloadSize for 0;
+// negative means no limit.
+func (x *Executor) MaxPayloadSize() int { return x.maxPayload }
+
 // limitOf returns the payload limit of an execution whose own limit
 // (Execution.MaxPayload) is own: its own when it has one, else the
 // executor's; negative means no limit.
