@@ -91,6 +91,9 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	if req.MaxPayload < -1 || req.MaxPayload > maxPayloadCeiling {
 		return badRequest("/maxPayload", "maxPayload must be a number of bytes up to %d, 0 (the server's limit) or -1 (no limit), not %d", maxPayloadCeiling, req.MaxPayload)
 	}
+	if err := s.checkMaxPayload(r, req.MaxPayload); err != nil {
+		return err
+	}
 	switch engine.Durability(req.Durability) {
 	case "", engine.DurabilityStrict, engine.DurabilityBatched:
 	case engine.DurabilityNone:
@@ -191,6 +194,23 @@ func (s *Server) startRun(ctx context.Context, m *states.Machine, input any, opt
 // maxPayloadCeiling is the largest payload limit a start may give an
 // execution (1 GiB): past it the limit is a mistake, not a choice.
 const maxPayloadCeiling = 1 << 30
+
+// checkMaxPayload refuses a start whose maxPayload (want) raises the
+// server's payload limit, above it or to none (-1), unless the caller is
+// an admin: an operator may only keep it (0) or lower it.
+func (s *Server) checkMaxPayload(r *http.Request, want int) error {
+	limit := s.x.MaxPayloadSize()
+	if limit < 0 || want == 0 || want > 0 && want <= limit {
+		return nil
+	}
+	p, _ := principalOf(r.Context())
+	if p.Role.allows(RoleAdmin) {
+		return nil
+	}
+	msg := fmt.Sprintf("%s has the role %s; a maxPayload of %d raises the server's limit of %d bytes, which needs admin (an operator may give 0, the server's limit, or a lower one)", p.Name, p.Role, want, limit)
+	return &problem{status: http.StatusForbidden, kind: "forbidden", title: "forbidden", detail: msg,
+		errors: []api.FieldError{{Pointer: "/maxPayload", Detail: msg}}}
+}
 
 // existing answers a start whose name is taken: the same workflow and
 // input of an execution still running give it back (200); anything else

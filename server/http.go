@@ -92,7 +92,8 @@ func badRequest(pointer, format string, args ...any) *problem {
 	return &problem{status: http.StatusBadRequest, kind: "bad-request", title: "bad request", detail: msg, errors: []api.FieldError{{Pointer: pointer, Detail: msg}}}
 }
 
-// decodeBody reads a request body into v: JSON with no unknown field.
+// decodeBody reads a request body into v: strict JSON whose member names
+// are exactly v's fields' (checkFields), none unknown.
 func decodeBody(r *http.Request, v any) error {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -103,9 +104,13 @@ func decodeBody(r *http.Request, v any) error {
 		return badRequest("", "read the body: %v", err)
 	}
 	// The strict decoder first: duplicate keys, NaN, … named with their
-	// place.
-	if _, err := jsonvalue.Decode(data); err != nil {
+	// place; then every member name must be exactly a field's.
+	doc, err := jsonvalue.Decode(data)
+	if err != nil {
 		return badRequest("", "the body is not strict JSON: %v", err)
+	}
+	if err := checkBody(doc, v); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -151,13 +156,36 @@ func (s *Server) handler(role Role, h func(w http.ResponseWriter, r *http.Reques
 		noteRequest(r, p)
 		if role != 0 && !p.Role.allows(role) {
 			writeProblem(w, &problem{status: http.StatusForbidden, kind: "forbidden", title: "forbidden",
-				detail: fmt.Sprintf("%s has the role %s; %s %s needs %s", p.Name, p.Role, r.Method, r.Pattern, role)})
+				detail: forbiddenDetail(p, r.Pattern, role)})
 			return
 		}
 		if err := h(w, r); err != nil {
 			writeProblem(w, problemOf(err))
 		}
 	})
+}
+
+// forbiddenDetail says why p may not call the route pattern ("POST
+// /v1/executions"), which needs role.
+func forbiddenDetail(p Principal, pattern string, role Role) string {
+	need := role.String()
+	if role == RoleWorker {
+		need = "worker, operator or admin"
+	}
+	return fmt.Sprintf("%s has the role %s; %s needs %s", p.Name, p.Role, pattern, need)
+}
+
+// bearerToken reads the credentials of an Authorization header with
+// the Bearer scheme, whose name is case-insensitive (RFC 9110 §11.1):
+// "Bearer", "bearer" and "BEARER" all do, followed by one or more
+// spaces and the token.
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	return token, token != ""
 }
 
 type principalKey struct{}
@@ -186,7 +214,7 @@ func (s *Server) authenticated(next http.Handler) http.Handler {
 				writeProblem(w, &problem{status: http.StatusForbidden, kind: "forbidden", title: "forbidden", detail: "the unix socket serves its owner and root only"})
 				return
 			}
-			token, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			token, found := bearerToken(r.Header.Get("Authorization"))
 			if found && s.tokens != nil {
 				p, ok = s.tokens.Authenticate(token)
 			}
