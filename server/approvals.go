@@ -117,6 +117,9 @@ func decisionOf(r *http.Request, approval string) (engine.Decision, error) {
 			return engine.Decision{}, &problem{status: http.StatusForbidden, kind: "forbidden", title: "forbidden",
 				detail: "only the local admin on the unix socket may decide on behalf of someone", errors: []api.FieldError{{Pointer: "/onBehalfOf", Detail: "not allowed for " + p.Name}}}
 		}
+		if err := api.CheckName(req.OnBehalfOf); err != nil {
+			return engine.Decision{}, badRequest("/onBehalfOf", "onBehalfOf: %v", err)
+		}
 		approver = req.OnBehalfOf + " (on behalf, by " + p.Name + ")"
 	}
 	edit, err := document(req.Edit, "/edit", nil)

@@ -9,9 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
@@ -22,7 +20,7 @@ import (
 
 // maxExecutionID bounds an execution id the API accepts (the stores' own
 // bound on a key part).
-const maxExecutionID = 1024
+const maxExecutionID = api.MaxName
 
 func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
@@ -299,16 +297,15 @@ func nameTaken(name string) *problem {
 }
 
 // checkExecutionID checks a new execution's id from a request body: empty
-// (a new UUIDv7), or valid UTF-8 of at most maxExecutionID bytes with no
-// NUL or "/" (it appears in the API's paths).
+// (a new UUIDv7), or a name api.CheckName accepts (no "/", which would
+// leave the API's paths, no control or bidirectional formatting
+// character, which would reach a terminal or a page).
 func checkExecutionID(id string) error {
-	switch {
-	case len(id) > maxExecutionID:
-		return badRequest("/name", "name is %d bytes long, more than %d", len(id), maxExecutionID)
-	case !utf8.ValidString(id):
-		return badRequest("/name", "name is not valid UTF-8")
-	case strings.ContainsAny(id, "\x00/"):
-		return badRequest("/name", "name %q contains a NUL or a /", id)
+	if id == "" {
+		return nil
+	}
+	if err := api.CheckName(id); err != nil {
+		return badRequest("/name", "%v", err)
 	}
 	return nil
 }

@@ -524,17 +524,22 @@ func TestStartMaxPayload(t *testing.T) {
 	def := `{"StartAt":"Big","States":{"Big":{"Type":"Pass","Parameters":{"s.$":"States.ArrayRange(1, 300, 1)"},"End":true}}}`
 	for _, tc := range []struct {
 		name, extra string
+		role        Role // RoleOperator when 0
 		want        int
 		wantStatus  string
 	}{
 		{name: "small", extra: `,"maxPayload":100`, want: 100, wantStatus: "FAILED"},
-		{name: "none", extra: `,"maxPayload":-1`, want: -1, wantStatus: "SUCCEEDED"},
+		{name: "none", extra: `,"maxPayload":-1`, role: RoleAdmin, want: -1, wantStatus: "SUCCEEDED"},
 		{name: "server's", extra: ``, want: 0, wantStatus: "SUCCEEDED"},
 		{name: "zero", extra: `,"maxPayload":0`, want: 0, wantStatus: "SUCCEEDED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var e api.Execution
-			code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", `{"name":"`+tc.name+`","definition":`+def+tc.extra+`}`, &e)
+			role := tc.role
+			if role == 0 {
+				role = RoleOperator
+			}
+			code, body := ts.call(t, role, "POST", "/v1/executions", `{"name":"`+tc.name+`","definition":`+def+tc.extra+`}`, &e)
 			if code != http.StatusCreated {
 				t.Fatalf("start: %d %s", code, body)
 			}
