@@ -39,6 +39,39 @@ const WaitingForMapRun = "MapRun"
 // machine's scope key starts so.
 const mapRunPrefix = "~maprun/"
 
+// BucketAccess says what the Distributed Maps of an executor may read
+// and write beyond the buckets of its agents registry (the agents file's
+// Buckets, agents.Registry.RegisterBucket), and how much of an object
+// they hold at once. Its zero value refuses "file://" buckets and has the
+// default limits.
+type BucketAccess struct {
+	// AllowFileURLs lets a definition name a local folder as a Bucket,
+	// "file://DIR": the local, single-user case (aslrun run
+	// --allow-file-buckets). False, an ItemReader or ResultWriter naming
+	// one fails with States.ItemReaderFailed or States.ResultWriterFailed;
+	// a server refuses such a definition before it runs.
+	AllowFileURLs bool
+	// MaxItemBytes caps one item an ItemReader reads: a CSV row or a JSONL
+	// line (its line ending counted) or an element of a JSON array; 0
+	// means itemio.DefaultMaxItemBytes (1 MiB). A longer one fails the
+	// state with States.ItemReaderFailed naming the bucket, key, line and
+	// limit.
+	MaxItemBytes int
+	// MaxListedObjects caps the objects a listObjectsV2 ItemReader lists
+	// (past its MaxItems); 0 means itemio.DefaultMaxListed (1,000,000). A
+	// longer listing fails the state with States.ItemReaderFailed naming
+	// the bucket, prefix and limit.
+	MaxListedObjects int
+}
+
+// MapRunBucket is where a map run read its items or wrote its results: a
+// bucket (its name, or "file://DIR") and a key or prefix in it.
+type MapRunBucket struct {
+	Bucket string
+	Key    string
+	Prefix string
+}
+
 // distributed is a Distributed Map being run: its map run and settings.
 type distributed struct {
 	s     *states.Map
@@ -69,6 +102,9 @@ type distributed struct {
 	// results, transformed.
 	writer     itemio.WriterConfig
 	writerOnly bool
+	// reads and writes are where the ItemReader reads and the
+	// ResultWriter writes (zero: none), for the map run's record.
+	reads, writes MapRunBucket
 }
 
 // ChildID returns the id of child index of the map run mapRun:
@@ -103,7 +139,7 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 	var err error
 	if s.JSONata() {
 		d.input, d.jsc = raw, h.jsonataScope(raw)
-		d.cfg, err = h.jsonataMapConfig(s, d.jsc)
+		d.cfg, err = h.jsonataMapConfig(ctx, s, d.jsc)
 	} else {
 		if d.input, err = h.inputPath(raw); err != nil {
 			return stepResult{}, err
@@ -123,10 +159,10 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 		return stepResult{}, err
 	}
 	defer closeItems()
-	if err := h.batcher(d); err != nil {
+	if err := h.batcher(ctx, d); err != nil {
 		return stepResult{}, err
 	}
-	if err := h.writerLocation(d); err != nil {
+	if err := h.writerLocation(ctx, d); err != nil {
 		return stepResult{}, err
 	}
 	r := h.r
@@ -172,13 +208,13 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 	if err != nil {
 		errors.As(err, &ae)
 		r.event(Event{Type: EventMapRunFailed, State: h.name(), Scope: h.sc.prefix, Error: string(ae.Name), Cause: ae.Cause})
-		return h.collected(raw, nil, err, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
+		return h.collected(ctx, raw, nil, err, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
 	}
 	r.event(Event{Type: EventMapRunSucceeded, State: h.name(), Scope: h.sc.prefix})
 	if run.written != nil {
-		return h.writtenResult(raw, run.written)
+		return h.writtenResult(ctx, raw, run.written)
 	}
-	return h.collected(raw, run.outputs, nil, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
+	return h.collected(ctx, raw, run.outputs, nil, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
 }
 
 // mapRunARN is the map run's ARN as AWS spells one:
@@ -193,7 +229,7 @@ func mapRunARN(e *Execution, d *distributed) string {
 
 // writtenResult ends a Map whose ResultWriter wrote its results: its
 // result is {"MapRunArn", "ResultWriterDetails": {"Bucket", "Key"}}.
-func (h *stateRun) writtenResult(raw, result any) (stepResult, error) {
+func (h *stateRun) writtenResult(ctx context.Context, raw, result any) (stepResult, error) {
 	r := h.r
 	r.event(Event{Type: EventMapStateSucceeded, State: h.name(), Scope: h.sc.prefix, Document: raw})
 	if h.st.Base().JSONata() {
@@ -203,7 +239,7 @@ func (h *stateRun) writtenResult(raw, result any) (stepResult, error) {
 		}
 		sc := h.jsonataScope(raw)
 		sc.Result, sc.HasResult = result, true
-		return h.jsonataFinish(sc, result, size)
+		return h.jsonataFinish(ctx, sc, result, size)
 	}
 	s := h.st.(*states.Map)
 	size, err := h.fits(result, unknownSize)
@@ -226,7 +262,7 @@ func (h *stateRun) distItems(ctx context.Context, d *distributed) (itemio.Items,
 	if s.ItemReader == nil {
 		var arr []any
 		if s.JSONata() {
-			a, _, err := h.jsonataItems(s, d.jsc, d.input)
+			a, _, err := h.jsonataItems(ctx, s, d.jsc, d.input)
 			if err != nil {
 				return nil, nop, err
 			}
@@ -249,7 +285,7 @@ func (h *stateRun) distItems(ctx context.Context, d *distributed) (itemio.Items,
 		return itemio.Slice(arr), nop, nil
 	}
 	ir := s.ItemReader
-	loc, err := h.location(ir.Parameters, ir.Arguments, d, "ItemReader")
+	loc, err := h.location(ctx, ir.Parameters, ir.Arguments, d, "ItemReader")
 	if err != nil {
 		return nil, nop, err
 	}
@@ -266,7 +302,7 @@ func (h *stateRun) distItems(ctx context.Context, d *distributed) (itemio.Items,
 		}
 		max = n
 	case ir.MaxItemsExpr != nil:
-		v, err := h.evalJSONata(ir.MaxItemsExpr, d.jsc, "MaxItems")
+		v, err := h.evalJSONata(ctx, ir.MaxItemsExpr, d.jsc, "MaxItems")
 		if err != nil {
 			return nil, nop, err
 		}
@@ -280,26 +316,29 @@ func (h *stateRun) distItems(ctx context.Context, d *distributed) (itemio.Items,
 	if err != nil {
 		return nil, nop, err
 	}
-	failed := func(err error) error {
-		return asl.Errorf(asl.ErrItemReaderFailed, "The ItemReader of the state '%s' could not read bucket %q: %v", h.name(), name, err)
-	}
+	access := h.r.x.buckets
 	if ir.Resource == states.ResourceListObjectsV2 {
 		prefix, _ := loc["Prefix"].(string)
-		items, err := itemio.List(ctx, b, prefix)
+		d.reads = MapRunBucket{Bucket: name, Prefix: prefix}
+		items, err := itemio.List(ctx, b, prefix, max, access.MaxListedObjects)
 		if err != nil {
-			return nil, nop, failed(err)
+			return nil, nop, asl.Errorf(asl.ErrItemReaderFailed, "The ItemReader of the state '%s' could not list bucket %q: %v", h.name(), name, err)
 		}
-		return itemio.Limit(items, max), nop, nil
+		return items, nop, nil
 	}
 	key, ok := loc["Key"].(string)
 	if !ok || key == "" {
 		return nil, nop, h.runtimeError(fmt.Sprintf("The ItemReader's Key must be a non-empty string, not %s", jsonvalue.TypeName(loc["Key"])))
 	}
+	d.reads = MapRunBucket{Bucket: name, Key: key}
+	failed := func(err error) error {
+		return asl.Errorf(asl.ErrItemReaderFailed, "The ItemReader of the state '%s' could not read key %q of bucket %q: %v", h.name(), key, name, err)
+	}
 	rc, err := b.Open(ctx, key)
 	if err != nil {
 		return nil, nop, failed(err)
 	}
-	f := itemio.Format{InputType: ir.InputType, CSVHeaderLocation: ir.CSVHeaderLocation, CSVHeaders: ir.CSVHeaders, CSVDelimiter: delimiter(ir.CSVDelimiter)}
+	f := itemio.Format{InputType: ir.InputType, CSVHeaderLocation: ir.CSVHeaderLocation, CSVHeaders: ir.CSVHeaders, CSVDelimiter: delimiter(ir.CSVDelimiter), MaxItemBytes: access.MaxItemBytes}
 	items, err := itemio.Decode(rc, f)
 	if err != nil {
 		rc.Close()
@@ -338,7 +377,7 @@ func delimiter(name string) rune {
 
 // location evaluates the Parameters or Arguments of an ItemReader or
 // ResultWriter: an object with Bucket and Key or Prefix.
-func (h *stateRun) location(params *jsonpath.Template, args *jsonata.Template, d *distributed, field string) (map[string]any, error) {
+func (h *stateRun) location(ctx context.Context, params *jsonpath.Template, args *jsonata.Template, d *distributed, field string) (map[string]any, error) {
 	var v any
 	var err error
 	switch {
@@ -348,7 +387,7 @@ func (h *stateRun) location(params *jsonpath.Template, args *jsonata.Template, d
 			return nil, h.pathError(err)
 		}
 	case args != nil:
-		if v, err = h.evalJSONata(args, d.jsc, "Arguments"); err != nil {
+		if v, err = h.evalJSONata(ctx, args, d.jsc, "Arguments"); err != nil {
 			return nil, err
 		}
 	}
@@ -359,16 +398,24 @@ func (h *stateRun) location(params *jsonpath.Template, args *jsonata.Template, d
 	return m, nil
 }
 
-// bucketOf resolves the Bucket of a location: "file://DIR" is the local
-// folder DIR; a name (also written "s3://name" or "arn:aws:s3:::name") is
-// the bucket registered under it (agents file Buckets, or
-// agents.Registry.RegisterBucket).
+// bucketOf resolves the Bucket of a location: a name (also written
+// "s3://name" or "arn:aws:s3:::name") is the bucket registered under it
+// (agents file Buckets, or agents.Registry.RegisterBucket); "file://DIR"
+// is the local folder DIR, when the executor allows it
+// (BucketAccess.AllowFileURLs).
 func (h *stateRun) bucketOf(loc map[string]any, field string) (itemio.Bucket, string, error) {
 	name, ok := loc["Bucket"].(string)
 	if !ok || name == "" {
 		return nil, "", h.runtimeError(fmt.Sprintf("The %s's Bucket must be a non-empty string, not %s", field, jsonvalue.TypeName(loc["Bucket"])))
 	}
-	if dir, ok := strings.CutPrefix(name, "file://"); ok {
+	errName := asl.ErrItemReaderFailed
+	if field == "ResultWriter" {
+		errName = asl.ErrResultWriterFailed
+	}
+	if dir, ok := strings.CutPrefix(name, states.FileBucketScheme); ok {
+		if !h.r.x.buckets.AllowFileURLs {
+			return nil, "", asl.Errorf(errName, "The %s of the state '%s' names the local folder %q as its Bucket, which this executor does not allow: name a bucket mapped to a folder in the agents file's Buckets (or registered with agents.Registry.RegisterBucket); a local run allows file:// with aslrun run --allow-file-buckets", field, h.name(), name)
+		}
 		if dir == "" {
 			return nil, "", h.runtimeError(fmt.Sprintf("The %s's Bucket %q names no folder", field, name))
 		}
@@ -379,15 +426,11 @@ func (h *stateRun) bucketOf(loc map[string]any, field string) (itemio.Bucket, st
 	if b, ok := h.r.agents.Bucket(bare); ok {
 		return b, bare, nil
 	}
-	errName := asl.ErrItemReaderFailed
-	if field == "ResultWriter" {
-		errName = asl.ErrResultWriterFailed
-	}
-	return nil, "", asl.Errorf(errName, "The %s of the state '%s' names bucket %q, which is not configured: map it to a folder in the agents file's Buckets, register it with agents.Registry.RegisterBucket, or write \"file://DIR\"", field, h.name(), bare)
+	return nil, "", asl.Errorf(errName, "The %s of the state '%s' names bucket %q, which is not configured: map it to a folder in the agents file's Buckets or register it with agents.Registry.RegisterBucket", field, h.name(), bare)
 }
 
 // batcher resolves a Distributed Map's ItemBatcher.
-func (h *stateRun) batcher(d *distributed) error {
+func (h *stateRun) batcher(ctx context.Context, d *distributed) error {
 	b := d.s.ItemBatcher
 	if b == nil {
 		return nil
@@ -416,7 +459,7 @@ func (h *stateRun) batcher(d *distributed) error {
 			}
 			*f.to = n
 		case f.expr != nil:
-			v, err := h.evalJSONata(f.expr, d.jsc, f.field)
+			v, err := h.evalJSONata(ctx, f.expr, d.jsc, f.field)
 			if err != nil {
 				return err
 			}
@@ -435,7 +478,7 @@ func (h *stateRun) batcher(d *distributed) error {
 		}
 		d.batchInput, d.hasBatchIn = v, true
 	case b.BatchInputJSONata != nil:
-		v, err := h.evalJSONata(b.BatchInputJSONata, d.jsc, "BatchInput")
+		v, err := h.evalJSONata(ctx, b.BatchInputJSONata, d.jsc, "BatchInput")
 		if err != nil {
 			return err
 		}
@@ -445,7 +488,7 @@ func (h *stateRun) batcher(d *distributed) error {
 }
 
 // writerLocation resolves a Distributed Map's ResultWriter location.
-func (h *stateRun) writerLocation(d *distributed) error {
+func (h *stateRun) writerLocation(ctx context.Context, d *distributed) error {
 	w := d.s.ResultWriter
 	if w == nil {
 		return nil
@@ -455,7 +498,7 @@ func (h *stateRun) writerLocation(d *distributed) error {
 		d.writerOnly = true
 		return nil
 	}
-	loc, err := h.location(w.Parameters, w.Arguments, d, "ResultWriter")
+	loc, err := h.location(ctx, w.Parameters, w.Arguments, d, "ResultWriter")
 	if err != nil {
 		return err
 	}
@@ -468,6 +511,7 @@ func (h *stateRun) writerLocation(d *distributed) error {
 		return h.runtimeError(fmt.Sprintf("The ResultWriter's Prefix must be a string, not %s", jsonvalue.TypeName(loc["Prefix"])))
 	}
 	d.bucket, d.bucketName, d.prefix = b, name, strings.TrimSuffix(prefix, "/")
+	d.writes = MapRunBucket{Bucket: name, Prefix: d.prefix}
 	return nil
 }
 
@@ -635,7 +679,7 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 			readErr = err
 			break
 		}
-		input, err := h.selectItem(d, &mapItem{index: i, value: item})
+		input, err := h.selectItem(ctx, d, &mapItem{index: i, value: item})
 		if err != nil {
 			readErr = err
 			break
@@ -703,7 +747,7 @@ func childContext(ctx context.Context) (cctx context.Context, abort, release fun
 }
 
 // selectItem is the input of item mi: ItemSelector's, else the item.
-func (h *stateRun) selectItem(d *distributed, mi *mapItem) (any, error) {
+func (h *stateRun) selectItem(ctx context.Context, d *distributed, mi *mapItem) (any, error) {
 	s := d.s
 	switch {
 	case s.ItemSelector != nil:
@@ -714,7 +758,7 @@ func (h *stateRun) selectItem(d *distributed, mi *mapItem) (any, error) {
 		}
 		return v, nil
 	case s.ItemSelectorJSONata != nil:
-		v, _, err := h.jsonataItem(s, d.input, mi)
+		v, _, err := h.jsonataItem(ctx, s, d.input, mi)
 		return v, err
 	}
 	return mi.value, nil
@@ -807,6 +851,10 @@ type MapRun struct {
 	// ResultWriterDetails is where a ResultWriter wrote the manifest
 	// ({"Bucket", "Key"}); nil when it has none.
 	ResultWriterDetails any
+	// Reads is where its ItemReader read the items (a Key, or a Prefix
+	// listed), Writes where its ResultWriter writes the results (under
+	// Prefix); zero when it has none.
+	Reads, Writes MapRunBucket
 	// StartedAt and StoppedAt (zero while it runs).
 	StartedAt, StoppedAt time.Time
 	// RedriveCount counts the times the map run was redriven with its
@@ -852,6 +900,11 @@ func (h *stateRun) keepMapRun(d *distributed, run *mapRunOutcome, status Status)
 	rec := map[string]any{
 		"id": d.id, "arn": mapRunARN(r.exec, d), "state": h.name(), "label": d.s.Label, "status": string(status),
 		"concurrency": jsonvalue.IntNumber(int64(max(d.cfg.concurrency, 0))), "startedAt": now.Format(time.RFC3339Nano),
+	}
+	for k, b := range map[string]MapRunBucket{"reads": d.reads, "writes": d.writes} {
+		if b.Bucket != "" {
+			rec[k] = map[string]any{"bucket": b.Bucket, "key": b.Key, "prefix": b.Prefix}
+		}
 	}
 	key := mapRunPrefix + d.key
 	if prev := r.loaded[key]; prev != nil {
@@ -927,6 +980,7 @@ func (x *Executor) MapRuns(ctx context.Context, id string) ([]MapRun, error) {
 		mr.Label, _ = rec["label"].(string)
 		mr.Status, _ = rec["status"].(string)
 		mr.ResultWriterDetails = rec["resultWriterDetails"]
+		mr.Reads, mr.Writes = recBucket(rec["reads"]), recBucket(rec["writes"])
 		mr.StartedAt = parseTime(rec["startedAt"])
 		mr.StoppedAt = parseTime(rec["stoppedAt"])
 		mr.RedriveCount, mr.RedrivenAt = recInt(rec[recRedriveCount]), parseTime(rec[recRedrivenAt])
@@ -1025,6 +1079,16 @@ func (x *Executor) MapRunChildrenPage(ctx context.Context, mapRun string, p Chil
 		out = append(out, MapRunChild{Index: i, ID: id, Status: e.Status, Error: e.Error, Cause: e.Cause})
 	}
 	return out, nil
+}
+
+// recBucket reads a MapRunBucket of a map run's record.
+func recBucket(v any) MapRunBucket {
+	m, _ := v.(map[string]any)
+	var b MapRunBucket
+	b.Bucket, _ = m["bucket"].(string)
+	b.Key, _ = m["key"].(string)
+	b.Prefix, _ = m["prefix"].(string)
+	return b
 }
 
 func recInt(v any) int {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/jsonata"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
@@ -93,6 +94,16 @@ type Config struct {
 	// BatchWindow is how long the commits of a batched execution may wait
 	// to be written; 0 means DefaultBatchWindow.
 	BatchWindow time.Duration
+	// JSONataLimits bound each evaluation of a JSONata field of a state
+	// (its steps and the bytes of the values it builds); the zero value
+	// is jsonata.DefaultSteps and jsonata.DefaultMemory, and a negative
+	// field means no limit. An evaluation past a limit fails the state
+	// with States.QueryEvaluationError.
+	JSONataLimits jsonata.Limits
+	// Buckets says which buckets Distributed Maps may name beyond those of
+	// the agents registry, and how much of an object they hold at once;
+	// the zero value refuses "file://" buckets and has the default limits.
+	Buckets BucketAccess
 }
 
 // Executor runs executions of state machines. It is safe for concurrent
@@ -110,10 +121,14 @@ type Executor struct {
 	// onEscalation is Config.OnEscalation.
 	onEscalation func(ctx context.Context, n EscalationNotice) error
 	hooks        Hooks
+	// buckets is Config.Buckets.
+	buckets BucketAccess
 	// durability is the mode of executions without their own, and
 	// batchWindow how long a batched execution's commits may wait.
 	durability  Durability
 	batchWindow time.Duration
+	// jsonataLimits is Config.JSONataLimits.
+	jsonataLimits jsonata.Limits
 
 	mu     sync.Mutex
 	active map[string]*held // executions held in this process (stop.go)
@@ -135,7 +150,7 @@ func New(cfg Config) *Executor {
 	x := &Executor{
 		agents: cfg.Agents, agentsFor: cfg.AgentsFor, store: cfg.Store, log: cfg.Logger,
 		maxPayload: cfg.MaxPayloadSize, parkAfter: cfg.ParkAfter, active: make(map[string]*held), onEscalation: cfg.OnEscalation,
-		hooks: cfg.Hooks,
+		hooks: cfg.Hooks, jsonataLimits: cfg.JSONataLimits,
 	}
 	if x.maxPayload == 0 {
 		x.maxPayload = DefaultMaxPayloadSize
@@ -159,6 +174,7 @@ func New(cfg Config) *Executor {
 		x.durability = DurabilityStrict
 	}
 	x.batchWindow = cfg.BatchWindow
+	x.buckets = cfg.Buckets
 	if x.batchWindow <= 0 {
 		x.batchWindow = DefaultBatchWindow
 	}

@@ -3,6 +3,7 @@ package itemio
 import (
 	"context"
 	"crypto/md5"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -42,8 +44,15 @@ type Object struct {
 }
 
 // Dir is a Bucket on a local folder: the key "a/b.csv" is the file
-// Dir/a/b.csv. Keys that would leave the folder ("..", absolute paths)
-// are refused.
+// Dir/a/b.csv. Everything it opens, lists and creates goes through an
+// os.Root on the folder, so nothing leaves it: keys with a ".." part or
+// starting with '/' are refused (ErrBadKey), and a symbolic link is
+// followed only to a file or folder inside the folder. Only regular files
+// are objects: devices, FIFOs and sockets are refused without being
+// opened for reading (ErrNotRegular), and so are files of the kernel's
+// pseudo file systems (/proc, /sys) when the folder is one of theirs.
+// Listing never follows a symbolic link. A Dir opens its folder for each
+// call, holding nothing between calls.
 type Dir string
 
 var _ Bucket = Dir("")
@@ -51,57 +60,177 @@ var _ Bucket = Dir("")
 // ErrBadKey reports a key a Dir refuses.
 var ErrBadKey = errors.New("invalid object key")
 
-func (d Dir) path(key string) (string, error) {
-	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "\\") || strings.ContainsRune(key, 0) {
-		return "", fmt.Errorf("key %q: %w", key, ErrBadKey)
+// ErrNotRegular reports an object that is no regular file: a device, a
+// FIFO, a socket, a folder, or a file of /proc or /sys.
+var ErrNotRegular = errors.New("not a regular file")
+
+// maxKeyLen is the longest key, in bytes (S3's limit).
+const maxKeyLen = 1024
+
+// CheckKey reports whether a Dir accepts key: a non-empty relative path
+// of at most 1,024 bytes, with '/' as separator, no part "..", no
+// backslash and no NUL byte. The error wraps ErrBadKey.
+func CheckKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("the key is empty: %w", ErrBadKey)
+	case len(key) > maxKeyLen:
+		return fmt.Errorf("the key is %d bytes long, more than %d: %w", len(key), maxKeyLen, ErrBadKey)
+	case strings.HasPrefix(key, "/"):
+		return fmt.Errorf("key %q is absolute: %w", key, ErrBadKey)
+	case strings.ContainsAny(key, "\\\x00"):
+		return fmt.Errorf("key %q holds a backslash or a NUL byte: %w", key, ErrBadKey)
 	}
-	for _, part := range strings.Split(key, "/") {
+	for part := range strings.SplitSeq(key, "/") {
 		if part == ".." {
-			return "", fmt.Errorf("key %q leaves the folder: %w", key, ErrBadKey)
+			return fmt.Errorf("key %q leaves the folder: %w", key, ErrBadKey)
 		}
 	}
-	return filepath.Join(string(d), filepath.FromSlash(key)), nil
+	return nil
 }
 
-// Open opens the file of key.
+// root opens the folder as an os.Root. Its error does not name the
+// folder: a definition sees the bucket's name, never where it is.
+func (d Dir) root() (*os.Root, error) {
+	if d == "" {
+		return nil, errors.New("the bucket has no folder")
+	}
+	r, err := os.OpenRoot(string(d))
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("the bucket's folder cannot be opened: %w", err)
+	}
+	return r, nil
+}
+
+// Open opens the file of key, a regular file inside the folder.
 func (d Dir) Open(_ context.Context, key string) (io.ReadCloser, error) {
-	p, err := d.path(key)
+	if err := CheckKey(key); err != nil {
+		return nil, err
+	}
+	r, err := d.root()
 	if err != nil {
 		return nil, err
 	}
-	return os.Open(p)
+	defer r.Close()
+	f, _, err := openRegular(r, key)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
-// List walks the folder and lists the regular files whose key starts
-// with prefix, in key order, with the hex MD5 of each as its ETag.
+// openRegular opens name in r for reading when it is a regular file. It
+// looks before it opens, so that a FIFO or a device is never opened; it
+// opens without blocking and without taking a terminal, and looks again
+// at what it opened, so that a file swapped in between is refused too.
+func openRegular(r *os.Root, key string) (*os.File, os.FileInfo, error) {
+	name := filepath.FromSlash(key)
+	info, err := r.Stat(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("key %q is %s: %w", key, modeName(info.Mode()), ErrNotRegular)
+	}
+	f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err = f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = fmt.Errorf("key %q is %s: %w", key, modeName(info.Mode()), ErrNotRegular)
+	}
+	if err == nil && pseudoFile(f) {
+		err = fmt.Errorf("key %q is a file of the kernel's /proc or /sys: %w", key, ErrNotRegular)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, info, nil
+}
+
+// modeName names the kind of file of m, for errors.
+func modeName(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+// List lists the regular files whose key starts with prefix, in key
+// order, with the hex MD5 of each as its ETag. It walks the folder
+// without following symbolic links, holding the names of one folder at
+// a time, and only enters the folders that can hold such keys.
 func (d Dir) List(ctx context.Context, prefix string, fn func(Object) error) error {
-	var keys []string
-	err := filepath.WalkDir(string(d), func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !e.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(string(d), p)
-		if err != nil {
-			return err
-		}
-		key := filepath.ToSlash(rel)
-		if strings.HasPrefix(key, prefix) {
-			keys = append(keys, key)
-		}
-		return nil
-	})
+	r, err := d.root()
 	if err != nil {
 		return err
 	}
+	defer r.Close()
+	return list(ctx, r, "", prefix, fn)
+}
+
+// list lists the folder dir of r ("" for the top, else a key prefix
+// ending in '/').
+func list(ctx context.Context, r *os.Root, dir, prefix string, fn func(Object) error) error {
+	name := "."
+	if dir != "" {
+		name = filepath.FromSlash(strings.TrimSuffix(dir, "/"))
+	}
+	f, err := r.Open(name)
+	if err != nil {
+		return err
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	// A folder's key is its name and '/', so that sorting the names
+	// sorts the keys they hold: "a.csv" < "a/b.csv".
+	var keys []string
+	for _, e := range entries {
+		key := dir + e.Name()
+		if CheckKey(key) != nil {
+			continue
+		}
+		switch t := e.Type(); {
+		case t.IsDir():
+			key += "/"
+			if strings.HasPrefix(key, prefix) || strings.HasPrefix(prefix, key) {
+				keys = append(keys, key)
+			}
+		case t.IsRegular():
+			if strings.HasPrefix(key, prefix) {
+				keys = append(keys, key)
+			}
+		}
+	}
+	entries = nil
 	slices.Sort(keys)
 	for _, key := range keys {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		o, err := d.stat(key)
+		if strings.HasSuffix(key, "/") {
+			if err := list(ctx, r, key, prefix, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		o, err := stat(r, key)
 		if err != nil {
 			return err
 		}
@@ -112,20 +241,13 @@ func (d Dir) List(ctx context.Context, prefix string, fn func(Object) error) err
 	return nil
 }
 
-func (d Dir) stat(key string) (Object, error) {
-	p, err := d.path(key)
-	if err != nil {
-		return Object{}, err
-	}
-	f, err := os.Open(p)
+// stat describes the object key of r.
+func stat(r *os.Root, key string) (Object, error) {
+	f, info, err := openRegular(r, key)
 	if err != nil {
 		return Object{}, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return Object{}, err
-	}
 	h := md5.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return Object{}, err
@@ -133,41 +255,54 @@ func (d Dir) stat(key string) (Object, error) {
 	return Object{Key: key, Size: info.Size(), LastModified: info.ModTime().UTC(), ETag: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
-// Create writes the file of key (creating its folders) through a
-// temporary file renamed into place on Close, so that a crash leaves the
-// previous content or the new, never half of it.
+// Create writes the file of key (creating its folders inside the folder)
+// through a temporary file renamed into place on Close, so that a crash
+// leaves the previous content or the new, never half of it.
 func (d Dir) Create(_ context.Context, key string) (io.WriteCloser, error) {
-	p, err := d.path(key)
+	if err := CheckKey(key); err != nil {
+		return nil, err
+	}
+	r, err := d.root()
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return nil, err
+	name := filepath.FromSlash(key)
+	if dir := filepath.Dir(name); dir != "." {
+		if err := r.MkdirAll(dir, 0o755); err != nil {
+			r.Close()
+			return nil, err
+		}
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*")
+	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+"."+rand.Text()[:12])
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
+		r.Close()
 		return nil, err
 	}
-	return &atomicFile{f: f, path: p}, nil
+	return &atomicFile{r: r, f: f, tmp: tmp, name: name}, nil
 }
 
+// atomicFile is a file being written in a Dir: tmp until Close renames it
+// name. It holds the Dir's root until then.
 type atomicFile struct {
-	f    *os.File
-	path string
+	r         *os.Root
+	f         *os.File
+	tmp, name string
 }
 
 func (a *atomicFile) Write(b []byte) (int, error) { return a.f.Write(b) }
 
 func (a *atomicFile) Close() error {
+	defer a.r.Close()
 	err := a.f.Sync()
 	if cerr := a.f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(a.f.Name(), a.path)
+		err = a.r.Rename(a.tmp, a.name)
 	}
 	if err != nil {
-		os.Remove(a.f.Name())
+		a.r.Remove(a.tmp)
 	}
 	return err
 }
@@ -175,5 +310,6 @@ func (a *atomicFile) Close() error {
 // Abort discards the file: the object keeps its previous content.
 func (a *atomicFile) Abort() {
 	a.f.Close()
-	os.Remove(a.f.Name())
+	a.r.Remove(a.tmp)
+	a.r.Close()
 }

@@ -39,7 +39,22 @@ type Format struct {
 	CSVHeaders        []string
 	// CSVDelimiter separates CSV fields; 0 means ','.
 	CSVDelimiter rune
+	// MaxItemBytes caps what is held of one item: a CSV row or a JSONL
+	// line, its line ending counted, or an element of a JSON array; 0
+	// means DefaultMaxItemBytes. A longer one fails the read with an
+	// error wrapping ErrItemTooLarge that says where it is and the limit.
+	MaxItemBytes int
 }
+
+// DefaultMaxItemBytes is the default Format.MaxItemBytes: 1 MiB.
+const DefaultMaxItemBytes = 1 << 20
+
+// ErrItemTooLarge reports an item longer than Format.MaxItemBytes.
+var ErrItemTooLarge = errors.New("item too large")
+
+// errRead is what a bounded reader returns once an item has run past
+// its room; Items report it as ErrItemTooLarge with where it is.
+var errRead = errors.New("read past the item size limit")
 
 // Items yields items one at a time. It is not safe for concurrent use.
 type Items interface {
@@ -48,31 +63,76 @@ type Items interface {
 	Next() (any, error)
 }
 
-// maxLine bounds one JSONL line or CSV row, in bytes.
-const maxLine = 16 << 20
+// slack is how far past an item's limit a decoder may read ahead (its
+// buffer): reading stops there, so that what is held stays within the
+// limit and the slack, whatever the object.
+const slack = 4096
 
 // Decode reads r in format f. Only the item being decoded is held, with
-// the decoder's buffer.
+// the decoder's buffer: at most f.MaxItemBytes and a few KiB, however
+// long the object or its lines.
 func Decode(r io.Reader, f Format) (Items, error) {
+	limit := f.MaxItemBytes
+	if limit <= 0 {
+		limit = DefaultMaxItemBytes
+	}
 	switch f.InputType {
 	case JSON, "":
-		return &jsonItems{dec: json.NewDecoder(r)}, nil
+		br := &bounded{r: r, room: int64(limit) + slack}
+		return &jsonItems{dec: json.NewDecoder(br), br: br, limit: limit}, nil
 	case JSONL:
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 0, 64<<10), maxLine)
-		return &jsonlItems{sc: sc}, nil
+		sc.Buffer(make([]byte, 0, min(64<<10, limit)), limit)
+		return &jsonlItems{sc: sc, limit: limit}, nil
 	case CSV:
-		return newCSV(r, f)
+		return newCSV(r, f, limit)
 	}
 	return nil, fmt.Errorf("unknown InputType %q (want JSON, JSONL or CSV)", f.InputType)
+}
+
+// bounded reads r for a decoder, never more than room bytes past base
+// (where the item being decoded starts): past that it fails with
+// errRead, so that a decoder's buffer cannot grow beyond room. It
+// counts the newlines it read.
+type bounded struct {
+	r     io.Reader
+	n     int64 // bytes read
+	lines int64 // newlines among them
+	base  int64
+	room  int64
+}
+
+func (b *bounded) Read(p []byte) (int, error) {
+	left := b.base + b.room - b.n
+	if left <= 0 {
+		return 0, errRead
+	}
+	if int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	b.lines += int64(bytes.Count(p[:n], []byte{'\n'}))
+	return n, err
 }
 
 // jsonItems streams the elements of a JSON array.
 type jsonItems struct {
 	dec   *json.Decoder
+	br    *bounded
+	limit int
 	n     int
 	begun bool
 	done  bool
+}
+
+// tooLarge is the error of item n of a JSON array (or of the value
+// before it) being longer than the limit.
+func (j *jsonItems) tooLarge() error {
+	if j.br.base == 0 {
+		return fmt.Errorf("the JSON object's first value is longer than the limit of %d bytes: %w", j.limit, ErrItemTooLarge)
+	}
+	return fmt.Errorf("item %d of the JSON array (at byte %d) is longer than the limit of %d bytes: %w", j.n, j.br.base, j.limit, ErrItemTooLarge)
 }
 
 func (j *jsonItems) Next() (any, error) {
@@ -82,6 +142,9 @@ func (j *jsonItems) Next() (any, error) {
 	if !j.begun {
 		j.begun = true
 		tok, err := j.dec.Token()
+		if errors.Is(err, errRead) {
+			return nil, j.tooLarge()
+		}
 		if err == io.EOF {
 			return nil, errors.New("the JSON object is empty: want an array of items")
 		}
@@ -91,9 +154,12 @@ func (j *jsonItems) Next() (any, error) {
 		if d, ok := tok.(json.Delim); !ok || d != '[' {
 			return nil, fmt.Errorf("the JSON object must be an array of items, not %s", tokenKind(tok))
 		}
+		j.br.base = j.dec.InputOffset()
 	}
 	if !j.dec.More() {
-		if _, err := j.dec.Token(); err != nil {
+		if _, err := j.dec.Token(); errors.Is(err, errRead) {
+			return nil, j.tooLarge()
+		} else if err != nil {
 			return nil, fmt.Errorf("the JSON array is not valid JSON after item %d: %w", j.n, err)
 		}
 		if _, err := j.dec.Token(); err != io.EOF {
@@ -103,9 +169,14 @@ func (j *jsonItems) Next() (any, error) {
 		return nil, io.EOF
 	}
 	var raw json.RawMessage
-	if err := j.dec.Decode(&raw); err != nil {
+	err := j.dec.Decode(&raw)
+	if errors.Is(err, errRead) || err == nil && len(raw) > j.limit {
+		return nil, j.tooLarge()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("item %d of the JSON array is not valid JSON: %w", j.n, err)
 	}
+	j.br.base = j.dec.InputOffset()
 	v, err := jsonvalue.Decode(raw)
 	if err != nil {
 		return nil, fmt.Errorf("item %d of the JSON array: %w", j.n, err)
@@ -133,8 +204,9 @@ func tokenKind(tok json.Token) string {
 
 // jsonlItems reads one JSON value a line; blank lines are skipped.
 type jsonlItems struct {
-	sc   *bufio.Scanner
-	line int
+	sc    *bufio.Scanner
+	limit int
+	line  int
 }
 
 func (j *jsonlItems) Next() (any, error) {
@@ -150,27 +222,40 @@ func (j *jsonlItems) Next() (any, error) {
 		}
 		return v, nil
 	}
-	if err := j.sc.Err(); err != nil {
+	if err := j.sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("line %d of the JSONL object is longer than the limit of %d bytes: %w", j.line+1, j.limit, ErrItemTooLarge)
+	} else if err != nil {
 		return nil, fmt.Errorf("line %d of the JSONL object: %w", j.line+1, err)
 	}
 	return nil, io.EOF
 }
 
 // csvItems reads CSV rows as objects of strings, keyed by the header.
+// A row may span lines (a quoted field holding newlines); it is bounded
+// as a whole: the csv.Reader reads through buf, whose reader stops slack
+// bytes past the limit from the row's start.
 type csvItems struct {
 	r      *csv.Reader
+	buf    *bufio.Reader
+	br     *bounded
+	limit  int
+	line   int64 // where the next row starts
 	header []string
 	first  bool
 }
 
-func newCSV(r io.Reader, f Format) (*csvItems, error) {
-	cr := csv.NewReader(r)
+func newCSV(r io.Reader, f Format, limit int) (*csvItems, error) {
+	br := &bounded{r: r, room: int64(limit) + slack}
+	// csv.NewReader reads through a *bufio.Reader of 4,096 bytes or more
+	// as it is, so that buf.Buffered() is all it read ahead.
+	buf := bufio.NewReaderSize(br, slack)
+	cr := csv.NewReader(buf)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1
 	if f.CSVDelimiter != 0 {
 		cr.Comma = f.CSVDelimiter
 	}
-	c := &csvItems{r: cr}
+	c := &csvItems{r: cr, buf: buf, br: br, limit: limit, line: 1}
 	switch f.CSVHeaderLocation {
 	case FirstRow, "":
 		c.first = true
@@ -202,6 +287,14 @@ func checkHeader(h []string) error {
 func (c *csvItems) Next() (any, error) {
 	for {
 		rec, err := c.r.Read()
+		if errors.Is(err, errRead) {
+			return nil, c.tooLarge()
+		}
+		if err == nil {
+			if err := c.advance(); err != nil {
+				return nil, err
+			}
+		}
 		if err == io.EOF {
 			if c.first {
 				return nil, errors.New("the CSV object is empty: its first row should be the header")
@@ -235,6 +328,25 @@ func (c *csvItems) Next() (any, error) {
 		}
 		return item, nil
 	}
+}
+
+// advance moves the start of the next row past the row just read, which
+// must fit the limit.
+func (c *csvItems) advance() error {
+	off := c.r.InputOffset()
+	if off-c.br.base > int64(c.limit) {
+		return c.tooLarge()
+	}
+	ahead, _ := c.buf.Peek(c.buf.Buffered())
+	c.line = c.br.lines - int64(bytes.Count(ahead, []byte{'\n'})) + 1
+	c.br.base = off
+	return nil
+}
+
+// tooLarge is the error of the row starting at c.line (blank lines
+// before it included) being longer than the limit.
+func (c *csvItems) tooLarge() error {
+	return fmt.Errorf("line %d of the CSV object: the row is longer than the limit of %d bytes: %w", c.line, c.limit, ErrItemTooLarge)
 }
 
 // ListItem is the item AWS gives for one object of a listObjectsV2
@@ -291,16 +403,37 @@ func (s *sliceItems) Next() (any, error) {
 	return v, nil
 }
 
-// List returns the listObjectsV2 items (ListItem) of the objects of b
-// whose key starts with prefix, in key order. It holds the listing (the
-// keys and sizes, not the contents).
-func List(ctx context.Context, b Bucket, prefix string) (Items, error) {
+// DefaultMaxListed is the default limit of List: 1,000,000 objects.
+const DefaultMaxListed = 1000000
+
+// ErrTooManyObjects reports a listing longer than List's limit.
+var ErrTooManyObjects = errors.New("too many objects")
+
+// errEnough stops a listing that has all the items it needs.
+var errEnough = errors.New("enough objects")
+
+// List returns the listObjectsV2 items (ListItem) of the first maxItems
+// objects of b (all when maxItems <= 0) whose key starts with prefix, in
+// key order. It holds the listing (the keys and sizes, not the
+// contents), so it holds at most maxListed objects (0 means
+// DefaultMaxListed): a listing of more fails with an error wrapping
+// ErrTooManyObjects that names the prefix and the limit.
+func List(ctx context.Context, b Bucket, prefix string, maxItems int64, maxListed int) (Items, error) {
+	if maxListed <= 0 {
+		maxListed = DefaultMaxListed
+	}
 	var objs []any
 	err := b.List(ctx, prefix, func(o Object) error {
+		if maxItems > 0 && int64(len(objs)) >= maxItems {
+			return errEnough
+		}
+		if len(objs) >= maxListed {
+			return fmt.Errorf("the listing of prefix %q has more than %d objects, the limit: %w", prefix, maxListed, ErrTooManyObjects)
+		}
 		objs = append(objs, ListItem(o))
 		return nil
 	})
-	if err != nil {
+	if err != nil && err != errEnough {
 		return nil, err
 	}
 	return Slice(objs), nil

@@ -143,7 +143,7 @@ func TestDirBucket(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	items, err := List(ctx, d, "in/")
+	items, err := List(ctx, d, "in/", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,9 +186,16 @@ func TestResults(t *testing.T) {
 	}
 }
 
-// fuzzRead reads data in format f to the end: it must never panic nor
-// loop, and every item must be JSON that marshals.
+// fuzzRead reads data in format f to the end, with the default item
+// limit and with one of 16 bytes: it must never panic nor loop, and every
+// item must be JSON that marshals.
 func fuzzRead(t *testing.T, data []byte, f Format) {
+	fuzzReadLimit(t, data, f)
+	f.MaxItemBytes = 16
+	fuzzReadLimit(t, data, f)
+}
+
+func fuzzReadLimit(t *testing.T, data []byte, f Format) {
 	items, err := Decode(bytes.NewReader(data), f)
 	if err != nil {
 		return
@@ -198,7 +205,11 @@ func fuzzRead(t *testing.T, data []byte, f Format) {
 		if err != nil {
 			return
 		}
-		if _, err := jsonvalue.Marshal(v); err != nil {
+		text, err := jsonvalue.Marshal(v)
+		if f.MaxItemBytes > 0 && f.InputType != CSV && len(text) > 2*f.MaxItemBytes {
+			t.Fatalf("item %s is longer than the limit of %d bytes", text, f.MaxItemBytes)
+		}
+		if err != nil {
 			t.Fatalf("item %v does not marshal: %v", v, err)
 		}
 	}

@@ -34,6 +34,10 @@ type ItemReader struct {
 	// Bucket and Key for getObject, Bucket and Prefix for listObjectsV2.
 	Parameters *jsonpath.Template
 	Arguments  *jsonata.Template
+	// Bucket is the location's Bucket when it is written literally (""
+	// when it is computed: "Bucket.$", a JSONata expression), at the JSON
+	// Pointer BucketPointer.
+	Bucket, BucketPointer string
 	// InputType is JSON, JSONL or CSV for getObject ("" for a listing);
 	// CSVHeaderLocation is FIRST_ROW or GIVEN with CSVHeaders; CSVDelimiter
 	// is COMMA (""), PIPE, SEMICOLON, SPACE or TAB.
@@ -76,6 +80,9 @@ type ResultWriter struct {
 	// both nil when the ResultWriter has only a WriterConfig.
 	Parameters *jsonpath.Template
 	Arguments  *jsonata.Template
+	// Bucket is the location's Bucket when it is written literally, at
+	// BucketPointer (as ItemReader's).
+	Bucket, BucketPointer string
 	// OutputType is JSON ("") or JSONL; Transformation is NONE (""),
 	// COMPACT or FLATTEN (WriterConfig).
 	OutputType     string
@@ -136,8 +143,9 @@ func (p *parser) distributed(o *object, s *Map) {
 
 // location reads the Parameters (JSONPath) or Arguments (JSONata) of an
 // ItemReader or ResultWriter, and checks that a literal block names the
-// fields required (each given literally or, in JSONPath, as "K.$").
-func (p *parser) location(o *object, jsonataQL bool, required ...string) (*jsonpath.Template, *jsonata.Template) {
+// fields required (each given literally or, in JSONPath, as "K.$"). It
+// returns the Bucket when it is literal, with its pointer.
+func (p *parser) location(o *object, jsonataQL bool, required ...string) (params *jsonpath.Template, args *jsonata.Template, bucket, bucketPtr string) {
 	key, other := "Parameters", "Arguments"
 	if jsonataQL {
 		key, other = other, key
@@ -152,9 +160,12 @@ func (p *parser) location(o *object, jsonataQL bool, required ...string) (*jsonp
 	v, ok := o.m[key]
 	if !ok {
 		o.errorf("", "missing required field %s (with %s)", key, strings.Join(required, " and "))
-		return nil, nil
+		return nil, nil, "", ""
 	}
 	if m, isObj := v.(map[string]any); isObj {
+		if b, lit := m["Bucket"].(string); lit && !(jsonataQL && jsonata.IsExpression(b)) {
+			bucket, bucketPtr = b, o.at(key)+"/Bucket"
+		}
 		for _, r := range required {
 			_, lit := m[r]
 			_, dyn := m[r+".$"]
@@ -165,12 +176,12 @@ func (p *parser) location(o *object, jsonataQL bool, required ...string) (*jsonp
 	} else if s, isStr := v.(string); !(jsonataQL && isStr && jsonata.IsExpression(s)) {
 		o.used[key] = true
 		o.errorf(key, "%s must be an object, not %s", key, jsonvalue.TypeName(v))
-		return nil, nil
+		return nil, nil, "", ""
 	}
 	if jsonataQL {
-		return nil, p.jsonataTemplate(o, key)
+		return nil, p.jsonataTemplate(o, key), bucket, bucketPtr
 	}
-	return p.template(o, key), nil
+	return p.template(o, key), nil, bucket, bucketPtr
 }
 
 func (p *parser) itemReader(o *object, jsonataQL bool) *ItemReader {
@@ -193,9 +204,9 @@ func (p *parser) itemReader(o *object, jsonataQL bool) *ItemReader {
 	}
 	r.Resource = res
 	if list {
-		r.Parameters, r.Arguments = p.location(o, jsonataQL, "Bucket")
+		r.Parameters, r.Arguments, r.Bucket, r.BucketPointer = p.location(o, jsonataQL, "Bucket")
 	} else {
-		r.Parameters, r.Arguments = p.location(o, jsonataQL, "Bucket", "Key")
+		r.Parameters, r.Arguments, r.Bucket, r.BucketPointer = p.location(o, jsonataQL, "Bucket", "Key")
 	}
 	co, present := o.child("ReaderConfig", "ReaderConfig")
 	switch {
@@ -315,7 +326,7 @@ func (p *parser) resultWriter(o *object, jsonataQL bool) *ResultWriter {
 		} else if !o.has("Resource") {
 			o.errorf("", "missing required field Resource (%s)", ResourcePutObject)
 		}
-		w.Parameters, w.Arguments = p.location(o, jsonataQL, "Bucket", "Prefix")
+		w.Parameters, w.Arguments, w.Bucket, w.BucketPointer = p.location(o, jsonataQL, "Bucket", "Prefix")
 	}
 	if co, _ := o.child("WriterConfig", "WriterConfig"); co != nil {
 		if t, ok := co.oneOf("OutputType", "JSON", "JSONL"); ok {
