@@ -37,7 +37,7 @@ func (h *stateRun) checkpoint(ctx context.Context, s *states.Checkpoint, raw any
 	}
 	res := stepResult{output: out, proposed: input, next: s.Next, size: h.inSize}
 	if s.JSONata() {
-		if res, err = h.jsonataPassThrough(h.jsonataScope(raw), s.Output, s.AssignJSONata, s.Next); err != nil {
+		if res, err = h.jsonataPassThrough(ctx, h.jsonataScope(raw), s.Output, s.AssignJSONata, s.Next); err != nil {
 			return stepResult{}, err
 		}
 		out = res.output

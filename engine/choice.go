@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,9 +16,9 @@ import (
 // choice runs a Choice state: the first rule that holds on the effective
 // input decides the next state (and its Assign); otherwise Default (with
 // the state's Assign); otherwise States.NoChoiceMatched.
-func (h *stateRun) choice(s *states.Choice, raw any) (stepResult, error) {
+func (h *stateRun) choice(ctx context.Context, s *states.Choice, raw any) (stepResult, error) {
 	if s.JSONata() {
-		return h.jsonataChoice(s, raw)
+		return h.jsonataChoice(ctx, s, raw)
 	}
 	input, err := h.inputPath(raw)
 	if err != nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -11,9 +12,9 @@ import (
 )
 
 // fail runs a Fail state: it always returns the error the state names.
-func (h *stateRun) fail(s *states.Fail, raw any) error {
+func (h *stateRun) fail(ctx context.Context, s *states.Fail, raw any) error {
 	if s.JSONata() {
-		return h.jsonataFail(s, raw)
+		return h.jsonataFail(ctx, s, raw)
 	}
 	name, cause := s.Error, s.Cause
 	if s.ErrorPath != nil {

@@ -26,7 +26,7 @@ import (
 // jsonataScope is what the state's expressions see on raw input.
 func (h *stateRun) jsonataScope(raw any) *jsonata.Scope {
 	e := h.env
-	return &jsonata.Scope{Input: raw, Context: e.Context, Variable: e.Variable, Drew: e.Drew}
+	return &jsonata.Scope{Input: raw, Context: e.Context, Variable: e.Variable, Drew: e.Drew, Limits: h.r.x.jsonataLimits}
 }
 
 // queryError is States.QueryEvaluationError with a cause quoting the state,
@@ -37,9 +37,14 @@ func (h *stateRun) queryError(msg string) *asl.Error {
 
 // evalJSONata evaluates a template of the state's field; a failure is
 // States.QueryEvaluationError.
-func (h *stateRun) evalJSONata(t *jsonata.Template, sc *jsonata.Scope, field string) (any, error) {
-	v, err := t.Eval(sc, field)
+func (h *stateRun) evalJSONata(ctx context.Context, t *jsonata.Template, sc *jsonata.Scope, field string) (any, error) {
+	v, err := t.Eval(ctx, sc, field)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The run was stopped, timed out or drained: not an outcome of
+			// the expression.
+			return nil, ctxError(ctx)
+		}
 		var je *jsonata.Error
 		if errors.As(err, &je) {
 			return nil, h.queryError(je.Msg)
@@ -52,10 +57,10 @@ func (h *stateRun) evalJSONata(t *jsonata.Template, sc *jsonata.Scope, field str
 // jsonataExit evaluates the state's Output (def, of at most defSize bytes,
 // when it has none) and Assign, and returns the output with a bound of its
 // size.
-func (h *stateRun) jsonataExit(sc *jsonata.Scope, output, assign *jsonata.Template, def any, defSize int) (any, int, error) {
+func (h *stateRun) jsonataExit(ctx context.Context, sc *jsonata.Scope, output, assign *jsonata.Template, def any, defSize int) (any, int, error) {
 	out, size := def, defSize
 	if output != nil {
-		v, err := h.evalJSONata(output, sc, "Output")
+		v, err := h.evalJSONata(ctx, output, sc, "Output")
 		if err != nil {
 			return nil, 0, err
 		}
@@ -66,7 +71,7 @@ func (h *stateRun) jsonataExit(sc *jsonata.Scope, output, assign *jsonata.Templa
 		return nil, 0, err
 	}
 	if assign != nil {
-		v, err := h.evalJSONata(assign, sc, "Assign")
+		v, err := h.evalJSONata(ctx, assign, sc, "Assign")
 		if err != nil {
 			return nil, 0, err
 		}
@@ -77,9 +82,9 @@ func (h *stateRun) jsonataExit(sc *jsonata.Scope, output, assign *jsonata.Templa
 
 // jsonataFinish ends a JSONata state that wrote a document (Pass, Task,
 // Map, Parallel): Output, else def (the result, or the input), and Assign.
-func (h *stateRun) jsonataFinish(sc *jsonata.Scope, def any, defSize int) (stepResult, error) {
+func (h *stateRun) jsonataFinish(ctx context.Context, sc *jsonata.Scope, def any, defSize int) (stepResult, error) {
 	c := h.st.Base()
-	out, size, err := h.jsonataExit(sc, c.Output, c.AssignJSONata, def, defSize)
+	out, size, err := h.jsonataExit(ctx, sc, c.Output, c.AssignJSONata, def, defSize)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -87,15 +92,15 @@ func (h *stateRun) jsonataFinish(sc *jsonata.Scope, def any, defSize int) (stepR
 }
 
 // jsonataPass runs a JSONata Pass state.
-func (h *stateRun) jsonataPass(raw any) (stepResult, error) {
-	return h.jsonataFinish(h.jsonataScope(raw), raw, h.inSize)
+func (h *stateRun) jsonataPass(ctx context.Context, raw any) (stepResult, error) {
+	return h.jsonataFinish(ctx, h.jsonataScope(raw), raw, h.inSize)
 }
 
 // jsonataPassThrough ends a JSONata Choice rule, Wait or Succeed: its
 // output is its input unless Output says otherwise.
-func (h *stateRun) jsonataPassThrough(sc *jsonata.Scope, output, assign *jsonata.Template, next string) (stepResult, error) {
+func (h *stateRun) jsonataPassThrough(ctx context.Context, sc *jsonata.Scope, output, assign *jsonata.Template, next string) (stepResult, error) {
 	raw := h.raw
-	out, size, err := h.jsonataExit(sc, output, assign, raw, h.inSize)
+	out, size, err := h.jsonataExit(ctx, sc, output, assign, raw, h.inSize)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -112,14 +117,14 @@ func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (st
 		}
 		sc := h.jsonataScope(raw)
 		sc.Result, sc.HasResult = result, true
-		return h.jsonataFinish(sc, result, size)
+		return h.jsonataFinish(ctx, sc, result, size)
 	}
 	sc := h.jsonataScope(raw)
-	timeout, err := h.jsonataSeconds(s.TimeoutSecondsExpr, "TimeoutSeconds", s.TimeoutSeconds, sc)
+	timeout, err := h.jsonataSeconds(ctx, s.TimeoutSecondsExpr, "TimeoutSeconds", s.TimeoutSeconds, sc)
 	if err != nil {
 		return stepResult{}, err
 	}
-	heartbeat, err := h.jsonataSeconds(s.HeartbeatSecondsExpr, "HeartbeatSeconds", s.HeartbeatSeconds, sc)
+	heartbeat, err := h.jsonataSeconds(ctx, s.HeartbeatSecondsExpr, "HeartbeatSeconds", s.HeartbeatSeconds, sc)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -133,7 +138,7 @@ func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (st
 	}
 	args := raw
 	if s.Arguments != nil {
-		if args, err = h.evalJSONata(s.Arguments, sc, "Arguments"); err != nil {
+		if args, err = h.evalJSONata(ctx, s.Arguments, sc, "Arguments"); err != nil {
 			return stepResult{}, err
 		}
 		if _, err := h.fits(args, unknownSize); err != nil {
@@ -154,17 +159,17 @@ func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (st
 		return stepResult{}, err
 	}
 	sc.Result, sc.HasResult = result, true
-	return h.jsonataFinish(sc, result, size)
+	return h.jsonataFinish(ctx, sc, result, size)
 }
 
 // jsonataSeconds resolves a JSONata Task's TimeoutSeconds or
 // HeartbeatSeconds: an expression giving a positive integer, or the
 // literal fixed.
-func (h *stateRun) jsonataSeconds(t *jsonata.Template, field string, fixed int64, sc *jsonata.Scope) (time.Duration, error) {
+func (h *stateRun) jsonataSeconds(ctx context.Context, t *jsonata.Template, field string, fixed int64, sc *jsonata.Scope) (time.Duration, error) {
 	if t == nil {
 		return time.Duration(fixed) * time.Second, nil
 	}
-	v, err := h.evalJSONata(t, sc, field)
+	v, err := h.evalJSONata(ctx, t, sc, field)
 	if err != nil {
 		return 0, err
 	}
@@ -187,11 +192,11 @@ func jsonataInteger(v any) (int64, bool) {
 // jsonataChoice runs a JSONata Choice state: the first rule whose Condition
 // is true gives the next state, the Output and the Assign; otherwise
 // Default with the state's own.
-func (h *stateRun) jsonataChoice(s *states.Choice, raw any) (stepResult, error) {
+func (h *stateRun) jsonataChoice(ctx context.Context, s *states.Choice, raw any) (stepResult, error) {
 	sc := h.jsonataScope(raw)
 	for i := range s.Choices {
 		rule := &s.Choices[i]
-		v, err := h.evalJSONata(rule.ConditionExpr, sc, "Condition")
+		v, err := h.evalJSONata(ctx, rule.ConditionExpr, sc, "Condition")
 		if err != nil {
 			return stepResult{}, err
 		}
@@ -200,21 +205,21 @@ func (h *stateRun) jsonataChoice(s *states.Choice, raw any) (stepResult, error) 
 			return stepResult{}, h.queryError(rule.ConditionExpr.TypeError("Condition", "boolean", v).Msg)
 		}
 		if b {
-			return h.jsonataPassThrough(sc, rule.Output, rule.AssignJSONata, rule.Next)
+			return h.jsonataPassThrough(ctx, sc, rule.Output, rule.AssignJSONata, rule.Next)
 		}
 	}
 	if s.Default == "" {
 		return stepResult{}, asl.Errorf(asl.ErrNoChoiceMatched, "No Matches!")
 	}
-	return h.jsonataPassThrough(sc, s.Output, s.AssignJSONata, s.Default)
+	return h.jsonataPassThrough(ctx, sc, s.Output, s.AssignJSONata, s.Default)
 }
 
 // jsonataWaitTime is how long a JSONata Wait waits: Seconds or Timestamp,
 // literal or computed.
-func (h *stateRun) jsonataWaitTime(s *states.Wait, sc *jsonata.Scope) (time.Duration, error) {
+func (h *stateRun) jsonataWaitTime(ctx context.Context, s *states.Wait, sc *jsonata.Scope) (time.Duration, error) {
 	switch {
 	case s.SecondsExpr != nil:
-		v, err := h.evalJSONata(s.SecondsExpr, sc, "Seconds")
+		v, err := h.evalJSONata(ctx, s.SecondsExpr, sc, "Seconds")
 		if err != nil {
 			return 0, err
 		}
@@ -224,7 +229,7 @@ func (h *stateRun) jsonataWaitTime(s *states.Wait, sc *jsonata.Scope) (time.Dura
 		}
 		return time.Duration(n) * time.Second, nil
 	case s.TimestampExpr != nil:
-		v, err := h.evalJSONata(s.TimestampExpr, sc, "Timestamp")
+		v, err := h.evalJSONata(ctx, s.TimestampExpr, sc, "Timestamp")
 		if err != nil {
 			return 0, err
 		}
@@ -249,18 +254,18 @@ func (h *stateRun) jsonataWait(ctx context.Context, s *states.Wait, raw any) (st
 		d = time.Until(p.WakeAt)
 	} else {
 		var err error
-		if d, err = h.jsonataWaitTime(s, sc); err != nil {
+		if d, err = h.jsonataWaitTime(ctx, s, sc); err != nil {
 			return stepResult{}, err
 		}
 	}
 	if err := h.delay(ctx, "Wait", d, &StepProgress{Visit: h.visit}); err != nil {
 		return stepResult{}, err
 	}
-	return h.jsonataPassThrough(sc, s.Output, s.AssignJSONata, s.Next)
+	return h.jsonataPassThrough(ctx, sc, s.Output, s.AssignJSONata, s.Next)
 }
 
 // jsonataFail is the error a JSONata Fail state raises.
-func (h *stateRun) jsonataFail(s *states.Fail, raw any) error {
+func (h *stateRun) jsonataFail(ctx context.Context, s *states.Fail, raw any) error {
 	sc := h.jsonataScope(raw)
 	name, cause := s.Error, s.Cause
 	for _, f := range []struct {
@@ -271,7 +276,7 @@ func (h *stateRun) jsonataFail(s *states.Fail, raw any) error {
 		if f.t == nil {
 			continue
 		}
-		v, err := h.evalJSONata(f.t, sc, f.field)
+		v, err := h.evalJSONata(ctx, f.t, sc, f.field)
 		if err != nil {
 			return err
 		}
@@ -286,7 +291,7 @@ func (h *stateRun) jsonataFail(s *states.Fail, raw any) error {
 
 // jsonataItems is the array a JSONata Map runs over: Items, else its
 // input.
-func (h *stateRun) jsonataItems(s *states.Map, sc *jsonata.Scope, raw any) ([]any, int, error) {
+func (h *stateRun) jsonataItems(ctx context.Context, s *states.Map, sc *jsonata.Scope, raw any) ([]any, int, error) {
 	if s.Items == nil {
 		arr, ok := raw.([]any)
 		if !ok {
@@ -294,7 +299,7 @@ func (h *stateRun) jsonataItems(s *states.Map, sc *jsonata.Scope, raw any) ([]an
 		}
 		return arr, h.inSize, nil
 	}
-	v, err := h.evalJSONata(s.Items, sc, "Items")
+	v, err := h.evalJSONata(ctx, s.Items, sc, "Items")
 	if err != nil {
 		return nil, 0, err
 	}
@@ -308,10 +313,10 @@ func (h *stateRun) jsonataItems(s *states.Map, sc *jsonata.Scope, raw any) ([]an
 
 // jsonataMapConfig resolves a JSONata Map's concurrency and tolerance,
 // literal or computed.
-func (h *stateRun) jsonataMapConfig(s *states.Map, sc *jsonata.Scope) (mapConfig, error) {
+func (h *stateRun) jsonataMapConfig(ctx context.Context, s *states.Map, sc *jsonata.Scope) (mapConfig, error) {
 	cfg := mapConfig{concurrency: int(s.MaxConcurrency), maxFailed: -1, maxPercent: -1}
 	if t := s.MaxConcurrencyExpr; t != nil {
-		v, err := h.evalJSONata(t, sc, "MaxConcurrency")
+		v, err := h.evalJSONata(ctx, t, sc, "MaxConcurrency")
 		if err != nil {
 			return cfg, err
 		}
@@ -325,7 +330,7 @@ func (h *stateRun) jsonataMapConfig(s *states.Map, sc *jsonata.Scope) (mapConfig
 		cfg.tolerant, cfg.maxFailed = true, s.ToleratedFailureCount
 	}
 	if t := s.ToleratedFailureCountExpr; t != nil {
-		v, err := h.evalJSONata(t, sc, "ToleratedFailureCount")
+		v, err := h.evalJSONata(ctx, t, sc, "ToleratedFailureCount")
 		if err != nil {
 			return cfg, err
 		}
@@ -339,7 +344,7 @@ func (h *stateRun) jsonataMapConfig(s *states.Map, sc *jsonata.Scope) (mapConfig
 		cfg.tolerant, cfg.maxPercent = true, s.ToleratedFailurePercentage
 	}
 	if t := s.ToleratedFailurePercentageExpr; t != nil {
-		v, err := h.evalJSONata(t, sc, "ToleratedFailurePercentage")
+		v, err := h.evalJSONata(ctx, t, sc, "ToleratedFailurePercentage")
 		if err != nil {
 			return cfg, err
 		}
@@ -355,26 +360,26 @@ func (h *stateRun) jsonataMapConfig(s *states.Map, sc *jsonata.Scope) (mapConfig
 // jsonataMap runs one attempt of a JSONata Map state.
 func (h *stateRun) jsonataMap(ctx context.Context, s *states.Map, raw any) (stepResult, error) {
 	sc := h.jsonataScope(raw)
-	arr, itemSize, err := h.jsonataItems(s, sc, raw)
+	arr, itemSize, err := h.jsonataItems(ctx, s, sc, raw)
 	if err != nil {
 		return stepResult{}, err
 	}
-	cfg, err := h.jsonataMapConfig(s, sc)
+	cfg, err := h.jsonataMapConfig(ctx, s, sc)
 	if err != nil {
 		return stepResult{}, err
 	}
 	h.r.event(Event{Type: EventMapStateStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	results, err := h.runItems(ctx, s, raw, arr, itemSize, cfg)
-	return h.collected(raw, results, err, EventMapStateSucceeded, EventMapStateFailed, nil, states.ResultPath{})
+	return h.collected(ctx, raw, results, err, EventMapStateSucceeded, EventMapStateFailed, nil, states.ResultPath{})
 }
 
 // jsonataItem builds the input of Map item mi with ItemSelector, which sees
 // the Map's input as $states.input and the item in
 // $states.context.Map.Item.
-func (h *stateRun) jsonataItem(s *states.Map, raw any, mi *mapItem) (any, int, error) {
+func (h *stateRun) jsonataItem(ctx context.Context, s *states.Map, raw any, mi *mapItem) (any, int, error) {
 	e := &env{r: h.r, sc: h.sc, state: h.name(), entered: h.env.entered, retry: h.env.retry, item: mi}
-	sc := &jsonata.Scope{Input: raw, Context: e.Context, Variable: e.Variable, Drew: e.Drew}
-	v, err := h.evalJSONata(s.ItemSelectorJSONata, sc, "ItemSelector")
+	sc := &jsonata.Scope{Input: raw, Context: e.Context, Variable: e.Variable, Drew: e.Drew, Limits: h.r.x.jsonataLimits}
+	v, err := h.evalJSONata(ctx, s.ItemSelectorJSONata, sc, "ItemSelector")
 	if err != nil {
 		return nil, 0, err
 	}
@@ -384,11 +389,11 @@ func (h *stateRun) jsonataItem(s *states.Map, raw any, mi *mapItem) (any, int, e
 
 // jsonataParallel runs one attempt of a JSONata Parallel state: every
 // branch gets Arguments (default: the input).
-func (h *stateRun) jsonataParallelInput(s *states.Parallel, raw any) (any, int, error) {
+func (h *stateRun) jsonataParallelInput(ctx context.Context, s *states.Parallel, raw any) (any, int, error) {
 	if s.Arguments == nil {
 		return raw, h.inSize, nil
 	}
-	v, err := h.evalJSONata(s.Arguments, h.jsonataScope(raw), "Arguments")
+	v, err := h.evalJSONata(ctx, s.Arguments, h.jsonataScope(raw), "Arguments")
 	if err != nil {
 		return nil, 0, err
 	}
@@ -398,7 +403,7 @@ func (h *stateRun) jsonataParallelInput(s *states.Parallel, raw any) (any, int, 
 
 // jsonataCollected ends a JSONata Map or Parallel: its result is the array
 // of item or branch outputs.
-func (h *stateRun) jsonataCollected(raw any, results []any) (stepResult, error) {
+func (h *stateRun) jsonataCollected(ctx context.Context, raw any, results []any) (stepResult, error) {
 	var result any = results
 	size, err := h.fits(result, unknownSize)
 	if err != nil {
@@ -406,7 +411,7 @@ func (h *stateRun) jsonataCollected(raw any, results []any) (stepResult, error) 
 	}
 	sc := h.jsonataScope(raw)
 	sc.Result, sc.HasResult = result, true
-	return h.jsonataFinish(sc, result, size)
+	return h.jsonataFinish(ctx, sc, result, size)
 }
 
 // jsonataCaught applies a JSONata catcher: its Output (default: the error
@@ -416,7 +421,7 @@ func (h *stateRun) jsonataCaught(ctx context.Context, c *states.Catcher, raw any
 	sc := h.jsonataScope(raw)
 	sc.ErrorOutput, sc.HasErrorOutput = errOut, true
 	h.assign = nil
-	out, size, err := h.jsonataExit(sc, c.Output, c.AssignJSONata, errOut, jsonvalue.Size(errOut))
+	out, size, err := h.jsonataExit(ctx, sc, c.Output, c.AssignJSONata, errOut, jsonvalue.Size(errOut))
 	if err != nil {
 		return stepResult{}, err
 	}

@@ -53,13 +53,13 @@ func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepRe
 	r := h.r
 	r.event(Event{Type: EventMapStateStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	results, err := h.runItems(ctx, s, input, arr, itemSize, cfg)
-	return h.collected(raw, results, err, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
+	return h.collected(ctx, raw, results, err, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
 }
 
 // collected finishes a Map or Parallel once its items or branches are done:
 // it records the outcome event, then holds the result array to the payload
 // limit and applies ResultSelector, ResultPath, OutputPath and Assign.
-func (h *stateRun) collected(raw any, results []any, err error, succeeded, failed string, sel *jsonpath.Template, rp states.ResultPath) (stepResult, error) {
+func (h *stateRun) collected(ctx context.Context, raw any, results []any, err error, succeeded, failed string, sel *jsonpath.Template, rp states.ResultPath) (stepResult, error) {
 	if err != nil {
 		var ae *asl.Error
 		if errors.As(err, &ae) {
@@ -69,7 +69,7 @@ func (h *stateRun) collected(raw any, results []any, err error, succeeded, faile
 	}
 	h.r.event(Event{Type: succeeded, State: h.name(), Scope: h.sc.prefix, Document: raw})
 	if h.st.Base().JSONata() {
-		return h.jsonataCollected(raw, results)
+		return h.jsonataCollected(ctx, raw, results)
 	}
 	var result any = results
 	size, err := h.fits(result, unknownSize)
@@ -223,7 +223,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 				}
 				itemInput = v
 			} else if s.ItemSelectorJSONata != nil {
-				v, n, err := h.jsonataItem(s, input, mi)
+				v, n, err := h.jsonataItem(gctx, s, input, mi)
 				if err != nil {
 					return err
 				}

@@ -20,7 +20,7 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 	}
 	size := h.inSize
 	if s.JSONata() {
-		if input, size, err = h.jsonataParallelInput(s, raw); err != nil {
+		if input, size, err = h.jsonataParallelInput(ctx, s, raw); err != nil {
 			return stepResult{}, err
 		}
 	}
@@ -57,5 +57,5 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 	if err == nil && parked.Load() {
 		err = errParked
 	}
-	return h.collected(raw, results, err, EventParallelSucceeded, EventParallelFailed, s.ResultSelector, s.ResultPath)
+	return h.collected(ctx, raw, results, err, EventParallelSucceeded, EventParallelFailed, s.ResultSelector, s.ResultPath)
 }

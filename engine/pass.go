@@ -11,7 +11,7 @@ import (
 // effective input itself.
 func (h *stateRun) pass(ctx context.Context, s *states.Pass, raw any) (stepResult, error) {
 	if s.JSONata() {
-		return h.jsonataPass(raw)
+		return h.jsonataPass(ctx, raw)
 	}
 	input, err := h.inputPath(raw)
 	if err != nil {
@@ -41,9 +41,9 @@ func (h *stateRun) pass(ctx context.Context, s *states.Pass, raw any) (stepResul
 
 // succeed runs a Succeed state: the output is the filtered input and the
 // machine ends.
-func (h *stateRun) succeed(s *states.Succeed, raw any) (stepResult, error) {
+func (h *stateRun) succeed(ctx context.Context, s *states.Succeed, raw any) (stepResult, error) {
 	if s.JSONata() {
-		return h.jsonataPassThrough(h.jsonataScope(raw), s.Output, nil, "")
+		return h.jsonataPassThrough(ctx, h.jsonataScope(raw), s.Output, nil, "")
 	}
 	input, err := h.inputPath(raw)
 	if err != nil {

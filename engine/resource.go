@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -70,7 +71,7 @@ func (h *stateRun) resolveAgent(s *states.Task, params any) (name string, input 
 // credentials evaluates a Task's Credentials for one call: against the
 // effective input (after InputPath) in JSONPath, with $states.input in
 // JSONata. nil when the Task has none.
-func (h *stateRun) credentials(s *states.Task) (any, error) {
+func (h *stateRun) credentials(ctx context.Context, s *states.Task) (any, error) {
 	switch {
 	case s.Credentials != nil:
 		input, err := h.inputPath(h.raw)
@@ -80,7 +81,7 @@ func (h *stateRun) credentials(s *states.Task) (any, error) {
 		v, _, err := h.template(s.Credentials, input, unknownSize)
 		return v, err
 	case s.CredentialsJSONata != nil:
-		return h.evalJSONata(s.CredentialsJSONata, h.jsonataScope(h.raw), "Credentials")
+		return h.evalJSONata(ctx, s.CredentialsJSONata, h.jsonataScope(h.raw), "Credentials")
 	}
 	return nil, nil
 }

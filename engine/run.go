@@ -462,13 +462,13 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	case *states.Task:
 		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.task(ctx, s, input) })))
 	case *states.Choice:
-		res, err = done(func(context.Context) (stepResult, error) { return h.choice(s, input) })(ctx)
+		res, err = done(func(ctx context.Context) (stepResult, error) { return h.choice(ctx, s, input) })(ctx)
 	case *states.Wait:
 		res, err = done(func(ctx context.Context) (stepResult, error) { return h.wait(ctx, s, input) })(ctx)
 	case *states.Succeed:
-		res, err = done(func(context.Context) (stepResult, error) { return h.succeed(s, input) })(ctx)
+		res, err = done(func(ctx context.Context) (stepResult, error) { return h.succeed(ctx, s, input) })(ctx)
 	case *states.Fail:
-		err = h.fail(s, input)
+		err = h.fail(ctx, s, input)
 	case *states.Map:
 		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.mapState(ctx, s, input) })))
 	case *states.Parallel:

@@ -163,7 +163,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		// The agent is not called: nothing is scheduled.
 		return nil, 0, err
 	}
-	creds, err := h.credentials(s)
+	creds, err := h.credentials(ctx, s)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -36,7 +36,7 @@ func BenchmarkEval(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := t.Eval(&Scope{Input: input}, "Output"); err != nil {
+				if _, err := t.Eval(b.Context(), &Scope{Input: input}, "Output"); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,42 +1,28 @@
 package jsonata
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
-	lib "github.com/blues/jsonata-go"
 	"github.com/blues/jsonata-go/jparse"
 )
-
-// evalMu serializes every evaluation of the library. Its built-in
-// functions are package-level values that record the context and the name
-// of each call in place (SetContext, SetName), so two evaluations at once
-// (two Map items, two executions) would race on them. Evaluations are
-// short and CPU-bound: holding one lock costs less than the wrong answer a
-// race could give.
-var evalMu sync.Mutex
 
 // Expr is one compiled JSONata expression: the text between "{%" and "%}",
 // trimmed. It is immutable and safe for concurrent use.
 type Expr struct {
-	src string
-	lib *lib.Expr
+	src  string
+	root jparse.Node
 	// refs are the names of the variables the expression may read ($name),
 	// found by scanning its text outside string literals and comments; a
 	// name that is not a workflow variable is left unbound.
 	refs []string
-	// funcs are the Step Functions functions it calls.
-	funcs map[string]lib.Extension
 	// context is set when it may read $states.context; chance when it may
 	// read something that differs between two runs (the context object,
 	// the clock, a random draw).
 	context bool
 	chance  bool
-	// path is set when the expression is a plain path from a variable
-	// ($states.input.items): the variable's name, then the keys.
-	path []string
 }
 
 // Compile compiles the text of an expression (without "{%" and "%}").
@@ -55,21 +41,15 @@ func Compile(src string) (e *Expr, err error) {
 			e, err = nil, fmt.Errorf("the expression cannot be parsed (%v)", p)
 		}
 	}()
-	text := withoutComments(src)
-	x, err := lib.Compile(text)
-	if err != nil {
-		return nil, err
-	}
-	root, err := jparse.Parse(text)
+	root, err := jparse.Parse(withoutComments(src))
 	if err != nil {
 		return nil, err
 	}
 	if err := refuseRecursion(root); err != nil {
 		return nil, err
 	}
-	e = &Expr{src: src, lib: x}
+	e = &Expr{src: src, root: root}
 	e.scan()
-	e.path = plainPath(root)
 	return e, nil
 }
 
@@ -149,8 +129,8 @@ func (e *Expr) String() string { return e.src }
 // runs of the same expression on the same data.
 var nondeterministic = map[string]bool{"now": true, "millis": true, "random": true, "uuid": true}
 
-// scan finds the variables the expression reads and the Step Functions
-// functions it calls. It reads the text, not the syntax tree, so it may
+// scan finds the variables the expression reads, and whether it calls a
+// function whose result changes from run to run. It reads the text, not the syntax tree, so it may
 // find too many (a name assigned inside the expression): binding a name the
 // expression does not read changes nothing.
 func (e *Expr) scan() {
@@ -183,12 +163,6 @@ func (e *Expr) scan() {
 			if name != "" && !seen[name] {
 				seen[name] = true
 				e.refs = append(e.refs, name)
-				if f, ok := stepFunctions[name]; ok {
-					if e.funcs == nil {
-						e.funcs = map[string]lib.Extension{}
-					}
-					e.funcs[name] = f
-				}
 				if nondeterministic[name] {
 					e.chance = true
 				}
@@ -219,109 +193,39 @@ func plainStatesField(rest string) bool {
 // errUndefined is an expression that evaluated to nothing.
 var errUndefined = errors.New("undefined")
 
-// eval evaluates the expression in scope s and returns its result as one of
-// our JSON values. The error is errUndefined, errUnsupported, or the
-// library's evaluation error.
-func (e *Expr) eval(s *Scope) (any, error) {
-	vars := make(map[string]any, len(e.refs))
+// eval evaluates the expression in scope s, spending r, and returns its
+// result as one of our JSON values. The error is errUndefined,
+// errUnsupported, a *limitError, the context's error, or the error the
+// expression threw.
+func (e *Expr) eval(ctx context.Context, r *run, s *Scope) (v any, err error) {
+	root := &frame{vars: make(map[string]any, len(e.refs)+1)}
 	for _, name := range e.refs {
 		if v, ok := s.lookup(name, e.context); ok {
-			vars[name] = v
+			root.vars[name] = v
 		}
 	}
+	// Step Functions gives "$" no value: every datum comes from $states
+	// and the variables.
+	root.vars["$"] = nil
 	if e.chance && s.Drew != nil {
 		s.Drew()
 	}
-	v, err := e.run(vars)
-	if errors.Is(err, errUndefined) && e.path != nil && emptyArrayAt(vars, e.path) {
-		// The library ends a path at an empty array with no result, where
-		// JSONata's JavaScript implementation gives the array.
-		return []any{}, nil
-	}
-	if err != nil {
+	defer func() {
+		// The library's functions are third-party code run on data a
+		// stranger may send: whatever they do, a definition gets an error.
+		if p := recover(); p != nil {
+			v, err = nil, throw("the evaluation failed (%v)", p)
+		}
+	}()
+	v, err = r.eval(ctx, e.root, nil, root)
+	switch {
+	case err != nil:
 		return nil, err
+	case v == nil:
+		return nil, errUndefined
 	}
 	return fromJSONata(v)
 }
-
-// plainPath returns the steps of a path made of a variable and names
-// only ($a.b.c), else nil.
-func plainPath(n jparse.Node) []string {
-	p, ok := n.(*jparse.PathNode)
-	if !ok || len(p.Steps) < 2 || p.KeepArrays {
-		return nil
-	}
-	v, ok := p.Steps[0].(*jparse.VariableNode)
-	if !ok || v.Name == "" {
-		return nil
-	}
-	out := []string{v.Name}
-	for _, st := range p.Steps[1:] {
-		name, ok := st.(*jparse.NameNode)
-		if !ok {
-			return nil
-		}
-		out = append(out, name.Value)
-	}
-	return out
-}
-
-// emptyArrayAt reports whether path leads, through objects only, from a
-// bound variable to an empty array.
-func emptyArrayAt(vars map[string]any, path []string) bool {
-	v, ok := vars[path[0]]
-	for _, k := range path[1:] {
-		if !ok {
-			return false
-		}
-		m, isObj := v.(map[string]any)
-		if !isObj {
-			return false
-		}
-		v, ok = m[k]
-	}
-	arr, isArr := v.([]any)
-	return ok && isArr && len(arr) == 0
-}
-
-// run evaluates the library's expression with vars bound, on no input:
-// Step Functions gives "$" no value, every datum comes from $states and
-// the variables.
-func (e *Expr) run(vars map[string]any) (v any, err error) {
-	evalMu.Lock()
-	defer evalMu.Unlock()
-	defer func() {
-		if p := recover(); p != nil {
-			v, err = nil, &libError{msg: fmt.Sprintf("the evaluation failed (%v)", p)}
-		}
-	}()
-	x := *e.lib // a copy without variables: the compiled one is shared
-	if len(e.funcs) > 0 {
-		if err := x.RegisterExts(e.funcs); err != nil {
-			return nil, &libError{msg: err.Error()}
-		}
-	}
-	if len(vars) > 0 {
-		if err := x.RegisterVars(vars); err != nil {
-			return nil, &libError{msg: err.Error()}
-		}
-	}
-	v, err = x.Eval(nil)
-	switch {
-	case errors.Is(err, lib.ErrUndefined):
-		return nil, errUndefined
-	case err != nil:
-		return nil, &libError{msg: jsMessage(err)}
-	}
-	return v, nil
-}
-
-// libError is an error the expression threw while it ran, worded as
-// JSONata's JavaScript implementation words it ("T1006: Attempted to
-// invoke a non-function").
-type libError struct{ msg string }
-
-func (e *libError) Error() string { return e.msg }
 
 // Scope is what expressions see while one state runs: $states (its input,
 // its result or error output, the context object) and the workflow
@@ -344,6 +248,9 @@ type Scope struct {
 	// another result on another run (the clock, a random draw, the context
 	// object) is evaluated.
 	Drew func()
+	// Limits bound each evaluation of a template in the scope; the zero
+	// value is the defaults.
+	Limits Limits
 
 	states        map[string]any
 	statesContext bool

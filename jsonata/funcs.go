@@ -19,33 +19,28 @@ import (
 	"unicode/utf8"
 
 	"github.com/aslrun/aslrun/jsonvalue"
-	lib "github.com/blues/jsonata-go"
 	"github.com/google/uuid"
 )
 
-// maxRangeItems is the most items $range makes (the limit of
+// maxStepRange is the most items $range makes (the limit of
 // States.ArrayRange).
-const maxRangeItems = 1000
+const maxStepRange = 1000
 
 // stepFunctions are the functions Step Functions adds to JSONata, with its
 // $random taking a seed, and the JSONata 2 functions the library lacks.
 // They replace the library's functions of the same name in the
 // expressions that call them.
-var stepFunctions = map[string]lib.Extension{
-	"partition": {Func: partition},
-	"range":     {Func: rangeOf},
-	"hash":      {Func: hashOf},
-	"random":    {Func: random},
-	"uuid":      {Func: newUUID},
-	"parse":     {Func: parse},
+var stepFunctions = natives(map[string]spec{
+	"partition": {fn: partition},
+	"range":     {fn: rangeOf},
+	"hash":      {fn: hashOf},
+	"random":    {fn: random},
+	"uuid":      {fn: newUUID},
+	"parse":     {fn: parse},
 	// JSONata 2 functions the library lacks.
-	"base64encode": {Func: base64Encode, UndefinedHandler: undefinedFirst},
-	"base64decode": {Func: base64Decode, UndefinedHandler: undefinedFirst},
-}
-
-// undefinedFirst makes a function of an undefined first argument give
-// undefined, as JSONata's string functions do.
-func undefinedFirst(argv []reflect.Value) bool { return len(argv) > 0 && !argv[0].IsValid() }
+	"base64encode": {fn: base64Encode, undefined: firstUndefined},
+	"base64decode": {fn: base64Decode, undefined: firstUndefined},
+})
 
 // base64Encode is $base64encode(text): the base64 of text's UTF-8 bytes.
 func base64Encode(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -125,8 +120,8 @@ func rangeOf(start, end, step reflect.Value) (any, error) {
 		return nil, errors.New("the step of $range must not be 0")
 	}
 	count := math.Floor((f[1]-f[0])/f[2]) + 1
-	if count > maxRangeItems {
-		return nil, fmt.Errorf("$range would make %s items, more than %d", FormatNumber(count), maxRangeItems)
+	if count > maxStepRange {
+		return nil, fmt.Errorf("$range would make %s items, more than %d", FormatNumber(count), maxStepRange)
 	}
 	out := []any{}
 	for i := 0; float64(i) < count; i++ {

@@ -182,7 +182,7 @@ func TestEval(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CompileTemplate(%s): %v", tc.tmpl, err)
 		}
-		got, err := tm.Eval(scope(t, `{"a":1,"z":null,"e":[]}`, vars), "Output")
+		got, err := tm.Eval(t.Context(), scope(t, `{"a":1,"z":null,"e":[]}`, vars), "Output")
 		if err != nil || !jsonvalue.Equal(got, decode(t, tc.want)) {
 			t.Errorf("Eval(%s) = %v, %v; want %s", tc.tmpl, got, err, tc.want)
 		}
@@ -205,7 +205,7 @@ func TestEvalErrors(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CompileTemplate(%s): %v", tc.tmpl, err)
 		}
-		_, err = tm.Eval(scope(t, `{}`, nil), "Output")
+		_, err = tm.Eval(t.Context(), scope(t, `{}`, nil), "Output")
 		var e *Error
 		if !errors.As(err, &e) || !strings.HasPrefix(e.Msg, tc.want) {
 			t.Errorf("Eval(%s) error = %v, want %q", tc.tmpl, err, tc.want)
@@ -218,7 +218,7 @@ func TestTypeError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := tm.Eval(&Scope{}, "Items")
+	v, err := tm.Eval(t.Context(), &Scope{}, "Items")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,11 +233,11 @@ func TestResultAfterArguments(t *testing.T) {
 	args, _ := CompileTemplate("{% $states.input.q %}", "Arguments")
 	out, _ := CompileTemplate("{% $states.result.a & $states.input.q %}", "Output")
 	s := scope(t, `{"q":"?"}`, nil)
-	if _, err := args.Eval(s, "Arguments"); err != nil {
+	if _, err := args.Eval(t.Context(), s, "Arguments"); err != nil {
 		t.Fatal(err)
 	}
 	s.Result, s.HasResult = map[string]any{"a": "!"}, true
-	got, err := out.Eval(s, "Output")
+	got, err := out.Eval(t.Context(), s, "Output")
 	if err != nil || got != "!?" {
 		t.Errorf("Output = %v, %v; want \"!?\"", got, err)
 	}
@@ -255,7 +255,7 @@ func TestConcurrentEval(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 50 {
-				got, err := tm.Eval(scope(t, `{"xs":[1,2,3]}`, nil), "Output")
+				got, err := tm.Eval(t.Context(), scope(t, `{"xs":[1,2,3]}`, nil), "Output")
 				if err != nil || got != "12X" {
 					t.Errorf("Eval = %v, %v; want \"12X\"", got, err)
 					return

@@ -7,19 +7,12 @@ import (
 	"github.com/blues/jsonata-go/jparse"
 )
 
-// builtins are the functions the library and our layer define: calling one
+// isBuiltin reports whether name is a built-in function: calling one
 // inside a function definition cannot recurse.
-var builtins = map[string]bool{
-	"string": true, "length": true, "substring": true, "substringBefore": true, "substringAfter": true,
-	"uppercase": true, "lowercase": true, "pad": true, "trim": true, "contains": true, "split": true,
-	"join": true, "match": true, "replace": true, "formatNumber": true, "formatBase": true,
-	"decodeUrl": true, "decodeUrlComponent": true, "encodeUrl": true, "encodeUrlComponent": true,
-	"number": true, "abs": true, "floor": true, "ceil": true, "round": true, "power": true, "sqrt": true,
-	"random": true, "sum": true, "max": true, "min": true, "average": true, "boolean": true, "not": true,
-	"exists": true, "distinct": true, "count": true, "reverse": true, "sort": true, "shuffle": true,
-	"zip": true, "append": true, "map": true, "filter": true, "reduce": true, "single": true, "each": true,
-	"sift": true, "keys": true, "lookup": true, "spread": true, "merge": true, "fromMillis": true,
-	"toMillis": true, "type": true, "error": true, "now": true, "millis": true,
+func isBuiltin(name string) bool {
+	_, ok := builtins[name]
+	_, step := stepFunctions[name]
+	return ok || step
 }
 
 // refuseRecursion refuses an expression whose evaluation could recurse
@@ -54,7 +47,7 @@ func refuseRecursion(root jparse.Node) error {
 			}
 			return nil
 		}
-		if v, ok := called.(*jparse.VariableNode); ok && !builtins[v.Name] && stepFunctions[v.Name].Func == nil {
+		if v, ok := called.(*jparse.VariableNode); ok && !isBuiltin(v.Name) {
 			return fmt.Errorf("a function defined in the expression may call built-in functions only, not $%s (recursion cannot be bounded)", v.Name)
 		}
 		return nil

@@ -1,6 +1,8 @@
 package jsonata
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -137,39 +139,49 @@ func (t *Template) Expression() *Expr {
 func (t *Template) Nondeterministic() bool { return t.chance }
 
 // Eval evaluates the template in scope s; field names it in its state, for
-// the cause of a failure ("Output", "Assign"). The error is an *Error.
-// Literal parts of the result are shared with the template: never modify
-// the result.
-func (t *Template) Eval(s *Scope, field string) (any, error) {
-	return eval(t.root, s, field)
+// the cause of a failure ("Output", "Assign"). Its expressions share one
+// budget, s.Limits. The error is an *Error, or ctx's error when ctx ended
+// first. Literal parts of the result are shared with the template: never
+// modify the result.
+func (t *Template) Eval(ctx context.Context, s *Scope, field string) (any, error) {
+	if !isDynamic(t.root) {
+		return t.root, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return eval(ctx, newRun(s.Limits), t.root, s, field)
 }
 
-func eval(v any, s *Scope, field string) (any, error) {
+func eval(ctx context.Context, r *run, v any, s *Scope, field string) (any, error) {
 	switch x := v.(type) {
 	case *Expr:
-		r, err := x.eval(s)
+		v, err := x.eval(ctx, r, s)
 		if err != nil {
+			if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				return nil, ctx.Err()
+			}
 			return nil, evalError(x.src, field, err)
 		}
-		return r, nil
+		return v, nil
 	case dynObject:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := eval(e, s, field+"/"+k)
+			v, err := eval(ctx, r, e, s, field+"/"+k)
 			if err != nil {
 				return nil, err
 			}
-			out[k] = r
+			out[k] = v
 		}
 		return out, nil
 	case dynArray:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := eval(e, s, field+"/"+strconv.Itoa(i))
+			v, err := eval(ctx, r, e, s, field+"/"+strconv.Itoa(i))
 			if err != nil {
 				return nil, err
 			}
-			out[i] = r
+			out[i] = v
 		}
 		return out, nil
 	}
