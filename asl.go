@@ -56,7 +56,9 @@ const (
 	// ErrResultWriterFailed is raised by a Distributed Map whose
 	// ResultWriter cannot write its results.
 	ErrResultWriterFailed ErrorName = "States.ResultWriterFailed"
-	// ErrPermissions is raised when an agent calls a tool outside its tool set.
+	// ErrPermissions is raised when an agent calls a tool outside its tool
+	// set, or reaches a host the server's owner did not allow (package
+	// egress).
 	ErrPermissions ErrorName = "States.Permissions"
 	// ErrBudgetExceeded is raised when a token or cost budget is exceeded.
 	ErrBudgetExceeded ErrorName = "States.BudgetExceeded"

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -95,7 +96,7 @@ func TestEngineCatchesServiceError(t *testing.T) {
 		io.WriteString(w, `{"Error": "Agent.ModelError", "Cause": "model overloaded"}`)
 	}))
 	defer srv.Close()
-	res := runWithAgents(t, t.TempDir(), `{"Ask": {"Type": "http", "URL": "`+srv.URL+`"}}`, `{
+	res := runWithAgents(t, t.TempDir(), `{"Ask": {"Type": "http", "URL": "`+srv.URL+`"}, "Hosts": {"Allow": ["`+strings.TrimPrefix(srv.URL, "http://")+`"]}}`, `{
 	  "StartAt": "Ask",
 	  "States": {
 	    "Ask": {"Type": "Task", "Agent": "Ask", "End": true,
@@ -127,5 +128,36 @@ func TestEngineStateTimeout(t *testing.T) {
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the run took %s, want about 1 s", took)
+	}
+}
+
+// TestEngineHostRefused runs a Task whose http agent reaches an unlisted
+// loopback server: the state fails with States.Permissions naming the
+// host and how to allow it, which a Catch can match, and the server gets
+// no request.
+func TestEngineHostRefused(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	res := runWithAgents(t, t.TempDir(), `{"Ask": {"Type": "http", "URL": "`+srv.URL+`"}}`, `{
+	  "StartAt": "Ask",
+	  "States": {
+	    "Ask": {"Type": "Task", "Agent": "Ask", "End": true,
+	      "Catch": [{"ErrorEquals": ["States.Permissions"], "ResultPath": "$.error", "Next": "Refused"}]},
+	    "Refused": {"Type": "Pass", "End": true}
+	  }
+	}`, `{}`)
+	out, _ := res.Output.(map[string]any)
+	e, _ := out["error"].(map[string]any)
+	cause, _ := e["Cause"].(string)
+	if res.Status != engine.StatusSucceeded || e["Error"] != "States.Permissions" || !strings.Contains(cause, "--allow-host "+strings.TrimPrefix(srv.URL, "http://")) {
+		got, _ := jsonvalue.Marshal(res.Output)
+		t.Errorf("Run = %s %s, want the Catch of States.Permissions naming --allow-host", res.Status, got)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the refused server got %d requests", n)
 	}
 }

@@ -10,9 +10,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/builtin"
+	"github.com/aslrun/aslrun/egress"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
@@ -28,8 +30,16 @@ func ExampleLLM() {
 	}))
 	defer srv.Close()
 
+	// The local server is on loopback, which agents reach only when it is
+	// listed.
+	local, err := egress.New(egress.Config{Allow: []string{strings.TrimPrefix(srv.URL, "http://")}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	classifier, err := builtin.LLM(builtin.LLMConfig{
 		BaseURL:           srv.URL,
+		Hosts:             local,
 		Model:             "gpt-4o-mini",
 		System:            "Classify the ticket. Answer in JSON: {\"intent\": …}.",
 		JSON:              true,
@@ -115,8 +125,14 @@ func ExampleHTTP() {
 	os.Setenv("EXAMPLE_HOOK_TOKEN", "t0k")
 	defer os.Unsetenv("EXAMPLE_HOOK_TOKEN")
 
+	local, err := egress.New(egress.Config{Allow: []string{strings.TrimPrefix(srv.URL, "http://")}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	notify, err := builtin.HTTP(builtin.HTTPConfig{
 		URL:     srv.URL + "/hooks/deploy",
+		Hosts:   local,
 		Headers: map[string]string{"Authorization": "Bearer ${EXAMPLE_HOOK_TOKEN}"},
 	})
 	if err != nil {

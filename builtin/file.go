@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/egress"
 	"github.com/aslrun/aslrun/itemio"
 	"github.com/aslrun/aslrun/jsonvalue"
 )
@@ -47,8 +48,14 @@ const maxFileSeconds = 86400
 //
 //	"Buckets": {"orders": {"Dir": "./data/orders"}}
 //
+// The key "Hosts" is reserved too: it lists the hosts the file's llm and
+// http agents may reach beside public addresses (see HostsKey), and with
+// "Only": true the only hosts they may reach:
+//
+//	"Hosts": {"Allow": ["localhost:11434", "*.corp.example.com"], "Only": false}
+//
 // The fields are those of LLMConfig, ExecConfig and HTTPConfig (but
-// HTTPClient and Logger), with TimeoutSeconds (from 0.001 to 86400) for
+// Hosts, HTTPClient and Logger), with TimeoutSeconds (from 0.001 to 86400) for
 // Timeout, and an optional "Comment" string. In an llm agent
 // "MaxRetries": 0 means no retries (the field left out means 2).
 //
@@ -92,6 +99,8 @@ type AgentsFile struct {
 	// buckets maps bucket names to local folders (the file's "Buckets"),
 	// as written (relative to the file's directory).
 	buckets map[string]string
+	// hosts is the file's "Hosts", merged with what WithHosts added.
+	hosts egress.Config
 	// raw is the decoded file, for Resolved.
 	raw map[string]any
 }
@@ -158,6 +167,12 @@ func ParseAgentsFile(data []byte) (*AgentsFile, error) {
 			}
 			continue
 		}
+		if name == HostsKey {
+			if f.hosts, err = parseHosts(ptr, top[name]); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if name == "" {
 			return nil, fileErrorf(ptr, "an agent name must not be empty")
 		}
@@ -191,9 +206,13 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 	if err != nil {
 		return fmt.Errorf("agents file: base directory %q: %w", baseDir, err)
 	}
+	hosts, err := egress.New(f.hosts)
+	if err != nil {
+		return fmt.Errorf("agents file: %s: %w", HostsKey, err) // parseHosts checked them
+	}
 	built := make([]agents.Agent, len(f.names))
 	for i, name := range f.names {
-		a, err := f.agents[name].build(base, logger)
+		a, err := f.agents[name].build(base, logger, hosts)
 		if err != nil {
 			return fmt.Errorf("agents file: agent %q: %w", name, err)
 		}
@@ -271,6 +290,83 @@ func parseBuckets(ptr string, v any) (map[string]string, error) {
 	return out, nil
 }
 
+// HostsKey is the reserved key of an agents file that lists the hosts its
+// llm and http agents may reach (see package egress for the patterns and
+// what they allow):
+//
+//	"Hosts": {"Allow": ["localhost:11434", "10.0.0.0/8", "*.corp.example.com"], "Only": true}
+//
+// Allow lists hosts (names, wildcards, addresses, CIDR blocks, each with
+// an optional port) that may be reached although they are loopback,
+// private or link-local; Only: true makes them the only hosts reached,
+// public ones included. Without the key, public addresses are reached
+// and nothing else.
+const HostsKey = "Hosts"
+
+// Hosts returns the host policy configuration of the file's llm and http
+// agents: the file's Hosts with what WithHosts added.
+func (f *AgentsFile) Hosts() egress.Config {
+	return egress.Config{Allow: slices.Clone(f.hosts.Allow), Only: f.hosts.Only}
+}
+
+// WithHosts returns a copy of f whose agents may also reach what extra
+// allows (see egress.Config.Merge: the Allow lists joined, Only when
+// either is Only), as the server's owner's --allow-host and
+// --only-allowed-hosts add to the file's Hosts. Resolved writes the
+// merged Hosts, so an execution keeps them. The patterns of extra are
+// checked: the error names the first bad one.
+func (f *AgentsFile) WithHosts(extra egress.Config) (*AgentsFile, error) {
+	if _, err := egress.New(extra); err != nil {
+		return nil, err
+	}
+	g := *f
+	g.hosts = f.hosts.Merge(egress.Config{Allow: extra.Allow, Only: extra.Only})
+	return &g, nil
+}
+
+// parseHosts reads the file's Hosts: {"Allow": [pattern, …], "Only":
+// bool}, both optional.
+func parseHosts(ptr string, v any) (egress.Config, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return egress.Config{}, fileErrorf(ptr, `Hosts must be an object like {"Allow": ["localhost:11434"], "Only": false}, not %s`, jsonvalue.TypeName(v))
+	}
+	var cfg egress.Config
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		at := ptr + "/" + jsonvalue.EscapePointer(k)
+		switch k {
+		case "Comment":
+			if _, isStr := obj[k].(string); !isStr {
+				return egress.Config{}, fileErrorf(at, "Comment must be a string, not %s", jsonvalue.TypeName(obj[k]))
+			}
+		case "Only":
+			b, isBool := obj[k].(bool)
+			if !isBool {
+				return egress.Config{}, fileErrorf(at, "Only must be true or false, not %s", describe(obj[k]))
+			}
+			cfg.Only = b
+		case "Allow":
+			list, isArr := obj[k].([]any)
+			if !isArr {
+				return egress.Config{}, fileErrorf(at, `Allow must be an array of host patterns like ["localhost:11434", "10.0.0.0/8", "*.example.com"], not %s`, describe(obj[k]))
+			}
+			for i, e := range list {
+				s, isStr := e.(string)
+				if !isStr {
+					return egress.Config{}, fileErrorf(fmt.Sprintf("%s/%d", at, i), "a host pattern must be a string, not %s", jsonvalue.TypeName(e))
+				}
+				if _, err := egress.ParsePattern(s); err != nil {
+					return egress.Config{}, fileErrorf(fmt.Sprintf("%s/%d", at, i), "%v", err)
+				}
+				cfg.Allow = append(cfg.Allow, s)
+			}
+		default:
+			return egress.Config{}, fileErrorf(at, "unknown field %q of Hosts (want Allow, Only)", k)
+		}
+	}
+	return cfg, nil
+}
+
 // resolveDir makes dir absolute against base.
 func resolveDir(base, dir string) string {
 	if filepath.IsAbs(dir) {
@@ -334,6 +430,9 @@ func (f *AgentsFile) Resolved(baseDir string) ([]byte, error) {
 			out[name] = dirs
 			continue
 		}
+		if name == HostsKey {
+			continue // written below, with what WithHosts added
+		}
 		fa := f.agents[name]
 		if fa.exec == nil {
 			out[name] = v
@@ -349,6 +448,13 @@ func (f *AgentsFile) Resolved(baseDir string) ([]byte, error) {
 		obj["Command"] = words
 		out[name] = obj
 	}
+	if len(f.hosts.Allow) > 0 || f.hosts.Only {
+		allow := make([]any, len(f.hosts.Allow))
+		for i, s := range f.hosts.Allow {
+			allow[i] = s
+		}
+		out[HostsKey] = map[string]any{"Allow": allow, "Only": f.hosts.Only}
+	}
 	data, err := jsonvalue.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("agents file: encode: %w", err)
@@ -356,13 +462,18 @@ func (f *AgentsFile) Resolved(baseDir string) ([]byte, error) {
 	return data, nil
 }
 
-// build makes the agent, resolving exec paths against base.
-func (fa fileAgent) build(base string, logger *slog.Logger) (agents.Agent, error) {
+// build makes the agent, resolving exec paths against base; llm and http
+// agents reach the hosts hosts allows.
+func (fa fileAgent) build(base string, logger *slog.Logger, hosts *egress.Policy) (agents.Agent, error) {
 	switch {
 	case fa.llm != nil:
-		return LLM(*fa.llm)
+		cfg := *fa.llm
+		cfg.Hosts = hosts
+		return LLM(cfg)
 	case fa.http != nil:
-		return HTTP(*fa.http)
+		cfg := *fa.http
+		cfg.Hosts = hosts
+		return HTTP(cfg)
 	}
 	cfg := *fa.exec
 	cfg.Logger = logger

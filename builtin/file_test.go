@@ -131,6 +131,15 @@ func TestParseAgentsFileErrors(t *testing.T) {
 		{"http Idempotency-Key", `{"A": {"Type": "http", "URL": "http://h", "Headers": {"Idempotency-Key": "k"}}}`, "/A/Headers/Idempotency-Key"},
 		{"http header reference", `{"A": {"Type": "http", "URL": "http://h", "Headers": {"Authorization": "Bearer ${HOOK TOKEN}"}}}`, "/A/Headers/Authorization"},
 		{"http unknown field", `{"A": {"Type": "http", "URL": "http://h", "Method": "PUT"}}`, "/A/Method"},
+
+		{"Hosts an array", `{"Hosts": ["localhost"]}`, "/Hosts"},
+		{"Hosts Allow a string", `{"Hosts": {"Allow": "localhost"}}`, "/Hosts/Allow"},
+		{"Hosts pattern not a string", `{"Hosts": {"Allow": ["a.example", 5]}}`, "/Hosts/Allow/1"},
+		{"Hosts bad pattern", `{"Hosts": {"Allow": ["a.example", "http://localhost:11434"]}}`, "/Hosts/Allow/1"},
+		{"Hosts bad CIDR", `{"Hosts": {"Allow": ["10.0.0.1/8"]}}`, "/Hosts/Allow/0"},
+		{"Hosts Only a string", `{"Hosts": {"Only": "yes"}}`, "/Hosts/Only"},
+		{"Hosts unknown field", `{"Hosts": {"Deny": []}}`, "/Hosts/Deny"},
+		{"Hosts is no agent", `{"Hosts": {"Type": "http", "URL": "http://h"}}`, "/Hosts/Type"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,7 +216,8 @@ func TestRegister(t *testing.T) {
 	  "Nested":   {"Type": "exec", "Command": ["tools/run.sh", "z"]},
 	  "Absolute": {"Type": "exec", "Command": ["` + filepath.Join(tools, "run.sh") + `", "w"], "Dir": "` + base + `"},
 	  "Classify": {"Type": "llm", "BaseURL": "` + llmEP.url + `", "Model": "m", "APIKeyEnv": "ASLRUN_TEST_LLM_KEY", "JSON": true},
-	  "Notify":   {"Type": "http", "URL": "` + hookEP.url + `"}
+	  "Notify":   {"Type": "http", "URL": "` + hookEP.url + `"},
+	  "Hosts":    {"Allow": ["` + llmEP.host() + `", "` + hookEP.host() + `"]}
 	}`
 	f, err := ParseAgentsFile([]byte(text))
 	if err != nil {
@@ -474,7 +484,8 @@ func TestResolvedHoldsNoSecret(t *testing.T) {
 	  "Chat":  {"Type": "llm", "BaseURL": "` + llmEP.url + `", "Model": "m", "APIKey": "${ASLRUN_TEST_CHAT_KEY}"},
 	  "Chat2": {"Type": "llm", "BaseURL": "` + llmEP.url + `", "Model": "m", "APIKeyEnv": "ASLRUN_TEST_CHAT2_KEY"},
 	  "Hook":  {"Type": "http", "URL": "` + hookEP.url + `", "Headers": {"Authorization": "Bearer ${ASLRUN_TEST_HOOK_TOKEN}", "Cookie": "session=${ASLRUN_TEST_SESSION}"}},
-	  "Tool":  {"Type": "exec", "Command": ["sh", "-c", "printf '\"%s\"' \"$API_TOKEN\""], "Env": {"API_TOKEN": "${ASLRUN_TEST_TOOL_TOKEN}"}}
+	  "Tool":  {"Type": "exec", "Command": ["sh", "-c", "printf '\"%s\"' \"$API_TOKEN\""], "Env": {"API_TOKEN": "${ASLRUN_TEST_TOOL_TOKEN}"}},
+	  "Hosts": {"Allow": ["` + llmEP.host() + `", "` + hookEP.host() + `"]}
 	}`
 	// run sets the variables to values made of prefix, calls every agent
 	// of the file, checks that each used its value and returns the values.

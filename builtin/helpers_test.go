@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +16,24 @@ import (
 	"testing"
 
 	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/egress"
 	"github.com/aslrun/aslrun/jsonvalue"
 )
+
+// allowURL returns a host policy that allows the host and port of u (a
+// test server on loopback, which the default policy refuses).
+func allowURL(t *testing.T, u string) *egress.Policy {
+	t.Helper()
+	parsed, err := url.Parse(u)
+	if err != nil {
+		t.Fatalf("allowURL(%q): %v", u, err)
+	}
+	p, err := egress.New(egress.Config{Allow: []string{parsed.Host}})
+	if err != nil {
+		t.Fatalf("allowURL(%q): %v", u, err)
+	}
+	return p
+}
 
 // decode decodes JSON text the test wrote, failing the test when it is not
 // strict JSON.

@@ -17,6 +17,7 @@ import (
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/egress"
 	"github.com/aslrun/aslrun/jsonvalue"
 )
 
@@ -45,8 +46,15 @@ type HTTPConfig struct {
 	// it fails with States.Timeout. Zero means no limit of its own (the
 	// state's TimeoutSeconds still applies).
 	Timeout time.Duration
-	// HTTPClient sends the requests; nil means a client with the default
-	// transport.
+	// Hosts decides which hosts the agent may reach, the URL's and those
+	// of the redirects it follows; nil means the default policy
+	// (egress.Config's zero value): loopback, private and link-local
+	// addresses refused unless listed, public ones allowed. A refused
+	// host fails the call with States.Permissions.
+	Hosts *egress.Policy
+	// HTTPClient, when set, sends the requests instead of the client of
+	// Hosts, and Hosts is not applied: it is for Go programs that confine
+	// their client themselves (egress.Policy.Client makes one).
 	HTTPClient *http.Client
 }
 
@@ -63,7 +71,10 @@ type httpAgent struct {
 // Idempotency-Key header (agents.Request.IdempotencyKey), so a receiver can
 // recognize a call repeated after a crash.
 //
-// A 429 response fails the call with States.RateLimitExceeded. Any other
+// The request, and every redirect it follows, reaches only the hosts
+// cfg.Hosts allows; a refused one fails the call with States.Permissions
+// naming the host, its address and how to allow it. A 429 response fails
+// the call with States.RateLimitExceeded. Any other
 // status outside 2xx fails it with the error the body names when it is
 // {"Error": "...", "Cause": "..."} (so a service can raise Agent.ModelError
 // or its own names), and otherwise with States.TaskFailed quoting the
@@ -86,9 +97,28 @@ func HTTP(cfg HTTPConfig) (agents.Agent, error) {
 	cfg.Headers = maps.Clone(cfg.Headers) // the caller may change its map later
 	a := &httpAgent{cfg: cfg, target: target, client: cfg.HTTPClient}
 	if a.client == nil {
-		a.client = &http.Client{}
+		a.client = policyClient(cfg.Hosts)
 	}
 	return a, nil
+}
+
+// policyClient returns the client of hosts, or of the default policy
+// when hosts is nil.
+func policyClient(hosts *egress.Policy) *http.Client {
+	if hosts == nil {
+		hosts = &egress.Policy{}
+	}
+	return hosts.Client()
+}
+
+// denied returns the States.Permissions error of a request the host
+// policy refused, or nil when err is no refusal.
+func denied(method, target string, err error) error {
+	var de *egress.DeniedError
+	if !errors.As(err, &de) {
+		return nil
+	}
+	return &asl.Error{Name: asl.ErrPermissions, Cause: fmt.Sprintf("%s %s: %v", method, target, de), Err: err}
 }
 
 var _ agents.Agent = (*httpAgent)(nil)
@@ -130,6 +160,9 @@ func (a *httpAgent) Invoke(ctx context.Context, req *agents.Request) (any, error
 	}
 	if callCtx.Err() != nil {
 		return nil, asl.Errorf(asl.ErrTimeout, "POST %s: no complete answer within %s (the agent's Timeout)", a.target, a.cfg.Timeout)
+	}
+	if e := denied("POST", a.target, err); e != nil {
+		return nil, e
 	}
 	if err != nil {
 		return nil, fmt.Errorf("POST %s: %w", a.target, err)

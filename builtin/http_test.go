@@ -24,7 +24,7 @@ func TestHTTPRequest(t *testing.T) {
 	t.Setenv("ASLRUN_TEST_HOOK_TOKEN", "hook-secret")
 	ep := newEndpoint(t, reply{body: `{}`})
 	a, err := HTTP(HTTPConfig{
-		URL: ep.url + "/hooks/x?channel=ops",
+		URL: ep.url + "/hooks/x?channel=ops", Hosts: ep.hosts,
 		Headers: map[string]string{
 			"Authorization": "Bearer ${ASLRUN_TEST_HOOK_TOKEN}",
 			"User-Agent":    "my-agent/1",
@@ -79,7 +79,7 @@ func TestHTTPResult(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ep := newEndpoint(t, tt.reply)
-			a, err := HTTP(HTTPConfig{URL: ep.url})
+			a, err := HTTP(HTTPConfig{URL: ep.url, Hosts: ep.hosts})
 			if err != nil {
 				t.Fatalf("HTTP: %v", err)
 			}
@@ -149,7 +149,7 @@ func TestHTTPErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ep := newEndpoint(t, tt.reply)
-			a, err := HTTP(HTTPConfig{URL: ep.url, Headers: tt.headers})
+			a, err := HTTP(HTTPConfig{URL: ep.url, Hosts: ep.hosts, Headers: tt.headers})
 			if err != nil {
 				t.Fatalf("HTTP: %v", err)
 			}
@@ -175,7 +175,7 @@ func TestHTTPErrors(t *testing.T) {
 func TestHTTPTimeout(t *testing.T) {
 	t.Run("agent Timeout", func(t *testing.T) {
 		ep := newEndpoint(t, reply{hang: true})
-		a, err := HTTP(HTTPConfig{URL: ep.url, Timeout: 50 * time.Millisecond})
+		a, err := HTTP(HTTPConfig{URL: ep.url, Hosts: ep.hosts, Timeout: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatalf("HTTP: %v", err)
 		}
@@ -186,7 +186,7 @@ func TestHTTPTimeout(t *testing.T) {
 	})
 	t.Run("context deadline", func(t *testing.T) {
 		ep := newEndpoint(t, reply{hang: true})
-		a, err := HTTP(HTTPConfig{URL: ep.url, Timeout: time.Minute})
+		a, err := HTTP(HTTPConfig{URL: ep.url, Hosts: ep.hosts, Timeout: time.Minute})
 		if err != nil {
 			t.Fatalf("HTTP: %v", err)
 		}
@@ -201,7 +201,7 @@ func TestHTTPTimeout(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		url := srv.URL
 		srv.Close()
-		a, err := HTTP(HTTPConfig{URL: url})
+		a, err := HTTP(HTTPConfig{URL: url, Hosts: allowURL(t, url)})
 		if err != nil {
 			t.Fatalf("HTTP: %v", err)
 		}
@@ -288,7 +288,7 @@ func TestDecodeResult(t *testing.T) {
 func TestHTTPConfigCopied(t *testing.T) {
 	ep := newEndpoint(t, reply{body: `{}`})
 	headers := map[string]string{"X-Team": "ops"}
-	a, err := HTTP(HTTPConfig{URL: ep.url, Headers: headers})
+	a, err := HTTP(HTTPConfig{URL: ep.url, Hosts: ep.hosts, Headers: headers})
 	if err != nil {
 		t.Fatalf("HTTP: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/egress"
 	"github.com/aslrun/aslrun/jsonvalue"
 )
 
@@ -86,8 +87,16 @@ type LLMConfig struct {
 	// means the cost is not reported.
 	InputCostPerMTok  float64
 	OutputCostPerMTok float64
-	// HTTPClient sends the requests; nil means a client with the default
-	// transport.
+	// Hosts decides which hosts the agent may reach (BaseURL's and those
+	// of the redirects it follows); nil means the default policy
+	// (egress.Config's zero value): loopback, private and link-local
+	// addresses refused unless listed, so a local server such as
+	// http://localhost:11434/v1 must be listed. A refused host fails the
+	// call with States.Permissions, without retries.
+	Hosts *egress.Policy
+	// HTTPClient, when set, sends the requests instead of the client of
+	// Hosts, and Hosts is not applied: it is for Go programs that confine
+	// their client themselves (egress.Policy.Client makes one).
 	HTTPClient *http.Client
 }
 
@@ -125,7 +134,9 @@ type llmAgent struct {
 // the prices give, as soon as the answer arrives (also when the answer then
 // fails to decode: it was paid for).
 //
-// Failures: a 429 that persists after the retries is
+// Failures: a host that LLMConfig.Hosts refuses (BaseURL's, or a
+// redirect's) is States.Permissions, not retried; a 429 that persists
+// after the retries is
 // States.RateLimitExceeded; a 5xx or a network error that persists is
 // Agent.ModelError; any other status is Agent.ModelError with the
 // endpoint's error message (never the API key); an answer that is not JSON
@@ -155,7 +166,7 @@ func LLM(cfg LLMConfig) (agents.Agent, error) {
 		a.maxRetries = 0
 	}
 	if a.client == nil {
-		a.client = &http.Client{}
+		a.client = policyClient(cfg.Hosts)
 	}
 	return a, nil
 }
@@ -354,7 +365,10 @@ func (a *llmAgent) send(ctx context.Context, key string, body []byte) (status in
 
 // failure describes a failed request and whether it is worth repeating.
 func (a *llmAgent) failure(status int, data []byte, err error) (fail *asl.Error, retry bool) {
+	var de *egress.DeniedError
 	switch {
+	case errors.As(err, &de):
+		return &asl.Error{Name: asl.ErrPermissions, Cause: fmt.Sprintf("POST %s: %v", a.endpoint, de), Err: err}, false
 	case err != nil:
 		return asl.Errorf(asl.ErrAgentModelError, "POST %s: %v", a.endpoint, err), true
 	case status == http.StatusTooManyRequests:

@@ -16,6 +16,7 @@ import (
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/egress"
 	"github.com/aslrun/aslrun/jsonvalue"
 )
 
@@ -39,6 +40,7 @@ type call struct {
 // (the last one again once they are used up) and records the requests.
 type endpoint struct {
 	url     string
+	hosts   *egress.Policy // allows url
 	mu      sync.Mutex
 	replies []reply
 	calls   []call
@@ -76,9 +78,12 @@ func newEndpoint(t *testing.T, replies ...reply) *endpoint {
 		io.WriteString(w, rep.body)
 	}))
 	t.Cleanup(srv.Close)
-	e.url = srv.URL
+	e.url, e.hosts = srv.URL, allowURL(t, srv.URL)
 	return e
 }
+
+// host returns the endpoint's host and port, as a host pattern.
+func (e *endpoint) host() string { return strings.TrimPrefix(e.url, "http://") }
 
 func (e *endpoint) received() []call {
 	e.mu.Lock()
@@ -153,7 +158,7 @@ func TestLLMRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ep := newEndpoint(t, reply{body: chat(`{"ok": true}`, "")})
-			tt.cfg.BaseURL = ep.url + "/v1/"
+			tt.cfg.BaseURL, tt.cfg.Hosts = ep.url+"/v1/", ep.hosts
 			a, err := LLM(tt.cfg)
 			if err != nil {
 				t.Fatalf("LLM: %v", err)
@@ -231,7 +236,7 @@ func TestLLMResult(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ep := newEndpoint(t, reply{body: tt.reply})
-			tt.cfg.BaseURL, tt.cfg.Model = ep.url, "m"
+			tt.cfg.BaseURL, tt.cfg.Model, tt.cfg.Hosts = ep.url, "m", ep.hosts
 			a, err := LLM(tt.cfg)
 			if err != nil {
 				t.Fatalf("LLM: %v", err)
@@ -264,7 +269,7 @@ func TestLLMResult(t *testing.T) {
 // through json.Number.
 func TestLLMJSONNumbersExact(t *testing.T) {
 	ep := newEndpoint(t, reply{body: chat(`{"n": 0.1, "m": 1.0}`, "")})
-	a, err := LLM(LLMConfig{BaseURL: ep.url, Model: "m", JSON: true})
+	a, err := LLM(LLMConfig{BaseURL: ep.url, Hosts: ep.hosts, Model: "m", JSON: true})
 	if err != nil {
 		t.Fatalf("LLM: %v", err)
 	}
@@ -417,7 +422,7 @@ func TestLLMErrors(t *testing.T) {
 // where it stops being JSON.
 func TestLLMInvalidOutputOffset(t *testing.T) {
 	ep := newEndpoint(t, reply{body: chat(`{"a": 1} trailing`, "")})
-	a, err := LLM(LLMConfig{BaseURL: ep.url, Model: "m", JSON: true})
+	a, err := LLM(LLMConfig{BaseURL: ep.url, Hosts: ep.hosts, Model: "m", JSON: true})
 	if err != nil {
 		t.Fatalf("LLM: %v", err)
 	}
@@ -530,7 +535,7 @@ func TestLLMRetryDeadline(t *testing.T) {
 func TestLLMTimeout(t *testing.T) {
 	t.Run("agent Timeout", func(t *testing.T) {
 		ep := newEndpoint(t, reply{hang: true})
-		a, err := LLM(LLMConfig{BaseURL: ep.url, Model: "m", Timeout: 50 * time.Millisecond, MaxRetries: -1})
+		a, err := LLM(LLMConfig{BaseURL: ep.url, Hosts: ep.hosts, Model: "m", Timeout: 50 * time.Millisecond, MaxRetries: -1})
 		if err != nil {
 			t.Fatalf("LLM: %v", err)
 		}
@@ -541,7 +546,7 @@ func TestLLMTimeout(t *testing.T) {
 	})
 	t.Run("context deadline", func(t *testing.T) {
 		ep := newEndpoint(t, reply{hang: true})
-		a, err := LLM(LLMConfig{BaseURL: ep.url, Model: "m"})
+		a, err := LLM(LLMConfig{BaseURL: ep.url, Hosts: ep.hosts, Model: "m"})
 		if err != nil {
 			t.Fatalf("LLM: %v", err)
 		}
@@ -572,7 +577,7 @@ func TestLLMTimeout(t *testing.T) {
 func TestLLMAPIKeyEnv(t *testing.T) {
 	const keyVar = "ASLRUN_TEST_UNSET_KEY"
 	ep := newEndpoint(t, reply{body: chat("x", "")})
-	a, err := LLM(LLMConfig{BaseURL: ep.url, Model: "m", APIKeyEnv: keyVar})
+	a, err := LLM(LLMConfig{BaseURL: ep.url, Hosts: ep.hosts, Model: "m", APIKeyEnv: keyVar})
 	if err != nil {
 		t.Fatalf("LLM: %v", err)
 	}

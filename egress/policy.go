@@ -104,7 +104,8 @@ type DeniedError struct {
 	Host string
 	// Port is the port of the connection.
 	Port uint16
-	// Addr is the address Host resolved to that was refused.
+	// Addr is the address Host resolved to that was refused, an
+	// IPv4-mapped IPv6 address as its IPv4 address, without a zone.
 	Addr netip.Addr
 	// Reason is why Addr is special (SpecialRange), or "" for a public
 	// address refused because the policy is Only.
@@ -138,7 +139,7 @@ func (p *Policy) Check(host string, addr netip.Addr, port uint16) error {
 	if reason == "" && !p.only {
 		return nil
 	}
-	return &DeniedError{Host: host, Port: port, Addr: addr, Reason: reason}
+	return &DeniedError{Host: host, Port: port, Addr: a, Reason: reason}
 }
 
 // Resolve resolves host (a name or an IP literal; network is "tcp",
