@@ -139,7 +139,7 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 	var err error
 	if s.JSONata() {
 		d.input, d.jsc = raw, h.jsonataScope(raw)
-		d.cfg, err = h.jsonataMapConfig(s, d.jsc)
+		d.cfg, err = h.jsonataMapConfig(ctx, s, d.jsc)
 	} else {
 		if d.input, err = h.inputPath(raw); err != nil {
 			return stepResult{}, err
@@ -159,10 +159,10 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 		return stepResult{}, err
 	}
 	defer closeItems()
-	if err := h.batcher(d); err != nil {
+	if err := h.batcher(ctx, d); err != nil {
 		return stepResult{}, err
 	}
-	if err := h.writerLocation(d); err != nil {
+	if err := h.writerLocation(ctx, d); err != nil {
 		return stepResult{}, err
 	}
 	r := h.r
@@ -208,13 +208,13 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 	if err != nil {
 		errors.As(err, &ae)
 		r.event(Event{Type: EventMapRunFailed, State: h.name(), Scope: h.sc.prefix, Error: string(ae.Name), Cause: ae.Cause})
-		return h.collected(raw, nil, err, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
+		return h.collected(ctx, raw, nil, err, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
 	}
 	r.event(Event{Type: EventMapRunSucceeded, State: h.name(), Scope: h.sc.prefix})
 	if run.written != nil {
-		return h.writtenResult(raw, run.written)
+		return h.writtenResult(ctx, raw, run.written)
 	}
-	return h.collected(raw, run.outputs, nil, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
+	return h.collected(ctx, raw, run.outputs, nil, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
 }
 
 // mapRunARN is the map run's ARN as AWS spells one:
@@ -229,7 +229,7 @@ func mapRunARN(e *Execution, d *distributed) string {
 
 // writtenResult ends a Map whose ResultWriter wrote its results: its
 // result is {"MapRunArn", "ResultWriterDetails": {"Bucket", "Key"}}.
-func (h *stateRun) writtenResult(raw, result any) (stepResult, error) {
+func (h *stateRun) writtenResult(ctx context.Context, raw, result any) (stepResult, error) {
 	r := h.r
 	r.event(Event{Type: EventMapStateSucceeded, State: h.name(), Scope: h.sc.prefix, Document: raw})
 	if h.st.Base().JSONata() {
@@ -239,7 +239,7 @@ func (h *stateRun) writtenResult(raw, result any) (stepResult, error) {
 		}
 		sc := h.jsonataScope(raw)
 		sc.Result, sc.HasResult = result, true
-		return h.jsonataFinish(sc, result, size)
+		return h.jsonataFinish(ctx, sc, result, size)
 	}
 	s := h.st.(*states.Map)
 	size, err := h.fits(result, unknownSize)
@@ -262,7 +262,7 @@ func (h *stateRun) distItems(ctx context.Context, d *distributed) (itemio.Items,
 	if s.ItemReader == nil {
 		var arr []any
 		if s.JSONata() {
-			a, _, err := h.jsonataItems(s, d.jsc, d.input)
+			a, _, err := h.jsonataItems(ctx, s, d.jsc, d.input)
 			if err != nil {
 				return nil, nop, err
 			}
@@ -285,7 +285,7 @@ func (h *stateRun) distItems(ctx context.Context, d *distributed) (itemio.Items,
 		return itemio.Slice(arr), nop, nil
 	}
 	ir := s.ItemReader
-	loc, err := h.location(ir.Parameters, ir.Arguments, d, "ItemReader")
+	loc, err := h.location(ctx, ir.Parameters, ir.Arguments, d, "ItemReader")
 	if err != nil {
 		return nil, nop, err
 	}
@@ -302,7 +302,7 @@ func (h *stateRun) distItems(ctx context.Context, d *distributed) (itemio.Items,
 		}
 		max = n
 	case ir.MaxItemsExpr != nil:
-		v, err := h.evalJSONata(ir.MaxItemsExpr, d.jsc, "MaxItems")
+		v, err := h.evalJSONata(ctx, ir.MaxItemsExpr, d.jsc, "MaxItems")
 		if err != nil {
 			return nil, nop, err
 		}
@@ -377,7 +377,7 @@ func delimiter(name string) rune {
 
 // location evaluates the Parameters or Arguments of an ItemReader or
 // ResultWriter: an object with Bucket and Key or Prefix.
-func (h *stateRun) location(params *jsonpath.Template, args *jsonata.Template, d *distributed, field string) (map[string]any, error) {
+func (h *stateRun) location(ctx context.Context, params *jsonpath.Template, args *jsonata.Template, d *distributed, field string) (map[string]any, error) {
 	var v any
 	var err error
 	switch {
@@ -387,7 +387,7 @@ func (h *stateRun) location(params *jsonpath.Template, args *jsonata.Template, d
 			return nil, h.pathError(err)
 		}
 	case args != nil:
-		if v, err = h.evalJSONata(args, d.jsc, "Arguments"); err != nil {
+		if v, err = h.evalJSONata(ctx, args, d.jsc, "Arguments"); err != nil {
 			return nil, err
 		}
 	}
@@ -430,7 +430,7 @@ func (h *stateRun) bucketOf(loc map[string]any, field string) (itemio.Bucket, st
 }
 
 // batcher resolves a Distributed Map's ItemBatcher.
-func (h *stateRun) batcher(d *distributed) error {
+func (h *stateRun) batcher(ctx context.Context, d *distributed) error {
 	b := d.s.ItemBatcher
 	if b == nil {
 		return nil
@@ -459,7 +459,7 @@ func (h *stateRun) batcher(d *distributed) error {
 			}
 			*f.to = n
 		case f.expr != nil:
-			v, err := h.evalJSONata(f.expr, d.jsc, f.field)
+			v, err := h.evalJSONata(ctx, f.expr, d.jsc, f.field)
 			if err != nil {
 				return err
 			}
@@ -478,7 +478,7 @@ func (h *stateRun) batcher(d *distributed) error {
 		}
 		d.batchInput, d.hasBatchIn = v, true
 	case b.BatchInputJSONata != nil:
-		v, err := h.evalJSONata(b.BatchInputJSONata, d.jsc, "BatchInput")
+		v, err := h.evalJSONata(ctx, b.BatchInputJSONata, d.jsc, "BatchInput")
 		if err != nil {
 			return err
 		}
@@ -488,7 +488,7 @@ func (h *stateRun) batcher(d *distributed) error {
 }
 
 // writerLocation resolves a Distributed Map's ResultWriter location.
-func (h *stateRun) writerLocation(d *distributed) error {
+func (h *stateRun) writerLocation(ctx context.Context, d *distributed) error {
 	w := d.s.ResultWriter
 	if w == nil {
 		return nil
@@ -498,7 +498,7 @@ func (h *stateRun) writerLocation(d *distributed) error {
 		d.writerOnly = true
 		return nil
 	}
-	loc, err := h.location(w.Parameters, w.Arguments, d, "ResultWriter")
+	loc, err := h.location(ctx, w.Parameters, w.Arguments, d, "ResultWriter")
 	if err != nil {
 		return err
 	}
@@ -679,7 +679,7 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 			readErr = err
 			break
 		}
-		input, err := h.selectItem(d, &mapItem{index: i, value: item})
+		input, err := h.selectItem(ctx, d, &mapItem{index: i, value: item})
 		if err != nil {
 			readErr = err
 			break
@@ -747,7 +747,7 @@ func childContext(ctx context.Context) (cctx context.Context, abort, release fun
 }
 
 // selectItem is the input of item mi: ItemSelector's, else the item.
-func (h *stateRun) selectItem(d *distributed, mi *mapItem) (any, error) {
+func (h *stateRun) selectItem(ctx context.Context, d *distributed, mi *mapItem) (any, error) {
 	s := d.s
 	switch {
 	case s.ItemSelector != nil:
@@ -758,7 +758,7 @@ func (h *stateRun) selectItem(d *distributed, mi *mapItem) (any, error) {
 		}
 		return v, nil
 	case s.ItemSelectorJSONata != nil:
-		v, _, err := h.jsonataItem(s, d.input, mi)
+		v, _, err := h.jsonataItem(ctx, s, d.input, mi)
 		return v, err
 	}
 	return mi.value, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/jsonata"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
@@ -93,6 +94,12 @@ type Config struct {
 	// BatchWindow is how long the commits of a batched execution may wait
 	// to be written; 0 means DefaultBatchWindow.
 	BatchWindow time.Duration
+	// JSONataLimits bound each evaluation of a JSONata field of a state
+	// (its steps and the bytes of the values it builds); the zero value
+	// is jsonata.DefaultSteps and jsonata.DefaultMemory, and a negative
+	// field means no limit. An evaluation past a limit fails the state
+	// with States.QueryEvaluationError.
+	JSONataLimits jsonata.Limits
 	// Buckets says which buckets Distributed Maps may name beyond those of
 	// the agents registry, and how much of an object they hold at once;
 	// the zero value refuses "file://" buckets and has the default limits.
@@ -120,6 +127,8 @@ type Executor struct {
 	// batchWindow how long a batched execution's commits may wait.
 	durability  Durability
 	batchWindow time.Duration
+	// jsonataLimits is Config.JSONataLimits.
+	jsonataLimits jsonata.Limits
 
 	mu     sync.Mutex
 	active map[string]*held // executions held in this process (stop.go)
@@ -141,7 +150,7 @@ func New(cfg Config) *Executor {
 	x := &Executor{
 		agents: cfg.Agents, agentsFor: cfg.AgentsFor, store: cfg.Store, log: cfg.Logger,
 		maxPayload: cfg.MaxPayloadSize, parkAfter: cfg.ParkAfter, active: make(map[string]*held), onEscalation: cfg.OnEscalation,
-		hooks: cfg.Hooks,
+		hooks: cfg.Hooks, jsonataLimits: cfg.JSONataLimits,
 	}
 	if x.maxPayload == 0 {
 		x.maxPayload = DefaultMaxPayloadSize

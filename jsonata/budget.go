@@ -77,7 +77,7 @@ type run struct {
 	bytes, maxBytes int64
 	depth           int
 	now             time.Time
-	Progress         func()
+	Progress        func()
 }
 
 func newRun(l Limits) *run {
