@@ -28,3 +28,47 @@ func drew(env Env) {
 		c.Drew()
 	}
 }
+
+// Bounds are how much work one evaluation may do, so that no path or
+// intrinsic function a definition holds can take the process's memory or
+// time, whatever input it is given.
+type Bounds struct {
+	// PathSteps is how many values one evaluation of an indefinite path
+	// (wildcards, unions, slices, deep scans, filters) may visit, the walks
+	// of its filters' own paths included; past it the path fails with a
+	// *PathError. Default DefaultPathSteps.
+	PathSteps int
+	// IntrinsicBytes is how many bytes of strings and array or object
+	// members one evaluation of an intrinsic function call, nested calls
+	// included, may build; past it the call fails with an *IntrinsicError.
+	// Default DefaultIntrinsicBytes.
+	IntrinsicBytes int
+}
+
+// The bounds of an evaluation whose Env sets none: ten million steps
+// (under a second on one core) and 64 MiB.
+const (
+	DefaultPathSteps      = 10_000_000
+	DefaultIntrinsicBytes = 64 << 20
+)
+
+// Bounded is implemented by an Env that sets the bounds of the evaluations
+// it is given to; a zero field keeps its default.
+type Bounded interface {
+	Bounds() Bounds
+}
+
+// boundsOf returns the bounds env sets, defaults filled in.
+func boundsOf(env Env) Bounds {
+	b := Bounds{PathSteps: DefaultPathSteps, IntrinsicBytes: DefaultIntrinsicBytes}
+	if e, ok := env.(Bounded); ok {
+		set := e.Bounds()
+		if set.PathSteps > 0 {
+			b.PathSteps = set.PathSteps
+		}
+		if set.IntrinsicBytes > 0 {
+			b.IntrinsicBytes = set.IntrinsicBytes
+		}
+	}
+	return b
+}

@@ -25,30 +25,30 @@ import (
 
 // filterNode is a node of a compiled filter expression.
 type filterNode interface {
-	eval(root, cur any) bool
+	eval(st *walkState, cur any) bool
 }
 
 type orNode struct{ left, right filterNode }
 
-func (n *orNode) eval(root, cur any) bool {
-	return n.left.eval(root, cur) || n.right.eval(root, cur)
+func (n *orNode) eval(st *walkState, cur any) bool {
+	return n.left.eval(st, cur) || n.right.eval(st, cur)
 }
 
 type andNode struct{ left, right filterNode }
 
-func (n *andNode) eval(root, cur any) bool {
-	return n.left.eval(root, cur) && n.right.eval(root, cur)
+func (n *andNode) eval(st *walkState, cur any) bool {
+	return n.left.eval(st, cur) && n.right.eval(st, cur)
 }
 
 type notNode struct{ x filterNode }
 
-func (n *notNode) eval(root, cur any) bool { return !n.x.eval(root, cur) }
+func (n *notNode) eval(st *walkState, cur any) bool { return !n.x.eval(st, cur) }
 
 // existsNode is a path on its own: true when the path selects something.
 type existsNode struct{ path *operand }
 
-func (n *existsNode) eval(root, cur any) bool {
-	_, ok := n.path.value(root, cur)
+func (n *existsNode) eval(st *walkState, cur any) bool {
+	_, ok := n.path.value(st, cur)
 	return ok
 }
 
@@ -58,21 +58,21 @@ type compareNode struct {
 	re          *regexp.Regexp // for =~
 }
 
-func (n *compareNode) eval(root, cur any) bool {
-	l, lok := n.left.value(root, cur)
+func (n *compareNode) eval(st *walkState, cur any) bool {
+	l, lok := n.left.value(st, cur)
 	switch n.op {
 	case "=~":
 		return lok && n.re.MatchString(regexInput(l))
 	case "!=", "nin":
-		return !n.positive(root, cur, l, lok)
+		return !n.positive(st, cur, l, lok)
 	}
-	return n.positive(root, cur, l, lok)
+	return n.positive(st, cur, l, lok)
 }
 
 // positive evaluates ==, in and the orderings (!= and nin are their
 // negations).
-func (n *compareNode) positive(root, cur any, l any, lok bool) bool {
-	r, rok := n.right.value(root, cur)
+func (n *compareNode) positive(st *walkState, cur any, l any, lok bool) bool {
+	r, rok := n.right.value(st, cur)
 	if !lok || !rok {
 		return false
 	}
@@ -152,18 +152,18 @@ type operand struct {
 
 // value returns the operand's value and whether it exists. An indefinite
 // path yields the list of its matches, which exists when it is not empty.
-func (o *operand) value(root, cur any) (any, bool) {
+func (o *operand) value(st *walkState, cur any) (any, bool) {
 	if !o.isPath {
 		return o.literal, true
 	}
 	start := cur
 	if o.fromRoot {
-		start = root
+		start = st.root
 	}
 	if o.definite {
 		return walkDefinite(o.segs, start)
 	}
-	out := collect(o.query, root, start)
+	out, _ := collect(o.query, st.root, start, st.b, 0)
 	return out, len(out) > 0
 }
 

@@ -151,27 +151,78 @@ func (f *intrinsic) eval(input any, env Env) (any, error) {
 	if env == nil {
 		env = noEnv{}
 	}
-	return f.root.eval(input, env)
+	limit := boundsOf(env).IntrinsicBytes
+	b := &builtBudget{left: limit, limit: limit}
+	return f.root.eval(input, env, b)
 }
 
-func (c *call) eval(input any, env Env) (any, error) {
+// builtBudget is what is left of the bytes one evaluation of an intrinsic
+// function call may build. Each call is charged the size of the value it
+// returns, shallowly (a string's bytes, 16 bytes a member of an array and
+// 48 of an object, 16 for anything else): what it shares with its
+// arguments or the input is charged by the calls that built it, and
+// nested calls are charged as they return, so that calls nested ten deep
+// cannot multiply the input past the limit.
+type builtBudget struct{ left, limit int }
+
+// charge takes what v costs for the call to fn, failing once the budget is
+// spent.
+func (b *builtBudget) charge(fn string, v any) error {
+	switch x := v.(type) {
+	case string:
+		b.left -= len(x)
+	case []any:
+		b.left -= 16 * len(x)
+	case map[string]any:
+		b.left -= 48 * len(x)
+	default:
+		b.left -= 16
+	}
+	if b.left < 0 {
+		return b.spent(fn)
+	}
+	return nil
+}
+
+// spent is the failure of an evaluation past its budget, reached in fn.
+func (b *builtBudget) spent(fn string) error {
+	return &IntrinsicError{Func: fn, Msg: fmt.Sprintf("The intrinsic functions of the field build more than %d bytes (the limit of one evaluation)", b.limit), Detail: "the limit is reached in " + fn}
+}
+
+func (c *call) eval(input any, env Env, b *builtBudget) (any, error) {
 	args := make([]any, len(c.args))
 	for i := range c.args {
-		v, err := c.args[i].value(input, env)
+		v, err := c.args[i].value(input, env, b)
 		if err != nil {
 			return nil, err
 		}
 		args[i] = v
 	}
-	return c.fn.eval(c, args, env)
+	if c.fn.builds != nil {
+		// A function whose result grows with its arguments is charged
+		// before it builds anything.
+		b.left -= c.fn.builds(c, args, max(b.left, 0)+1)
+		if b.left < 0 {
+			return nil, b.spent(c.fn.name)
+		}
+		return c.fn.eval(c, args, env)
+	}
+	v, err := c.fn.eval(c, args, env)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.charge(c.fn.name, v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
-func (a *arg) value(input any, env Env) (any, error) {
+func (a *arg) value(input any, env Env, b *builtBudget) (any, error) {
 	switch a.kind {
 	case argPath:
 		return a.path.Get(input, env)
 	case argCall:
-		return a.call.eval(input, env)
+		return a.call.eval(input, env, b)
 	default:
 		return a.lit, nil
 	}

@@ -86,6 +86,10 @@ type funcSpec struct {
 	// literal types. It returns the offset and message of a problem, or "".
 	check func(c *call) (int, string)
 	eval  func(c *call, args []any, env Env) (any, error)
+	// builds, when set, returns (before eval runs) about how many bytes
+	// eval will build from args, counting no further than limit: the
+	// evaluation's budget is charged that instead of the result's size.
+	builds func(c *call, args []any, limit int) int
 }
 
 func (f *funcSpec) param(i int) valueKind {
@@ -102,9 +106,9 @@ func lookupIntrinsic(name string) *funcSpec {
 
 // intrinsicFuncs is the read-only table of functions.
 var intrinsicFuncs = map[string]*funcSpec{
-	"States.Format":         {name: "States.Format", min: 1, max: -1, params: []valueKind{kindString, kindAny}, check: checkFormat, eval: evalFormat},
+	"States.Format":         {name: "States.Format", min: 1, max: -1, params: []valueKind{kindString, kindAny}, check: checkFormat, eval: evalFormat, builds: formatBuilds},
 	"States.StringToJson":   {name: "States.StringToJson", min: 1, max: 1, params: []valueKind{kindString}, eval: evalStringToJSON},
-	"States.JsonToString":   {name: "States.JsonToString", min: 1, max: 1, eval: evalJSONToString},
+	"States.JsonToString":   {name: "States.JsonToString", min: 1, max: 1, eval: evalJSONToString, builds: argsBuild},
 	"States.Array":          {name: "States.Array", min: 0, max: -1, eval: evalArray},
 	"States.ArrayPartition": {name: "States.ArrayPartition", min: 2, max: 2, params: []valueKind{kindArray, kindNumber}, eval: evalArrayPartition},
 	"States.ArrayContains":  {name: "States.ArrayContains", min: 2, max: 2, params: []valueKind{kindArray, kindAny}, eval: evalArrayContains},
@@ -122,7 +126,7 @@ var intrinsicFuncs = map[string]*funcSpec{
 	"States.UUID":           {name: "States.UUID", min: 0, max: 0, eval: evalUUID},
 
 	// ASL extensions, documented on the intrinsic type.
-	"States.ArrayConcat":   {name: "States.ArrayConcat", min: 2, max: -1, params: []valueKind{kindArray}, eval: evalArrayConcat},
+	"States.ArrayConcat":   {name: "States.ArrayConcat", min: 2, max: -1, params: []valueKind{kindArray}, eval: evalArrayConcat, builds: membersBuild},
 	"States.MathSubtract":  {name: "States.MathSubtract", min: 2, max: 2, params: []valueKind{kindNumber}, eval: evalMathSubtract},
 	"States.MathMultiply":  {name: "States.MathMultiply", min: 2, max: 2, params: []valueKind{kindNumber}, eval: evalMathMultiply},
 	"States.Merge":         {name: "States.Merge", min: 2, max: -1, params: []valueKind{kindObject}, eval: evalMerge},
@@ -297,6 +301,52 @@ func evalFormat(c *call, args []any, _ Env) (any, error) {
 		b.WriteString(texts[i+1])
 	}
 	return b.String(), nil
+}
+
+// formatBuilds is about what States.Format builds: its template's text
+// and its arguments written out.
+func formatBuilds(c *call, args []any, limit int) int {
+	n := 0
+	for _, t := range c.tmpl {
+		n += len(t)
+	}
+	if t, ok := args[0].(string); ok && c.tmpl == nil {
+		n += len(t)
+	}
+	if len(args) > 1 {
+		n += argsBuild(c, args[1:], limit-n)
+	}
+	return n
+}
+
+// argsBuild is the size of args written out (a string's bytes, anything
+// else as JSON), counted no further than past limit.
+func argsBuild(_ *call, args []any, limit int) int {
+	n := 0
+	for _, a := range args {
+		m := 0
+		if s, ok := a.(string); ok {
+			m = len(s)
+		} else {
+			m, _ = jsonvalue.SizeWithin(a, limit-n)
+		}
+		if n += m; n > limit {
+			break
+		}
+	}
+	return n
+}
+
+// membersBuild is what an array of the members of args takes: 16 bytes
+// a member.
+func membersBuild(_ *call, args []any, _ int) int {
+	n := 0
+	for _, a := range args {
+		if arr, ok := a.([]any); ok {
+			n += 16 * len(arr)
+		}
+	}
+	return n
 }
 
 // writeJavaString writes v as AWS renders a States.Format argument: the way

@@ -218,7 +218,16 @@ func (p *Path) Get(input any, env Env) (any, error) {
 	if p.definite {
 		return p.getDefinite(root)
 	}
-	return collect(p.query, root, root), nil
+	out, over := collect(p.query, root, root, nil, boundsOf(env).PathSteps)
+	if over {
+		return nil, p.overBudget(env)
+	}
+	return out, nil
+}
+
+// overBudget is the failure of an evaluation that spent its budget.
+func (p *Path) overBudget(env Env) error {
+	return &PathError{Path: p.src, Msg: fmt.Sprintf("The path visits more than %d values (the limit of one evaluation)", boundsOf(env).PathSteps)}
 }
 
 // Step is one step of a Location: into the member Key of an object, or,
@@ -287,9 +296,15 @@ func (p *Path) Locate(input any) ([]Location, error) {
 		}
 		return locs, nil
 	}
-	walk(p.query, &walkState{root: input}, input, func(path jp.Expr, nodes []any) {
-		locs = append(locs, location(path, nodes))
+	b := walkBudget{left: DefaultPathSteps}
+	walk(p.query, &walkState{root: input, b: &b}, input, func(path jp.Expr, nodes []any) {
+		if b.spend() {
+			locs = append(locs, location(path, nodes))
+		}
 	})
+	if b.over() {
+		return nil, p.overBudget(nil)
+	}
 	return locs, nil
 }
 

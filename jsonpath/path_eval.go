@@ -2,6 +2,7 @@ package jsonpath
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/aslrun/aslrun/jsonvalue"
@@ -45,12 +46,12 @@ func compileQuery(segs []segment) query {
 		if s.deep {
 			deep = true
 			if s.kind == segFilter {
-				x = append(x, jp.Descent('.'), deepFilterStep{filter: s.filter})
+				x = append(x, descendants{Descent: jp.Descent('.')}, counted{deepFilterStep{filter: s.filter}})
 				continue
 			}
 			x = append(x, selfAndDescendants{Descent: jp.Descent('.')})
 		}
-		x = append(x, fragment(s))
+		x = append(x, counted{fragment(s)})
 	}
 	return query{x: x, deep: deep}
 }
@@ -111,15 +112,46 @@ const (
 	deepRoom = 32
 )
 
-// walkState is one walk: what "$" means in filters, the matches collected,
-// and the room for the path and the nodes, in one allocation. A walk's
-// nodes[0] is its walkState: jp's fragments only read the last node, and
-// ours find the root and the matches there.
+// walkState is one walk: what "$" means in filters, the budget it spends,
+// the matches collected, and the room for the path and the nodes, in one
+// allocation. A walk's nodes[0] is its walkState: jp's fragments only read
+// the last node, and ours find the root, the budget and the matches there.
 type walkState struct {
-	root  any
+	root any
+	// b is the evaluation's budget: own, or that of the walk whose filter
+	// started this one.
+	b     *walkBudget
+	own   walkBudget
 	out   []any
 	path  [walkRoom]jp.Frag
 	nodes [walkRoom + 2]any
+}
+
+// walkBudget is what is left of the steps one evaluation of a path may
+// take (a step is a value visited by a fragment of the path, a deep scan
+// or a filter's own paths), shared by the walks of its filters. Once it is
+// spent, every fragment returns at once and the evaluation fails.
+type walkBudget struct{ left int }
+
+// spend takes one step, reporting false once the budget is spent.
+func (b *walkBudget) spend() bool {
+	b.left--
+	return b.left >= 0
+}
+
+// over reports whether the budget was spent.
+func (b *walkBudget) over() bool { return b.left < 0 }
+
+// counted wraps a fragment so that each visit through it spends a step of
+// the walk's budget; past the budget it visits nothing.
+type counted struct{ jp.Frag }
+
+// Walk spends a step, then lets the fragment walk.
+func (c counted) Walk(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any)) {
+	if !nodes[0].(*walkState).b.spend() {
+		return
+	}
+	c.Frag.Walk(rest, path, nodes, cb)
 }
 
 // walk runs q from start, and calls cb with the path and the chain of nodes
@@ -136,23 +168,31 @@ func walk(q query, st *walkState, start any, cb func(path jp.Expr, nodes []any))
 }
 
 // collect returns every value q selects from start, in document order, with
-// root as what "$" means in filters.
-func collect(q query, root, start any) []any {
+// root as what "$" means in filters, spending b (or, when b is nil, a
+// budget of steps of its own). When the budget is spent the matches are
+// incomplete, and over is true.
+func collect(q query, root, start any, b *walkBudget, steps int) (out []any, over bool) {
 	// Room for a few matches from the start: growing from empty would
 	// allocate three times on the way to four.
-	st := &walkState{root: root, out: make([]any, 0, 4)}
+	st := &walkState{root: root, b: b, out: make([]any, 0, 4)}
+	if b == nil {
+		st.own.left = steps
+		st.b = &st.own
+	}
 	walk(q, st, start, addMatch)
-	return st.out
+	return st.out, st.b.over()
 }
 
 // addMatch adds the value a walk reached to the walk's matches.
 func addMatch(_ jp.Expr, nodes []any) {
 	st := nodes[0].(*walkState)
-	st.out = append(st.out, nodes[len(nodes)-1])
+	if st.b.spend() {
+		st.out = append(st.out, nodes[len(nodes)-1])
+	}
 }
 
-// rootOf returns what "$" means in the walk that nodes belong to.
-func rootOf(nodes []any) any { return nodes[0].(*walkState).root }
+// stateOf returns the walk that nodes belong to.
+func stateOf(nodes []any) *walkState { return nodes[0].(*walkState) }
 
 // location turns the path of a match into a Location, counting negative
 // indexes from the end of their arrays.
@@ -212,20 +252,23 @@ type filterStep struct {
 
 // Walk continues with rest on what the filter selects from the last node.
 func (f filterStep) Walk(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any)) {
-	root := rootOf(nodes)
+	st := stateOf(nodes)
 	switch c := nodes[len(nodes)-1].(type) {
 	case []any:
 		path = append(path, nil)
 		nodes = append(nodes, nil)
 		for i, v := range c {
-			if f.filter.eval(root, v) {
+			if !st.b.spend() {
+				return
+			}
+			if f.filter.eval(st, v) {
 				path[len(path)-1] = jp.Nth(i)
 				nodes[len(nodes)-1] = v
 				next(rest, path, nodes, cb)
 			}
 		}
 	case map[string]any:
-		if f.filter.eval(root, c) {
+		if f.filter.eval(st, c) {
 			next(rest, path, nodes, cb)
 		}
 	}
@@ -244,7 +287,7 @@ type deepFilterStep struct {
 
 // Walk continues with rest on the last node when it passes the filter.
 func (f deepFilterStep) Walk(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any)) {
-	if f.filter.eval(rootOf(nodes), nodes[len(nodes)-1]) {
+	if f.filter.eval(stateOf(nodes), nodes[len(nodes)-1]) {
 		next(rest, path, nodes, cb)
 	}
 }
@@ -257,11 +300,66 @@ func (f deepFilterStep) Append(buf []byte, _, _ bool) []byte { return append(buf
 // descendant in pre-order, where jp.Descent starts at the children.
 type selfAndDescendants struct{ jp.Descent }
 
-// Walk continues with rest on the last node, then lets jp.Descent do the
-// same for each of its descendants.
+// Walk continues with rest on the last node, then on each of its
+// descendants.
 func (d selfAndDescendants) Walk(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any)) {
+	if !stateOf(nodes).b.spend() {
+		return
+	}
 	next(rest, path, nodes, cb)
-	d.Descent.Walk(rest, path, nodes, cb)
+	descend(rest, path, nodes, cb)
+}
+
+// descendants is the ".." of "..[?(…)]": rest applied to each descendant of
+// the last node, not to the node itself, as jp.Descent does. jp.Descent is
+// embedded for Append; the walk is ours, so that each descendant visited
+// spends a step of the walk's budget.
+type descendants struct{ jp.Descent }
+
+// Walk continues with rest on each descendant of the last node.
+func (d descendants) Walk(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any)) {
+	descend(rest, path, nodes, cb)
+}
+
+// descend continues with rest on each descendant of the last node in
+// pre-order, object members in key order, as jp.Descent does; each visit
+// spends a step, and a spent budget ends the walk.
+func descend(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any)) {
+	b := stateOf(nodes).b
+	switch c := nodes[len(nodes)-1].(type) {
+	case []any:
+		path, nodes = append(path, nil), append(nodes, nil)
+		for i, v := range c {
+			path[len(path)-1], nodes[len(nodes)-1] = jp.Nth(i), v
+			if !visitDescendant(rest, path, nodes, cb, b) {
+				return
+			}
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(c))
+		for k := range c {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		path, nodes = append(path, nil), append(nodes, nil)
+		for _, k := range keys {
+			path[len(path)-1], nodes[len(nodes)-1] = jp.Child(k), c[k]
+			if !visitDescendant(rest, path, nodes, cb, b) {
+				return
+			}
+		}
+	}
+}
+
+// visitDescendant continues with rest on the last node and its
+// descendants, reporting false once the budget is spent.
+func visitDescendant(rest, path jp.Expr, nodes []any, cb func(jp.Expr, []any), b *walkBudget) bool {
+	if !b.spend() {
+		return false
+	}
+	next(rest, path, nodes, cb)
+	descend(rest, path, nodes, cb)
+	return !b.over()
 }
 
 // sliceStep is a slice with a negative step. jp.Slice starts such a slice
