@@ -101,6 +101,15 @@ func (s *Server) page(role Role, h func(w http.ResponseWriter, r *http.Request) 
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; form-action 'self'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "same-origin")
+		if r.Method == http.MethodPost {
+			// A form posted from another site (its Origin, or the
+			// browser's Sec-Fetch-Site, says so) is refused before
+			// anything else: the sign-in too, which has no session yet.
+			if err := s.crossOrigin.Check(r); err != nil {
+				s.errorPage(w, r, http.StatusForbidden, "a form posted from another site is refused")
+				return
+			}
+		}
 		if role > 0 {
 			sess, _ := r.Context().Value(sessionKey{}).(*session)
 			if sess == nil && p.Local {
@@ -184,11 +193,24 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) signinPage(w http.ResponseWriter, r *http.Request) error {
-	return s.render(w, http.StatusOK, "signin", baseOf(r, "Sign in"))
+	return s.renderSignin(w, r, http.StatusOK, "")
 }
 
-// signin checks a token and opens a session for its holder.
+// renderSignin shows the sign-in form with the browser's sign-in token
+// (see signinToken), and msg as its error when not empty.
+func (s *Server) renderSignin(w http.ResponseWriter, r *http.Request, status int, msg string) error {
+	b := baseOf(r, "Sign in")
+	b.CSRF, b.Error = signinToken(w, r), msg
+	return s.render(w, status, "signin", b)
+}
+
+// signin checks a token and opens a session for its holder. The form
+// must carry the sign-in token its browser's cookie holds (login CSRF:
+// another site cannot sign a browser in under a token of its choice).
 func (s *Server) signin(w http.ResponseWriter, r *http.Request) error {
+	if !validSigninToken(r, r.PostFormValue("csrf")) {
+		return s.renderSignin(w, r, http.StatusForbidden, "the sign-in form was not one this server gave this browser (or it expired): sign in again")
+	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	var p Principal
 	ok := false
@@ -196,10 +218,9 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) error {
 		p, ok = s.tokens.Authenticate(token)
 	}
 	if !ok {
-		b := baseOf(r, "Sign in")
-		b.Error = "this token is not one the server accepts"
-		return s.render(w, http.StatusUnauthorized, "signin", b)
+		return s.renderSignin(w, r, http.StatusUnauthorized, "this token is not one the server accepts")
 	}
+	clearSigninToken(w, r)
 	setSessionCookie(w, r, s.sessions.start(p))
 	http.Redirect(w, r, "/executions", http.StatusSeeOther)
 	return nil

@@ -43,7 +43,7 @@ func (ts *testServer) web(t *testing.T) *webClient {
 func (ts *testServer) signedIn(t *testing.T, role Role) *webClient {
 	t.Helper()
 	b := ts.web(t)
-	if code, _, h := b.post(t, "/signin", url.Values{"token": {ts.tokens[role]}}); code != http.StatusSeeOther || h.Get("Location") != "/executions" {
+	if code, _, h := b.post(t, "/signin", url.Values{"token": {ts.tokens[role]}, "csrf": {b.signinCSRF(t)}}); code != http.StatusSeeOther || h.Get("Location") != "/executions" {
 		t.Fatalf("sign in as %v: %d to %q", role, code, h.Get("Location"))
 	}
 	return b
@@ -79,6 +79,18 @@ func read(t *testing.T, resp *http.Response) (int, string, http.Header) {
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
+// signinCSRF is the sign-in form's token, read from the sign-in page
+// (whose cookie the browser keeps).
+func (b *webClient) signinCSRF(t *testing.T) string {
+	t.Helper()
+	_, body, _ := b.get(t, "/signin")
+	m := csrfField.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no CSRF token on the sign-in page:\n%s", body)
+	}
+	return m[1]
+}
+
 // csrf is the CSRF token of the browser's session, read from a page.
 func (b *webClient) csrf(t *testing.T) string {
 	t.Helper()
@@ -110,17 +122,18 @@ func TestSignIn(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `id="signin-form"`) || !strings.Contains(body, `type="password" id="token" name="token"`) {
 		t.Fatalf("GET /signin: %d\n%s", code, body)
 	}
+	csrf := b.signinCSRF(t)
 	for _, token := range []string{"", "aslrun_not-a-token"} {
-		code, body, h := b.post(t, "/signin", url.Values{"token": {token}})
+		code, body, h := b.post(t, "/signin", url.Values{"token": {token}, "csrf": {csrf}})
 		if code != http.StatusUnauthorized || h.Get("Set-Cookie") != "" || !strings.Contains(body, `id="error"`) {
 			t.Errorf("sign in with %q: %d, cookie %q, want 401 with the error and no cookie", token, code, h.Get("Set-Cookie"))
 		}
 	}
-	code, _, h := b.post(t, "/signin", url.Values{"token": {ts.tokens[RoleViewer]}})
+	code, _, h := b.post(t, "/signin", url.Values{"token": {ts.tokens[RoleViewer]}, "csrf": {csrf}})
 	if code != http.StatusSeeOther {
 		t.Fatalf("sign in: %d", code)
 	}
-	cookie := (&http.Response{Header: h}).Cookies()
+	cookie := slices.DeleteFunc((&http.Response{Header: h}).Cookies(), func(c *http.Cookie) bool { return c.Name == signinCookie && c.MaxAge < 0 })
 	if len(cookie) != 1 || cookie[0].Name != sessionCookie || !cookie[0].HttpOnly || cookie[0].SameSite != http.SameSiteStrictMode || cookie[0].Path != "/" ||
 		cookie[0].MaxAge != 12*3600 || len(cookie[0].Value) < 43 {
 		t.Errorf("session cookie %+v", cookie)

@@ -50,6 +50,13 @@ type Config struct {
 	// Metrics, when set, is served at /metrics (see NewMetrics, whose
 	// hooks the Executor's Config must carry).
 	Metrics prometheus.Gatherer
+	// MaxSessions bounds the pages' signed-in sessions, kept in memory;
+	// 0 means DefaultMaxSessions. Past it, a sign-in ends the oldest.
+	MaxSessions int
+	// MaxSessionsPerPrincipal bounds the sessions of one token's holder;
+	// 0 means DefaultMaxSessionsPerPrincipal. Past it, a sign-in ends the
+	// holder's oldest.
+	MaxSessionsPerPrincipal int
 }
 
 // Server serves the API and runs executions in the background: those it
@@ -81,6 +88,8 @@ type Server struct {
 	streams streams
 	// sessions are the signed-in browsers (session.go).
 	sessions sessions
+	// crossOrigin refuses the pages' form posts from other sites.
+	crossOrigin *http.CrossOriginProtection
 	// feed follows the executions for the list streams (stream_list.go).
 	feed executionFeed
 }
@@ -103,6 +112,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Metrics != nil {
 		s.metrics = promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{})
 	}
+	s.sessions.max, s.sessions.perPrincipal = cfg.MaxSessions, cfg.MaxSessionsPerPrincipal
+	s.crossOrigin = http.NewCrossOriginProtection()
 	s.runCtx, s.stopRun = context.WithCancel(context.Background())
 	s.mux = http.NewServeMux()
 	s.routes()
@@ -116,8 +127,14 @@ func (s *Server) Handler() http.Handler {
 }
 
 // Run runs what is due (recovered, woken) until ctx ends; the executions it
-// started stop at their last commit.
+// started stop at their last commit. Meanwhile it forgets the pages'
+// expired sessions every ten minutes.
 func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var sweeper sync.WaitGroup
+	sweeper.Go(func() { s.sessions.sweepEvery(ctx, sessionSweepEvery) })
+	defer sweeper.Wait()
+	defer cancel()
 	return s.x.Serve(ctx, engine.ServeOptions{Poll: s.poll, MaxConcurrent: s.maxConc, OnResult: func(id string, res *engine.Result, err error) {
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("execution stopped on an error", "execution", id, "error", err)
