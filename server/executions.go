@@ -30,11 +30,15 @@ func (s *Server) validateWorkflow(w http.ResponseWriter, r *http.Request) error 
 		return badRequest("/definition", "definition is required")
 	}
 	out := api.Validation{Valid: true, Problems: []api.FieldError{}}
-	if _, err := states.Parse(req.Definition); err != nil {
+	m, err := states.Parse(req.Definition)
+	if err != nil {
 		var list states.ErrorList
 		if !errors.As(err, &list) {
 			return badRequest("/definition", "%v", err)
 		}
+		out.Valid = false
+		out.Problems = invalidDefinition(list, "/definition").errors
+	} else if list := m.FileBuckets(); len(list) > 0 {
 		out.Valid = false
 		out.Problems = invalidDefinition(list, "/definition").errors
 	}
@@ -63,6 +67,9 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 				return invalidDefinition(list, "/definition")
 			}
 			return badRequest("/definition", "%v", err)
+		}
+		if err := localFolders(parsed, "/definition"); err != nil {
+			return err
 		}
 		m, name = parsed, "StateMachine"
 	case req.Workflow != "":

@@ -33,6 +33,9 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 		}
 		return badRequest("/definition", "%v", err)
 	}
+	if err := localFolders(m, "/definition"); err != nil {
+		return err
+	}
 	text, err := jsonvalue.Marshal(m.Definition)
 	if err != nil {
 		return err
@@ -110,4 +113,21 @@ func workflowOf(v store.WorkflowVersion) api.Workflow {
 		out.Definition = v.Definition
 	}
 	return out
+}
+
+// localFolders refuses a definition whose Distributed Maps name a local
+// folder ("file://DIR") as their Bucket: a 400 naming each Bucket's
+// pointer under at. A server opens no path a definition writes; its
+// owner maps bucket names to folders (the agents file's Buckets).
+func localFolders(m *states.Machine, at string) error {
+	list := m.FileBuckets()
+	if len(list) == 0 {
+		return nil
+	}
+	p := &problem{status: http.StatusBadRequest, kind: "bad-request", title: "bad request",
+		detail: "the definition names a local folder (file://) as a bucket, which a server never opens: name a bucket of the server's agents file (Buckets)"}
+	for _, e := range list {
+		p.errors = append(p.errors, api.FieldError{Pointer: at + e.Pointer, State: e.State, Detail: e.Msg})
+	}
+	return p
 }
