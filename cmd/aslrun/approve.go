@@ -40,6 +40,9 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 	if *decision == "" {
 		return usageErrorf("approve: --decision is required (one of the options the approval offers; `aslrun status %s` lists them)", pos[0])
 	}
+	if err := checkNameFlag("approve", "--by", *by); err != nil {
+		return err
+	}
 	d := engine.Decision{Approval: *decision, Approver: *by, Comment: *comment, ApprovalID: *which, Digest: *digest}
 	if *edit != "" {
 		if d.Edit, err = c.readInput(*edit); err != nil {
@@ -78,7 +81,7 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 			return engineError(err)
 		}
 	}
-	fmt.Fprintf(c.stderr, "execution: %s\n", pos[0])
+	printf(c.stderr, "execution: %s\n", pos[0])
 	return printResult(c, res)
 }
 
@@ -116,16 +119,16 @@ func isTerminal(r io.Reader) bool {
 func askDecision(in *bufio.Reader, w io.Writer, pa engine.PendingApproval) (engine.Decision, error) {
 	prompt := pa.Prompt
 	if s, ok := prompt.(string); ok {
-		fmt.Fprintf(w, "\nApproval %s: %s\n", pa.ID, s)
+		fmt.Fprintf(w, "\nApproval %s: %s\n", termSafe(pa.ID), termSafeLines(s))
 	} else {
 		text, _ := jsonvalue.MarshalIndent(prompt, "  ")
-		fmt.Fprintf(w, "\nApproval %s:\n%s\n", pa.ID, text)
+		fmt.Fprintf(w, "\nApproval %s:\n%s\n", termSafe(pa.ID), termSafeLines(string(text)))
 	}
 	if !pa.Deadline.IsZero() {
 		fmt.Fprintf(w, "(decide before %s)\n", pa.Deadline.Local().Format(time.RFC1123))
 	}
 	for i, o := range pa.Options {
-		fmt.Fprintf(w, "  %d) %s\n", i+1, o)
+		fmt.Fprintf(w, "  %d) %s\n", i+1, termSafe(o))
 	}
 	for {
 		fmt.Fprint(w, "decision: ")
@@ -144,7 +147,7 @@ func askDecision(in *bufio.Reader, w io.Writer, pa engine.PendingApproval) (engi
 			return engine.Decision{}, fmt.Errorf("no decision given for approval %s: %w", pa.ID, err)
 		}
 		if answer != "" {
-			fmt.Fprintf(w, "%q is not an option; answer %s or its number\n", answer, strings.Join(pa.Options, ", "))
+			fmt.Fprintf(w, "%q is not an option; answer %s or its number\n", answer, termSafe(strings.Join(pa.Options, ", ")))
 		}
 	}
 }
@@ -161,7 +164,7 @@ func decideInteractively(c *cmdContext, res *engine.Result, decide func(engine.D
 		}
 		next, err := decide(d)
 		if errors.Is(err, engine.ErrDecisionRefused) {
-			fmt.Fprintf(c.stderr, "refused: %v\n", err)
+			printf(c.stderr, "refused: %v\n", err)
 			continue
 		}
 		if err != nil {

@@ -75,7 +75,7 @@ type cmdContext struct {
 func commands() []*command {
 	return []*command{
 		{name: "validate", usage: "validate FILE...", summary: "check workflow definitions and report every problem", run: cmdValidate},
-		{name: "run", usage: "run FILE [--input JSON|@FILE|-] [--mock FILE | --agents FILE] [--name ID] [--no-prompt] [--max-payload BYTES] [--durability strict|batched|none] [--db PATH|:memory:]", summary: "run a workflow durably and print its output", run: cmdRun},
+		{name: "run", usage: "run FILE [--input JSON|@FILE|-] [--mock FILE | --agents FILE [--allow-host PATTERN]... [--only-allowed-hosts]] [--name ID] [--no-prompt] [--max-payload BYTES] [--durability strict|batched|none] [--db PATH|:memory:]", summary: "run a workflow durably and print its output", run: cmdRun},
 		{name: "resume", usage: "resume ID [--from-checkpoint NAME [--fork [--name ID]] [--restore document|memory|both]] [--mock FILE | --agents FILE] [--max-payload BYTES] [--db PATH]", summary: "continue an execution, or roll it back or fork it from a checkpoint", run: cmdResume},
 		{name: "approve", usage: "approve ID --decision OPTION [--by WHO] [--comment TEXT] [--edit JSON|@FILE|-] [--approval ID] [--digest D] [--mock FILE | --agents FILE] [--max-payload BYTES] [--db PATH]", summary: "decide a pending approval and continue the execution", run: cmdApprove},
 		{name: "task-success", usage: "task-success TOKEN --output JSON|@FILE|- [--mock FILE | --agents FILE] [--max-payload BYTES] [--db PATH]", summary: "answer a task token with the Task's result and continue the execution", run: cmdTaskSuccess},
@@ -87,7 +87,7 @@ func commands() []*command {
 		{name: "history", usage: "history ID [--json] [--verify] [--db PATH]", summary: "show an execution's history, or verify it is untampered", run: cmdHistory},
 		{name: "map-runs", usage: "map-runs ID [--children] [--json] [--db PATH]", summary: "list an execution's Distributed Map runs and their child executions", run: cmdMapRuns},
 		{name: "checkpoints", usage: "checkpoints ID [--json] [--db PATH]", summary: "list an execution's checkpoints", run: cmdCheckpoints},
-		{name: "serve", usage: "serve [--listen ADDR [--tokens FILE | --insecure] [--tls-cert FILE --tls-key FILE]] [--socket PATH] [--agents FILE] [--poll DURATION] [--max-concurrent N] [--grace DURATION] [--log-format text|json] [--max-payload BYTES] [--durability strict|batched] [--db PATH]", summary: "run executions and serve the HTTP API on a unix socket (and TCP)", run: cmdServe},
+		{name: "serve", usage: "serve [--listen ADDR [--tokens FILE | --insecure] [--tls-cert FILE --tls-key FILE]] [--socket PATH] [--agents FILE] [--allow-host PATTERN]... [--only-allowed-hosts] [--poll DURATION] [--max-concurrent N] [--grace DURATION] [--log-format text|json] [--max-payload BYTES] [--durability strict|batched] [--db PATH]", summary: "run executions and serve the HTTP API on a unix socket (and TCP)", run: cmdServe},
 		{name: "worker", usage: "worker [--poll DURATION] [--max-payload BYTES] [--db PATH]", summary: "another name for serve (the flags it shares: --poll, --max-payload, --db)", run: cmdWorker},
 		{name: "memory", usage: "memory [NAMESPACE [KEY]] [--json] [--db PATH]", summary: "list agent memory", run: cmdMemory},
 		{name: "migrate", usage: "migrate --db URL", summary: "apply the schema migrations a PostgreSQL database lacks", run: cmdMigrate},

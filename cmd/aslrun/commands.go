@@ -31,16 +31,16 @@ func cmdValidate(_ context.Context, c *cmdContext, args []string) error {
 	for _, f := range files {
 		problems, err := c.validateFile(f)
 		if err != nil {
-			fmt.Fprintf(c.stdout, "%s: %s\n", f, err)
+			printf(c.stdout, "%s: %s\n", f, err)
 			bad = true
 			continue
 		}
 		for _, p := range problems {
-			fmt.Fprintf(c.stdout, "%s: %s\n", f, p)
+			printf(c.stdout, "%s: %s\n", f, p)
 			bad = true
 		}
 		if len(problems) == 0 {
-			fmt.Fprintf(c.stdout, "%s: valid\n", f)
+			printf(c.stdout, "%s: valid\n", f)
 		}
 	}
 	if bad {
@@ -119,6 +119,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	input := fs.String("input", "", "execution input: JSON text, @FILE, or - for standard input (default {})")
 	af := newAgentFlags(fs, false)
+	af.hosts = hostFlags(fs)
 	name := fs.String("name", "", "execution `ID` (default a new UUIDv7)")
 	noPrompt := fs.Bool("no-prompt", false, "at an Approval, exit 3 instead of asking on the terminal")
 	maxPayload := runPayloadFlag(fs)
@@ -130,6 +131,9 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	if len(pos) != 1 {
 		return usageErrorf("run: want exactly one FILE, got %d (see \"aslrun run --help\")", len(pos))
+	}
+	if err := checkNameFlag("run", "--name", *name); err != nil {
+		return err
 	}
 	mode, err := durabilityOf(fs, "run", *durability, *db)
 	if err != nil {
@@ -182,7 +186,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	var id string
 	opts.Created = func(created string) {
 		id = created
-		fmt.Fprintf(c.stderr, "execution: %s\n", id)
+		printf(c.stderr, "execution: %s\n", id)
 	}
 	res, err := x.Run(ctx, m, in, opts)
 	if err != nil {
@@ -243,7 +247,7 @@ func runRemote(ctx context.Context, c *cmdContext, h *handle, req api.StartExecu
 		}
 		return remoteError(h, err)
 	}
-	fmt.Fprintf(c.stderr, "execution: %s\n", e.ID)
+	printf(c.stderr, "execution: %s\n", e.ID)
 	return waitAndPrint(ctx, c, h, e.ID, noPrompt)
 }
 
@@ -319,6 +323,9 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 	if (*fork || *name != "" || *restore != "both") && *from == "" {
 		return usageErrorf("resume: --fork, --name and --restore go with --from-checkpoint")
 	}
+	if err := checkNameFlag("resume", "--name", *name); err != nil {
+		return err
+	}
 	what, err := engine.ParseRestore(*restore)
 	if err != nil {
 		return usageErrorf("resume: %v", err)
@@ -346,7 +353,7 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 			}
 			return remoteError(h, err)
 		}
-		fmt.Fprintf(c.stderr, "execution: %s\n", e.ID)
+		printf(c.stderr, "execution: %s\n", e.ID)
 		return waitAndPrint(ctx, c, h, e.ID, true)
 	}
 	x := executor(h.st, nil, *maxPayload)
@@ -361,7 +368,7 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 	case *fork:
 		opts.Created = func(created string) {
 			id = created
-			fmt.Fprintf(c.stderr, "execution: %s (forked from %s at %s)\n", created, pos[0], *from)
+			printf(c.stderr, "execution: %s (forked from %s at %s)\n", created, pos[0], *from)
 		}
 		res, err = x.Fork(ctx, pos[0], *from, opts)
 	default:
@@ -377,7 +384,7 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 		return engineError(err)
 	}
 	if !*fork {
-		fmt.Fprintf(c.stderr, "execution: %s\n", res.ID)
+		printf(c.stderr, "execution: %s\n", res.ID)
 	}
 	return printResult(c, res)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/builtin"
+	"github.com/aslrun/aslrun/egress"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/store"
 )
@@ -52,10 +53,15 @@ func mockAgents(data []byte, from string) (*agents.Registry, error) {
 }
 
 // fileAgents builds the agents of an agents file's content; base is the
-// directory relative paths are resolved against.
-func fileAgents(data []byte, from, base string) (*agents.Registry, []byte, error) {
+// directory relative paths are resolved against, and hosts joins the
+// file's Hosts (the --allow-host and --only-allowed-hosts flags). The
+// content returned, to store with an execution, holds the joined Hosts.
+func fileAgents(data []byte, from, base string, hosts egress.Config) (*agents.Registry, []byte, error) {
 	f, err := builtin.ParseAgentsFile(data)
 	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", from, err)
+	}
+	if f, err = f.WithHosts(hosts); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", from, err)
 	}
 	reg := agents.NewRegistry()
@@ -70,9 +76,34 @@ func fileAgents(data []byte, from, base string) (*agents.Registry, []byte, error
 }
 
 // agentFlags are the flags that choose an execution's agents: a mock file
-// or an agents file.
+// or an agents file, and, for the commands that take them, the hosts its
+// agents may reach beside the file's Hosts.
 type agentFlags struct {
 	mock, agents *string
+	// hosts are --allow-host and --only-allowed-hosts (see hostFlags);
+	// nil when the command has no such flags.
+	hosts *egress.Config
+}
+
+// hostFlags adds --allow-host (repeatable) and --only-allowed-hosts to
+// fs: the hosts the llm and http agents may reach, joined to the agents
+// file's Hosts (egress.Config.Merge).
+func hostFlags(fs *flag.FlagSet) *egress.Config {
+	hosts := &egress.Config{}
+	fs.Func("allow-host", "let the llm and http agents reach `PATTERN` although it is loopback, private or link-local (with --only-allowed-hosts: reach only the hosts listed): a host name, *.DOMAIN, an IP address or a CIDR block, each with an optional :PORT, like localhost:11434; repeatable; joins the agents file's Hosts", func(s string) error {
+		if _, err := egress.ParsePattern(s); err != nil {
+			return err
+		}
+		hosts.Allow = append(hosts.Allow, s)
+		return nil
+	})
+	fs.BoolVar(&hosts.Only, "only-allowed-hosts", false, "let the llm and http agents reach only the hosts --allow-host and the agents file's Hosts list, public ones included")
+	return hosts
+}
+
+// hostsGiven reports whether hosts holds a pattern or Only.
+func hostsGiven(hosts *egress.Config) bool {
+	return hosts != nil && (len(hosts.Allow) > 0 || hosts.Only)
 }
 
 func newAgentFlags(fs *flag.FlagSet, overriding bool) agentFlags {
@@ -92,6 +123,8 @@ func (f agentFlags) load(c *cmdContext) (*agents.Registry, []byte, string, error
 	switch {
 	case *f.mock != "" && *f.agents != "":
 		return nil, nil, "", usageErrorf("--mock and --agents cannot be used together")
+	case hostsGiven(f.hosts) && *f.agents == "":
+		return nil, nil, "", usageErrorf("--allow-host and --only-allowed-hosts go with --agents FILE: only the agents file's llm and http agents reach hosts")
 	case *f.mock != "":
 		data, err := os.ReadFile(*f.mock)
 		if err != nil {
@@ -107,7 +140,11 @@ func (f agentFlags) load(c *cmdContext) (*agents.Registry, []byte, string, error
 		if err != nil {
 			return nil, nil, "", usageErrorf("%v", err)
 		}
-		reg, resolved, err := fileAgents(data, *f.agents, filepath.Dir(*f.agents))
+		var hosts egress.Config
+		if f.hosts != nil {
+			hosts = *f.hosts
+		}
+		reg, resolved, err := fileAgents(data, *f.agents, filepath.Dir(*f.agents), hosts)
 		if err != nil {
 			return nil, nil, "", usageErrorf("%v", err)
 		}
@@ -116,19 +153,24 @@ func (f agentFlags) load(c *cmdContext) (*agents.Registry, []byte, string, error
 	return nil, nil, "", nil
 }
 
-// agentsOf rebuilds the agents an execution was started with.
-func agentsOf(e *engine.Execution) (*agents.Registry, error) {
-	switch e.AgentsKind {
-	case "":
-		return agents.NewRegistry(), nil
-	case "mock":
-		return mockAgents(e.Agents, "the execution's mock file")
-	case "agents":
-		// Stored resolved: every path in it is absolute.
-		reg, _, err := fileAgents(e.Agents, "the execution's agents file", "")
-		return reg, err
+// agentsOf returns the function that rebuilds the agents an execution
+// was started with; the agents of an agents file may reach the hosts
+// stored with it (its Hosts, joined with the flags it was started with)
+// and those hosts adds (the flags of the process continuing it).
+func agentsOf(hosts egress.Config) func(e *engine.Execution) (*agents.Registry, error) {
+	return func(e *engine.Execution) (*agents.Registry, error) {
+		switch e.AgentsKind {
+		case "":
+			return agents.NewRegistry(), nil
+		case "mock":
+			return mockAgents(e.Agents, "the execution's mock file")
+		case "agents":
+			// Stored resolved: every path in it is absolute.
+			reg, _, err := fileAgents(e.Agents, "the execution's agents file", "", hosts)
+			return reg, err
+		}
+		return nil, fmt.Errorf("execution %s was started with %s agents, which this version cannot rebuild", e.ID, e.AgentsKind)
 	}
-	return nil, fmt.Errorf("execution %s was started with %s agents, which this version cannot rebuild", e.ID, e.AgentsKind)
 }
 
 // memoryDB is the --db of durability none: no database at all.
@@ -194,7 +236,7 @@ func ownPayload(fs *flag.FlagSet, limit int) int {
 // executor returns an executor on st; reg, when set, overrides the agents
 // stored with executions. maxPayload is --max-payload.
 func executor(st store.Store, reg *agents.Registry, maxPayload int) *engine.Executor {
-	cfg := engine.Config{Store: st, AgentsFor: agentsOf, MaxPayloadSize: maxPayload}
+	cfg := engine.Config{Store: st, AgentsFor: agentsOf(egress.Config{}), MaxPayloadSize: maxPayload}
 	if reg != nil {
 		cfg.Agents, cfg.AgentsFor = reg, nil
 	}
@@ -222,15 +264,15 @@ func printResult(c *cmdContext, res *engine.Result) error {
 				if len(res.Approvals) > 1 {
 					which = " --approval " + pa.ID
 				}
-				fmt.Fprintf(c.stderr, "execution %s waits for a decision at %s; decide with `aslrun approve %s%s --decision %s`\n",
+				printf(c.stderr, "execution %s waits for a decision at %s; decide with `aslrun approve %s%s --decision %s`\n",
 					res.ID, pa.State, res.ID, which, strings.Join(pa.Options, "|"))
 			}
 		} else if res.WaitingFor == engine.WaitingForActivity {
-			fmt.Fprintf(c.stderr, "execution %s waits at %s for a worker of its activity; a worker takes the task with `aslrun activity-poll NAME` (or `aslrun serve`'s POST /v1/activities/NAME/poll) and answers with `aslrun task-success TOKEN --output JSON` or `aslrun task-failure TOKEN`\n", res.ID, res.State)
+			printf(c.stderr, "execution %s waits at %s for a worker of its activity; a worker takes the task with `aslrun activity-poll NAME` (or `aslrun serve`'s POST /v1/activities/NAME/poll) and answers with `aslrun task-success TOKEN --output JSON` or `aslrun task-failure TOKEN`\n", res.ID, res.State)
 		} else if res.WaitingFor == engine.WaitingForTaskToken {
-			fmt.Fprintf(c.stderr, "execution %s waits at %s for its task token (the agent has it); answer with `aslrun task-success TOKEN --output JSON` or `aslrun task-failure TOKEN`\n", res.ID, res.State)
+			printf(c.stderr, "execution %s waits at %s for its task token (the agent has it); answer with `aslrun task-success TOKEN --output JSON` or `aslrun task-failure TOKEN`\n", res.ID, res.State)
 		} else {
-			fmt.Fprintf(c.stderr, "execution %s is waiting (%s at %s); `aslrun serve` wakes it, or `aslrun resume %s`\n", res.ID, res.WaitingFor, res.State, res.ID)
+			printf(c.stderr, "execution %s is waiting (%s at %s); `aslrun serve` wakes it, or `aslrun resume %s`\n", res.ID, res.WaitingFor, res.State, res.ID)
 		}
 		return &exitError{code: exitWaiting}
 	default:
@@ -245,7 +287,7 @@ func printResult(c *cmdContext, res *engine.Result) error {
 			return err
 		}
 		if p := res.Payload; p != nil {
-			fmt.Fprintf(c.stderr, "%v; raise the limit with --max-payload BYTES (of run: an execution started with a limit keeps it)\n", p)
+			printf(c.stderr, "%v; raise the limit with --max-payload BYTES (of run: an execution started with a limit keeps it)\n", p)
 		}
 		return &exitError{code: exitFailed}
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
@@ -98,8 +97,8 @@ func printList(c *cmdContext, list []store.Summary, asJSON bool) error {
 		}
 		return writeJSON(c.stdout, out)
 	}
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tSTATUS\tMACHINE\tSTARTED\tSTOPPED\tDETAIL")
+	w := newTable(c.stdout)
+	w.row("ID", "STATUS", "MACHINE", "STARTED", "STOPPED", "DETAIL")
 	for _, e := range list {
 		detail := e.Error
 		if e.Status == engine.StatusWaiting {
@@ -111,9 +110,9 @@ func printList(c *cmdContext, list []store.Summary, asJSON bool) error {
 		if e.Parent != "" {
 			detail = strings.TrimSpace(detail + " (" + parentText(e.ID, e.Parent) + ")")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Status, e.MachineName, timeText(e.StartedAt), timeText(e.StoppedAt), detail)
+		w.row(e.ID, string(e.Status), e.MachineName, timeText(e.StartedAt), timeText(e.StoppedAt), detail)
 	}
-	return w.Flush()
+	return w.flush()
 }
 
 // parentText says how execution id came from parent: a Distributed Map's
@@ -202,60 +201,60 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 		}
 		return writeJSON(c.stdout, out)
 	}
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "execution\t%s\n", e.ID)
-	fmt.Fprintf(w, "status\t%s\n", e.Status)
-	fmt.Fprintf(w, "machine\t%s (definition %.12s)\n", e.MachineName, e.DefinitionHash)
+	w := newTable(c.stdout)
+	w.row("execution", e.ID)
+	w.row("status", string(e.Status))
+	w.row("machine", fmt.Sprintf("%s (definition %.12s)", e.MachineName, e.DefinitionHash))
 	if state != "" {
-		fmt.Fprintf(w, "state\t%s\n", state)
+		w.row("state", state)
 	}
 	if e.Status == engine.StatusWaiting {
 		if e.WakeAt.IsZero() {
-			fmt.Fprintf(w, "waiting for\t%s\n", e.WaitingFor)
+			w.row("waiting for", e.WaitingFor)
 		} else {
-			fmt.Fprintf(w, "waiting for\t%s, next timer %s\n", e.WaitingFor, timeText(e.WakeAt))
+			w.row("waiting for", e.WaitingFor+", next timer "+timeText(e.WakeAt))
 		}
 	}
 	for _, pa := range e.Approvals {
 		prompt, _ := jsonvalue.Marshal(pa.Prompt)
-		fmt.Fprintf(w, "approval\t%s at %s: %s\n", pa.ID, pa.State, prompt)
-		fmt.Fprintf(w, "  options\t%s\n", strings.Join(pa.Options, ", "))
+		w.row("approval", fmt.Sprintf("%s at %s: %s", pa.ID, pa.State, prompt))
+		w.row("  options", strings.Join(pa.Options, ", "))
 		if !pa.NextEscalation.IsZero() {
-			fmt.Fprintf(w, "  escalates\t%s\n", timeText(pa.NextEscalation))
+			w.row("  escalates", timeText(pa.NextEscalation))
 		}
 		if !pa.Deadline.IsZero() {
-			fmt.Fprintf(w, "  deadline\t%s\n", timeText(pa.Deadline))
+			w.row("  deadline", timeText(pa.Deadline))
 		}
-		fmt.Fprintf(w, "  digest\t%s\n", pa.Digest)
+		w.row("  digest", pa.Digest)
 	}
 	if u := e.Usage; u != nil && *u != (engine.Usage{}) {
-		fmt.Fprintf(w, "usage\t%d tokens (%d in, %d out), cost %s\n", u.Tokens, u.InputTokens, u.OutputTokens, strconv.FormatFloat(u.Cost, 'f', -1, 64))
+		w.row("usage", fmt.Sprintf("%d tokens (%d in, %d out), cost %s", u.Tokens, u.InputTokens, u.OutputTokens, strconv.FormatFloat(u.Cost, 'f', -1, 64)))
 	}
-	fmt.Fprintf(w, "started\t%s\n", timeText(e.StartedAt))
-	fmt.Fprintf(w, "stopped\t%s\n", timeText(e.StoppedAt))
+	w.row("started", timeText(e.StartedAt))
+	w.row("stopped", timeText(e.StoppedAt))
 	mapRun, child := engine.MapRunOf(e.ID, e.Parent)
 	switch {
 	case e.Parent != "" && e.ParentCheckpoint != "":
-		fmt.Fprintf(w, "forked from\t%s at checkpoint %s\n", e.Parent, e.ParentCheckpoint)
+		w.row("forked from", e.Parent+" at checkpoint "+e.ParentCheckpoint)
 	case child:
-		fmt.Fprintf(w, "child of\t%s (map run %s)\n", e.Parent, mapRun)
+		w.row("child of", e.Parent+" (map run "+mapRun+")")
 	case e.Parent != "":
-		fmt.Fprintf(w, "forked from\t%s\n", e.Parent)
+		w.row("forked from", e.Parent)
 	}
 	if e.Error != "" {
-		fmt.Fprintf(w, "error\t%s\n", e.Error)
+		w.row("error", e.Error)
 	}
 	if e.Cause != "" {
-		fmt.Fprintf(w, "cause\t%s\n", e.Cause)
+		w.row("cause", e.Cause)
 	}
 	if e.Status == engine.StatusSucceeded {
 		b, err := jsonvalue.Marshal(e.Output)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "output\t%s\n", b)
+		w.row("output", string(b))
 	}
-	return w.Flush()
+	return w.flush()
 }
 
 func cmdHistory(ctx context.Context, c *cmdContext, args []string) error {
@@ -283,10 +282,10 @@ func cmdHistory(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	if *verify {
 		if tampered != nil {
-			fmt.Fprintf(c.stdout, "execution %s: history NOT verified: %v\n", id, tampered)
+			printf(c.stdout, "execution %s: history NOT verified: %v\n", id, tampered)
 			return &exitError{code: exitFailed}
 		}
-		fmt.Fprintf(c.stdout, "execution %s: history verified (%d events, hash chain intact)\n", id, len(events))
+		printf(c.stdout, "execution %s: history verified (%d events, hash chain intact)\n", id, len(events))
 		return nil
 	}
 	if *asJSON {
@@ -309,8 +308,8 @@ func cmdHistory(ctx context.Context, c *cmdContext, args []string) error {
 		}
 		return writeJSON(c.stdout, out)
 	}
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tTIME\tTYPE\tSTATE\tDETAIL")
+	w := newTable(c.stdout)
+	w.row("ID", "TIME", "TYPE", "STATE", "DETAIL")
 	for _, e := range events {
 		num := fmt.Sprint(e.ID)
 		if e.ID == 0 {
@@ -325,9 +324,9 @@ func cmdHistory(ctx context.Context, c *cmdContext, args []string) error {
 		if e.Superseded {
 			detail = strings.TrimSpace("(superseded) " + detail)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", num, e.Timestamp.UTC().Format("15:04:05.000"), e.Type, e.Scope+e.State, detail)
+		w.row(num, e.Timestamp.UTC().Format("15:04:05.000"), e.Type, e.Scope+e.State, detail)
 	}
-	return w.Flush()
+	return w.flush()
 }
 
 func cmdCheckpoints(ctx context.Context, c *cmdContext, args []string) error {
@@ -359,8 +358,8 @@ func cmdCheckpoints(ctx context.Context, c *cmdContext, args []string) error {
 		}
 		return writeJSON(c.stdout, out)
 	}
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tSTATE\tNEXT\tCREATED\tEXPIRES")
+	w := newTable(c.stdout)
+	w.row("NAME", "STATE", "NEXT", "CREATED", "EXPIRES")
 	for _, cp := range list {
 		exp := timeText(cp.ExpiresAt)
 		if cp.ExpiresAt.IsZero() {
@@ -372,9 +371,9 @@ func cmdCheckpoints(ctx context.Context, c *cmdContext, args []string) error {
 		if next == "" {
 			next = "(end)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", cp.Name, cp.State, next, timeText(cp.CreatedAt), exp)
+		w.row(cp.Name, cp.State, next, timeText(cp.CreatedAt), exp)
 	}
-	return w.Flush()
+	return w.flush()
 }
 
 func cmdGC(ctx context.Context, c *cmdContext, args []string) error {
@@ -444,8 +443,8 @@ func cmdMemory(ctx context.Context, c *cmdContext, args []string) error {
 		}
 		return writeJSON(c.stdout, out)
 	}
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE\tKEY\tUPDATED\tEXPIRES\tVALUE")
+	w := newTable(c.stdout)
+	w.row("NAMESPACE", "KEY", "UPDATED", "EXPIRES", "VALUE")
 	for _, e := range list {
 		exp := "never"
 		if !e.ExpiresAt.IsZero() {
@@ -458,9 +457,9 @@ func cmdMemory(ctx context.Context, c *cmdContext, args []string) error {
 		if len(v) > 80 {
 			v = append(v[:77:77], "..."...)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Namespace, e.Key, timeText(e.UpdatedAt), exp, v)
+		w.row(e.Namespace, e.Key, timeText(e.UpdatedAt), exp, string(v))
 	}
-	return w.Flush()
+	return w.flush()
 }
 
 // approvalsJSON lists pending approvals as status --json prints them.

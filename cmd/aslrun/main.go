@@ -32,12 +32,14 @@ func main() {
 	case errors.As(err, &ee):
 		if ee.msg != "" {
 			for _, line := range strings.Split(ee.msg, "\n") {
-				fmt.Fprintln(os.Stderr, "aslrun: "+line)
+				fmt.Fprintln(os.Stderr, "aslrun: "+termSafe(line))
 			}
 		}
 		os.Exit(ee.code)
 	default:
-		fmt.Fprintln(os.Stderr, "aslrun: "+err.Error())
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(os.Stderr, "aslrun: "+termSafe(line))
+		}
 		os.Exit(2)
 	}
 }

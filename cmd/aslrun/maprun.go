@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/aslrun/aslrun/api"
@@ -68,16 +67,16 @@ func cmdMapRuns(ctx context.Context, c *cmdContext, args []string) error {
 		}
 		return writeJSON(c.stdout, out)
 	}
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "MAP RUN\tSTATUS\tTOTAL\tSUCCEEDED\tFAILED\tABORTED\tPENDING")
+	w := newTable(c.stdout)
+	w.row("MAP RUN", "STATUS", "TOTAL", "SUCCEEDED", "FAILED", "ABORTED", "PENDING")
 	for _, v := range runs {
 		r := v.run
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", r.ID, r.Status, r.Total, r.Succeeded, r.Failed, r.Aborted, r.Pending)
+		w.row(r.ID, fmt.Sprint(r.Status), fmt.Sprint(r.Total), fmt.Sprint(r.Succeeded), fmt.Sprint(r.Failed), fmt.Sprint(r.Aborted), fmt.Sprint(r.Pending))
 		for _, k := range v.children {
-			fmt.Fprintf(w, "  %s\t%s\t\t\t\t\t%s\n", k.ID, k.Status, k.Error)
+			w.row("  "+k.ID, fmt.Sprint(k.Status), "", "", "", "", k.Error)
 		}
 	}
-	return w.Flush()
+	return w.flush()
 }
 
 // localMapRuns reads the map runs (and their children) from the store.

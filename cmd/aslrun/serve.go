@@ -63,6 +63,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	grace := fs.Duration("grace", shutdownGrace, "on SIGINT or SIGTERM, how long requests in flight and running states get to finish before they are cancelled at their last commit")
 	logFormat := fs.String("log-format", "text", "the log's `FORMAT`: text or json")
 	agentsFile := fs.String("agents", "", "the server's own agents `FILE` (built-in llm, exec and http agents) for executions started without a mock")
+	hosts := hostFlags(fs)
 	maxPayload := payloadFlag(fs)
 	durability := durabilityFlag(fs, "of the executions started without one of their own; the server keeps every execution, so not none")
 	db := dbFlag(fs)
@@ -126,7 +127,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 		if err != nil {
 			return usageErrorf("serve: %v", err)
 		}
-		if serverAgents, resolvedAgents, err = fileAgents(data, *agentsFile, filepath.Dir(*agentsFile)); err != nil {
+		if serverAgents, resolvedAgents, err = fileAgents(data, *agentsFile, filepath.Dir(*agentsFile), *hosts); err != nil {
 			return usageErrorf("serve: %v", err)
 		}
 	}
@@ -155,7 +156,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer tr.Shutdown(context.WithoutCancel(ctx)) // flushes the spans left
-	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf, Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{}))})
+	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf(*hosts), Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{}))})
 	srv, err := server.New(server.Config{Store: st, Executor: x, Agents: serverAgents, AgentsFile: resolvedAgents, Tokens: tokens, Logger: log, Poll: *poll, MaxConcurrent: *maxConcurrent, Metrics: reg})
 	if err != nil {
 		return err

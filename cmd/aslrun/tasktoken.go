@@ -114,7 +114,7 @@ func taskAnswer(ctx context.Context, c *cmdContext, fs *flag.FlagSet, args []str
 	if res == nil {
 		return nil
 	}
-	fmt.Fprintf(c.stderr, "execution: %s\n", res.ID)
+	printf(c.stderr, "execution: %s\n", res.ID)
 	return printResult(c, res)
 }
 
