@@ -15,15 +15,15 @@ import (
 	"github.com/aslrun/aslrun/store"
 )
 
-// distCrashDef reads rows.csv (CSV, first row the header) from the folder
-// IN, in batches of 100 rows, 4 children at a time; a batch whose first
+// distCrashDef reads rows.csv (CSV, first row the header) from the bucket
+// "in", in batches of 100 rows, 4 children at a time; a batch whose first
 // row has fail=yes fails, within a tolerated 5 %; the results go to the
-// folder OUT.
+// bucket "out". The agents file maps both buckets to folders.
 const distCrashDef = `{"StartAt":"Rows","States":{"Rows":{"Type":"Map","Label":"rows",
-	"ItemReader":{"Resource":"arn:aws:states:::s3:getObject","ReaderConfig":{"InputType":"CSV"},"Parameters":{"Bucket":"file://IN","Key":"rows.csv"}},
+	"ItemReader":{"Resource":"arn:aws:states:::s3:getObject","ReaderConfig":{"InputType":"CSV"},"Parameters":{"Bucket":"in","Key":"rows.csv"}},
 	"ItemBatcher":{"MaxItemsPerBatch":100,"BatchInput":{"run.$":"$.run"}},
 	"ToleratedFailurePercentage":5,"MaxConcurrency":4,
-	"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"file://OUT","Prefix":"results"}},
+	"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"out","Prefix":"results"}},
 	"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},"StartAt":"Check","States":{
 		"Check":{"Type":"Choice","Choices":[{"Variable":"$.Items[0].fail","StringEquals":"yes","Next":"Bad"}],"Default":"Work"},
 		"Bad":{"Type":"Fail","Error":"Row.Bad","Cause":"a bad batch"},
@@ -59,28 +59,38 @@ func TestDistributedMapCrash(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(in, "rows.csv"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mock := filepath.Join(dir, "mock.json")
-	os.WriteFile(mock, []byte(`{"Work":{"0":{"Return":{"ok":true},"DelaySeconds":0.03}}}`), 0o644)
-	setup := func(name string) (def, out, db string) {
+	// Each run's agents file maps "in" to the rows and "out" to a folder
+	// of its own, and runs Work as a command answering {"ok": true} after
+	// 30 ms.
+	setup := func(name string) (def, agentsFile, out, db string) {
 		out = filepath.Join(dir, name+"-out")
 		os.Mkdir(filepath.Join(dir, name), 0o755)
+		os.Mkdir(out, 0o755)
 		def = filepath.Join(dir, name, "rows.json") // the same machine name
-		text := strings.NewReplacer("IN", in, "OUT", out).Replace(distCrashDef)
-		os.WriteFile(def, []byte(text), 0o644)
-		return def, out, filepath.Join(dir, name+".db")
+		os.WriteFile(def, []byte(distCrashDef), 0o644)
+		agentsFile = filepath.Join(dir, name, "agents.json")
+		text, err := json.Marshal(map[string]any{
+			"Work":    map[string]any{"Type": "exec", "Command": []string{"sh", "-c", `sleep 0.03; echo '{"ok":true}'`}},
+			"Buckets": map[string]any{"in": map[string]any{"Dir": in}, "out": map[string]any{"Dir": out}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(agentsFile, text, 0o644)
+		return def, agentsFile, out, filepath.Join(dir, name+".db")
 	}
 	input := `{"run":"r1"}`
 
-	refDef, refOut, refDB := setup("reference")
+	refDef, refAgents, refOut, refDB := setup("reference")
 	began := time.Now()
-	code, want, _ := crashRun(t, nil, false, 0, "run", refDef, "--mock", mock, "--input", input, "--db", refDB, "--name", "dm")
+	code, want, _ := crashRun(t, nil, false, 0, "run", refDef, "--agents", refAgents, "--input", input, "--db", refDB, "--name", "dm")
 	took := time.Since(began)
 	if code != 0 {
 		t.Fatalf("reference run: exit %d: %s", code, want)
 	}
 
-	def, out, db := setup("crash")
-	cmd := aslrunCmd("run", def, "--mock", mock, "--input", input, "--db", db, "--name", "dm")
+	def, agentsFile, out, db := setup("crash")
+	cmd := aslrunCmd("run", def, "--agents", agentsFile, "--input", input, "--db", db, "--name", "dm")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +107,8 @@ func TestDistributedMapCrash(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("resume: exit %d: %s", code, got)
 	}
-	if !sameJSON(t, strings.ReplaceAll(got, out, refOut), want) {
-		t.Errorf("resumed output %s, want %s (the reference's, in its folder)", got, want)
+	if !sameJSON(t, got, want) {
+		t.Errorf("resumed output %s, want %s (the reference's)", got, want)
 	}
 	after := childrenEnded(t, db)
 	if len(after) != 100 {
