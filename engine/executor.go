@@ -13,6 +13,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/jsonata"
+	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
@@ -100,6 +101,12 @@ type Config struct {
 	// field means no limit. An evaluation past a limit fails the state
 	// with States.QueryEvaluationError.
 	JSONataLimits jsonata.Limits
+	// JSONPathBounds bound each evaluation of a JSONPath path or intrinsic
+	// function call of a state (the values an indefinite path visits, the
+	// bytes intrinsic calls build); a zero field is
+	// jsonpath.DefaultPathSteps or jsonpath.DefaultIntrinsicBytes. An
+	// evaluation past a bound fails the state with States.Runtime.
+	JSONPathBounds jsonpath.Bounds
 	// Buckets says which buckets Distributed Maps may name beyond those of
 	// the agents registry, and how much of an object they hold at once;
 	// the zero value refuses "file://" buckets and has the default limits.
@@ -129,6 +136,8 @@ type Executor struct {
 	batchWindow time.Duration
 	// jsonataLimits is Config.JSONataLimits.
 	jsonataLimits jsonata.Limits
+	// pathBounds is Config.JSONPathBounds.
+	pathBounds jsonpath.Bounds
 
 	mu     sync.Mutex
 	active map[string]*held // executions held in this process (stop.go)
@@ -150,7 +159,7 @@ func New(cfg Config) *Executor {
 	x := &Executor{
 		agents: cfg.Agents, agentsFor: cfg.AgentsFor, store: cfg.Store, log: cfg.Logger,
 		maxPayload: cfg.MaxPayloadSize, parkAfter: cfg.ParkAfter, active: make(map[string]*held), onEscalation: cfg.OnEscalation,
-		hooks: cfg.Hooks, jsonataLimits: cfg.JSONataLimits,
+		hooks: cfg.Hooks, jsonataLimits: cfg.JSONataLimits, pathBounds: cfg.JSONPathBounds,
 	}
 	if x.maxPayload == 0 {
 		x.maxPayload = DefaultMaxPayloadSize

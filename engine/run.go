@@ -203,6 +203,9 @@ type env struct {
 // Drew implements jsonpath.Chance.
 func (e *env) Drew() { e.chance = true }
 
+// Bounds implements jsonpath.Bounded: the executor's Config.JSONPathBounds.
+func (e *env) Bounds() jsonpath.Bounds { return e.r.x.pathBounds }
+
 func (e *env) Variable(name string) (any, bool) { return e.sc.lookup(name) }
 
 func (e *env) Context() any {

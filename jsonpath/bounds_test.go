@@ -60,12 +60,12 @@ func TestPathBudgetRefusesBombs(t *testing.T) {
 			}
 			env := boundedEnv{b: Bounds{PathSteps: 100_000}}
 			v, err := p.Get(tc.doc, env)
-			var pe *PathError
-			if !errors.As(err, &pe) {
-				t.Fatalf("Get(%q) = %d matches, %v; want a *PathError", tc.path, lenOf(v), err)
+			var le *LimitError
+			if !errors.As(err, &le) {
+				t.Fatalf("Get(%q) = %d matches, %v; want a *LimitError", tc.path, lenOf(v), err)
 			}
-			if !strings.Contains(pe.Msg, "100000 values") {
-				t.Errorf("Get(%q) error %q does not name the limit", tc.path, pe.Msg)
+			if le.Steps != 100_000 || !strings.Contains(le.Error(), "100000 values") {
+				t.Errorf("Get(%q) error %q does not name the limit", tc.path, le.Error())
 			}
 		})
 	}
@@ -107,9 +107,9 @@ func TestPathBudgetIsExact(t *testing.T) {
 			t.Errorf("Get(%q) = %s, want %s", tc.path, compact(t, got), tc.want)
 		}
 		_, err = p.Get(doc, boundedEnv{b: Bounds{PathSteps: tc.steps - 1}})
-		var pe *PathError
-		if !errors.As(err, &pe) {
-			t.Errorf("Get(%q) with %d steps: %v, want a *PathError", tc.path, tc.steps-1, err)
+		var le *LimitError
+		if !errors.As(err, &le) {
+			t.Errorf("Get(%q) with %d steps: %v, want a *LimitError", tc.path, tc.steps-1, err)
 		}
 	}
 }

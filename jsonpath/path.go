@@ -205,7 +205,8 @@ func (p *Path) Variable() string { return p.variable }
 // A definite path returns the value it selects, or a *PathError worded as
 // AWS words it. An indefinite path returns a []any of its matches in
 // document order (object members in key order), an empty list when nothing
-// matches — even when a container on the way is missing or of another type.
+// matches — even when a container on the way is missing or of another type
+// — or a *LimitError when it visits more values than env's Bounds allow.
 // The result shares memory with the document: callers must not modify it.
 func (p *Path) Get(input any, env Env) (any, error) {
 	root := input
@@ -225,9 +226,24 @@ func (p *Path) Get(input any, env Env) (any, error) {
 	return out, nil
 }
 
+// LimitError reports an evaluation of a path stopped at its bound of steps
+// (Bounds.PathSteps). It is not a *PathError: the path did not miss, it
+// was refused.
+type LimitError struct {
+	// Path is the source text of the path.
+	Path string
+	// Steps is the bound it reached.
+	Steps int
+}
+
+// Error says which path reached which bound.
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("The JSONPath '%s' visits more than %d values (the limit of one evaluation)", e.Path, e.Steps)
+}
+
 // overBudget is the failure of an evaluation that spent its budget.
 func (p *Path) overBudget(env Env) error {
-	return &PathError{Path: p.src, Msg: fmt.Sprintf("The path visits more than %d values (the limit of one evaluation)", boundsOf(env).PathSteps)}
+	return &LimitError{Path: p.src, Steps: boundsOf(env).PathSteps}
 }
 
 // Step is one step of a Location: into the member Key of an object, or,
@@ -284,7 +300,8 @@ func (p *Path) Steps() (Location, bool) {
 // twice, as $.a[0,0] does). Negative indexes are resolved against their
 // arrays. A path that selects nothing gives no location, without error,
 // definite or not. Only paths on the input ($) have locations: a context
-// ($$) or variable path is an error.
+// ($$) or variable path is an error. An indefinite path that visits more
+// than DefaultPathSteps values fails with a *LimitError.
 func (p *Path) Locate(input any) ([]Location, error) {
 	if p.root != rootInput {
 		return nil, &PathError{Path: p.src, Msg: "only a path on the input ($) has locations in it"}
