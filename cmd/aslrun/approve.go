@@ -28,6 +28,7 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 	which := fs.String("approval", "", "which pending approval (`ID` or state name) when several wait")
 	digest := fs.String("digest", "", "refuse the decision unless the approval's digest is still `D`")
 	af := newAgentFlags(fs, true)
+	bf := newBucketFlags(fs, true)
 	maxPayload := payloadFlag(fs)
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "approve", args, c.stdout)
@@ -53,6 +54,10 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return err
 	}
+	access, err := bf.access("approve")
+	if err != nil {
+		return err
+	}
 	h, err := c.open(ctx, *db, accessDecide, holderInfo{API: apiReads, Socket: socketPath(*db)})
 	if err != nil {
 		return err
@@ -60,7 +65,7 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 	defer h.close()
 	var res *engine.Result
 	if h.api != nil {
-		if err := notThroughAPI(h, fs, "approve", "mock", "agents", "max-payload"); err != nil {
+		if err := notThroughAPI(h, fs, "approve", "mock", "agents", "max-payload", "allow-file-buckets", "max-item-bytes", "max-listed-objects"); err != nil {
 			return err
 		}
 		res, err = remoteDecide(ctx, h, pos[0], d)
@@ -71,7 +76,9 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 			return engineError(err)
 		}
 	} else {
-		x := executor(h.st, nil, *maxPayload)
+		cfg := executorConfig(h.st, nil, *maxPayload)
+		cfg.Buckets = access
+		x := engine.New(cfg)
 		reads := c.startReads(h.st, x, socketPath(*db))
 		defer reads.stop(ctx)
 		if res, err = x.Decide(ctx, pos[0], d, engine.ResumeOptions{Agents: reg}); err != nil {

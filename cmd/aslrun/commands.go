@@ -120,6 +120,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	input := fs.String("input", "", "execution input: JSON text, @FILE, or - for standard input (default {})")
 	af := newAgentFlags(fs, false)
 	af.hosts = hostFlags(fs)
+	bf := newBucketFlags(fs, true)
 	name := fs.String("name", "", "execution `ID` (default a new UUIDv7)")
 	noPrompt := fs.Bool("no-prompt", false, "at an Approval, exit 3 instead of asking on the terminal")
 	maxPayload := runPayloadFlag(fs)
@@ -143,6 +144,10 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return err
 	}
+	access, err := bf.access("run")
+	if err != nil {
+		return err
+	}
 	in, err := c.readInput(*input)
 	if err != nil {
 		return err
@@ -154,7 +159,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	opts.Durability = mode
 	if mode == engine.DurabilityNone {
-		return runInMemory(ctx, c, pos[0], m, in, opts, *maxPayload)
+		return runInMemory(ctx, c, pos[0], m, in, opts, *maxPayload, access)
 	}
 	h, err := c.open(ctx, *db, accessRun, holderInfo{API: apiReads, Socket: socketPath(*db)})
 	if err != nil {
@@ -162,7 +167,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	defer h.close()
 	if h.api != nil {
-		if err := notThroughAPI(h, fs, "run", "agents"); err != nil {
+		if err := notThroughAPI(h, fs, "run", "agents", "allow-file-buckets", "max-item-bytes", "max-listed-objects"); err != nil {
 			return err
 		}
 		var mock []byte
@@ -179,7 +184,12 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if err := checkAgents(pos[0], m, opts.Agents); err != nil {
 		return err
 	}
-	x := executor(h.st, nil, *maxPayload)
+	if err := checkFileBuckets("run", pos[0], m, access); err != nil {
+		return err
+	}
+	cfg := executorConfig(h.st, nil, *maxPayload)
+	cfg.Buckets = access
+	x := engine.New(cfg)
 	reads := c.startReads(h.st, x, socketPath(*db))
 	defer reads.stop(ctx)
 	// The id is printed once the execution exists, and only then.
@@ -211,14 +221,17 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 
 // runInMemory runs an execution without a database (durability none): it
 // cannot be resumed, and a workflow that could park is refused at start.
-func runInMemory(ctx context.Context, c *cmdContext, file string, m *states.Machine, in any, opts engine.StartOptions, maxPayload int) error {
+func runInMemory(ctx context.Context, c *cmdContext, file string, m *states.Machine, in any, opts engine.StartOptions, maxPayload int, access engine.BucketAccess) error {
 	if opts.Agents == nil {
 		opts.Agents = agents.NewRegistry()
 	}
 	if err := checkAgents(file, m, opts.Agents); err != nil {
 		return err
 	}
-	x := engine.New(engine.Config{MaxPayloadSize: maxPayload})
+	if err := checkFileBuckets("run", file, m, access); err != nil {
+		return err
+	}
+	x := engine.New(engine.Config{MaxPayloadSize: maxPayload, Buckets: access})
 	res, err := x.Run(ctx, m, in, opts)
 	if err != nil {
 		if errors.Is(err, engine.ErrDurability) {
@@ -311,6 +324,7 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 	restore := fs.String("restore", "both", "with --from-checkpoint: what to restore: document, memory or both")
 	name := fs.String("name", "", "with --fork: the new execution's `ID` (default a new UUIDv7)")
 	af := newAgentFlags(fs, true)
+	bf := newBucketFlags(fs, true)
 	maxPayload := payloadFlag(fs)
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "resume", args, c.stdout)
@@ -330,6 +344,10 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return usageErrorf("resume: %v", err)
 	}
+	access, err := bf.access("resume")
+	if err != nil {
+		return err
+	}
 	reg, _, _, err := af.load(c)
 	if err != nil {
 		return err
@@ -343,7 +361,7 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 		if *from != "" {
 			return usageErrorf("resume: --from-checkpoint and --fork are not served by the API of %s (pid %d) at %s yet (docs/api.md): stop the server to run them", h.holder.Command, h.holder.PID, h.sock)
 		}
-		if err := notThroughAPI(h, fs, "resume", "mock", "agents", "max-payload"); err != nil {
+		if err := notThroughAPI(h, fs, "resume", "mock", "agents", "max-payload", "allow-file-buckets", "max-item-bytes", "max-listed-objects"); err != nil {
 			return err
 		}
 		e, err := h.api.Resume(ctx, pos[0])
@@ -356,7 +374,9 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 		printf(c.stderr, "execution: %s\n", e.ID)
 		return waitAndPrint(ctx, c, h, e.ID, true)
 	}
-	x := executor(h.st, nil, *maxPayload)
+	cfg := executorConfig(h.st, nil, *maxPayload)
+	cfg.Buckets = access
+	x := engine.New(cfg)
 	reads := c.startReads(h.st, x, socketPath(*db))
 	defer reads.stop(ctx)
 	id := pos[0]

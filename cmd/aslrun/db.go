@@ -236,11 +236,17 @@ func ownPayload(fs *flag.FlagSet, limit int) int {
 // executor returns an executor on st; reg, when set, overrides the agents
 // stored with executions. maxPayload is --max-payload.
 func executor(st store.Store, reg *agents.Registry, maxPayload int) *engine.Executor {
+	return engine.New(executorConfig(st, reg, maxPayload))
+}
+
+// executorConfig is the configuration of executor, for a command that
+// sets more of it (run, resume and approve: their bucket flags).
+func executorConfig(st store.Store, reg *agents.Registry, maxPayload int) engine.Config {
 	cfg := engine.Config{Store: st, AgentsFor: agentsOf(egress.Config{}), MaxPayloadSize: maxPayload}
 	if reg != nil {
 		cfg.Agents, cfg.AgentsFor = reg, nil
 	}
-	return engine.New(cfg)
+	return cfg
 }
 
 // printResult prints where an execution stands as run, resume and approve

@@ -64,6 +64,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	logFormat := fs.String("log-format", "text", "the log's `FORMAT`: text or json")
 	agentsFile := fs.String("agents", "", "the server's own agents `FILE` (built-in llm, exec and http agents) for executions started without a mock")
 	hosts := hostFlags(fs)
+	bf := newBucketFlags(fs, false)
 	maxPayload := payloadFlag(fs)
 	durability := durabilityFlag(fs, "of the executions started without one of their own; the server keeps every execution, so not none")
 	db := dbFlag(fs)
@@ -75,6 +76,10 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 		return usageErrorf("serve: unexpected argument %q", pos[0])
 	}
 	mode, err := durabilityOf(fs, "serve", *durability, *db)
+	if err != nil {
+		return err
+	}
+	access, err := bf.access("serve")
 	if err != nil {
 		return err
 	}
@@ -156,7 +161,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer tr.Shutdown(context.WithoutCancel(ctx)) // flushes the spans left
-	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf(*hosts), Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{}))})
+	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf(*hosts), Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Buckets: access, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{}))})
 	srv, err := server.New(server.Config{Store: st, Executor: x, Agents: serverAgents, AgentsFile: resolvedAgents, Tokens: tokens, Logger: log, Poll: *poll, MaxConcurrent: *maxConcurrent, Metrics: reg})
 	if err != nil {
 		return err
