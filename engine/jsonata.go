@@ -138,7 +138,7 @@ func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (st
 	}
 	args := raw
 	if s.Arguments != nil {
-		if args, err = h.evalJSONata(ctx, s.Arguments, sc, "Arguments"); err != nil {
+		if args, err = h.jsonataArguments(ctx, s.Arguments, sc, timeout); err != nil {
 			return stepResult{}, err
 		}
 		if _, err := h.fits(args, unknownSize); err != nil {
@@ -160,6 +160,22 @@ func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (st
 	}
 	sc.Result, sc.HasResult = result, true
 	return h.jsonataFinish(ctx, sc, result, size)
+}
+
+// jsonataArguments evaluates a JSONata Task's Arguments within the Task's
+// TimeoutSeconds (when it has one): an evaluation that outlasts it is
+// States.Timeout, as an agent that does is.
+func (h *stateRun) jsonataArguments(ctx context.Context, t *jsonata.Template, sc *jsonata.Scope, timeout time.Duration) (any, error) {
+	if timeout <= 0 {
+		return h.evalJSONata(ctx, t, sc, "Arguments")
+	}
+	actx, cancel := context.WithTimeoutCause(ctx, timeout, errTaskTimeout)
+	defer cancel()
+	v, err := h.evalJSONata(actx, t, sc, "Arguments")
+	if err != nil && ctx.Err() == nil && context.Cause(actx) == errTaskTimeout {
+		return nil, asl.Errorf(asl.ErrTimeout, "the Arguments of the state '%s' were not evaluated within TimeoutSeconds (%s)", h.name(), timeout)
+	}
+	return v, err
 }
 
 // jsonataSeconds resolves a JSONata Task's TimeoutSeconds or

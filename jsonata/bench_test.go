@@ -10,7 +10,7 @@ import (
 
 // BenchmarkEval measures one Output evaluated on a state input of about
 // 1 KiB: the input's conversion to doubles, the binding of $states and the
-// library's evaluation.
+// evaluation.
 func BenchmarkEval(b *testing.B) {
 	var items []string
 	for i := range 20 {
@@ -24,6 +24,8 @@ func BenchmarkEval(b *testing.B) {
 		{"field", `{"order":"{% $states.input.order %}"}`},
 		{"sum", `"{% $sum($states.input.items.price) %}"`},
 		{"literal", `{"a":1,"b":[true,"x"]}`},
+		{"map", `"{% $sum($map($states.input.items[price > 5], function($i){ $i.price * 2 })) %}"`},
+		{"object", `"{% $states.input.items{ name: id } %}"`},
 	} {
 		v, err := jsonvalue.Decode([]byte(tc.tmpl))
 		if err != nil {
@@ -42,4 +44,22 @@ func BenchmarkEval(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkEvalParallel evaluates one expression from as many goroutines
+// as GOMAXPROCS: with no process-wide lock, evaluations run side by side.
+func BenchmarkEvalParallel(b *testing.B) {
+	t, err := CompileTemplate("{% $sum([1..200].($ * 2)) %}", "Output")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := t.Eval(b.Context(), &Scope{}, "Output"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

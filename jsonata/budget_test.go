@@ -223,7 +223,13 @@ func FuzzEval(f *testing.F) {
 			return
 		}
 		s := &Scope{Input: in, Limits: Limits{Steps: 100_000, Memory: 1 << 20}}
+		start := time.Now()
 		_, err = tm.Eval(context.Background(), s, "Output")
+		if d := time.Since(start); d > 10*time.Second {
+			// A hundred thousand steps take milliseconds: something runs
+			// outside the budget.
+			t.Fatalf("Eval(%q) took %v", src, d)
+		}
 		var e *Error
 		if err != nil && !errors.As(err, &e) {
 			t.Fatalf("Eval(%q) = %v, want nil or an *Error", src, err)

@@ -302,9 +302,9 @@ var builtins = natives(map[string]spec{
 	// Objects.
 	"each":   {fn: each, undefined: firstUndefined, context: oneArg},
 	"sift":   {fn: sift, undefined: firstUndefined, context: oneArg},
-	"keys":   {fn: jlib.Keys, undefined: firstUndefined, context: noArgs},
+	"keys":   {fn: keys, undefined: firstUndefined, context: noArgs},
 	"lookup": {fn: lookup, undefined: firstUndefined},
-	"spread": {fn: jlib.Spread, undefined: firstUndefined, context: noArgs},
+	"spread": {fn: spread, undefined: firstUndefined, context: noArgs},
 	"merge":  {fn: jlib.Merge, undefined: firstUndefined},
 	"type":   {fn: typeOf, undefined: firstUndefined, context: noArgs},
 	"error":  {fn: errorFn},
@@ -934,6 +934,49 @@ func sift(ctx context.Context, r *run, v any, fv any) (any, error) {
 		return nil, nil
 	}
 	return out, nil
+}
+
+// keys is $keys(object): its keys in order; of an array, the keys of its
+// objects, each once.
+func keys(r *run, v any) (any, error) {
+	var out []any
+	seen := map[string]bool{}
+	for _, e := range arrayOf(v) {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, k := range sortedKeys(m) {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	if err := r.allocItems(len(out)); err != nil {
+		return nil, err
+	}
+	return collapse(out, false), nil
+}
+
+// spread is $spread(object): an object of one entry for each of its
+// entries, in key order; of an array, the spread of each of its items.
+func spread(r *run, v any) (any, error) {
+	var out []any
+	for _, e := range arrayOf(v) {
+		m, ok := e.(map[string]any)
+		if !ok {
+			out = append(out, e)
+			continue
+		}
+		if err := r.allocObject(len(m)); err != nil {
+			return nil, err
+		}
+		for _, k := range sortedKeys(m) {
+			out = append(out, map[string]any{k: m[k]})
+		}
+	}
+	return collapse(out, false), nil
 }
 
 // lookup is $lookup(object, key).
