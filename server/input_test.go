@@ -329,3 +329,22 @@ func TestNamesRefused(t *testing.T) {
 	}
 	ts.checkPending(t, "review", 1)
 }
+
+// FuzzBearerToken: the Authorization header's parser never panics, and
+// gives a token only for the Bearer scheme, in any case, and never an
+// empty one or one starting with a space.
+func FuzzBearerToken(f *testing.F) {
+	for _, s := range []string{"Bearer aslrun_x", "bearer x", "BEARER  x", "Basic x", "Bearer", "Bearer ", "", "Bearerx y", "bEaReR \x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		tok, ok := bearerToken(header)
+		if !ok {
+			return
+		}
+		scheme, _, _ := strings.Cut(header, " ")
+		if !strings.EqualFold(scheme, "Bearer") || tok == "" || tok[0] == ' ' || !strings.HasSuffix(header, tok) {
+			t.Fatalf("bearerToken(%q) = %q", header, tok)
+		}
+	})
+}
