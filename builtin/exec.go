@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	asl "github.com/aslrun/aslrun"
@@ -54,11 +55,34 @@ type ExecConfig struct {
 	Logger *slog.Logger
 }
 
-// execAgent is the agent Exec returns. It is immutable after Exec.
+// execAgent is the agent Exec returns. It is immutable after Exec (but
+// for warned).
 type execAgent struct {
 	cfg ExecConfig
 	log *slog.Logger
+	// isolation is how commands are confined: isolateAuto, or in tests a
+	// given one.
+	isolation isolation
+	// warned logs, once, that the system refused namespaces.
+	warned sync.Once
 }
+
+// isolation is how an exec agent's command is confined (see runCommand).
+type isolation uint8
+
+const (
+	// isolateAuto runs the command in a PID namespace of its own when the
+	// system allows it (Linux), else as isolateGroup.
+	isolateAuto isolation = iota
+	// isolateGroup runs it in a process group of its own, with a
+	// parent-death signal on Linux.
+	isolateGroup
+	// isolateUserNamespace is isolateAuto with a user namespace even
+	// for root (tests use it to run the path other users take).
+	isolateUserNamespace
+	// isolateNone is os/exec's default (systems without process groups).
+	isolateNone
+)
 
 // Exec returns an agent that runs cfg.Command once per call, so that
 // agents can be written in any language:
@@ -78,9 +102,22 @@ type execAgent struct {
 //     Agent.ModelError or a name of its own), otherwise with
 //     States.TaskFailed quoting the exit status and the last stderr lines.
 //
-// A command that cannot start is a plain error (States.TaskFailed). When
-// the call's context is cancelled or cfg.Timeout passes, the command's
-// whole process group is killed. The agent is safe for concurrent use.
+// A command that cannot start is a plain error (States.TaskFailed).
+//
+// Nothing the command starts outlives the call. On Linux the command is
+// process 1 of a PID namespace of its own (with a user namespace when
+// aslrun does not run as root) and has a parent-death signal: when it
+// ends, is killed at the call's cancellation or timeout, or dies because
+// aslrun died (even by SIGKILL), the kernel kills every process left in
+// its namespace. Where the system refuses namespaces (a container
+// without the privilege, user namespaces disabled), the agent logs a
+// warning once and runs the command in a process group of its own with
+// the parent-death signal: the group is killed when the call ends, is
+// cancelled or times out, but if aslrun dies only the command itself is
+// killed, and the children it left running survive. On other Unix
+// systems the process group is used without the parent-death signal; on
+// other systems only the command is killed. The agent is safe for
+// concurrent use.
 func Exec(cfg ExecConfig) (agents.Agent, error) {
 	if err := checkExec(cfg); err != nil {
 		return nil, fmt.Errorf("exec agent: %w", err)
@@ -149,20 +186,28 @@ func (a *execAgent) Invoke(ctx context.Context, req *agents.Request) (any, error
 		runCtx, cancel = context.WithTimeout(ctx, a.cfg.Timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(runCtx, a.cfg.Command[0], a.cfg.Command[1:]...)
-	cmd.Dir = a.cfg.Dir
-	cmd.Env = env
-	cmd.Stdin = bytes.NewReader(input)
 	stdout := &capped{max: maxBody}
 	stderr := &lineWriter{onLine: func(line string) {
 		a.log.Info("agent stderr", "agent", req.Agent, "execution", req.Execution, "state", req.State, "line", line)
 		req.Heartbeat()
 	}}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = waitDelay
-	killProcessGroup(cmd)
-
-	err = cmd.Run()
+	// runCommand may build the command twice: when the system refuses
+	// the first confinement, nothing was written yet.
+	newCmd := func() *exec.Cmd {
+		cmd := exec.CommandContext(runCtx, a.cfg.Command[0], a.cfg.Command[1:]...)
+		cmd.Dir = a.cfg.Dir
+		cmd.Env = env
+		cmd.Stdin = bytes.NewReader(input)
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		cmd.WaitDelay = waitDelay
+		return cmd
+	}
+	used, err := runCommand(newCmd, a.isolation)
+	if a.isolation == isolateAuto && used == isolateGroup {
+		a.warned.Do(func() {
+			a.log.Warn("the system refuses PID namespaces: exec agents run in process groups, and the processes a command leaves running outlive aslrun if it is killed", "agent", req.Agent)
+		})
+	}
 	stderr.flush()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

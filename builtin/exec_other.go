@@ -4,6 +4,9 @@ package builtin
 
 import "os/exec"
 
-// killProcessGroup leaves os/exec's default: cancelling the context kills
-// the command's process (not the processes it started).
-func killProcessGroup(*exec.Cmd) {}
+// runCommand runs the command newCmd builds with os/exec's defaults:
+// cancelling the context kills the command's process (not the processes
+// it started). iso is ignored; the result is always isolateNone.
+func runCommand(newCmd func() *exec.Cmd, _ isolation) (isolation, error) {
+	return isolateNone, newCmd().Run()
+}

@@ -144,6 +144,7 @@ func TestExecErrors(t *testing.T) {
 		body     string
 		command  []string // instead of the script
 		env      map[string]string
+		iso      isolation
 		wantName asl.ErrorName // "" for a plain error
 	}{{
 		name:     "error object on stdout",
@@ -174,8 +175,11 @@ func TestExecErrors(t *testing.T) {
 		body:     `echo '{}'; echo '{}'`,
 		wantName: asl.ErrAgentInvalidOutput,
 	}, {
-		name:     "killed by a signal",
-		body:     `echo dying >&2; kill -9 $$`,
+		name: "killed by a signal",
+		body: `echo dying >&2; kill -9 $$`,
+		// As process 1 of its PID namespace, a command ignores the
+		// signals it sends itself: in a process group it dies of them.
+		iso:      isolateGroup,
 		wantName: asl.ErrTaskFailed,
 	}, {
 		name:     "stdout too large",
@@ -206,6 +210,7 @@ func TestExecErrors(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Exec: %v", err)
 			}
+			a.(*execAgent).isolation = tt.iso
 			got, err := a.Invoke(context.Background(), execRequest(t, `{}`))
 			if err == nil {
 				t.Fatalf("Invoke = %s, want an error", marshal(got))

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,79 +46,145 @@ func waitGone(t *testing.T, pid int) {
 	t.Errorf("process %d outlived the command that started it", pid)
 }
 
+// isolations returns the confinements this system runs commands in:
+// on Linux the PID namespace (isolateAuto, which falls back to the
+// group where namespaces are refused), a user namespace too, and the
+// process group alone.
+func isolations() map[string]isolation {
+	if runtime.GOOS != "linux" {
+		return map[string]isolation{"group": isolateAuto}
+	}
+	return map[string]isolation{"auto": isolateAuto, "user namespace": isolateUserNamespace, "group": isolateGroup}
+}
+
+// background returns a shell command that starts a background process
+// which writes its pid (as seen from outside any PID namespace, read from
+// /proc/self/stat) to pidFile and sleeps; the process is a second shell
+// so that it is not the script's last command (which a shell may exec in
+// place). Its output goes to /dev/null unless holdOutput.
+func background(pidFile string, holdOutput bool) string {
+	redirect := " >/dev/null 2>&1"
+	if holdOutput {
+		redirect = ""
+	}
+	return `sh -c 'read -r p rest < /proc/self/stat 2>/dev/null || p=$$; echo $p > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; exec sleep 60'` + redirect + ` &`
+}
+
+// readPID reads the pid background wrote.
+func readPID(t *testing.T, pidFile string) int {
+	t.Helper()
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the script did not start its child: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("child pid %q: %v", data, err)
+	}
+	return pid
+}
+
 // TestExecKillsProcessGroup checks that a timeout, the agent's or the
-// context's, kills the command and the processes it started.
+// context's, or the context's cancellation kills the command and the
+// processes it started, in every confinement.
 func TestExecKillsProcessGroup(t *testing.T) {
 	needSh(t)
 	tests := []struct {
 		name     string
 		timeout  time.Duration // the agent's
 		ctx      time.Duration // the context's
+		cancel   bool          // cancel the context once the child runs
 		wantName asl.ErrorName
 		wantErr  error
 	}{
 		{name: "agent Timeout", timeout: 200 * time.Millisecond, wantName: asl.ErrTimeout},
 		{name: "context deadline", ctx: 200 * time.Millisecond, wantErr: context.DeadlineExceeded},
 		{name: "context first", timeout: time.Minute, ctx: 200 * time.Millisecond, wantErr: context.DeadlineExceeded},
+		{name: "context cancelled", cancel: true, wantErr: context.Canceled},
 	}
 	golden := goldenCauses(t, "exec_unix")
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			pidFile := filepath.Join(dir, "child.pid")
-			// The child is a second shell, so that it is not the
-			// script's last command (which a shell may exec in place).
-			path := script(t, dir, "slow.sh", `sh -c 'sleep 60' & echo $! > `+pidFile+`; echo started >&2; sleep 60; echo '{}'`)
-			a, err := Exec(ExecConfig{Command: []string{path}, Timeout: tt.timeout, Logger: slog.New(&logRecorder{})})
-			if err != nil {
-				t.Fatalf("Exec: %v", err)
-			}
-			ctx := context.Background()
-			if tt.ctx > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tt.ctx)
+	for isoName, iso := range isolations() {
+		for _, tt := range tests {
+			t.Run(tt.name+"/"+isoName, func(t *testing.T) {
+				dir := t.TempDir()
+				pidFile := filepath.Join(dir, "child.pid")
+				path := script(t, dir, "slow.sh", background(pidFile, true)+` echo started >&2; sleep 60; echo '{}'`)
+				a, err := Exec(ExecConfig{Command: []string{path}, Timeout: tt.timeout, Logger: slog.New(&logRecorder{})})
+				if err != nil {
+					t.Fatalf("Exec: %v", err)
+				}
+				a.(*execAgent).isolation = iso
+				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-			}
-			start := time.Now()
-			_, err = a.Invoke(ctx, execRequest(t, `{}`))
-			if took := time.Since(start); took > 10*time.Second {
-				t.Errorf("the call took %s, want it cut short", took)
-			}
-			switch {
-			case tt.wantErr != nil && (!errors.Is(err, tt.wantErr) || errName(err) != ""):
-				t.Errorf("Invoke error = %v, want %v", err, tt.wantErr)
-			case tt.wantErr == nil && errName(err) != tt.wantName:
-				t.Errorf("Invoke error = %v, want %s", err, tt.wantName)
-			}
-			golden.check(t, err, dir, "DIR")
-			data, err := os.ReadFile(pidFile)
-			if err != nil {
-				t.Fatalf("the script did not start its child: %v", err)
-			}
-			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-			if err != nil {
-				t.Fatalf("child pid %q: %v", data, err)
-			}
-			waitGone(t, pid)
-		})
+				if tt.ctx > 0 {
+					ctx, cancel = context.WithTimeout(ctx, tt.ctx)
+					defer cancel()
+				}
+				req := execRequest(t, `{}`)
+				if tt.cancel {
+					// Cancel once the child has written its pid.
+					req.OnHeartbeat = func() {
+						for range 500 {
+							if _, err := os.Stat(pidFile); err == nil {
+								break
+							}
+							time.Sleep(10 * time.Millisecond)
+						}
+						cancel()
+					}
+				}
+				start := time.Now()
+				_, err = a.Invoke(ctx, req)
+				if took := time.Since(start); took > 10*time.Second {
+					t.Errorf("the call took %s, want it cut short", took)
+				}
+				switch {
+				case tt.wantErr != nil && (!errors.Is(err, tt.wantErr) || errName(err) != ""):
+					t.Errorf("Invoke error = %v, want %v", err, tt.wantErr)
+				case tt.wantErr == nil && errName(err) != tt.wantName:
+					t.Errorf("Invoke error = %v, want %s", err, tt.wantName)
+				}
+				if tt.name != "context cancelled" {
+					golden.check(t, err, dir, "DIR")
+				}
+				waitGone(t, readPID(t, pidFile))
+			})
+		}
 	}
 }
 
-// TestExecLeftoverChild checks that a command that succeeds but leaves a
-// process holding its stdout open still returns, once waitDelay passed.
+// TestExecLeftoverChild checks that when a command ends, the processes
+// it left running are killed at once, whether or not they hold its
+// output open, and the call returns without waiting for them.
 func TestExecLeftoverChild(t *testing.T) {
 	needSh(t)
-	path := script(t, t.TempDir(), "leave.sh", `echo '{"done": true}'; sleep 3 &`)
-	a, err := Exec(ExecConfig{Command: []string{path}, Logger: slog.New(&logRecorder{})})
-	if err != nil {
-		t.Fatalf("Exec: %v", err)
-	}
-	start := time.Now()
-	got, err := a.Invoke(context.Background(), execRequest(t, `{}`))
-	if err != nil || marshal(got) != `{"done":true}` {
-		t.Errorf("Invoke = %s, %v, want {\"done\":true}", marshal(got), err)
-	}
-	if took := time.Since(start); took > waitDelay+2*time.Second {
-		t.Errorf("the call took %s, want about %s", took, waitDelay)
+	for isoName, iso := range isolations() {
+		for _, hold := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/holding output %t", isoName, hold), func(t *testing.T) {
+				dir := t.TempDir()
+				pidFile := filepath.Join(dir, "child.pid")
+				// The script waits until the child wrote its pid, then ends.
+				path := script(t, dir, "leave.sh", background(pidFile, hold)+` while [ ! -e `+pidFile+` ]; do sleep 0.01; done; echo '{"done": true}'`)
+				a, err := Exec(ExecConfig{Command: []string{path}, Logger: slog.New(&logRecorder{})})
+				if err != nil {
+					t.Fatalf("Exec: %v", err)
+				}
+				a.(*execAgent).isolation = iso
+				start := time.Now()
+				got, err := a.Invoke(context.Background(), execRequest(t, `{}`))
+				took := time.Since(start)
+				if err != nil || marshal(got) != `{"done":true}` {
+					t.Errorf("Invoke = %s, %v, want {\"done\":true}", marshal(got), err)
+				}
+				pid := readPID(t, pidFile)
+				if !gone(pid) {
+					syscall.Kill(pid, syscall.SIGKILL)
+					t.Errorf("process %d, which the command left running, outlived the call", pid)
+				}
+				if took >= waitDelay {
+					t.Errorf("the call took %s, want less than the %s a process holding the output open would cost", took, waitDelay)
+				}
+			})
+		}
 	}
 }
