@@ -80,8 +80,6 @@ const (
 	// isolateUserNamespace is isolateAuto with a user namespace even
 	// for root (tests use it to run the path other users take).
 	isolateUserNamespace
-	// isolateNone is os/exec's default (systems without process groups).
-	isolateNone
 )
 
 // Exec returns an agent that runs cfg.Command once per call, so that
