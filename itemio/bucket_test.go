@@ -175,7 +175,7 @@ func TestDirListOrder(t *testing.T) {
 func TestDirCreateConfined(t *testing.T) {
 	ctx := context.Background()
 	d, top := confined(t)
-	for _, key := range []string{"to-secret-dir/new.json", "etc/aslrun-test/manifest.json", "../out.json", "/tmp/aslrun-out.json", "sub/../../out.json"} {
+	for _, key := range []string{"to-secret-dir/new.json", "to-secret-dir/made/manifest.json", "../out.json", filepath.ToSlash(filepath.Join(top, "abs.json")), "sub/../../out.json"} {
 		w, err := d.Create(ctx, key)
 		if err == nil {
 			io.WriteString(w, "{}")
@@ -185,7 +185,7 @@ func TestDirCreateConfined(t *testing.T) {
 			t.Errorf("Create(%q) wrote, want a refusal", key)
 		}
 	}
-	for _, p := range []string{filepath.Join(top, "secret", "new.json"), "/etc/aslrun-test", filepath.Join(top, "out.json"), "/tmp/aslrun-out.json"} {
+	for _, p := range []string{filepath.Join(top, "secret", "new.json"), filepath.Join(top, "secret", "made"), filepath.Join(top, "out.json"), filepath.Join(top, "abs.json")} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s exists after the refused writes", p)
 		}

@@ -27,8 +27,9 @@ func bucketFlow(bucket, key, writer string) string {
 
 // escapeServer is a server whose agents map the bucket "data" to a
 // folder holding rows.csv, links pointing out of it (to a secret file
-// beside it, to /etc and to /dev/zero), a FIFO and a sparse 3 GB file of
-// one line; it returns the server and the folder holding the bucket's.
+// and a folder beside it, to /etc, to /dev/zero and to its parent), a
+// FIFO and a sparse 3 GB file of one line; it returns the server and the
+// folder holding the bucket's.
 func escapeServer(t *testing.T) (*testServer, string) {
 	t.Helper()
 	top := t.TempDir()
@@ -36,7 +37,8 @@ func escapeServer(t *testing.T) (*testServer, string) {
 	os.Mkdir(data, 0o755)
 	os.WriteFile(filepath.Join(data, "rows.csv"), []byte("id\nr0\nr1\n"), 0o644)
 	os.WriteFile(filepath.Join(top, "secret.csv"), []byte("SECRET\nSECRET-ROW\n"), 0o600)
-	for name, target := range map[string]string{"escape.csv": filepath.Join(top, "secret.csv"), "etc": "/etc", "zero.csv": "/dev/zero", "up": ".."} {
+	os.Mkdir(filepath.Join(top, "outside"), 0o755)
+	for name, target := range map[string]string{"escape.csv": filepath.Join(top, "secret.csv"), "etc": "/etc", "zero.csv": "/dev/zero", "up": "..", "outdir": filepath.Join(top, "outside")} {
 		if err := os.Symlink(target, filepath.Join(data, name)); err != nil {
 			t.Skipf("symbolic links: %v", err)
 		}
@@ -65,11 +67,11 @@ func escapeServer(t *testing.T) (*testServer, string) {
 // writing) is refused with a 400 naming the Bucket's pointer, and nothing
 // is read or written.
 func TestFileBucketsRefused(t *testing.T) {
-	ts, _ := escapeServer(t)
+	ts, top := escapeServer(t)
 	list := `{"StartAt":"M","States":{"M":{"Type":"Map",
 		"ItemReader":{"Resource":"arn:aws:states:::s3:listObjectsV2","Parameters":{"Bucket":"file:///root"}},
 		"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED"},"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"End":true}}}`
-	writer := `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"file:///tmp/aslrun-escape","Prefix":"out"}},`
+	writer := `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"file://` + top + `/escape","Prefix":"out"}},`
 	jsonata := `{"QueryLanguage":"JSONata","StartAt":"M","States":{"M":{"Type":"Map",
 		"ItemReader":{"Resource":"arn:aws:states:::s3:getObject","ReaderConfig":{"InputType":"CSV"},"Arguments":{"Bucket":"file:///proc/self","Key":"environ"}},
 		"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED"},"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"End":true}}}`
@@ -111,8 +113,8 @@ func TestFileBucketsRefused(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Lstat("/tmp/aslrun-escape"); err == nil {
-		t.Error("/tmp/aslrun-escape exists")
+	if _, err := os.Lstat(filepath.Join(top, "escape")); err == nil {
+		t.Error("the folder the refused writer named was written")
 	}
 }
 
@@ -134,7 +136,7 @@ func TestBucketEscapesFail(t *testing.T) {
 		{"absolute key", bucketFlow(`"Bucket":"data"`, "/etc/passwd", ""), `{}`, "States.ItemReaderFailed", `is absolute`},
 		{"device link", bucketFlow(`"Bucket":"data"`, "zero.csv", ""), `{}`, "States.ItemReaderFailed", `key "zero.csv"`},
 		{"fifo", bucketFlow(`"Bucket":"data"`, "pipe.csv", ""), `{}`, "States.ItemReaderFailed", `is a FIFO`},
-		{"writer through a link", bucketFlow(`"Bucket":"data"`, "rows.csv", `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"data","Prefix":"etc/aslrun-escape"}},`), `{}`, "States.ResultWriterFailed", `bucket "data"`},
+		{"writer through a link", bucketFlow(`"Bucket":"data"`, "rows.csv", `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"data","Prefix":"outdir/escape"}},`), `{}`, "States.ResultWriterFailed", `bucket "data"`},
 		{"writer up", bucketFlow(`"Bucket":"data"`, "rows.csv", `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"data","Prefix":"../escape"}},`), `{}`, "States.ResultWriterFailed", `leaves the folder`},
 		{"writer through the parent link", bucketFlow(`"Bucket":"data"`, "rows.csv", `"ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"data","Prefix":"up/escape"}},`), `{}`, "States.ResultWriterFailed", `bucket "data"`},
 	} {
@@ -154,7 +156,7 @@ func TestBucketEscapesFail(t *testing.T) {
 			}
 		})
 	}
-	for _, p := range []string{"/etc/aslrun-escape", filepath.Join(top, "escape")} {
+	for _, p := range []string{filepath.Join(top, "outside", "escape"), filepath.Join(top, "escape")} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s was written", p)
 		}
