@@ -5,9 +5,13 @@
 // $random with a seed, $uuid, $parse), numbers as IEEE doubles, and
 // failures worded as AWS words the causes of States.QueryEvaluationError.
 //
-// The language itself is github.com/blues/jsonata-go (docs/jsonata.md says
-// why that implementation); this package converts values at the boundary
-// (our exact json.Number values become doubles going in, and doubles come
-// back spelled as JavaScript spells them), adapts what AWS does
-// differently, and keeps the library's shared state from being raced on.
+// Expressions are parsed by github.com/blues/jsonata-go's parser (jparse)
+// and evaluated by this package's own evaluator, which uses the library's
+// pure functions (jlib) for much of the function library. Every
+// evaluation takes a context, which ends it when it is cancelled, and a
+// budget (Limits) of steps and of bytes of values built, on with no
+// configuration. It holds no package-level mutable state: evaluations run
+// in parallel. Values are converted at the boundary: our exact
+// json.Number values become doubles going in, and doubles come back
+// spelled as JavaScript spells them.
 package jsonata
