@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,9 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/builtin"
+	"github.com/aslrun/aslrun/client"
 	"github.com/aslrun/aslrun/egress"
 	"github.com/aslrun/aslrun/engine"
 )
@@ -98,5 +104,52 @@ func TestStoredHosts(t *testing.T) {
 	}
 	if _, _, err := fileAgents(data, file, dir, egress.Config{Allow: []string{"10.0.0.1/8"}}); err == nil || !strings.Contains(err.Error(), "write 10.0.0.0/8") {
 		t.Errorf("fileAgents with a bad pattern: %v, want the pattern's error", err)
+	}
+}
+
+// TestServeAllowHost: a real `aslrun serve` whose agents file's http
+// agent calls a loopback server: refused without --allow-host
+// (States.Permissions), reached with it.
+func TestServeAllowHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serve test skipped in -short mode")
+	}
+	t.Parallel()
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, `{"sent": true}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	agentsFile := writeFile(t, dir, "agents.json", `{"Notify": {"Type": "http", "URL": "`+srv.URL+`"}}`)
+	def := json.RawMessage(`{"StartAt":"Notify","States":{"Notify":{"Type":"Task","Agent":"Notify","End":true}}}`)
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		status string
+		hits   int32
+	}{
+		{"refused", nil, "FAILED", 0},
+		{"allowed", []string{"--allow-host", strings.TrimPrefix(srv.URL, "http://")}, "SUCCEEDED", 1},
+	} {
+		before := hits.Load()
+		p := startServe(t, filepath.Join(dir, tt.name+".db"), append([]string{"--agents", agentsFile}, tt.args...)...)
+		c := client.NewUnix(p.sock)
+		ctx := context.Background()
+		if _, err := c.Start(ctx, api.StartExecution{Definition: def, Name: "n"}); err != nil {
+			t.Fatalf("%s: start: %v", tt.name, err)
+		}
+		e, err := c.Wait(ctx, "n", 20*time.Millisecond)
+		if err != nil {
+			t.Fatalf("%s: wait: %v", tt.name, err)
+		}
+		if e.Status != tt.status || tt.status == "FAILED" && (e.Error != "States.Permissions" || !strings.Contains(e.Cause, "--allow-host")) {
+			t.Errorf("%s: execution %s %s %q, want %s (States.Permissions naming --allow-host when failed)", tt.name, e.Status, e.Error, e.Cause, tt.status)
+		}
+		if got := hits.Load() - before; got != tt.hits {
+			t.Errorf("%s: the server got %d requests, want %d", tt.name, got, tt.hits)
+		}
+		p.stop(t, syscall.SIGTERM)
 	}
 }
