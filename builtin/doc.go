@@ -13,6 +13,15 @@
 // a command that cannot start) is a plain error, which the engine raises as
 // States.TaskFailed.
 //
+// The agents reach only what their owner granted. The llm and http agents
+// connect through an egress.Policy (LLMConfig.Hosts, HTTPConfig.Hosts, the
+// agents file's Hosts): public addresses, and loopback, private or
+// link-local ones only when listed, checked on the address connected to
+// and on every redirect; a refused host fails the call with
+// States.Permissions. An exec agent's command cannot outlive its call nor
+// aslrun: on Linux it runs in a PID namespace of its own with a
+// parent-death signal (see Exec).
+//
 // Secrets stay out of configurations: an API key is read from the
 // environment at call time (LLMConfig.APIKeyEnv), and `${VAR}` in an exec
 // agent's Env and an http agent's Headers is expanded from the environment
