@@ -20,6 +20,10 @@ const maxRedirects = 10
 // dialTimeout limits each connection attempt of the default dialer.
 const dialTimeout = 30 * time.Second
 
+// minAttempt is the least time a connection attempt to one of several
+// addresses gets before the next address is tried.
+const minAttempt = 2 * time.Second
+
 // Config configures a Policy. The zero Config is the default policy:
 // loopback, private, link-local and other special addresses refused,
 // public addresses allowed.
@@ -193,8 +197,10 @@ func ipNetwork(network string) (string, error) {
 // DialContext connects to address ("host:port", the port a number) on
 // network, as net.Dialer.DialContext does, once Resolve allowed every
 // address host resolves to: it dials those addresses in turn, never the
-// name, so the address connected to is one that was checked. A refused
-// host is a *DeniedError, returned before any connection is attempted.
+// name, so the address connected to is one that was checked (as
+// net.Dialer does, an attempt while more addresses remain gets its share
+// of dialTimeout, at least 2 s). A refused host is a *DeniedError,
+// returned before any connection is attempted.
 func (p *Policy) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
@@ -213,8 +219,13 @@ func (p *Policy) DialContext(ctx context.Context, network, address string) (net.
 		dial = (&net.Dialer{Timeout: dialTimeout, KeepAlive: dialTimeout}).DialContext
 	}
 	var first error
-	for _, a := range addrs {
-		conn, err := dial(ctx, network, netip.AddrPortFrom(a, uint16(port)).String())
+	for i, a := range addrs {
+		attemptCtx, cancel := ctx, context.CancelFunc(func() {})
+		if left := len(addrs) - i; left > 1 {
+			attemptCtx, cancel = context.WithTimeout(ctx, max(dialTimeout/time.Duration(left), minAttempt))
+		}
+		conn, err := dial(attemptCtx, network, netip.AddrPortFrom(a, uint16(port)).String())
+		cancel()
 		if err == nil {
 			return conn, nil
 		}

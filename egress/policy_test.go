@@ -366,3 +366,32 @@ func TestTransportNoProxy(t *testing.T) {
 		t.Error("Transport().Proxy is set, want no proxy")
 	}
 }
+
+// TestDialTriesEachAddress checks that a listed name resolving to several
+// addresses is dialed at each in turn until one connects.
+func TestDialTriesEachAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	fn := &fakeNet{names: map[string][]netip.Addr{"multi.internal": {netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("127.0.0.1")}}}
+	p, err := New(Config{Allow: []string{"multi.internal"}, LookupNetIP: fn.lookup, Dial: fn.dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := p.DialContext(context.Background(), "tcp", fmt.Sprintf("multi.internal:%d", port))
+	if err != nil {
+		t.Fatalf("DialContext: %v", err)
+	}
+	conn.Close()
+	if want := []string{fmt.Sprintf("10.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", port)}; strings.Join(fn.dialed, " ") != strings.Join(want, " ") {
+		t.Errorf("dialed %v, want %v", fn.dialed, want)
+	}
+}
