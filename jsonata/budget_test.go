@@ -179,17 +179,24 @@ func TestEvalNoGlobalLock(t *testing.T) {
 	}
 }
 
-// TestDeepData: walking data nested deeper than the evaluator nests
-// fails, instead of exhausting the stack.
+// TestDeepData: walking data nested deeper than the evaluator nests, or
+// returning it, fails instead of exhausting the stack.
 func TestDeepData(t *testing.T) {
 	var v any = "leaf"
 	for range 5000 {
 		v = map[string]any{"a": v}
 	}
-	_, err := compileExpr(t, `$states.input.**`).Eval(t.Context(), &Scope{Input: v}, "Output")
-	var e *Error
-	if !errors.As(err, &e) || !strings.Contains(e.Msg, "U1001") {
-		t.Errorf("Eval = %v, want U1001", err)
+	deep := `$reduce([1..5000], function($a, $b){ {"a": $a} }, 0)`
+	for _, src := range []string{`$states.input.**`, `$states.input ~> |a|{"b": 1}|`, deep, "$string(" + deep + ")"} {
+		_, err := compileExpr(t, src).Eval(t.Context(), &Scope{Input: v}, "Output")
+		var e *Error
+		if !errors.As(err, &e) || !strings.Contains(e.Msg, "U1001") {
+			t.Errorf("Eval(%s) = %v, want U1001", src, err)
+		}
+	}
+	got, err := compileExpr(t, "("+deep+") = ("+deep+")").Eval(t.Context(), &Scope{}, "Output")
+	if err != nil || got != false {
+		t.Errorf("comparing values nested past the limit = %v, %v; want false", got, err)
 	}
 }
 

@@ -336,13 +336,18 @@ func stringOf(v any) (string, error) {
 		}
 	}
 	var b strings.Builder
-	writeJSON(&b, v)
+	if err := writeJSON(&b, v, 0); err != nil {
+		return "", err
+	}
 	return b.String(), nil
 }
 
 // writeJSON writes v as compact JSON, numbers with 15 significant digits
 // and functions as "", as JSONata's $string writes them.
-func writeJSON(b *strings.Builder, v any) {
+func writeJSON(b *strings.Builder, v any, depth int) error {
+	if depth > maxDepth {
+		return errTooDeep
+	}
 	switch t := v.(type) {
 	case nil, *any:
 		b.WriteString("null")
@@ -351,7 +356,7 @@ func writeJSON(b *strings.Builder, v any) {
 	case float64:
 		if math.IsNaN(t) || math.IsInf(t, 0) {
 			b.WriteString("null")
-			return
+			return nil
 		}
 		p, _ := strconv.ParseFloat(strconv.FormatFloat(t, 'g', 15, 64), 64)
 		b.WriteString(FormatNumber(p))
@@ -365,7 +370,9 @@ func writeJSON(b *strings.Builder, v any) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			writeJSON(b, e)
+			if err := writeJSON(b, e, depth+1); err != nil {
+				return err
+			}
 		}
 		b.WriteByte(']')
 	case map[string]any:
@@ -376,12 +383,15 @@ func writeJSON(b *strings.Builder, v any) {
 			}
 			writeQuoted(b, k)
 			b.WriteByte(':')
-			writeJSON(b, t[k])
+			if err := writeJSON(b, t[k], depth+1); err != nil {
+				return err
+			}
 		}
 		b.WriteByte('}')
 	default:
 		b.WriteString("null")
 	}
+	return nil
 }
 
 // writeQuoted writes s as a JSON string, as JSON.stringify does.

@@ -313,6 +313,11 @@ func (r *run) clone(ctx context.Context, v any) (any, error) {
 	if err := r.tick(ctx, 1); err != nil {
 		return nil, err
 	}
+	if r.depth >= maxDepth {
+		return nil, throw("U1001: Stack overflow error: the data nests deeper than %d levels", maxDepth)
+	}
+	r.depth++
+	defer func() { r.depth-- }()
 	switch t := v.(type) {
 	case map[string]any:
 		if err := r.allocObject(len(t)); err != nil {

@@ -285,6 +285,11 @@ func (r *run) name(ctx context.Context, name string, in any) (any, error) {
 }
 
 func (r *run) names(ctx context.Context, seq *[]any, name string, arr []any) error {
+	if r.depth >= maxDepth {
+		return throw("U1001: Stack overflow error: the data nests deeper than %d levels", maxDepth)
+	}
+	r.depth++
+	defer func() { r.depth-- }()
 	for _, e := range arr {
 		if err := r.tick(ctx, 1); err != nil {
 			return err
@@ -422,6 +427,11 @@ func (r *run) children(ctx context.Context, v any, f func(any) error) error {
 // flatten appends the items of arr to seq, the items of nested arrays
 // included.
 func (r *run) flatten(ctx context.Context, seq *[]any, arr []any) error {
+	if r.depth >= maxDepth {
+		return throw("U1001: Stack overflow error: the data nests deeper than %d levels", maxDepth)
+	}
+	r.depth++
+	defer func() { r.depth-- }()
 	for _, e := range arr {
 		if err := r.tick(ctx, 1); err != nil {
 			return err
@@ -868,13 +878,27 @@ func (r *run) compare(ctx context.Context, n *jparse.ComparisonOperatorNode, in 
 }
 
 // equal compares two values: JSON values by value, functions by identity.
-func equal(x, y any) bool {
+// Values nested deeper than maxDepth are not equal.
+func equal(x, y any) bool { return equalAt(x, y, 0) }
+
+func equalAt(x, y any, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
 	switch a := x.(type) {
 	case float64, string, bool:
 		return x == y
 	case []any:
 		b, ok := y.([]any)
-		return ok && len(a) == len(b) && slices.EqualFunc(a, b, equal)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !equalAt(a[i], b[i], depth+1) {
+				return false
+			}
+		}
+		return true
 	case map[string]any:
 		b, ok := y.(map[string]any)
 		if !ok || len(a) != len(b) {
@@ -882,7 +906,7 @@ func equal(x, y any) bool {
 		}
 		for k, v := range a {
 			w, ok := b[k]
-			if !ok || !equal(v, w) {
+			if !ok || !equalAt(v, w, depth+1) {
 				return false
 			}
 		}
@@ -894,8 +918,11 @@ func equal(x, y any) bool {
 	return x == y
 }
 
-// truthy is JSONata's boolean value of v.
-func truthy(v any) bool {
+// truthy is JSONata's boolean value of v (false for arrays nested deeper
+// than maxDepth).
+func truthy(v any) bool { return truthyAt(v, 0) }
+
+func truthyAt(v any, depth int) bool {
 	switch t := v.(type) {
 	case bool:
 		return t
@@ -904,7 +931,15 @@ func truthy(v any) bool {
 	case float64:
 		return t != 0
 	case []any:
-		return slices.ContainsFunc(t, truthy)
+		if depth > maxDepth {
+			return false
+		}
+		for _, e := range t {
+			if truthyAt(e, depth+1) {
+				return true
+			}
+		}
+		return false
 	case map[string]any:
 		return len(t) > 0
 	}

@@ -214,6 +214,7 @@ func (e *Expr) eval(ctx context.Context, r *run, s *Scope) (v any, err error) {
 		// The library's functions are third-party code run on data a
 		// stranger may send: whatever they do, a definition gets an error.
 		if p := recover(); p != nil {
+			r.depth = 0
 			v, err = nil, throw("the evaluation failed (%v)", p)
 		}
 	}()

@@ -48,9 +48,18 @@ func toJSONata(v any) any {
 // a regular expression, a number that is not finite).
 var errUnsupported = fmt.Errorf("unsupported result type")
 
-// fromJSONata converts a result of the library back into one of our JSON
-// values: doubles become json.Number spelled as JavaScript spells them.
-func fromJSONata(v any) (any, error) {
+// errTooDeep is the failure of a result nested deeper than maxDepth.
+var errTooDeep = &thrown{msg: fmt.Sprintf("U1001: Stack overflow error: the result nests deeper than %d levels", maxDepth)}
+
+// fromJSONata converts a result of an evaluation back into one of our
+// JSON values: doubles become json.Number spelled as JavaScript spells
+// them.
+func fromJSONata(v any) (any, error) { return fromValue(v, 0) }
+
+func fromValue(v any, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, errTooDeep
+	}
 	switch t := v.(type) {
 	case nil:
 		return nil, nil
@@ -58,7 +67,7 @@ func fromJSONata(v any) (any, error) {
 		if t == nil {
 			return nil, nil
 		}
-		return fromJSONata(*t)
+		return fromValue(*t, depth)
 	case string, bool:
 		return t, nil
 	case float64:
@@ -68,7 +77,7 @@ func fromJSONata(v any) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, e := range t {
-			c, err := fromJSONata(e)
+			c, err := fromValue(e, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -78,7 +87,7 @@ func fromJSONata(v any) (any, error) {
 	case []any:
 		out := make([]any, len(t))
 		for i, e := range t {
-			c, err := fromJSONata(e)
+			c, err := fromValue(e, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -88,12 +97,12 @@ func fromJSONata(v any) (any, error) {
 	case jtypes.Callable:
 		return nil, errUnsupported
 	}
-	return fromReflect(reflect.ValueOf(v))
+	return fromReflect(reflect.ValueOf(v), depth)
 }
 
 // fromReflect converts the other shapes the library's functions return
 // ([]string from $keys and $split, int counts, typed maps).
-func fromReflect(rv reflect.Value) (any, error) {
+func fromReflect(rv reflect.Value, depth int) (any, error) {
 	switch rv.Kind() {
 	case reflect.Invalid:
 		return nil, nil
@@ -101,7 +110,7 @@ func fromReflect(rv reflect.Value) (any, error) {
 		if rv.IsNil() {
 			return nil, nil
 		}
-		return fromJSONata(rv.Elem().Interface())
+		return fromValue(rv.Elem().Interface(), depth)
 	case reflect.String:
 		return rv.String(), nil
 	case reflect.Bool:
@@ -115,7 +124,7 @@ func fromReflect(rv reflect.Value) (any, error) {
 	case reflect.Slice, reflect.Array:
 		out := make([]any, rv.Len())
 		for i := range out {
-			c, err := fromJSONata(rv.Index(i).Interface())
+			c, err := fromValue(rv.Index(i).Interface(), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -129,7 +138,7 @@ func fromReflect(rv reflect.Value) (any, error) {
 		out := make(map[string]any, rv.Len())
 		it := rv.MapRange()
 		for it.Next() {
-			c, err := fromJSONata(it.Value().Interface())
+			c, err := fromValue(it.Value().Interface(), depth+1)
 			if err != nil {
 				return nil, err
 			}
