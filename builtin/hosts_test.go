@@ -105,6 +105,9 @@ func TestHostsRefused(t *testing.T) {
 				if cause := errCause(err); !strings.Contains(cause, "host "+tt.want+" (127.0.0.1) is loopback") || !strings.Contains(cause, "--allow-host "+tt.want) {
 					t.Errorf("cause = %q, want it to name host %s, its address and --allow-host", cause, tt.want)
 				}
+				if cause := errCause(err); strings.Contains(cause, "attempts") {
+					t.Errorf("cause = %q: the refusal was retried", cause)
+				}
 			})
 		}
 	}
