@@ -64,10 +64,14 @@ func checkFields(doc any, t reflect.Type, pointer string) *unknownField {
 			ft, ok := fields[k]
 			if !ok {
 				u := &unknownField{pointer: p}
+				var like []string
 				for name := range fields {
 					if strings.EqualFold(name, k) {
-						u.hint = pointer + "/" + escapePointer(name)
+						like = append(like, name)
 					}
+				}
+				if len(like) > 0 {
+					u.hint = pointer + "/" + escapePointer(slices.Min(like))
 				}
 				return u
 			}
