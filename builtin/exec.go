@@ -46,7 +46,8 @@ type ExecConfig struct {
 	// call time (an unset variable fails the call).
 	Env map[string]string
 	// Timeout limits each run; the command and every process it started
-	// (its process group, on Unix) are killed when it passes, and the call
+	// (its PID namespace or process group, see Exec) are killed when it
+	// passes, and the call
 	// fails with States.Timeout. Zero means no limit of its own (the
 	// state's TimeoutSeconds still applies, and kills them too).
 	Timeout time.Duration

@@ -376,6 +376,8 @@ func FuzzParseAgentsFile(f *testing.F) {
 		`{"A": {"Type": "exec", "Command": ["a/b"], "Dir": "../up"}}`,
 		`{"A": {"Type": "http", "URL": "http://[::1]:80/p?q#f", "Headers": {"X": "${A}${B}"}}}`,
 		`{"a/b": {"Type": "http", "URL": "https://h", "TimeoutSeconds": 86400}}`,
+		`{"Hosts": {"Allow": ["localhost:11434", "*.example.com", "10.0.0.0/8", "[::1]:8080", "*"], "Only": true, "Comment": "c"}}`,
+		`{"Hosts": {"Allow": []}}`,
 	} {
 		f.Add([]byte(s))
 	}
