@@ -47,9 +47,9 @@ type ExecConfig struct {
 	Env map[string]string
 	// Timeout limits each run; the command and every process it started
 	// (its PID namespace or process group, see Exec) are killed when it
-	// passes, and the call
-	// fails with States.Timeout. Zero means no limit of its own (the
-	// state's TimeoutSeconds still applies, and kills them too).
+	// passes, and the call fails with States.Timeout. Zero means no limit
+	// of its own (the state's TimeoutSeconds still applies, and kills them
+	// too).
 	Timeout time.Duration
 	// Logger receives the command's stderr, one record per line; nil means
 	// slog.Default().
