@@ -2,6 +2,7 @@ package jsonata
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -76,9 +77,17 @@ func TestBudgetLimits(t *testing.T) {
 		{`$states.input ~> |x|{"y": 1}|`, Limits{Memory: 100}, ErrMemory},
 		{`$sort([1..2000], function($a, $b){ $a < $b })`, Limits{Steps: 10000}, ErrSteps},
 		{`[1..10000]`, Limits{Steps: -1, Memory: -1}, nil},
+		// Built-in functions and comparisons count the items they walk.
+		{`$reduce([1..1000], function($a, $b){ $sum($states.input.big) })`, Limits{Steps: 100_000}, ErrSteps},
+		{`$reduce([1..1000], function($a, $b){ $states.input.big = $states.input.big })`, Limits{Steps: 100_000}, ErrSteps},
+		{`$reduce([1..10], function($a, $b){ $sum($states.input.big) })`, Limits{Steps: 200_000}, nil},
 	} {
 		t.Run(tc.src, func(t *testing.T) {
-			s := &Scope{Input: map[string]any{"x": []any{map[string]any{}, map[string]any{}, map[string]any{}}}, Limits: tc.limits}
+			big := make([]any, 10_000)
+			for i := range big {
+				big[i] = json.Number("1")
+			}
+			s := &Scope{Input: map[string]any{"x": []any{map[string]any{}, map[string]any{}, map[string]any{}}, "big": big}, Limits: tc.limits}
 			_, err := compileExpr(t, tc.src).Eval(t.Context(), s, "Output")
 			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 				t.Errorf("Eval = %v, want %v", err, tc.want)

@@ -98,6 +98,11 @@ func (f *native) call(ctx context.Context, r *run, focus any, args []any) (any, 
 	if f.variadic && len(args) < n-1 || !f.variadic && len(args) != n {
 		return nil, throw("T0410: Argument count of function %s does not match function signature (%d expected, %d given)", f.name, n, given)
 	}
+	// A built-in's work grows with its arguments, and it counts no steps
+	// of its own: count them for it.
+	if err := r.tick(ctx, workOf(args)); err != nil {
+		return nil, err
+	}
 	vals := make([]reflect.Value, 0, f.inject+len(args))
 	if f.inject == 2 {
 		vals = append(vals, reflect.ValueOf(ctx))
@@ -125,6 +130,24 @@ func (f *native) call(ctx context.Context, r *run, focus any, args []any) (any, 
 		return nil, err
 	}
 	return v, nil
+}
+
+// workOf is the steps counted for a call of a built-in with args: the
+// items of its arrays, the entries of its objects, a step per 64 bytes of
+// its strings.
+func workOf(args []any) int64 {
+	var n int64
+	for _, a := range args {
+		switch t := a.(type) {
+		case []any:
+			n += int64(len(t))
+		case map[string]any:
+			n += int64(len(t))
+		case string:
+			n += int64(len(t) / 64)
+		}
+	}
+	return n
 }
 
 // convertArg converts argument a to a parameter of type t, as the

@@ -809,14 +809,14 @@ func (r *run) numeric(ctx context.Context, n *jparse.NumericOperatorNode, in any
 		x = math.Mod(a, b)
 	}
 	if math.IsInf(x, 0) || math.IsNaN(x) {
-		return nil, throw("D1001: Number out of range: %s", FormatNumberOrNaN(x))
+		return nil, throw("D1001: Number out of range: %s", formatNumberOrNaN(x))
 	}
 	return x, nil
 }
 
-// FormatNumberOrNaN spells x as FormatNumber does, and the values that are
+// formatNumberOrNaN spells x as FormatNumber does, and the values that are
 // not finite as JavaScript does.
-func FormatNumberOrNaN(x float64) string {
+func formatNumberOrNaN(x float64) string {
 	switch {
 	case math.IsNaN(x):
 		return "NaN"
@@ -836,6 +836,10 @@ func (r *run) compare(ctx context.Context, n *jparse.ComparisonOperatorNode, in 
 	}
 	rhs, err := r.eval(ctx, n.RHS, in, env)
 	if err != nil {
+		return nil, err
+	}
+	// Comparing arrays and objects, or searching one, walks them.
+	if err := r.tick(ctx, workOf([]any{lhs, rhs})); err != nil {
 		return nil, err
 	}
 	switch n.Type {

@@ -243,27 +243,36 @@ func TestResultAfterArguments(t *testing.T) {
 	}
 }
 
-// TestConcurrentEval runs expressions that call the library's shared
-// built-in functions from many goroutines; under -race it checks that
-// evaluations do not race on them.
+// TestConcurrentEval runs expressions that call built-in functions,
+// functions they define, regular expressions and transformations from
+// many goroutines at once; under -race it checks that evaluations share
+// nothing they modify.
 func TestConcurrentEval(t *testing.T) {
-	tm, err := CompileTemplate("{% $string($sum($map($states.input.xs, function($v){$v * 2}))) & $uppercase('x') %}", "Output")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for range 50 {
-				got, err := tm.Eval(t.Context(), scope(t, `{"xs":[1,2,3]}`, nil), "Output")
-				if err != nil || got != "12X" {
-					t.Errorf("Eval = %v, %v; want \"12X\"", got, err)
-					return
+	for _, tc := range []struct{ src, want string }{
+		{"$string($sum($map($states.input.xs, function($v){$v * 2}))) & $uppercase('x')", `"12X"`},
+		{"$replace($join($sort($states.input.xs, function($a, $b){ $a < $b }).$string(), ','), /(\\d)/, '<$1>')", `"<3>,<2>,<1>"`},
+		{"($states.input ~> |$|{'n': $count(xs)}|).n + $states.input.xs[$ > 1]{ $string($): $ }.`2`", `5`},
+		{"$substring($now(), 0, 2) & $pad($formatNumber(1234.5, '#,##0.0'), 9, '*') & $match('aXbX', /X/)[1].index", `"201,234.5**3"`},
+	} {
+		tm, err := CompileTemplate("{% "+tc.src+" %}", "Output")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := decode(t, tc.want)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 50 {
+					got, err := tm.Eval(t.Context(), scope(t, `{"xs":[1,2,3]}`, nil), "Output")
+					if err != nil || !jsonvalue.Equal(got, want) {
+						t.Errorf("Eval(%s) = %v, %v; want %s", tc.src, got, err, tc.want)
+						return
+					}
 				}
-			}
-		})
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 }
 
 // FuzzCompile checks that compiling any text never panics or hangs, and
