@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -195,5 +196,29 @@ func TestAgentsFileHosts(t *testing.T) {
 	}
 	if plain, err := bare.Resolved(t.TempDir()); err != nil || strings.Contains(string(plain), HostsKey) {
 		t.Errorf("Resolved without Hosts = %s, %v, want no Hosts key", plain, err)
+	}
+}
+
+// TestHostsMetadataRefused checks that the cloud metadata service is
+// refused by the default policy before any connection is attempted (the
+// test's dialer would fail the test, and never connects).
+func TestHostsMetadataRefused(t *testing.T) {
+	noDial := func(_ context.Context, network, address string) (net.Conn, error) {
+		t.Errorf("dialed %s %s, want the refusal before any connection", network, address)
+		return nil, errors.New("no connection in this test")
+	}
+	p, err := egress.New(egress.Config{Dial: noDial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "http://[::ffff:169.254.169.254]/", "http://[fd00:ec2::254]/"} {
+		a, err := HTTP(HTTPConfig{URL: u, Hosts: p})
+		if err != nil {
+			t.Fatalf("HTTP: %v", err)
+		}
+		_, err = a.Invoke(context.Background(), &agents.Request{Agent: "A", Input: map[string]any{}})
+		if errName(err) != asl.ErrPermissions || !strings.Contains(errCause(err), "(the cloud metadata service) and not in the allowed hosts") {
+			t.Errorf("POST %s: %v, want States.Permissions naming the cloud metadata service", u, err)
+		}
 	}
 }
