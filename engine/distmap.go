@@ -510,6 +510,13 @@ func (h *stateRun) writerLocation(ctx context.Context, d *distributed) error {
 	if !ok {
 		return h.runtimeError(fmt.Sprintf("The ResultWriter's Prefix must be a string, not %s", jsonvalue.TypeName(loc["Prefix"])))
 	}
+	// A folder's keys may not leave it: a Prefix that would is refused
+	// before any child runs.
+	if _, local := b.(itemio.Dir); local && prefix != "" {
+		if err := itemio.CheckKey(strings.TrimSuffix(prefix, "/") + "/" + itemio.Succeeded); err != nil {
+			return asl.Errorf(asl.ErrResultWriterFailed, "The ResultWriter of the state '%s' cannot write to bucket %q under the Prefix %q: %v", h.name(), name, prefix, err)
+		}
+	}
 	d.bucket, d.bucketName, d.prefix = b, name, strings.TrimSuffix(prefix, "/")
 	d.writes = MapRunBucket{Bucket: name, Prefix: d.prefix}
 	return nil

@@ -127,3 +127,25 @@ func TestMapRunBuckets(t *testing.T) {
 		t.Errorf("Writes = %+v, want %+v", got, want)
 	}
 }
+
+// TestDistributedMapWriterPrefix refuses a ResultWriter Prefix that
+// would leave its folder before any child runs.
+func TestDistributedMapWriterPrefix(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	writeRows(t, in, 4, nil)
+	for _, prefix := range []string{"../escape", "a/../../escape", "/abs"} {
+		a := &batchAgent{calls: map[string]int{}}
+		x := engine.New(engine.Config{Agents: distRegistry(t, a, in, out), Store: store.NewMemory()})
+		def := fmt.Sprintf(distributedDef, 0, strings.Replace(resultWriter, `"results"`, `"`+prefix+`"`, 1))
+		res, err := x.Run(context.Background(), mustParse(t, def), mustJSON(t, `{"run":"r"}`), engine.StartOptions{ID: "p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != engine.StatusFailed || res.Error != "States.ResultWriterFailed" || !strings.Contains(res.Cause, `the Prefix "`+prefix+`"`) {
+			t.Errorf("Prefix %q: Run = %s %s %q, want States.ResultWriterFailed naming the Prefix", prefix, res.Status, res.Error, res.Cause)
+		}
+		if n := a.count("p/Rows#1.0:0"); n != 0 {
+			t.Errorf("Prefix %q: a child ran (%d calls)", prefix, n)
+		}
+	}
+}
