@@ -230,7 +230,7 @@ func list(ctx context.Context, r *os.Root, dir, prefix string, fn func(Object) e
 			}
 			continue
 		}
-		o, err := stat(r, key)
+		o, err := stat(ctx, r, key)
 		if err != nil {
 			return err
 		}
@@ -241,15 +241,16 @@ func list(ctx context.Context, r *os.Root, dir, prefix string, fn func(Object) e
 	return nil
 }
 
-// stat describes the object key of r.
-func stat(r *os.Root, key string) (Object, error) {
+// stat describes the object key of r, reading it for its MD5 until ctx
+// is done.
+func stat(ctx context.Context, r *os.Root, key string) (Object, error) {
 	f, info, err := openRegular(r, key)
 	if err != nil {
 		return Object{}, err
 	}
 	defer f.Close()
 	h := md5.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
 		return Object{}, err
 	}
 	return Object{Key: key, Size: info.Size(), LastModified: info.ModTime().UTC(), ETag: hex.EncodeToString(h.Sum(nil))}, nil
@@ -312,4 +313,17 @@ func (a *atomicFile) Abort() {
 	a.f.Close()
 	a.r.Remove(a.tmp)
 	a.r.Close()
+}
+
+// ctxReader reads r until ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

@@ -291,3 +291,34 @@ func FuzzKey(f *testing.F) {
 		}
 	})
 }
+
+// TestDirListCancelled stops a listing whose context is done while it
+// reads a large file for its MD5.
+func TestDirListCancelled(t *testing.T) {
+	d := Dir(t.TempDir())
+	p := filepath.Join(string(d), "big")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 3<<30); err != nil {
+		t.Skipf("sparse file: %v", err)
+	}
+	err := d.List(&doneAfter{Context: context.Background(), left: 1}, "", func(Object) error { return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("List with a context done while it reads = %v, want context.Canceled", err)
+	}
+}
+
+// doneAfter is a context that is done once Err has been asked left times.
+type doneAfter struct {
+	context.Context
+	left int
+}
+
+func (d *doneAfter) Err() error {
+	if d.left > 0 {
+		d.left--
+		return nil
+	}
+	return context.Canceled
+}
