@@ -53,28 +53,32 @@ func Compile(src string) (e *Expr, err error) {
 	return e, nil
 }
 
-// lexerTraps refuses the text the library's lexer cannot read safely: a
+// lexerTraps refuses the text the parser's lexer cannot read safely: a
 // "!" or "~" not followed by "=" or ">" (outside strings, quoted names and
 // comments). Neither is an operator alone in JSONata, and when the next
 // character is not ASCII the lexer backs up too far and loops for ever.
+// It reads the text as the lexer does: a quote starts a string only where
+// a token starts, and is part of a name inside one (a"!é is the name a"
+// and then "!").
 func lexerTraps(s string) error {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"', '\'', '`':
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v':
+			i++
+		case c == '"' || c == '\'' || c == '`':
 			for i++; i < len(s) && s[i] != c; i++ {
 				if s[i] == '\\' && c != '`' {
 					i++
 				}
 			}
-		case '/':
-			if i+1 < len(s) && s[i+1] == '*' {
-				end := strings.Index(s[i+2:], "*/")
-				if end < 0 {
-					return nil
-				}
-				i += end + 3
+			i++
+		case c == '/' && i+1 < len(s) && s[i+1] == '*':
+			end := strings.Index(s[i+2:], "*/")
+			if end < 0 {
+				return nil
 			}
-		case '!', '~':
+			i += end + 4
+		case c == '!' || c == '~':
 			want := byte('=')
 			if c == '~' {
 				want = '>'
@@ -82,9 +86,26 @@ func lexerTraps(s string) error {
 			if i+1 >= len(s) || s[i+1] != want {
 				return fmt.Errorf("syntax error: '%c' (at offset %d) must be followed by '%c'", c, i, want)
 			}
+			i += 2
+		case strings.IndexByte(lexerSymbols, c) >= 0:
+			i++
+		default:
+			// A name (or a number): up to a space or a symbol, quotes
+			// included.
+			for i < len(s) && !isLexerBoundary(s[i]) {
+				i++
+			}
 		}
 	}
 	return nil
+}
+
+// lexerSymbols are the characters that are tokens of their own (or start
+// one) to the lexer; with spaces, "!" and "~", they end a name.
+const lexerSymbols = "[]{}().,;:?+-*/%|=<>^&"
+
+func isLexerBoundary(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '!' || c == '~' || strings.IndexByte(lexerSymbols, c) >= 0
 }
 
 // withoutComments replaces each /* … */ comment outside strings and quoted
