@@ -35,8 +35,10 @@ func (h *stateRun) queryError(msg string) *asl.Error {
 	return asl.Errorf(asl.ErrQueryEvaluationError, "An error occurred while executing the state '%s' (entered at the event id #%d). %s", h.name(), h.entered, msg)
 }
 
-// evalJSONata evaluates a template of the state's field; a failure is
-// States.QueryEvaluationError.
+// evalJSONata evaluates a template of the state's field under ctx and the
+// executor's JSONata limits; a failure, a limit passed included, is
+// States.QueryEvaluationError, and the end of ctx is the run's own
+// (ctxError).
 func (h *stateRun) evalJSONata(ctx context.Context, t *jsonata.Template, sc *jsonata.Scope, field string) (any, error) {
 	v, err := t.Eval(ctx, sc, field)
 	if err != nil {
