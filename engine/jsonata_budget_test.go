@@ -42,7 +42,7 @@ func TestJSONataBudgetFailsState(t *testing.T) {
 			engine.StatusFailed, "States.QueryEvaluationError", "specified for the field 'Output' exceeded the memory budget of 67108864 bytes."},
 		{"configured steps", `{"Type":"Pass","Output":{"n":"{% $sum([1..5000]) %}"},"End":true}`, jsonata.Limits{Steps: 1000},
 			engine.StatusFailed, "States.QueryEvaluationError", "specified for the field 'Output/n' exceeded the evaluation budget of 1000 steps."},
-		{"within configured steps", `{"Type":"Pass","Output":"{% $sum([1..500]) %}","End":true}`, jsonata.Limits{Steps: 1000},
+		{"within configured steps", `{"Type":"Pass","Output":"{% $sum([1..300]) %}","End":true}`, jsonata.Limits{Steps: 1000},
 			engine.StatusSucceeded, "", ""},
 		{"caught", `{"Type":"Task","Agent":"Echo","Arguments":"{% ` + bombNested + ` %}","Catch":[{"ErrorEquals":["States.QueryEvaluationError"],"Output":"{% $states.errorOutput.Error %}","Next":"Caught"}],"End":true},
 			"Caught":{"Type":"Pass","End":true}`, jsonata.Limits{},
