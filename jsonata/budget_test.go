@@ -80,14 +80,22 @@ func TestBudgetLimits(t *testing.T) {
 		// Built-in functions and comparisons count the items they walk.
 		{`$reduce([1..1000], function($a, $b){ $sum($states.input.big) })`, Limits{Steps: 100_000}, ErrSteps},
 		{`$reduce([1..1000], function($a, $b){ $states.input.big = $states.input.big })`, Limits{Steps: 100_000}, ErrSteps},
+		{`$reduce([1..1000], function($a, $b){ $states.input.nested = $states.input.nested })`, Limits{Steps: 100_000}, ErrSteps},
+		{`$reduce([1..1000], function($a, $b){ $states.input.nested in [0, $states.input.nested] })`, Limits{Steps: 100_000}, ErrSteps},
+		{`$reduce([1..1000], function($a, $b){ $distinct([$states.input.nested]) })`, Limits{Steps: 100_000}, ErrSteps},
+		{`$reduce([1..1000], function($a, $b){ $string($states.input.nested) })`, Limits{Steps: 100_000}, ErrSteps},
+		{`$reduce([1..1000], function($a, $b){ "" & $states.input.nested })`, Limits{Steps: 100_000}, ErrSteps},
+		{`$reduce([1..1000], function($a, $b){ $states.input.zeros ? 1 : 0 })`, Limits{Steps: 100_000}, ErrSteps},
+		{`$reduce([1..1000], function($a, $b){ [$states.input.zeros] and true })`, Limits{Steps: 100_000}, ErrSteps},
+		{`$reduce([1..1000], function($a, $b){ [1][$states.input.zeros] })`, Limits{Steps: 100_000}, ErrSteps},
 		{`$reduce([1..10], function($a, $b){ $sum($states.input.big) })`, Limits{Steps: 200_000}, nil},
 	} {
 		t.Run(tc.src, func(t *testing.T) {
-			big := make([]any, 10_000)
+			big, zeros := make([]any, 10_000), make([]any, 10_000)
 			for i := range big {
-				big[i] = json.Number("1")
+				big[i], zeros[i] = json.Number("1"), json.Number("0")
 			}
-			s := &Scope{Input: map[string]any{"x": []any{map[string]any{}, map[string]any{}, map[string]any{}}, "big": big}, Limits: tc.limits}
+			s := &Scope{Input: map[string]any{"x": []any{map[string]any{}, map[string]any{}, map[string]any{}}, "big": big, "nested": map[string]any{"a": big}, "zeros": zeros}, Limits: tc.limits}
 			_, err := compileExpr(t, tc.src).Eval(t.Context(), s, "Output")
 			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 				t.Errorf("Eval = %v, want %v", err, tc.want)

@@ -307,9 +307,12 @@ var builtins = natives(map[string]spec{
 	"min":     {fn: jlib.Min, undefined: firstUndefined},
 	"average": {fn: jlib.Average, undefined: firstUndefined},
 	// Booleans.
-	"boolean": {fn: truthy, undefined: firstUndefined, context: noArgs},
-	"not":     {fn: func(v any) bool { return !truthy(v) }, undefined: firstUndefined, context: noArgs},
-	"exists":  {fn: func(v any) bool { return v != nil }},
+	"boolean": {fn: func(ctx context.Context, r *run, v any) (bool, error) { return r.truthy(ctx, v) }, undefined: firstUndefined, context: noArgs},
+	"not": {fn: func(ctx context.Context, r *run, v any) (bool, error) {
+		b, err := r.truthy(ctx, v)
+		return !b, err
+	}, undefined: firstUndefined, context: noArgs},
+	"exists": {fn: func(v any) bool { return v != nil }},
 	// Arrays.
 	"count":    {fn: count},
 	"distinct": {fn: distinct, undefined: firstUndefined},
@@ -339,15 +342,23 @@ var builtins = natives(map[string]spec{
 })
 
 // stringFn is $string(value).
-func stringFn(r *run, v any) (string, error) { return r.stringify(v) }
+func stringFn(ctx context.Context, r *run, v any) (string, error) { return r.stringify(ctx, v) }
 
 // stringify writes a value as $string does: a string as it is, a number
 // with at most 15 significant digits, anything else as compact JSON.
-func (r *run) stringify(v any) (string, error) {
-	return stringOf(v)
+// It counts a step for each value it writes.
+func (r *run) stringify(ctx context.Context, v any) (string, error) {
+	var n int64
+	s, err := stringOf(v, &n)
+	if err != nil {
+		return "", err
+	}
+	return s, r.tick(ctx, n)
 }
 
-func stringOf(v any) (string, error) {
+// stringOf writes v as $string does, adding to *n the number of values it
+// wrote.
+func stringOf(v any, n *int64) (string, error) {
 	switch t := v.(type) {
 	case string:
 		return t, nil
@@ -359,7 +370,7 @@ func stringOf(v any) (string, error) {
 		}
 	}
 	var b strings.Builder
-	if err := writeJSON(&b, v, 0); err != nil {
+	if err := writeJSON(&b, v, 0, n); err != nil {
 		return "", err
 	}
 	return b.String(), nil
@@ -367,7 +378,8 @@ func stringOf(v any) (string, error) {
 
 // writeJSON writes v as compact JSON, numbers with 15 significant digits
 // and functions as "", as JSONata's $string writes them.
-func writeJSON(b *strings.Builder, v any, depth int) error {
+func writeJSON(b *strings.Builder, v any, depth int, n *int64) error {
+	*n++
 	if depth > maxDepth {
 		return errTooDeep
 	}
@@ -393,7 +405,7 @@ func writeJSON(b *strings.Builder, v any, depth int) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if err := writeJSON(b, e, depth+1); err != nil {
+			if err := writeJSON(b, e, depth+1, n); err != nil {
 				return err
 			}
 		}
@@ -406,7 +418,7 @@ func writeJSON(b *strings.Builder, v any, depth int) error {
 			}
 			writeQuoted(b, k)
 			b.WriteByte(':')
-			if err := writeJSON(b, t[k], depth+1); err != nil {
+			if err := writeJSON(b, t[k], depth+1, n); err != nil {
 				return err
 			}
 		}
@@ -687,7 +699,13 @@ func distinct(ctx context.Context, r *run, v any) (any, error) {
 		if err := r.tick(ctx, 1); err != nil {
 			return nil, err
 		}
-		k, _ := stringOf(e)
+		k, err := r.stringify(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.allocString(len(k)); err != nil {
+			return nil, err
+		}
 		k = typeOf(e) + ":" + k
 		if !seen[k] {
 			seen[k] = true
@@ -779,7 +797,11 @@ func filterFn(ctx context.Context, r *run, v any, fv any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if truthy(res) {
+		keep, err := r.truthy(ctx, res)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
 			out = append(out, e)
 		}
 	}
@@ -833,7 +855,9 @@ func single(ctx context.Context, r *run, v any, fv jtypes.OptionalValue) (any, e
 			if err != nil {
 				return nil, err
 			}
-			keep = truthy(res)
+			if keep, err = r.truthy(ctx, res); err != nil {
+				return nil, err
+			}
 		}
 		if keep {
 			if n++; n > 1 {
@@ -877,7 +901,10 @@ func sortFn(ctx context.Context, r *run, v any, fv jtypes.OptionalValue) (any, e
 	out := append([]any{}, arr...)
 	return mergeSort(ctx, r, out, func(a, b any) (bool, error) {
 		res, err := r.apply(ctx, f, nil, []any{a, b})
-		return truthy(res), err
+		if err != nil {
+			return false, err
+		}
+		return r.truthy(ctx, res)
 	})
 }
 
@@ -959,7 +986,11 @@ func sift(ctx context.Context, r *run, v any, fv any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if truthy(res) {
+		keep, err := r.truthy(ctx, res)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
 			out[k] = obj[k]
 		}
 	}

@@ -420,7 +420,8 @@ func describe(v any) string {
 	if _, ok := v.(function); ok {
 		return "a function"
 	}
-	s, err := stringOf(v)
+	var n int64
+	s, err := stringOf(v, &n)
 	if err != nil {
 		return fmt.Sprint(v)
 	}

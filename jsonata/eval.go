@@ -121,7 +121,11 @@ func (r *run) evalNode(ctx context.Context, n jparse.Node, in any, env *frame) (
 		if err != nil {
 			return nil, err
 		}
-		if truthy(v) {
+		cond, err := r.truthy(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		if cond {
 			return r.eval(ctx, n.Then, in, env)
 		}
 		if n.Else != nil {
@@ -210,7 +214,10 @@ func (r *run) evalNode(ctx context.Context, n jparse.Node, in any, env *frame) (
 		if err != nil {
 			return nil, err
 		}
-		l := truthy(lhs)
+		l, err := r.truthy(ctx, lhs)
+		if err != nil {
+			return nil, err
+		}
 		if n.Type == jparse.BooleanAnd && !l || n.Type == jparse.BooleanOr && l {
 			return l, nil
 		}
@@ -218,7 +225,7 @@ func (r *run) evalNode(ctx context.Context, n jparse.Node, in any, env *frame) (
 		if err != nil {
 			return nil, err
 		}
-		return truthy(rhs), nil
+		return r.truthy(ctx, rhs)
 	case *jparse.StringConcatenationNode:
 		lhs, err := r.eval(ctx, n.LHS, in, env)
 		if err != nil {
@@ -233,7 +240,7 @@ func (r *run) evalNode(ctx context.Context, n jparse.Node, in any, env *frame) (
 			if v == nil {
 				continue
 			}
-			if s[i], err = r.stringify(v); err != nil {
+			if s[i], err = r.stringify(ctx, v); err != nil {
 				return nil, err
 			}
 		}
@@ -646,6 +653,9 @@ func (r *run) predicate(ctx context.Context, n *jparse.PredicateNode, in any, en
 				res = []any{f}
 			}
 			if idx, ok := numbers(res); ok {
+				if err := r.tick(ctx, int64(len(idx))); err != nil {
+					return nil, err
+				}
 				for _, x := range idx {
 					j := int(math.Floor(x))
 					if j < 0 {
@@ -655,7 +665,9 @@ func (r *run) predicate(ctx context.Context, n *jparse.PredicateNode, in any, en
 						kept = append(kept, item)
 					}
 				}
-			} else if truthy(res) {
+			} else if keep, err := r.truthy(ctx, res); err != nil {
+				return nil, err
+			} else if keep {
 				kept = append(kept, item)
 			}
 		}
@@ -838,20 +850,23 @@ func (r *run) compare(ctx context.Context, n *jparse.ComparisonOperatorNode, in 
 	if err != nil {
 		return nil, err
 	}
-	// Comparing arrays and objects, or searching one, walks them.
-	if err := r.tick(ctx, workOf([]any{lhs, rhs})); err != nil {
-		return nil, err
-	}
 	switch n.Type {
-	case jparse.ComparisonEqual:
-		return lhs != nil && rhs != nil && equal(lhs, rhs), nil
-	case jparse.ComparisonNotEqual:
-		return lhs != nil && rhs != nil && !equal(lhs, rhs), nil
+	case jparse.ComparisonEqual, jparse.ComparisonNotEqual:
+		if lhs == nil || rhs == nil {
+			return false, nil
+		}
+		eq, err := r.equal(ctx, lhs, rhs)
+		return eq == (n.Type == jparse.ComparisonEqual), err
 	case jparse.ComparisonIn:
 		if lhs == nil || rhs == nil {
 			return false, nil
 		}
-		return slices.ContainsFunc(arrayOf(rhs), func(e any) bool { return equal(lhs, e) }), nil
+		for _, e := range arrayOf(rhs) {
+			if eq, err := r.equal(ctx, lhs, e); eq || err != nil {
+				return eq, err
+			}
+		}
+		return false, nil
 	}
 	comparable := func(v any) bool {
 		switch v.(type) {
@@ -881,11 +896,17 @@ func (r *run) compare(ctx context.Context, n *jparse.ComparisonOperatorNode, in 
 	}
 }
 
-// equal compares two values: JSON values by value, functions by identity.
-// Values nested deeper than maxDepth are not equal.
-func equal(x, y any) bool { return equalAt(x, y, 0) }
+// equal compares two values, JSON values by value and functions by
+// identity, counting a step for each value it compares. Values nested
+// deeper than maxDepth are not equal.
+func (r *run) equal(ctx context.Context, x, y any) (bool, error) {
+	var n int64
+	eq := equalAt(x, y, 0, &n)
+	return eq, r.tick(ctx, n)
+}
 
-func equalAt(x, y any, depth int) bool {
+func equalAt(x, y any, depth int, n *int64) bool {
+	*n++
 	if depth > maxDepth {
 		return false
 	}
@@ -898,7 +919,7 @@ func equalAt(x, y any, depth int) bool {
 			return false
 		}
 		for i := range a {
-			if !equalAt(a[i], b[i], depth+1) {
+			if !equalAt(a[i], b[i], depth+1, n) {
 				return false
 			}
 		}
@@ -910,7 +931,7 @@ func equalAt(x, y any, depth int) bool {
 		}
 		for k, v := range a {
 			w, ok := b[k]
-			if !ok || !equalAt(v, w, depth+1) {
+			if !ok || !equalAt(v, w, depth+1, n) {
 				return false
 			}
 		}
@@ -923,10 +944,15 @@ func equalAt(x, y any, depth int) bool {
 }
 
 // truthy is JSONata's boolean value of v (false for arrays nested deeper
-// than maxDepth).
-func truthy(v any) bool { return truthyAt(v, 0) }
+// than maxDepth). It counts a step for each value it reads.
+func (r *run) truthy(ctx context.Context, v any) (bool, error) {
+	var n int64
+	b := truthyAt(v, 0, &n)
+	return b, r.tick(ctx, n)
+}
 
-func truthyAt(v any, depth int) bool {
+func truthyAt(v any, depth int, n *int64) bool {
+	*n++
 	switch t := v.(type) {
 	case bool:
 		return t
@@ -939,7 +965,7 @@ func truthyAt(v any, depth int) bool {
 			return false
 		}
 		for _, e := range t {
-			if truthyAt(e, depth+1) {
+			if truthyAt(e, depth+1, n) {
 				return true
 			}
 		}
