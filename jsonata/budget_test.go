@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -204,7 +205,9 @@ func TestDeepData(t *testing.T) {
 		v = map[string]any{"a": v}
 	}
 	deep := `$reduce([1..5000], function($a, $b){ {"a": $a} }, 0)`
-	for _, src := range []string{`$states.input.**`, `$states.input ~> |a|{"b": 1}|`, deep, "$string(" + deep + ")"} {
+	// (Returning the deep value itself fails earlier: see
+	// TestResultDeeperThanDocument.)
+	for _, src := range []string{`$states.input.**`, `$states.input ~> |a|{"b": 1}|`, "$string(" + deep + ")"} {
 		_, err := compileExpr(t, src).Eval(t.Context(), &Scope{Input: v}, "Output")
 		var e *Error
 		if !errors.As(err, &e) || !strings.Contains(e.Msg, "U1001") {
@@ -214,6 +217,31 @@ func TestDeepData(t *testing.T) {
 	got, err := compileExpr(t, "("+deep+") = ("+deep+")").Eval(t.Context(), &Scope{}, "Output")
 	if err != nil || got != false {
 		t.Errorf("comparing values nested past the limit = %v, %v; want false", got, err)
+	}
+}
+
+// TestResultDeeperThanDocument: a result that nests deeper than a JSON
+// document may (64 levels) fails the evaluation, which the store would
+// otherwise refuse to record, leaving its execution stuck; 64 levels pass.
+func TestResultDeeperThanDocument(t *testing.T) {
+	nest := func(n int) string {
+		return fmt.Sprintf(`$reduce([1..%d], function($a, $b){ {"a": $a} }, 0)`, n)
+	}
+	v, err := compileExpr(t, nest(64)).Eval(t.Context(), &Scope{}, "Output")
+	if err != nil {
+		t.Fatalf("64 levels: %v", err)
+	}
+	if b, err := jsonvalue.Marshal(v); err != nil {
+		t.Fatal(err)
+	} else if _, err := jsonvalue.Decode(b); err != nil {
+		t.Errorf("64 levels do not decode back: %v", err)
+	}
+	for _, src := range []string{nest(65), "[" + nest(64) + "]", `[[[` + nest(62) + `]]]`} {
+		_, err := compileExpr(t, src).Eval(t.Context(), &Scope{}, "Output")
+		var e *Error
+		if !errors.As(err, &e) || !strings.Contains(e.Msg, "deeper than 64 levels") {
+			t.Errorf("Eval(%s) = %v, want a result too deep", src, err)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/blues/jsonata-go/jtypes"
 )
 
@@ -51,6 +52,11 @@ var errUnsupported = fmt.Errorf("unsupported result type")
 // errTooDeep is the failure of a result nested deeper than maxDepth.
 var errTooDeep = &thrown{msg: fmt.Sprintf("U1001: Stack overflow error: the result nests deeper than %d levels", maxDepth)}
 
+// errDeeperThanDocument is the failure of a result whose arrays and
+// objects nest deeper than a document may (jsonvalue.MaxDepth): the store
+// would refuse to record it, and a decoder to read it back.
+var errDeeperThanDocument = &thrown{msg: fmt.Sprintf("the result nests arrays and objects deeper than %d levels, the most a JSON document may", jsonvalue.MaxDepth)}
+
 // fromJSONata converts a result of an evaluation back into one of our
 // JSON values: doubles become json.Number spelled as JavaScript spells
 // them.
@@ -75,6 +81,9 @@ func fromValue(v any, depth int) (any, error) {
 	case int:
 		return json.Number(strconv.Itoa(t)), nil
 	case map[string]any:
+		if depth >= jsonvalue.MaxDepth {
+			return nil, errDeeperThanDocument
+		}
 		out := make(map[string]any, len(t))
 		for k, e := range t {
 			c, err := fromValue(e, depth+1)
@@ -85,6 +94,9 @@ func fromValue(v any, depth int) (any, error) {
 		}
 		return out, nil
 	case []any:
+		if depth >= jsonvalue.MaxDepth {
+			return nil, errDeeperThanDocument
+		}
 		out := make([]any, len(t))
 		for i, e := range t {
 			c, err := fromValue(e, depth+1)
@@ -122,6 +134,9 @@ func fromReflect(rv reflect.Value, depth int) (any, error) {
 	case reflect.Float32, reflect.Float64:
 		return numberOf(rv.Float())
 	case reflect.Slice, reflect.Array:
+		if depth >= jsonvalue.MaxDepth {
+			return nil, errDeeperThanDocument
+		}
 		out := make([]any, rv.Len())
 		for i := range out {
 			c, err := fromValue(rv.Index(i).Interface(), depth+1)
@@ -134,6 +149,9 @@ func fromReflect(rv reflect.Value, depth int) (any, error) {
 	case reflect.Map:
 		if rv.Type().Key().Kind() != reflect.String {
 			return nil, errUnsupported
+		}
+		if depth >= jsonvalue.MaxDepth {
+			return nil, errDeeperThanDocument
 		}
 		out := make(map[string]any, rv.Len())
 		it := rv.MapRange()
