@@ -228,7 +228,7 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 		w.row("  digest", pa.Digest)
 	}
 	if u := e.Usage; u != nil && *u != (engine.Usage{}) {
-		w.row("usage", fmt.Sprintf("%d tokens (%d in, %d out), cost %s", u.Tokens, u.InputTokens, u.OutputTokens, strconv.FormatFloat(u.Cost, 'f', -1, 64)))
+		w.row("usage", usageText(*u))
 	}
 	w.row("started", timeText(e.StartedAt))
 	w.row("stopped", timeText(e.StoppedAt))
@@ -460,6 +460,24 @@ func cmdMemory(ctx context.Context, c *cmdContext, args []string) error {
 		w.row(e.Namespace, e.Key, timeText(e.UpdatedAt), exp, string(v))
 	}
 	return w.flush()
+}
+
+// usageText writes what an execution's agents reported consuming, with
+// only what they reported: "4000 tokens" when they gave a total alone,
+// "1025 tokens (1000 in, 25 out), cost 0.002" when they gave it all.
+func usageText(u engine.Usage) string {
+	var parts []string
+	if u.Tokens != 0 || u.InputTokens != 0 || u.OutputTokens != 0 {
+		t := fmt.Sprintf("%d tokens", u.Tokens)
+		if u.InputTokens != 0 || u.OutputTokens != 0 {
+			t += fmt.Sprintf(" (%d in, %d out)", u.InputTokens, u.OutputTokens)
+		}
+		parts = append(parts, t)
+	}
+	if u.Cost != 0 {
+		parts = append(parts, "cost "+strconv.FormatFloat(u.Cost, 'f', -1, 64))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // approvalsJSON lists pending approvals as status --json prints them.

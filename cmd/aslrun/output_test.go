@@ -124,3 +124,49 @@ func TestNameFlagsRefused(t *testing.T) {
 		t.Errorf("list after the refusals: %d %s, want an empty list", code, errOut)
 	}
 }
+
+// TestUsageText: status shows only what the agents reported: a total alone
+// is "N tokens", never "(0 in, 0 out)", and no cost when there is none.
+func TestUsageText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		u    engine.Usage
+		want string
+	}{
+		{engine.Usage{Tokens: 4000}, "4000 tokens"},
+		{engine.Usage{Tokens: 1025, InputTokens: 1000, OutputTokens: 25, Cost: 0.002}, "1025 tokens (1000 in, 25 out), cost 0.002"},
+		{engine.Usage{Tokens: 30, InputTokens: 30}, "30 tokens (30 in, 0 out)"},
+		{engine.Usage{Tokens: 4000, Cost: 0.5}, "4000 tokens, cost 0.5"},
+		{engine.Usage{Cost: 1.25}, "cost 1.25"},
+	} {
+		if got := usageText(tc.u); got != tc.want {
+			t.Errorf("usageText(%+v) = %q, want %q", tc.u, got, tc.want)
+		}
+	}
+}
+
+// TestStatusUsageTotalOnly: an agent that reports only a total shows as
+// "4000 tokens" in status, not "4000 tokens (0 in, 0 out), cost 0".
+func TestStatusUsageTotalOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "u.db")
+	wf := writeFile(t, dir, "u.json", `{"StartAt":"A","States":{"A":{"Type":"Task","Agent":"Writer","End":true}}}`)
+	mock := writeFile(t, dir, "mock.json", `{"Writer":{"0":{"Return":1,"Usage":{"Tokens":4000}}}}`)
+	if code, _, errOut := invoke(t, "", "run", wf, "--mock", mock, "--name", "u", "--db", db); code != 0 {
+		t.Fatalf("run: exit %d, %s", code, errOut)
+	}
+	code, out, errOut := invoke(t, "", "status", "u", "--db", db)
+	if code != 0 {
+		t.Fatalf("status: exit %d, %s", code, errOut)
+	}
+	var line string
+	for l := range strings.Lines(out) {
+		if strings.HasPrefix(l, "usage") {
+			line = strings.Join(strings.Fields(l), " ")
+		}
+	}
+	if line != "usage 4000 tokens" {
+		t.Errorf("status usage line = %q, want %q; status:\n%s", line, "usage 4000 tokens", out)
+	}
+}
