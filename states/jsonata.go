@@ -3,6 +3,7 @@ package states
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/aslrun/aslrun/jsonata"
 	"github.com/aslrun/aslrun/jsonvalue"
@@ -87,6 +88,9 @@ func (p *parser) jsonataTemplate(o *object, key string) *jsonata.Template {
 }
 
 func (p *parser) compileJSONata(o *object, key string, v any) *jsonata.Template {
+	if p.halfExpressions(o, key, v, o.at(key)) {
+		return nil
+	}
 	t, err := jsonata.CompileTemplate(v, key)
 	if err != nil {
 		var problems jsonata.Problems
@@ -100,6 +104,52 @@ func (p *parser) compileJSONata(o *object, key string, v any) *jsonata.Template 
 		return nil
 	}
 	return t
+}
+
+// halfExpressions reports, at its own pointer under ptr, every string of
+// v (the value of field key, at any depth) that opens an expression with
+// "{%" and does not close it with "%}", or closes one it did not open:
+// AWS refuses them rather than take them as literal strings. It returns
+// whether it found any.
+func (p *parser) halfExpressions(o *object, key string, v any, ptr string) bool {
+	switch x := v.(type) {
+	case string:
+		open, closed := strings.HasPrefix(x, "{%"), strings.HasSuffix(x, "%}")
+		if jsonata.IsExpression(x) || !open && !closed {
+			return false
+		}
+		switch {
+		case open && closed:
+			p.errorf(ptr, o.state, `%s: %q is too short to be a JSONata expression ("{%% … %%}")`, key, x)
+		case open:
+			p.errorf(ptr, o.state, `%s: a JSONata expression must end with "%%}": %q starts with "{%%" but does not end with "%%}"`, key, clip(x))
+		default:
+			p.errorf(ptr, o.state, `%s: a JSONata expression must start with "{%%": %q ends with "%%}" but does not start with "{%%"`, key, clip(x))
+		}
+		return true
+	case map[string]any:
+		found := false
+		for _, k := range sortedKeys(x) {
+			found = p.halfExpressions(o, key, x[k], ptr+"/"+jsonvalue.EscapePointer(k)) || found
+		}
+		return found
+	case []any:
+		found := false
+		for i, e := range x {
+			found = p.halfExpressions(o, key, e, ptr+"/"+strconv.Itoa(i)) || found
+		}
+		return found
+	}
+	return false
+}
+
+// clip shortens a long string of a definition for a message.
+func clip(s string) string {
+	const max = 60
+	if r := []rune(s); len(r) > max {
+		return string(r[:max]) + "…"
+	}
+	return s
 }
 
 // jsonataExpr compiles the value of key when it is an expression string;
@@ -124,8 +174,11 @@ func (p *parser) jsonataInteger(o *object, key string, min, max int64) (int64, b
 		return 0, false, t
 	}
 	if v, ok := o.m[key]; ok {
-		if _, isStr := v.(string); isStr {
+		if str, isStr := v.(string); isStr {
 			o.used[key] = true
+			if p.halfExpressions(o, key, str, o.at(key)) {
+				return 0, false, nil
+			}
 			o.errorf(key, `%s must be an integer or a JSONata expression ("{%% … %%}"), not a plain string`, key)
 			return 0, false, nil
 		}
@@ -216,7 +269,7 @@ func (p *parser) jsonataChoice(o *object, c Common) *Choice {
 				r.ConditionExpr = p.compileJSONata(ro, "Condition", cond)
 			} else if _, isBool := cond.(bool); isBool {
 				r.ConditionExpr = p.compileJSONata(ro, "Condition", cond)
-			} else {
+			} else if !(isStr && p.halfExpressions(ro, "Condition", s, ro.at("Condition"))) {
 				ro.errorf("Condition", `Condition must be a boolean or a JSONata expression ("{%% … %%}"), not %s`, jsonvalue.TypeName(cond))
 			}
 		}
@@ -249,7 +302,7 @@ func (p *parser) jsonataWait(o *object, c Common) *Wait {
 	s.Seconds, s.HasSeconds, s.SecondsExpr = p.jsonataInteger(o, "Seconds", 0, MaxTimeoutSeconds)
 	if t, ok := p.jsonataExpr(o, "Timestamp"); ok {
 		s.TimestampExpr = t
-	} else if ts, ok := o.str("Timestamp"); ok {
+	} else if ts, ok := o.str("Timestamp"); ok && !p.halfExpressions(o, "Timestamp", ts, o.at("Timestamp")) {
 		t, valid := ParseTimestamp(ts)
 		if !valid {
 			o.errorf("Timestamp", "String does not match RFC3339 timestamp: %q", ts)
@@ -263,13 +316,13 @@ func (p *parser) jsonataFail(o *object, c Common) *Fail {
 	s := &Fail{Common: c}
 	if t, ok := p.jsonataExpr(o, "Error"); ok {
 		s.ErrorExpr = t
-	} else {
-		s.Error, _ = o.str("Error")
+	} else if str, ok := o.str("Error"); ok && !p.halfExpressions(o, "Error", str, o.at("Error")) {
+		s.Error = str
 	}
 	if t, ok := p.jsonataExpr(o, "Cause"); ok {
 		s.CauseExpr = t
-	} else {
-		s.Cause, _ = o.str("Cause")
+	} else if str, ok := o.str("Cause"); ok && !p.halfExpressions(o, "Cause", str, o.at("Cause")) {
+		s.Cause = str
 	}
 	return s
 }
@@ -282,6 +335,8 @@ func (p *parser) jsonataMap(o *object, c Common) *Map {
 		switch {
 		case isStr && jsonata.IsExpression(str), isArr:
 			s.Items = p.jsonataTemplate(o, "Items")
+		case isStr && p.halfExpressions(o, "Items", str, o.at("Items")):
+			o.used["Items"] = true
 		default:
 			o.used["Items"] = true
 			o.errorf("Items", `Items must be an array or a JSONata expression ("{%% … %%}"), not %s`, jsonvalue.TypeName(v))
