@@ -96,6 +96,7 @@ func commands() []*command {
 		{name: "token", usage: "token create NAME --role ROLE [--tokens FILE]", summary: "create a bearer token for aslrun serve, print it once and store its hash", run: cmdToken},
 		{name: "graph", usage: "graph FILE [--format dot|mermaid|svg]", summary: "draw a workflow as a Graphviz or Mermaid graph or an SVG picture", run: cmdGraph},
 		{name: "conformance", usage: "conformance PATH... [--skip FILE]", summary: "run conformance case files and folders", run: cmdConformance},
+		{name: "version", usage: "version", summary: "print aslrun's version, the revision it was built from and the Go version (also --version)", run: cmdVersion},
 	}
 }
 
@@ -116,6 +117,8 @@ func dispatch(ctx context.Context, c *cmdContext, args []string) error {
 	case "help", "-h", "-help", "--help":
 		printHelp(stdout)
 		return nil
+	case "-version", "--version":
+		name = "version"
 	}
 	for _, cmd := range commands() {
 		if cmd.name == name {
