@@ -36,6 +36,10 @@ type Executions interface {
 type Histories interface {
 	// History returns an execution's events in order, without documents.
 	History(ctx context.Context, id string) ([]engine.Event, error)
+	// HistoryRange returns the events after position after (from 1), at
+	// most limit of them (0: all), and the length of the whole history
+	// (store.Store's HistoryRange), reading only what it returns.
+	HistoryRange(ctx context.Context, id string, after int64, limit int) ([]engine.Event, int64, error)
 	// VerifyHistory checks an execution's hash chain and head; an error
 	// wrapping store.ErrTampered names what does not verify.
 	VerifyHistory(ctx context.Context, id string) error

@@ -339,19 +339,36 @@ func (w *docWriter) add(v any, scope string) ([sha256.Size]byte, error) {
 	if err != nil {
 		return sum, err
 	}
-	d := cachedDoc{v: v, sum: sum}
+	now := w.known.commitNo()
+	d := cachedDoc{v: v, sum: sum, root: now}
 	base, hasBase := w.lastOf(scope)
 	if !hasBase && w.known != nil {
 		base, hasBase = w.known.last[scope]
 	}
-	w.setLast(scope, d)
-	w.used = append(w.used, d)
-	if w.holds(sum) || w.known.has(sum) {
+	if i, ok := w.holds(sum); ok {
+		d.root = w.used[i].root
+		w.setLast(scope, d)
+		w.used = append(w.used, d)
 		return sum, nil
 	}
+	if root, ok := w.known.root(sum); ok && now-root <= maxDocReach {
+		d.root = root
+		w.setLast(scope, d)
+		w.used = append(w.used, d)
+		return sum, nil
+	}
+	// A base is used only while what it rests on is within reach, so
+	// that reading a page of the history reads a bounded number of
+	// records before it (HistoryRange).
+	useBase := hasBase && base.sum != sum && now-base.root < maxDocReach
+	if useBase {
+		d.root = base.root
+	}
+	w.setLast(scope, d)
+	w.used = append(w.used, d)
 	w.added = append(w.added, len(w.used)-1)
 	w.n++
-	if hasBase && base.sum != sum {
+	if useBase {
 		start := len(w.buf)
 		buf := append(append(append(w.buf, sum[:]...), docDelta), base.sum[:]...)
 		mark := len(buf)
@@ -362,6 +379,9 @@ func (w *docWriter) add(v any, scope string) ([sha256.Size]byte, error) {
 			}
 		}
 		w.buf = w.buf[:start]
+		d.root = now
+		w.setLast(scope, d)
+		w.used[len(w.used)-1] = d
 	}
 	raw, err := w.memo.raw(v)
 	if err != nil {
@@ -372,16 +392,26 @@ func (w *docWriter) add(v any, scope string) ([sha256.Size]byte, error) {
 }
 
 // holds reports whether the commit already stores the document of hash
-// sum. A commit introduces few documents, so that a scan is quicker than a
-// map.
-func (w *docWriter) holds(sum [sha256.Size]byte) bool {
+// sum, and its index in w.used. A commit introduces few documents, so
+// that a scan is quicker than a map.
+func (w *docWriter) holds(sum [sha256.Size]byte) (int, bool) {
 	for _, i := range w.added {
 		if w.used[i].sum == sum {
-			return true
+			return i, true
 		}
 	}
-	return false
+	return 0, false
 }
+
+// maxDocReach bounds, in commits of the execution, how far back in its
+// history the records that a document rests on may be: a document is
+// referred to again, or used as the base of a delta, only while the
+// oldest record its value needs (its root: the record that stores it
+// whole, or its base's root) is at most maxDocReach commits before the
+// one being written; past it, it is stored again. HistoryRange then
+// reads, besides the records of its page, at most about maxDocReach
+// records before them for a history this process wrote.
+const maxDocReach = 64
 
 // docCache remembers, per execution, what the commits of this process
 // wrote to its history: the hashes of the documents it holds, the
@@ -420,8 +450,12 @@ const (
 // commit of the execution is prepared, and while the cache is updated
 // after it.
 type execDocs struct {
-	mu     sync.Mutex
-	stored map[[sha256.Size]byte]struct{}
+	mu sync.Mutex
+	// stored maps the documents the history holds to their roots (the
+	// commit number of the oldest record their value needs), and commits
+	// counts the commits of the execution this cache saw.
+	stored  map[[sha256.Size]byte]int64
+	commits int64
 	byID   map[docIdentity]memoEntry
 	last   map[string]cachedDoc
 	enc    *jsonvalue.EncodeCache
@@ -436,16 +470,27 @@ type execDocs struct {
 // cachedDoc is a document and its canonical hash; holding the document
 // keeps its memory from being reused by another.
 type cachedDoc struct {
-	v   any
-	sum [sha256.Size]byte
+	v    any
+	sum  [sha256.Size]byte
+	root int64 // the commit number of the oldest record its value needs
 }
 
-func (e *execDocs) has(sum [sha256.Size]byte) bool {
+// root returns the root of a document the history holds (maxDocReach).
+func (e *execDocs) root(sum [sha256.Size]byte) (int64, bool) {
 	if e == nil {
-		return false
+		return 0, false
 	}
-	_, ok := e.stored[sum]
-	return ok
+	r, ok := e.stored[sum]
+	return r, ok
+}
+
+// commitNo is the number of the commit being written, as roots count
+// them (0 without a cache).
+func (e *execDocs) commitNo() int64 {
+	if e == nil {
+		return 0
+	}
+	return e.commits + 1
 }
 
 // get returns the entry of execution id, locked; the caller unlocks it.
@@ -458,7 +503,7 @@ func (c *docCache) get(id string) *execDocs {
 			c.encBytes = 0
 			c.gen++
 		}
-		e = &execDocs{stored: make(map[[sha256.Size]byte]struct{}), gen: c.gen}
+		e = &execDocs{stored: make(map[[sha256.Size]byte]int64), gen: c.gen}
 		c.execs[id] = e
 	}
 	gen := c.gen
@@ -506,8 +551,9 @@ func (e *execDocs) committed(w *docWriter, memo *docMemo) int {
 		if len(e.stored)+len(w.used) > maxCachedHashes {
 			clear(e.stored)
 		}
+		e.commits++
 		for _, d := range w.used {
-			e.stored[d.sum] = struct{}{}
+			e.stored[d.sum] = d.root
 		}
 		if e.last == nil || len(e.last)+len(w.last) > maxCachedScopes {
 			// A Map's items are scopes of their own: past the bound the

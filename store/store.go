@@ -32,6 +32,15 @@ type Store interface {
 	// are not kept, only their hashes); ErrNotFound when there is no such
 	// execution.
 	History(ctx context.Context, id string) ([]engine.Event, error)
+	// HistoryRange returns the events of an execution's history after
+	// position after (events are numbered from 1; 0 reads from the
+	// start), at most limit of them (0 or less: all that follow), as
+	// History returns them, and the number of events of the whole
+	// history; ErrNotFound when there is no such execution. It reads the
+	// events it returns and the documents they show, not the whole
+	// history, and verifies nothing (VerifyHistory does). An after past
+	// the end returns no events.
+	HistoryRange(ctx context.Context, id string, after int64, limit int) ([]engine.Event, int64, error)
 	// VerifyHistory recomputes every event's hash from what is stored and
 	// checks the chain; it returns an error wrapping ErrTampered that
 	// names the first event that does not verify. It also checks that the

@@ -977,3 +977,68 @@ func (db *DB) memoryEntries(rows pgx.Rows, now time.Time) ([]*engine.MemoryEntry
 	}
 	return out, nil
 }
+
+// historyBatch is how many history records HistoryRange reads per
+// statement while it goes back for the documents of its page.
+const historyBatch = 32
+
+// HistoryRange returns the events of an execution's history after
+// position after, at most limit of them (0 or less: all), and the number
+// of events of the whole history. It reads the head, then the records
+// from the newest that holds an event of the page backwards, by the
+// primary key (execution, first_event), a batch at a time, only as far
+// as the page's events and their documents need.
+func (db *DB) HistoryRange(ctx context.Context, id string, after int64, limit int) ([]engine.Event, int64, error) {
+	if err := db.check(ctx); err != nil {
+		return nil, 0, err
+	}
+	if !storable(id) {
+		return nil, 0, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	}
+	if after < 0 {
+		return nil, 0, fmt.Errorf("execution %s: history after event %d: want 0 or more", id, after)
+	}
+	var head []byte
+	err := db.pool.QueryRow(ctx, `SELECT head FROM executions WHERE id = $1`, id).Scan(&head)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, 0, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
+	case err != nil:
+		return nil, 0, db.dbErr("reading the head of execution "+id, err)
+	}
+	total, err := store.HistoryLength(id, head)
+	if err != nil {
+		return nil, 0, err
+	}
+	end := store.RangeEnd(after, limit, total)
+	if end <= after {
+		return nil, total, nil
+	}
+	// before bounds the next batch: records whose first event is at or
+	// before it (the first batch: the record of event end).
+	before, batch, done := end, [][]byte(nil), false
+	next := func() ([]byte, error) {
+		if len(batch) == 0 && !done {
+			var firsts []int64
+			err := db.pool.QueryRow(ctx, `SELECT ARRAY(SELECT first_event FROM history_records WHERE execution = $1 AND first_event <= $2 ORDER BY first_event DESC LIMIT $3),
+       ARRAY(SELECT body FROM history_records WHERE execution = $1 AND first_event <= $2 ORDER BY first_event DESC LIMIT $3)`, id, before, historyBatch).Scan(&firsts, &batch)
+			if err != nil {
+				return nil, db.dbErr("reading the history of execution "+id, err)
+			}
+			if len(firsts) < historyBatch {
+				done = true
+			}
+			if len(firsts) > 0 {
+				before = firsts[len(firsts)-1] - 1
+			}
+		}
+		if len(batch) == 0 {
+			return nil, nil
+		}
+		v := batch[0]
+		batch = batch[1:]
+		return v, nil
+	}
+	events, err := store.ReadHistoryTail(id, after, end, next)
+	return events, total, err
+}

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CanceledCommit", testCanceled},
 		{"HistoryChain", testHistoryChain},
 		{"TamperedHistory", testTampered},
+		{"HistoryRange", testHistoryRange},
 		{"Rollback", testRollback},
 		{"List", testList},
 		{"ListFilters", testListFilters},
