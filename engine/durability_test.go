@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aslrun/aslrun/agents"
@@ -44,6 +45,7 @@ func (s *dyingStore) Commit(ctx context.Context, c *engine.Commit) error {
 // recordingAgent answers with its input and records each call's idempotency key
 // and input.
 type recordingAgent struct {
+	takes  time.Duration // how long each call takes
 	mu     sync.Mutex
 	keys   []string
 	inputs map[string][]string
@@ -51,6 +53,9 @@ type recordingAgent struct {
 
 func (a *recordingAgent) agent() agents.Agent {
 	return agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
+		if a.takes > 0 {
+			time.Sleep(a.takes)
+		}
 		in, _ := jsonvalue.Marshal(req.Input)
 		a.mu.Lock()
 		defer a.mu.Unlock()
@@ -121,58 +126,96 @@ func TestCommitAtEffects(t *testing.T) {
 // ends as an uninterrupted run does, that no call whose result was written
 // is made again, and (strict) that a call made again gets the input of the
 // first — a random value drawn before it included.
+//
+// Each case runs in a synctest bubble, where a call's time and the batch
+// window pass on the bubble's clock: the window's timer fires only while
+// every goroutine of the run waits, here while the agent's call takes its
+// time, so a run makes the same commits however loaded the machine is.
+// (On the real clock, an uninterrupted batched run that took longer than
+// its window made more commits than the dying runs it was compared with,
+// and the test reported a death at a commit those runs never made.)
 func TestReplayAfterDeath(t *testing.T) {
-	for _, mode := range []engine.Durability{engine.DurabilityStrict, engine.DurabilityBatched} {
-		for _, extra := range []string{"", `,"id.$":"States.UUID()"`} {
-			m := mustParse(t, loopDef(t, extra))
-			clean := &recordingAgent{}
-			cst := &dyingStore{Memory: store.NewMemory()}
-			x := engine.New(engine.Config{Agents: registry(t, clean.agent(), "Worker"), Store: cst, Durability: mode})
-			want, err := x.Run(context.Background(), m, mustJSON(t, `{"n":0}`), engine.StartOptions{ID: "clean"})
-			if err != nil || want.Status != engine.StatusSucceeded {
-				t.Fatalf("uninterrupted run: %v %+v", err, want)
-			}
-			for die := int64(1); die <= cst.commits.Load(); die++ {
-				st := &dyingStore{Memory: store.NewMemory(), dieAt: die}
-				a := &recordingAgent{}
-				x := engine.New(engine.Config{Agents: registry(t, a.agent(), "Worker"), Store: st, Durability: mode, BatchWindow: time.Hour})
-				if _, err := x.Run(context.Background(), m, mustJSON(t, `{"n":0}`), engine.StartOptions{ID: "e"}); err == nil {
-					t.Fatalf("%s %q: the run went on after the process died at commit %d", mode, extra, die)
+	const (
+		window   = 10 * time.Millisecond
+		callTime = 25 * time.Millisecond // two windows and a half: one write of the window per call
+	)
+	uuid := `,"id.$":"States.UUID()"`
+	for _, tc := range []struct {
+		mode  engine.Durability
+		extra string
+		// commits is what an uninterrupted run makes. Strict: one per
+		// turn and the end (11), and one more per turn for a state that
+		// draws a UUID (21). Batched: one window written during each of
+		// the ten calls, and the end.
+		commits int64
+		// repeated is how many calls a death may make again at most.
+		// Strict: the call whose commit died. Batched: the call whose
+		// result was in the window lost, and the call made while that
+		// window was being written.
+		repeated int
+	}{
+		{engine.DurabilityStrict, "", 11, 1},
+		{engine.DurabilityStrict, uuid, 21, 1},
+		{engine.DurabilityBatched, "", 11, 2},
+		{engine.DurabilityBatched, uuid, 11, 2},
+	} {
+		name := string(tc.mode)
+		if tc.extra != "" {
+			name += " uuid"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := mustParse(t, loopDef(t, tc.extra))
+				config := func(a *recordingAgent, st engine.Store) engine.Config {
+					a.takes = callTime
+					return engine.Config{Agents: registry(t, a.agent(), "Worker"), Store: st, Durability: tc.mode, BatchWindow: window}
 				}
-				written := st.commits.Load()
-				st.dieAt = 0
-				x2 := engine.New(engine.Config{Agents: registry(t, a.agent(), "Worker"), Store: st, Durability: mode})
-				res, err := x2.Resume(context.Background(), "e", engine.ResumeOptions{})
-				if err != nil {
-					t.Fatalf("%s %q died at %d: resume: %v", mode, extra, die, err)
+				clean := &recordingAgent{}
+				cst := &dyingStore{Memory: store.NewMemory()}
+				want, err := engine.New(config(clean, cst)).Run(context.Background(), m, mustJSON(t, `{"n":0}`), engine.StartOptions{ID: "clean"})
+				if err != nil || want.Status != engine.StatusSucceeded {
+					t.Fatalf("uninterrupted run: %v %+v", err, want)
 				}
-				if extra == "" && !jsonvalue.Equal(res.Output, want.Output) {
-					got, _ := jsonvalue.Marshal(res.Output)
-					w, _ := jsonvalue.Marshal(want.Output)
-					t.Errorf("%s died at %d: output %s, want %s", mode, die, got, w)
+				if got := cst.commits.Load(); got != tc.commits {
+					t.Fatalf("uninterrupted run: %d commits, want %d", got, tc.commits)
 				}
-				repeated := 0
-				for key, ins := range a.inputs {
-					if len(ins) > 1 {
-						repeated++
-						// Batched: a lost window is lost whole, the random
-						// values drawn in it too.
-						if mode == engine.DurabilityStrict && ins[0] != ins[1] {
-							t.Errorf("%s %q died at %d: call %s made again with another input:\n%s\n%s", mode, extra, die, key, ins[0], ins[1])
+				for die := int64(1); die <= tc.commits; die++ {
+					st := &dyingStore{Memory: store.NewMemory(), dieAt: die}
+					a := &recordingAgent{}
+					if _, err := engine.New(config(a, st)).Run(context.Background(), m, mustJSON(t, `{"n":0}`), engine.StartOptions{ID: "e"}); err == nil {
+						t.Fatalf("the run went on after the process died at commit %d (%d commits tried)", die, st.commits.Load())
+					}
+					written := die - 1
+					st.dieAt = 0
+					res, err := engine.New(config(a, st)).Resume(context.Background(), "e", engine.ResumeOptions{})
+					if err != nil {
+						t.Fatalf("died at %d: resume: %v", die, err)
+					}
+					if tc.extra == "" && !jsonvalue.Equal(res.Output, want.Output) {
+						got, _ := jsonvalue.Marshal(res.Output)
+						w, _ := jsonvalue.Marshal(want.Output)
+						t.Errorf("died at %d: output %s, want %s", die, got, w)
+					}
+					repeated := 0
+					for key, ins := range a.inputs {
+						if len(ins) > 1 {
+							repeated++
+							// Batched: a lost window is lost whole, the
+							// random values drawn in it too.
+							if tc.mode == engine.DurabilityStrict && ins[0] != ins[1] {
+								t.Errorf("died at %d: call %s made again with another input:\n%s\n%s", die, key, ins[0], ins[1])
+							}
 						}
 					}
+					if repeated > tc.repeated {
+						t.Errorf("died at commit %d (%d written): %d calls made again, want at most %d", die, written, repeated, tc.repeated)
+					}
+					if err := st.VerifyHistory(context.Background(), "e"); err != nil {
+						t.Error(err)
+					}
 				}
-				// Strict: only the call whose commit died is made again.
-				// Batched: the calls of the window lost (here the whole
-				// run before the death, its window never ending).
-				if mode == engine.DurabilityStrict && repeated > 1 {
-					t.Errorf("strict, %q, died at commit %d (of %d written): %d calls made again, want at most 1", extra, die, written, repeated)
-				}
-				if err := st.VerifyHistory(context.Background(), "e"); err != nil {
-					t.Error(err)
-				}
-			}
-		}
+			})
+		})
 	}
 }
 
