@@ -322,10 +322,12 @@ func TestDrainedRunQueued(t *testing.T) {
 // TestRunFailedHoldsBack: the release after RunFailed leaves a RUNNING
 // execution out of the ready queue, unless the database failed the run in
 // a way another try may not meet (a lost connection, a deadlock, a lease
-// lost), when it is queued as after any release.
+// lost, a server shutting down), when it is queued as after any release.
+// A statement timeout holds it back: the commit would time out again.
 func TestRunFailedHoldsBack(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, Options{LeaseOwner: "me", LeaseTTL: time.Minute})
+	timedOut := statementTimeout(t, db)
 	for _, tt := range []struct {
 		id     string
 		err    error
@@ -338,6 +340,8 @@ func TestRunFailedHoldsBack(t *testing.T) {
 		{"fenced", db.dbErr("commit", &pgconn.PgError{Code: "AR001"}), true},
 		{"bad-data", db.dbErr("commit", &pgconn.PgError{Code: "22P02"}), false},
 		{"schema", db.dbErr("commit", &pgconn.PgError{Code: "42883"}), false},
+		{"statement-timeout", timedOut, false},
+		{"admin-shutdown", db.dbErr("commit", &pgconn.PgError{Code: "57P01"}), true},
 		{"fine", nil, true},
 	} {
 		createAt(t, db, tt.id, time.Now())
@@ -355,4 +359,64 @@ func TestRunFailedHoldsBack(t *testing.T) {
 	}
 	// Not held here: nothing to note, nothing breaks.
 	db.RunFailed("nobody", errors.New("x"))
+}
+
+// statementTimeout returns the error of a statement the database cancels
+// at its statement_timeout, as db words it.
+func statementTimeout(t *testing.T, db *DB) error {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 10`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.Exec(ctx, `SELECT pg_sleep(10)`)
+	if got := sqlState(err); got != codeQueryCanceled {
+		t.Fatalf("pg_sleep past the statement timeout: %v (SQLSTATE %q), want SQLSTATE %s", err, got, codeQueryCanceled)
+	}
+	return db.dbErr("commit", err)
+}
+
+// TestPassing: which errors another try may not meet (the run is queued
+// again at once) and which it meets again (the run is held back), by
+// SQLSTATE class, with 57014 (a statement timeout) apart from the rest of
+// its class.
+func TestPassing(t *testing.T) {
+	db := &DB{url: "postgres://test"}
+	for _, tt := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"not the database's", errors.New("its definition no longer parses"), false},
+		{"connection lost", db.dbErr("commit", io.ErrUnexpectedEOF), true},
+		{"wrapped", fmt.Errorf("execution x: %w", db.dbErr("commit", io.ErrUnexpectedEOF)), true},
+		{"connection failure 08006", db.dbErr("commit", &pgconn.PgError{Code: "08006"}), true},
+		{"serialization failure 40001", db.dbErr("commit", &pgconn.PgError{Code: "40001"}), true},
+		{"deadlock 40P01", db.dbErr("commit", &pgconn.PgError{Code: "40P01"}), true},
+		{"too many connections 53300", db.dbErr("commit", &pgconn.PgError{Code: "53300"}), true},
+		{"query canceled 57014", db.dbErr("commit", &pgconn.PgError{Code: "57014"}), false},
+		{"wrapped query canceled 57014", fmt.Errorf("execution x: %w", db.dbErr("commit", &pgconn.PgError{Code: "57014"})), false},
+		{"admin shutdown 57P01", db.dbErr("commit", &pgconn.PgError{Code: "57P01"}), true},
+		{"crash shutdown 57P02", db.dbErr("commit", &pgconn.PgError{Code: "57P02"}), true},
+		{"cannot connect now 57P03", db.dbErr("commit", &pgconn.PgError{Code: "57P03"}), true},
+		{"database dropped 57P04", db.dbErr("commit", &pgconn.PgError{Code: "57P04"}), true},
+		{"io error 58030", db.dbErr("commit", &pgconn.PgError{Code: "58030"}), true},
+		{"fenced AR001", db.dbErr("commit", &pgconn.PgError{Code: "AR001"}), true},
+		{"conflict AR002", db.dbErr("commit", &pgconn.PgError{Code: "AR002"}), true},
+		{"invalid text 22P02", db.dbErr("commit", &pgconn.PgError{Code: "22P02"}), false},
+		{"unique violation 23505", db.dbErr("commit", &pgconn.PgError{Code: "23505"}), false},
+		{"undefined function 42883", db.dbErr("commit", &pgconn.PgError{Code: "42883"}), false},
+		{"a PgError outside dbErr", &pgconn.PgError{Code: "08006"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := passing(tt.err); got != tt.want {
+				t.Errorf("passing(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
 }

@@ -322,7 +322,8 @@ type Renewer struct {
 // KeepRenewed renews l every ttl/3 (ttl 0 means DefaultLeaseTTL) until
 // Stop is called, ctx ends, or the lease is lost. A renewal that fails for
 // another reason than a takeover (a lost connection, a slow server) is
-// tried again at the next tick: two may fail in a row before the lease
+// logged (Options.Logger, with the execution and the error) and tried
+// again at the next tick: two may fail in a row before the lease
 // expires, and even then it is lost only if another process takes it over,
 // which the next renewal reports and every commit's fence refuses.
 //
@@ -370,7 +371,8 @@ func (r *Renewer) loop(ctx context.Context) {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, r.ttl/3)
-		l, stop, err := r.db.renew(rctx, r.Lease(), r.ttl)
+		l0 := r.Lease()
+		l, stop, err := r.db.renew(rctx, l0, r.ttl)
 		cancel()
 		switch {
 		case r.ended.Load():
@@ -385,6 +387,14 @@ func (r *Renewer) loop(ctx context.Context) {
 		case errors.Is(err, ErrFenced):
 			r.lost <- err
 			return
+		case ctx.Err() != nil:
+			// Stopped while renewing: the error is the stop's.
+			return
+		default:
+			// Tried again at the next tick; the lease is lost only if
+			// another process takes it over meanwhile.
+			r.db.log.Warn("renewing a lease failed; trying again at the next renewal",
+				"execution", l0.Execution, "epoch", l0.Epoch, "expires", l0.Expires, "error", err)
 		}
 	}
 }
@@ -398,9 +408,13 @@ func (r *Renewer) deliverStop(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, r.ttl/3)
 	defer cancel()
 	stop, err := r.db.stopRequest(rctx, r.Lease().Execution)
-	if err == nil && stop != nil {
+	switch {
+	case err == nil && stop != nil:
 		r.lost <- stop
 		r.stopSent = true
+	case err != nil && ctx.Err() == nil:
+		r.db.log.Warn("reading a lease's stop request failed; trying again at the next renewal",
+			"execution", r.Lease().Execution, "error", err)
 	}
 }
 
@@ -615,7 +629,10 @@ func (db *DB) RunFailed(execution string, err error) {
 // insufficient resources, 57 operator intervention, 58 system error), or
 // aslrun's own refusals of a commit (AR: a lease lost, a head changed,
 // which the next claim reads afresh). The other classes (22 data, 23
-// integrity, 42 a statement the schema refuses, …) fail again.
+// integrity, 42 a statement the schema refuses, …) fail again, and so does
+// 57014 (query_canceled) of class 57: a statement cancelled by the
+// statement timeout is too slow for it, and a commit that timed out once
+// times out again when tried at once.
 func passing(err error) bool {
 	var de *dbError
 	if !errors.As(err, &de) {
@@ -625,12 +642,20 @@ func passing(err error) bool {
 	if len(code) < 2 {
 		return true
 	}
+	if code == codeQueryCanceled {
+		return false
+	}
 	switch code[:2] {
 	case "08", "40", "53", "57", "58", "AR":
 		return true
 	}
 	return false
 }
+
+// codeQueryCanceled is PostgreSQL's query_canceled: a statement cancelled
+// by statement_timeout (or by a cancel request, which aslrun sends only
+// when the statement's context ended).
+const codeQueryCanceled = "57014"
 
 // noteCommit records the outcome of a commit of an execution whose lease
 // this process holds (Lease, Claim).

@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -439,5 +441,71 @@ func TestRenewerReportsLoss(t *testing.T) {
 	}
 	if _, ok := <-r.Lost(); ok {
 		t.Error("Lost delivered twice")
+	}
+}
+
+// logRecords is an io.Writer under a slog.JSONHandler that hands each
+// record on, decoded, to records (dropping those that do not fit).
+type logRecords chan map[string]any
+
+func (w logRecords) Write(p []byte) (int, error) {
+	var rec map[string]any
+	if err := json.Unmarshal(p, &rec); err != nil {
+		return 0, err
+	}
+	select {
+	case w <- rec:
+	default:
+	}
+	return len(p), nil
+}
+
+// TestRenewerLogsFailure: a renewal that fails for another reason than a
+// takeover (here the lease's row stays locked past the renewal's time) is
+// logged with the execution and the error, and the renewer goes on: the
+// next renewal after the lock goes keeps the lease.
+func TestRenewerLogsFailure(t *testing.T) {
+	ctx := context.Background()
+	records := make(logRecords, 16)
+	db := openTest(t, Options{Logger: slog.New(slog.NewJSONHandler(records, nil))})
+	const ttl = 300 * time.Millisecond
+	a, err := db.Acquire(ctx, "e1", "server-a", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM leases WHERE execution = 'e1' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	r, err := db.KeepRenewed(ctx, a, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	select {
+	case rec := <-records:
+		if rec["level"] != "WARN" || rec["execution"] != "e1" || rec["error"] == nil || rec["error"] == "" {
+			t.Errorf("logged %v, want a warning naming execution e1 and the error", rec)
+		}
+	case <-time.After(notifyTimeout):
+		t.Fatal("the failed renewal was not logged")
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The lock gone, the renewer renews again: its lease moves on.
+	for {
+		select {
+		case err := <-r.Lost():
+			t.Fatalf("the renewer stopped after a failed renewal: %v", err)
+		case <-time.After(ttl / 3):
+		}
+		if got := r.Lease(); got.Expires.After(a.Expires) {
+			break
+		}
 	}
 }

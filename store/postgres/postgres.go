@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -53,6 +54,10 @@ type Options struct {
 	// host name, process id and a random suffix. Two DBs with the same
 	// owner are one process to each other.
 	LeaseOwner string
+	// Logger receives what the database does on its own, outside any
+	// call: a renewal of a lease that failed (and is tried again at the
+	// next tick). nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // DB is an aslrun database on PostgreSQL: a connection pool whose schema
@@ -73,6 +78,7 @@ type DB struct {
 
 	owner    string        // this process, in the leases it takes
 	leaseTTL time.Duration // of the leases it takes
+	log      *slog.Logger  // Options.Logger
 
 	// wakeCh and stopCh are the notification channels of its schema.
 	wakeCh, stopCh string
@@ -216,7 +222,11 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if owner == "" {
 		owner = defaultOwner()
 	}
-	db := &DB{pool: pool, url: Redact(rawURL), rec: rec, owner: owner, leaseTTL: ttl}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	db := &DB{pool: pool, url: Redact(rawURL), rec: rec, owner: owner, leaseTTL: ttl, log: log}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, urlError(rawURL, "connecting", err)
