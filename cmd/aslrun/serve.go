@@ -228,12 +228,16 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	var failure error
 	select {
 	case <-ctx.Done():
+		log.Info("draining", "cause", context.Cause(ctx).Error(), "grace", grace.String(),
+			"detail", "no new connections; requests in flight and running executions get the grace period, then what still runs is cancelled at its last commit; a second signal ends the process at once")
 	case failure = <-errs:
+		log.Error("draining", "error", failure.Error(), "grace", grace.String())
 	}
 	// Stop: no new connections, requests in flight finish; then running
 	// states reach their next boundary (an agent call in flight finishes
 	// and is committed) within the grace period, and whatever still runs
 	// is cancelled at its last commit. The next serve resumes them all.
+	stopping := time.Now()
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {
@@ -245,6 +249,6 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	stopRuns()
 	srv.Close()
 	wg.Wait()
-	log.Info("stopped")
+	log.Info("stopped", "took", time.Since(stopping).Round(time.Millisecond).String())
 	return failure
 }
