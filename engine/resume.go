@@ -183,7 +183,11 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (_
 	top := e.Progress.Scopes[""]
 	if top == nil {
 		// Created, but the first commit never happened: start afresh.
-		r.event(Event{Type: EventExecutionStarted, Input: e.Input, Document: e.Input})
+		// A run stopped before it (cancelled, drained) may have written
+		// its ExecutionStarted already, which is recorded once.
+		if e.Progress.LastEvent == 0 {
+			r.event(Event{Type: EventExecutionStarted, Input: e.Input, Document: e.Input})
+		}
 		top = &Scope{Next: m.StartAt, Doc: e.Input}
 		if opts.claimed != nil {
 			// A start left to whichever process claims it (or one whose

@@ -355,8 +355,9 @@ func (x *Executor) abortHeld(ctx context.Context, id string, req *stopRequest) (
 	doc := e.Input
 	if top := e.Progress.Scopes[""]; top != nil {
 		doc = top.Doc
-	} else {
-		// Created, but the first commit never happened.
+	} else if e.Progress.LastEvent == 0 {
+		// Created, and nothing of it written yet (a run stopped before
+		// its first commit may have written its ExecutionStarted).
 		r.event(Event{Type: EventExecutionStarted, Input: e.Input, Document: e.Input})
 	}
 	res := &Result{ID: id, Status: StatusAborted, Error: req.errName, Cause: req.cause}
