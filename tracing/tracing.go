@@ -11,6 +11,12 @@
 // span stays open across a wait: a state that stops for the execution to
 // wait ends its span (with aslrun.waiting set), and runs again under a new
 // span when the execution is resumed.
+//
+// A new execution's own trace context (when the caller gave none) is the
+// parent of spans that are never exported: its sampled flag is the
+// configured sampler's decision for a root span of its trace id, so that
+// a parent-based sampler (the default) samples an execution's spans all
+// in or all out, as it decides for a root.
 package tracing
 
 import (
@@ -20,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +49,9 @@ import (
 type Tracing struct {
 	provider *sdktrace.TracerProvider
 	tracer   trace.Tracer
+	// sampler is the provider's: it decides whether the trace of a new
+	// execution (without a caller's trace context) is sampled.
+	sampler sdktrace.Sampler
 }
 
 // FromEnv returns tracing configured by the standard OpenTelemetry
@@ -51,13 +61,19 @@ type Tracing struct {
 // (the other OTEL_EXPORTER_OTLP_* variables apply: headers, timeout,
 // compression) in batches, with service.name "aslrun" unless
 // OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES says otherwise; the
-// sampler follows OTEL_TRACES_SAMPLER (default: parent-based, always on).
+// sampler follows OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG
+// (samplerFromEnv; default: parent-based, always on), and a value it does
+// not know is an error naming the variable.
 func FromEnv(ctx context.Context) (*Tracing, error) {
 	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
 		return nil, nil
 	}
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
 		return nil, nil
+	}
+	sampler, err := samplerFromEnv(os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
 	}
 	exporter, err := otlptracehttp.New(ctx)
 	if err != nil {
@@ -69,13 +85,58 @@ func FromEnv(ctx context.Context) (*Tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
-	return newTracing(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res)), nil
+	return newTracing(sampler, sdktrace.WithBatcher(exporter), sdktrace.WithResource(res)), nil
 }
 
-// newTracing returns tracing with a tracer provider made with opts.
-func newTracing(opts ...sdktrace.TracerProviderOption) *Tracing {
-	p := sdktrace.NewTracerProvider(opts...)
-	return &Tracing{provider: p, tracer: p.Tracer("github.com/aslrun/aslrun/tracing")}
+// samplerFromEnv returns the sampler OTEL_TRACES_SAMPLER and
+// OTEL_TRACES_SAMPLER_ARG name (read with getenv), as the OpenTelemetry
+// specification defines them: always_on, always_off, traceidratio,
+// parentbased_always_on (the default, when it is unset),
+// parentbased_always_off and parentbased_traceidratio, whose ratio is the
+// argument (default 1). Any other sampler, or a ratio that is not a
+// number from 0 to 1, is an error naming the variable.
+func samplerFromEnv(getenv func(string) string) (sdktrace.Sampler, error) {
+	name := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")))
+	arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG"))
+	ratio := func() (sdktrace.Sampler, error) {
+		if arg == "" {
+			return sdktrace.TraceIDRatioBased(1), nil
+		}
+		v, err := strconv.ParseFloat(arg, 64)
+		if err != nil || !(v >= 0 && v <= 1) {
+			return nil, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG %q: want a ratio from 0 to 1 for sampler %s", arg, name)
+		}
+		return sdktrace.TraceIDRatioBased(v), nil
+	}
+	switch name {
+	case "", "parentbased_always_on":
+		return sdktrace.ParentBased(sdktrace.AlwaysSample()), nil
+	case "always_on":
+		return sdktrace.AlwaysSample(), nil
+	case "always_off":
+		return sdktrace.NeverSample(), nil
+	case "parentbased_always_off":
+		return sdktrace.ParentBased(sdktrace.NeverSample()), nil
+	case "traceidratio":
+		return ratio()
+	case "parentbased_traceidratio":
+		root, err := ratio()
+		if err != nil {
+			return nil, err
+		}
+		return sdktrace.ParentBased(root), nil
+	}
+	return nil, fmt.Errorf("OTEL_TRACES_SAMPLER %q: want always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio", name)
+}
+
+// newTracing returns tracing with a tracer provider made with sampler
+// (nil: parent-based, always on) and opts.
+func newTracing(sampler sdktrace.Sampler, opts ...sdktrace.TracerProviderOption) *Tracing {
+	if sampler == nil {
+		sampler = sdktrace.ParentBased(sdktrace.AlwaysSample())
+	}
+	p := sdktrace.NewTracerProvider(append(opts, sdktrace.WithSampler(sampler))...)
+	return &Tracing{provider: p, tracer: p.Tracer("github.com/aslrun/aslrun/tracing"), sampler: sampler}
 }
 
 // Shutdown exports the spans not exported yet and stops exporting; ctx
@@ -97,7 +158,7 @@ func (t *Tracing) Hooks(next engine.Hooks) engine.Hooks {
 		return next
 	}
 	h := next
-	h.NewTrace = newTrace
+	h.NewTrace = t.newTrace
 	h.StateEntered = func(ctx context.Context, id, tc, scope, state string) context.Context {
 		ctx = t.stateEntered(ctx, id, tc, scope, state)
 		if next.StateEntered != nil {
@@ -139,7 +200,7 @@ const (
 // that belongs to the execution's trace (the enclosing Map or Parallel
 // state's), else of the execution's stored span context.
 func (t *Tracing) stateEntered(ctx context.Context, id, stored, scope, state string) context.Context {
-	root := rootOf(id, stored)
+	root := t.rootOf(id, stored)
 	if trace.SpanContextFromContext(ctx).TraceID() != root.TraceID() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, root)
 	}
@@ -182,8 +243,9 @@ func recordError(span trace.Span, err error) {
 }
 
 // newTrace is the trace context of a new execution: parent when it is a
-// valid traceparent, else a new sampled trace.
-func newTrace(parent string) string {
+// valid traceparent (its sampled flag is the caller's decision), else a
+// new trace, sampled when the sampler samples a root span of it.
+func (t *Tracing) newTrace(parent string) string {
 	if sc := parse(parent); sc.IsValid() {
 		return format(sc)
 	}
@@ -192,15 +254,25 @@ func newTrace(parent string) string {
 		rand.Read(c.TraceID[:])
 		rand.Read(c.SpanID[:])
 	}
-	c.TraceFlags = trace.FlagsSampled
+	c.TraceFlags = t.rootFlags(c.TraceID)
 	return format(trace.NewSpanContext(c))
+}
+
+// rootFlags is the sampled flag of a new trace of id with no parent: the
+// sampler's decision for a root span of it.
+func (t *Tracing) rootFlags(id trace.TraceID) trace.TraceFlags {
+	res := t.sampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: context.Background(), TraceID: id, Name: "execution", Kind: trace.SpanKindInternal})
+	if res.Decision == sdktrace.RecordAndSample {
+		return trace.FlagsSampled
+	}
+	return 0
 }
 
 // rootOf is the span context the spans of execution id descend from: its
 // stored trace context, or, for an execution stored without a valid one
 // (created while tracing was off), one derived from its id, so that its
-// spans still share a trace.
-func rootOf(id, stored string) trace.SpanContext {
+// spans still share a trace (sampled as newTrace's are).
+func (t *Tracing) rootOf(id, stored string) trace.SpanContext {
 	if sc := parse(stored); sc.IsValid() {
 		return sc
 	}
@@ -208,7 +280,7 @@ func rootOf(id, stored string) trace.SpanContext {
 	var c trace.SpanContextConfig
 	copy(c.TraceID[:], sum[:16])
 	copy(c.SpanID[:], sum[16:24])
-	c.TraceFlags, c.Remote = trace.FlagsSampled, true
+	c.TraceFlags, c.Remote = t.rootFlags(c.TraceID), true
 	return trace.NewSpanContext(c)
 }
 

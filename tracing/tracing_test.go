@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -97,7 +98,7 @@ func testExecutionTrace(t *testing.T, traceParent string) {
 	st := store.NewMemory()
 	reg := newAgents(t)
 	newExecutor := func() *engine.Executor {
-		tr := newTracing(sdktrace.WithSyncer(exp))
+		tr := newTracing(nil, sdktrace.WithSyncer(exp))
 		t.Cleanup(func() { tr.Shutdown(context.Background()) })
 		return engine.New(engine.Config{Agents: reg, Store: st, Hooks: tr.Hooks(engine.Hooks{})})
 	}
@@ -205,16 +206,18 @@ func testExecutionTrace(t *testing.T, traceParent string) {
 // TestOldExecutionTrace: an execution stored without a trace context gets
 // one trace derived from its id, the same in every process.
 func TestOldExecutionTrace(t *testing.T) {
-	a, b := rootOf("old", ""), rootOf("old", "not a traceparent")
+	tr := newTracing(nil)
+	a, b := tr.rootOf("old", ""), tr.rootOf("old", "not a traceparent")
 	if !a.IsValid() || a.TraceID() != b.TraceID() || a.SpanID() != b.SpanID() {
 		t.Errorf("rootOf(old) = %v and %v, want one valid span context", a, b)
 	}
-	if other := rootOf("other", ""); other.TraceID() == a.TraceID() {
+	if other := tr.rootOf("other", ""); other.TraceID() == a.TraceID() {
 		t.Errorf("rootOf(other) has the trace id of rootOf(old): %s", a.TraceID())
 	}
 }
 
 func TestNewTrace(t *testing.T) {
+	tr := newTracing(nil)
 	const valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	tests := []struct {
 		parent string
@@ -227,7 +230,7 @@ func TestNewTrace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.parent, func(t *testing.T) {
-			got := newTrace(tt.parent)
+			got := tr.newTrace(tt.parent)
 			sc := parse(got)
 			if !sc.IsValid() || !sc.IsSampled() {
 				t.Fatalf("newTrace(%q) = %q, want a valid sampled traceparent", tt.parent, got)
@@ -237,13 +240,13 @@ func TestNewTrace(t *testing.T) {
 			}
 		})
 	}
-	if a, b := newTrace(""), newTrace(""); a == b {
+	if a, b := tr.newTrace(""), tr.newTrace(""); a == b {
 		t.Errorf("newTrace twice = %q, want two traces", a)
 	}
 }
 
 func unsetEnv(t *testing.T) {
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED", "OTEL_TRACES_SAMPLER"} {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG"} {
 		t.Setenv(k, "")
 	}
 }
@@ -313,5 +316,117 @@ func TestFromEnvExports(t *testing.T) {
 		if p.path != "POST /v1/traces" || p.size == 0 {
 			t.Errorf("collector got %q with %d bytes, want POST /v1/traces with a body", p.path, p.size)
 		}
+	}
+}
+
+// TestSampling: the configured sampler decides for the trace of a new
+// execution, and its spans follow, all in or all out: a ratio of 0 records
+// none, a ratio of 1 all, parent-based or not, for a new execution and for
+// one stored without a trace (whose trace is derived from its id). A
+// caller's trace context decides for a parent-based sampler.
+func TestSampling(t *testing.T) {
+	const (
+		sampledParent   = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		unsampledParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
+	)
+	m, err := states.Parse([]byte(`{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"B"},"B":{"Type":"Pass","End":true}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		sampler sdktrace.Sampler
+		parent  string
+		stored  bool // the execution is stored with its trace context
+		spans   int
+	}{
+		{"parentbased_traceidratio 0", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0)), "", true, 0},
+		{"parentbased_traceidratio 1", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(1)), "", true, 2},
+		{"traceidratio 0", sdktrace.TraceIDRatioBased(0), "", true, 0},
+		{"traceidratio 1", sdktrace.TraceIDRatioBased(1), "", true, 2},
+		{"parentbased_always_off", sdktrace.ParentBased(sdktrace.NeverSample()), "", true, 0},
+		{"default", nil, "", true, 2},
+		{"parentbased_traceidratio 0, stored without a trace", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0)), "", false, 0},
+		{"parentbased_traceidratio 1, stored without a trace", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(1)), "", false, 2},
+		{"parentbased_traceidratio 0, caller sampled", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0)), sampledParent, true, 2},
+		{"parentbased_always_on, caller not sampled", nil, unsampledParent, true, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			exp := tracetest.NewInMemoryExporter()
+			tr := newTracing(tt.sampler, sdktrace.WithSyncer(exp))
+			defer tr.Shutdown(context.Background())
+			hooks := tr.Hooks(engine.Hooks{})
+			if !tt.stored {
+				// As an executor without tracing creates it.
+				hooks.NewTrace = func(string) string { return "" }
+			}
+			st := store.NewMemory()
+			x := engine.New(engine.Config{Store: st, Hooks: hooks})
+			if _, err := x.Run(t.Context(), m, map[string]any{}, engine.StartOptions{ID: "e", TraceParent: tt.parent}); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(exp.GetSpans()); got != tt.spans {
+				t.Errorf("%d spans recorded, want %d", got, tt.spans)
+			}
+			e, err := st.Load(t.Context(), "e")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sc := parse(e.Trace); tt.stored && sc.IsSampled() != (tt.spans > 0) {
+				t.Errorf("stored trace %q sampled = %t, want %t", e.Trace, sc.IsSampled(), tt.spans > 0)
+			}
+		})
+	}
+}
+
+// TestSamplerFromEnv: OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG
+// name the sampler; what is not one is an error naming the variable.
+func TestSamplerFromEnv(t *testing.T) {
+	for _, tt := range []struct {
+		sampler, arg string
+		want         sdktrace.Sampler // nil: an error naming wantErr
+		wantErr      string
+	}{
+		{"", "", sdktrace.ParentBased(sdktrace.AlwaysSample()), ""},
+		{"parentbased_always_on", "", sdktrace.ParentBased(sdktrace.AlwaysSample()), ""},
+		{"always_on", "", sdktrace.AlwaysSample(), ""},
+		{"always_off", "", sdktrace.NeverSample(), ""},
+		{"parentbased_always_off", "", sdktrace.ParentBased(sdktrace.NeverSample()), ""},
+		{"traceidratio", "", sdktrace.TraceIDRatioBased(1), ""},
+		{"traceidratio", "0.25", sdktrace.TraceIDRatioBased(0.25), ""},
+		{" ParentBased_TraceIDRatio ", " 0 ", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0)), ""},
+		{"parentbased_traceidratio", "", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(1)), ""},
+		{"parentbased_traceidratio", "1.5", nil, "OTEL_TRACES_SAMPLER_ARG"},
+		{"parentbased_traceidratio", "-0.1", nil, "OTEL_TRACES_SAMPLER_ARG"},
+		{"traceidratio", "half", nil, "OTEL_TRACES_SAMPLER_ARG"},
+		{"traceidratio", "NaN", nil, "OTEL_TRACES_SAMPLER_ARG"},
+		{"jaeger_remote", "", nil, "OTEL_TRACES_SAMPLER"},
+		{"sometimes", "", nil, "OTEL_TRACES_SAMPLER"},
+	} {
+		t.Run(tt.sampler+" "+tt.arg, func(t *testing.T) {
+			env := map[string]string{"OTEL_TRACES_SAMPLER": tt.sampler, "OTEL_TRACES_SAMPLER_ARG": tt.arg}
+			got, err := samplerFromEnv(func(k string) string { return env[k] })
+			if tt.want == nil {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr+" ") {
+					t.Errorf("samplerFromEnv() = %v, %v; want an error naming %s", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got.Description() != tt.want.Description() {
+				t.Errorf("samplerFromEnv() = %v, %v; want %s", got, err, tt.want.Description())
+			}
+		})
+	}
+}
+
+// TestFromEnvBadSampler: FromEnv refuses a sampler it does not know
+// rather than tracing everything by default.
+func TestFromEnvBadSampler(t *testing.T) {
+	unsetEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "ten percent")
+	if tr, err := FromEnv(t.Context()); tr != nil || err == nil || !strings.Contains(err.Error(), "OTEL_TRACES_SAMPLER_ARG") {
+		t.Errorf("FromEnv() = %v, %v; want an error naming OTEL_TRACES_SAMPLER_ARG", tr, err)
 	}
 }
