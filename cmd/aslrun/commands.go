@@ -352,7 +352,7 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return err
 	}
-	h, err := c.open(ctx, *db, accessRun, holderInfo{API: apiReads, Socket: socketPath(*db)})
+	h, err := c.open(ctx, *db, accessContinue, holderInfo{API: apiReads, Socket: socketPath(*db)})
 	if err != nil {
 		return err
 	}

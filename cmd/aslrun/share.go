@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -38,9 +39,13 @@ const (
 	accessRead access = iota
 	// accessDecide (approve) decides: through any API.
 	accessDecide
-	// accessRun (run, resume) runs executions: through serve's API, or
-	// it waits for the lock while another run holds it.
+	// accessRun (run, activity-poll) runs executions: through serve's
+	// API, or it waits for the lock while another run holds it.
 	accessRun
+	// accessContinue (resume, task-success, task-failure,
+	// task-heartbeat) is accessRun on an execution that exists: a
+	// database that does not is refused, not made.
+	accessContinue
 	// accessLocal (checkpoints, memory, gc) needs the store itself: it
 	// waits for a run, and is refused by a server.
 	accessLocal
@@ -150,6 +155,9 @@ func (c *cmdContext) open(ctx context.Context, db string, what access, me holder
 		}
 		return &handle{st: pg, close: func() { pg.Close() }}, nil
 	}
+	if err := checkDBPath(db, what); err != nil {
+		return nil, err
+	}
 	me.PID = os.Getpid()
 	if me.Socket != "" {
 		// Other commands may run in other directories.
@@ -206,6 +214,21 @@ func (c *cmdContext) open(ctx context.Context, db string, what access, me holder
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
+}
+
+// checkDBPath refuses a bbolt --db that is a directory and, for a command
+// that reads or needs an execution to exist (every access but accessRun
+// and accessServe), one that does not exist: opening it would make an
+// empty database, in which nothing can be found.
+func checkDBPath(db string, what access) error {
+	fi, err := os.Stat(db)
+	switch {
+	case err == nil && fi.IsDir():
+		return usageErrorf("database %s is a directory: --db names a bbolt database file (as %s) or a postgres:// URL", db, defaultDB)
+	case errors.Is(err, fs.ErrNotExist) && what != accessRun && what != accessServe:
+		return usageErrorf("database %s does not exist: no execution was run with this --db (check the path, the directory it is relative to, or %s)", db, envDB)
+	}
+	return nil
 }
 
 // answers reports whether a process accepts connections on sock.

@@ -84,7 +84,7 @@ func taskAnswer(ctx context.Context, c *cmdContext, fs *flag.FlagSet, args []str
 			return err
 		}
 	}
-	h, err := c.open(ctx, *db, accessRun, holderInfo{API: apiReads, Socket: socketPath(*db)})
+	h, err := c.open(ctx, *db, accessContinue, holderInfo{API: apiReads, Socket: socketPath(*db)})
 	if err != nil {
 		return err
 	}
