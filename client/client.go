@@ -298,3 +298,46 @@ func (c *Client) Activities(ctx context.Context) ([]api.Activity, error) {
 	err := c.do(ctx, "GET", "/v1/activities", nil, &list)
 	return list.Activities, err
 }
+
+// Checkpoints lists an execution's checkpoints, oldest first, without
+// their documents.
+func (c *Client) Checkpoints(ctx context.Context, id string) (api.CheckpointList, error) {
+	var l api.CheckpointList
+	err := c.do(ctx, "GET", "/v1/executions/"+url.PathEscape(id)+"/checkpoints", nil, &l)
+	return l, err
+}
+
+// Rollback moves an execution back to one of its checkpoints, in place
+// (req.Restore: "both", "document" or "memory"); it goes on in the
+// background. The answer is the execution as it stood once the rollback
+// was recorded.
+func (c *Client) Rollback(ctx context.Context, id string, req api.Rollback) (api.Execution, error) {
+	var e api.Execution
+	err := c.do(ctx, "POST", "/v1/executions/"+url.PathEscape(id)+"/rollback", req, &e)
+	return e, err
+}
+
+// Fork starts a new execution from a checkpoint of execution id (named
+// req.Name, or a new UUIDv7); it runs in the background. The answer is
+// the new execution, once it exists.
+func (c *Client) Fork(ctx context.Context, id string, req api.Fork) (api.Execution, error) {
+	var e api.Execution
+	err := c.do(ctx, "POST", "/v1/executions/"+url.PathEscape(id)+"/fork", req, &e)
+	return e, err
+}
+
+// MemoryNamespaces lists the agent memory namespaces that have live
+// entries, by name.
+func (c *Client) MemoryNamespaces(ctx context.Context) ([]api.MemoryNamespace, error) {
+	var l api.MemoryNamespaceList
+	err := c.do(ctx, "GET", "/v1/memory", nil, &l)
+	return l.Namespaces, err
+}
+
+// Memory lists the live entries of an agent memory namespace, by key (an
+// unknown namespace has none).
+func (c *Client) Memory(ctx context.Context, namespace string) ([]api.MemoryEntry, error) {
+	var l api.MemoryEntryList
+	err := c.do(ctx, "GET", "/v1/memory/"+url.PathEscape(namespace), nil, &l)
+	return l.Entries, err
+}
