@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -54,6 +55,15 @@ type streams struct {
 	// keepaliveEvery (tests shorten it).
 	keepalive time.Duration
 	inbox     inbox
+	// feeds are the executions' history feeds, by execution id, while
+	// a stream follows them (guarded by mu).
+	feeds map[string]*historyFeed
+	// histories and approvals bound the open history and approval
+	// streams, as list streams are.
+	histories, approvals streamLimit
+	// keep bounds the events a history feed holds; 0 means feedKeep
+	// (tests lower it).
+	keep int64
 }
 
 // enter counts a stream in: it returns the channel closed when streams
@@ -138,12 +148,17 @@ func (o *sse) send(id, event string, data any) error {
 	if err != nil {
 		return err
 	}
+	return o.sendRaw(id, event, b)
+}
+
+// sendRaw writes one event whose data is JSON already encoded.
+func (o *sse) sendRaw(id, event string, data []byte) error {
 	o.buf.Reset()
 	if id != "" {
 		fmt.Fprintf(&o.buf, "id: %s\n", id)
 	}
 	fmt.Fprintf(&o.buf, "event: %s\n", event)
-	for line := range strings.Lines(string(b)) {
+	for line := range strings.Lines(string(data)) {
 		fmt.Fprintf(&o.buf, "data: %s\n", strings.TrimSuffix(line, "\n"))
 	}
 	o.buf.WriteByte('\n')
@@ -195,7 +210,10 @@ var errStopping = &problem{status: http.StatusServiceUnavailable, kind: "stoppin
 
 // streamHistory is GET /v1/executions/{id}/events: the execution's
 // committed events in order, each with its seq as its id, then `end`
-// once the execution has ended.
+// once the execution has ended. Every stream of an execution follows one
+// historyFeed: one reader of the store per execution, however many
+// watch it. A stream that resumes from before what the feed holds reads
+// the part it lacks itself, a page at a time.
 func (s *Server) streamHistory(w http.ResponseWriter, r *http.Request) error {
 	ctx, id := r.Context(), r.PathValue("id")
 	after, _, err := resumePoint(r)
@@ -205,29 +223,66 @@ func (s *Server) streamHistory(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.st.Load(ctx, id); err != nil {
 		return err
 	}
+	p, _ := principalOf(ctx)
+	release, err := s.streams.histories.admit(p.Name, "history")
+	if err != nil {
+		return err
+	}
+	defer release()
 	stop, every, ok := s.streams.enter()
 	if !ok {
 		return errStopping
 	}
 	defer s.streams.open.Done()
+	f := s.streams.follow(s.st, id)
+	defer s.streams.unfollow(f)
 	out, err := startSSE(w)
 	if err != nil {
 		return nil
 	}
 	keepalive := time.NewTicker(every)
 	defer keepalive.Stop()
-	poll := time.NewTimer(0)
-	defer poll.Stop()
-	wait := historyPollMin
-	// seen is what the last read of the history was made after; count is
-	// how many events it had.
-	type mark struct {
-		seq, last, own int64
-		status         engine.Status
-	}
-	var seen mark
-	count := int64(-1)
 	for {
+		events, floor, changed, end, err := f.since(after)
+		if after < floor {
+			// Behind what the feed holds: read the gap from the store.
+			page, _, err := s.st.HistoryRange(ctx, id, after, min(historyCatchUp, int(floor-after)))
+			if err == nil && len(page) == 0 {
+				err = fmt.Errorf("execution %s: history event %d: %w", id, after+1, engine.ErrNotFound)
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					out.fail(err)
+				}
+				return nil
+			}
+			for _, e := range page {
+				after++
+				ev := eventOf(after, e)
+				if out.send(strconv.FormatInt(after, 10), ev.Type, ev) != nil {
+					return nil
+				}
+			}
+			continue
+		}
+		for _, ev := range events {
+			if out.sendRaw(strconv.FormatInt(ev.seq, 10), ev.typ, ev.data) != nil {
+				return nil
+			}
+			after = ev.seq
+		}
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				out.fail(err)
+			}
+			return nil
+		case end != nil:
+			out.sendRaw("", "end", end)
+			return nil
+		case len(events) > 0:
+			continue
+		}
 		select {
 		case <-stop:
 			return nil
@@ -237,45 +292,8 @@ func (s *Server) streamHistory(w http.ResponseWriter, r *http.Request) error {
 			if out.comment("keepalive") != nil {
 				return nil
 			}
-			continue
-		case <-poll.C:
+		case <-changed:
 		}
-		e, err := s.st.Load(ctx, id)
-		if err != nil {
-			if ctx.Err() == nil {
-				out.fail(err)
-			}
-			return nil
-		}
-		// Load before History: when the execution has ended, the history
-		// read after holds every event.
-		now := mark{e.Seq, e.Progress.LastEvent, e.Progress.LastOwnEvent, e.Status}
-		if count < 0 || now != seen {
-			events, err := s.st.History(ctx, id)
-			if err != nil {
-				if ctx.Err() == nil {
-					out.fail(err)
-				}
-				return nil
-			}
-			for ; after < int64(len(events)); after++ {
-				ev := eventOf(after+1, events[after])
-				if out.send(strconv.FormatInt(ev.Seq, 10), ev.Type, ev) != nil {
-					return nil
-				}
-			}
-			if int64(len(events)) > count {
-				wait = historyPollMin
-			}
-			seen, count = now, int64(len(events))
-		} else {
-			wait = min(2*wait, historyPollMax)
-		}
-		if e.Status.Ended() && after >= count {
-			out.send("", "end", executionOf(e))
-			return nil
-		}
-		poll.Reset(wait)
 	}
 }
 
@@ -448,6 +466,12 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) error {
 	if err := in.refresh(ctx, s.st); err != nil {
 		return err
 	}
+	p, _ := principalOf(ctx)
+	release, err := s.streams.approvals.admit(p.Name, "approval")
+	if err != nil {
+		return err
+	}
+	defer release()
 	stop, every, ok := s.streams.enter()
 	if !ok {
 		return errStopping
@@ -528,4 +552,292 @@ func follow(ctx context.Context, stop <-chan struct{}, out *sse, every, poll tim
 			}
 		}
 	}
+}
+
+const (
+	// historyCatchUp is how many events a history stream reads from the
+	// store at a time when it resumes from before what its feed holds.
+	historyCatchUp = 256
+	// historyBatch is how many events a feed reads from the store at a
+	// time.
+	historyBatch = 1024
+	// feedKeep and feedKeepBytes bound the events a feed holds for its
+	// streams: the last feedKeep, and fewer when their data pass
+	// feedKeepBytes.
+	feedKeep      = 1024
+	feedKeepBytes = 8 << 20
+)
+
+// streamLimit bounds open streams of one kind: maxListStreams for the
+// server and maxListStreamsPerCaller for one caller (a token's or a
+// signed-in person's name), as the list streams are. It is safe for
+// concurrent use.
+type streamLimit struct {
+	mu       sync.Mutex
+	open     int
+	byCaller map[string]int
+	// max and maxPerCaller bound them; 0 means maxListStreams and
+	// maxListStreamsPerCaller (tests lower them).
+	max, maxPerCaller int
+}
+
+// admit counts a stream of what kind of caller in, or refuses it (429)
+// over the bounds; release counts it out.
+func (l *streamLimit) admit(caller, kind string) (release func(), err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	limit, perCaller := cmp.Or(l.max, maxListStreams), cmp.Or(l.maxPerCaller, maxListStreamsPerCaller)
+	switch {
+	case l.open >= limit:
+		return nil, errTooManyStreams(fmt.Sprintf("the server has %d %s streams open, its most: close one, or retry later", l.open, kind))
+	case l.byCaller[caller] >= perCaller:
+		return nil, errTooManyStreams(fmt.Sprintf("%s has %d %s streams open, the most one caller may: close one", caller, l.byCaller[caller], kind))
+	}
+	if l.byCaller == nil {
+		l.byCaller = map[string]int{}
+	}
+	l.open++
+	l.byCaller[caller]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.open--
+		if l.byCaller[caller]--; l.byCaller[caller] == 0 {
+			delete(l.byCaller, caller)
+		}
+	}, nil
+}
+
+// historyFeed reads one execution's history for all the streams that
+// follow it: it polls the execution (historyPollMin, backing off to
+// historyPollMax while nothing changes), reads only the events after the
+// last it read (HistoryRange), encodes each once, and keeps the last
+// feedKeep of them for its streams. It ends once the execution has ended
+// and every event is read, or a read fails, or no stream follows it. It
+// is safe for concurrent use.
+type historyFeed struct {
+	id     string
+	cancel context.CancelFunc // ends the reading goroutine
+	subs   int                // streams following it (guarded by streams.mu)
+	keep   int64              // the most events it holds (feedKeep)
+
+	mu      sync.Mutex    // guards what follows
+	started bool          // the first read is done
+	floor   int64         // the seq of the event before the first held
+	events  []feedEvent   // the events floor+1… as read, in order
+	size    int           // the bytes of their data
+	changed chan struct{} // closed, and replaced, at each change
+	end     []byte        // the `end` event's data once the execution ended and every event is held
+	err     error         // the read that failed
+}
+
+// feedEvent is a history event as its streams send it.
+type feedEvent struct {
+	seq  int64
+	typ  string
+	data []byte
+}
+
+// follow returns the feed of execution id, started for its first
+// stream; unfollow is called when the stream ends.
+func (ss *streams) follow(st Store, id string) *historyFeed {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	f := ss.feeds[id]
+	if f == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		f = &historyFeed{id: id, cancel: cancel, changed: make(chan struct{}), keep: cmp.Or(ss.keep, feedKeep)}
+		if ss.feeds == nil {
+			ss.feeds = map[string]*historyFeed{}
+		}
+		ss.feeds[id] = f
+		// Counted as a stream: StopStreams waits for it too. The calling
+		// stream is counted already, so the count is not zero.
+		ss.open.Add(1)
+		go func() {
+			defer ss.open.Done()
+			f.run(ctx, st)
+			ss.mu.Lock()
+			if ss.feeds[id] == f {
+				delete(ss.feeds, id) // a later stream starts afresh (a redrive)
+			}
+			ss.mu.Unlock()
+		}()
+	}
+	f.subs++
+	return f
+}
+
+// unfollow counts a stream of f out, ending f with its last.
+func (ss *streams) unfollow(f *historyFeed) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if f.subs--; f.subs == 0 {
+		f.cancel()
+		if ss.feeds[f.id] == f {
+			delete(ss.feeds, f.id)
+		}
+	}
+}
+
+// since returns the events after seq `after` that f holds, the seq before
+// the first it holds (a stream behind it reads from the store), the
+// channel closed at f's next change, and, once there is nothing more,
+// the `end` data or the error that ended f. Before f's first read it
+// returns floor 0, no events and no end.
+func (f *historyFeed) since(after int64) (events []feedEvent, floor int64, changed <-chan struct{}, end []byte, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.started {
+		return nil, 0, f.changed, nil, f.err
+	}
+	if after < f.floor {
+		return nil, f.floor, f.changed, nil, nil
+	}
+	if i := after - f.floor; i < int64(len(f.events)) {
+		events = f.events[i:len(f.events):len(f.events)]
+	}
+	last := f.floor + int64(len(f.events))
+	if after+int64(len(events)) >= last {
+		end, err = f.end, f.err
+	}
+	return events, f.floor, f.changed, end, err
+}
+
+// run reads the execution until it has ended and every event is read, a
+// read fails, or ctx ends.
+func (f *historyFeed) run(ctx context.Context, st Store) {
+	type mark struct {
+		seq, last, own int64
+		status         engine.Status
+	}
+	var seen mark
+	var read int64 = -1 // the events read (-1: none yet)
+	wait := historyPollMin
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+		e, err := st.Load(ctx, f.id)
+		if err != nil {
+			f.fail(ctx, err)
+			return
+		}
+		// Load before reading the history: when the execution has ended,
+		// the history read after holds every event.
+		now := mark{e.Seq, e.Progress.LastEvent, e.Progress.LastOwnEvent, e.Status}
+		if read < 0 || now != seen {
+			if read < 0 {
+				// Start near the end: a stream behind reads the rest itself.
+				_, total, err := st.HistoryRange(ctx, f.id, math.MaxInt64, 1)
+				if err != nil {
+					f.fail(ctx, err)
+					return
+				}
+				read = max(0, total-f.keep)
+				f.mu.Lock()
+				f.floor = read
+				f.mu.Unlock()
+			}
+			grew := false
+			for {
+				page, _, err := st.HistoryRange(ctx, f.id, read, historyBatch)
+				if err != nil {
+					f.fail(ctx, err)
+					return
+				}
+				if err := f.add(read, page); err != nil {
+					f.fail(ctx, err)
+					return
+				}
+				read += int64(len(page))
+				grew = grew || len(page) > 0
+				if len(page) < historyBatch {
+					break
+				}
+			}
+			if grew {
+				wait = historyPollMin
+			}
+			seen = now
+		} else {
+			wait = min(2*wait, historyPollMax)
+		}
+		if e.Status.Ended() {
+			data, err := json.Marshal(executionOf(e))
+			if err != nil {
+				f.fail(ctx, err)
+				return
+			}
+			f.mu.Lock()
+			f.end = data
+			f.signal()
+			f.mu.Unlock()
+			return
+		}
+		f.mu.Lock()
+		if !f.started {
+			f.started = true
+			f.signal()
+		}
+		f.mu.Unlock()
+		poll.Reset(wait)
+	}
+}
+
+// add holds the events read after seq `after`, encoded, dropping the
+// oldest past feedKeep and feedKeepBytes.
+func (f *historyFeed) add(after int64, page []engine.Event) error {
+	encoded := make([]feedEvent, len(page))
+	for i, e := range page {
+		ev := eventOf(after+int64(i)+1, e)
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("execution %s: history event %d: %w", f.id, ev.Seq, err)
+		}
+		encoded[i] = feedEvent{seq: ev.Seq, typ: ev.Type, data: data}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// A new slice when some are dropped: streams keep reading the old.
+	f.events = append(f.events, encoded...)
+	for _, e := range encoded {
+		f.size += len(e.data)
+	}
+	drop := 0
+	for int64(len(f.events)-drop) > f.keep || (f.size > feedKeepBytes && len(f.events)-drop > 1) {
+		f.size -= len(f.events[drop].data)
+		drop++
+	}
+	if drop > 0 {
+		f.events = slices.Clone(f.events[drop:])
+		f.floor += int64(drop)
+	}
+	f.started = true
+	if len(encoded) > 0 {
+		f.signal()
+	}
+	return nil
+}
+
+// fail ends f with err, unless ctx ended (no stream follows it).
+func (f *historyFeed) fail(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started = true
+	f.err = err
+	f.signal()
+}
+
+// signal wakes the streams waiting for a change (f.mu held).
+func (f *historyFeed) signal() {
+	close(f.changed)
+	f.changed = make(chan struct{})
 }
