@@ -456,12 +456,12 @@ type execDocs struct {
 	// counts the commits of the execution this cache saw.
 	stored  map[[sha256.Size]byte]int64
 	commits int64
-	byID   map[docIdentity]memoEntry
-	last   map[string]cachedDoc
-	enc    *jsonvalue.EncodeCache
-	gen    int // the docCache's gen when enc was made
-	spare  map[docIdentity]memoEntry
-	delta  deltaScratch // the buffers of the deltas of its commits
+	byID    map[docIdentity]memoEntry
+	last    map[string]cachedDoc
+	enc     *jsonvalue.EncodeCache
+	gen     int // the docCache's gen when enc was made
+	spare   map[docIdentity]memoEntry
+	delta   deltaScratch // the buffers of the deltas of its commits
 	// counted is enc's size as counted in the docCache's encBytes; forget
 	// reads it without mu.
 	counted atomic.Int64

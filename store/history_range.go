@@ -20,7 +20,6 @@ import (
 // (maxDocReach bounds how far back those are for what this process wrote),
 // not the whole history.
 
-
 // recordSpan reads the position of a history record's first event and its
 // number of events from its header; ok is false when it has no header.
 func recordSpan(v []byte) (first, count int64, ok bool) {
