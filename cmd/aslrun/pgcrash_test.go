@@ -144,8 +144,18 @@ func startServers(t *testing.T, url string, n int, args ...string) []*pgServer {
 // database of its own, and returns its output.
 func referenceOutput(t *testing.T) any {
 	t.Helper()
+	out, _ := referenceRun(t)
+	return out
+}
+
+// referenceRun runs the crash pipeline once, uninterrupted, on a bbolt
+// database of its own, and returns its output and the number of events
+// in its history.
+func referenceRun(t *testing.T) (any, int) {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "ref.db")
 	code, out, errOut := invoke(t, "", "run", "testdata/crash/pipeline.json", "--mock", "testdata/crash/mock.json",
-		"--input", "@testdata/crash/input.json", "--db", filepath.Join(t.TempDir(), "ref.db"))
+		"--input", "@testdata/crash/input.json", "--db", db, "--name", "ref")
 	if code != 0 {
 		t.Fatalf("reference run: exit %d: %s", code, errOut)
 	}
@@ -153,7 +163,23 @@ func referenceOutput(t *testing.T) any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v
+	code, out, errOut = invoke(t, "", "history", "ref", "--json", "--db", db)
+	if code != 0 {
+		t.Fatalf("reference run: history: exit %d: %s", code, errOut)
+	}
+	var events []api.Event
+	if err := json.Unmarshal([]byte(out), &events); err != nil {
+		t.Fatalf("reference run: history --json: %v", err)
+	}
+	return v, len(events)
+}
+
+// eventsRecorded returns how many history events the executions of conn's
+// database have recorded together, as their heads count them.
+func eventsRecorded(ctx context.Context, conn *pgx.Conn) (int, error) {
+	var n int
+	err := conn.QueryRow(ctx, `SELECT coalesce(sum(event_count), 0) FROM executions`).Scan(&n)
+	return n, err
 }
 
 // awaitEnded waits until every execution in ids has ended, reading the
@@ -250,22 +276,29 @@ func checkEnded(t *testing.T, url string, e *engine.Execution, want any) {
 // TestPostgresCrashAcrossServers runs executions of the crash pipeline
 // (every state kind) on three `aslrun serve` processes sharing one
 // PostgreSQL database, each started through a random server, while
-// servers are killed with SIGKILL at random moments and restarted. Every
-// execution must end with the output of an uninterrupted run, with a
-// history that verifies and in which no agent call completed twice (a
-// call whose result was committed was never made again, whichever server
-// took the execution over).
+// servers are killed with SIGKILL and restarted. Every execution must end
+// with the output of an uninterrupted run, with a history that verifies
+// and in which no agent call completed twice (a call whose result was
+// committed was never made again, whichever server took the execution
+// over).
 //
-// By default 12 executions (more while the killer has not killed 3 times);
-// ASLRUN_LONG=1 runs 50, and ASLRUN_CRASH_EXECUTIONS sets the number.
+// The kills are set by the executions' progress, not by the clock: the
+// k-th of n kills comes once the executions together have recorded about
+// k/(n+1) of the events uninterrupted runs of them all record (read from
+// the database), and kills a random server, restarted as soon as it has
+// exited. So there are exactly n kills, at the same points of the work,
+// however fast or loaded the machine is.
+//
+// By default 12 executions and 3 kills; ASLRUN_LONG=1 runs 50 and 8, and
+// ASLRUN_CRASH_EXECUTIONS sets the number of executions.
 func TestPostgresCrashAcrossServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test skipped in -short mode")
 	}
 	url, db := pgDatabase(t)
-	executions := 12
+	executions, wantKills := 12, 3
 	if long(t) {
-		executions = 50
+		executions, wantKills = 50, 8
 	}
 	if n, err := strconv.Atoi(os.Getenv("ASLRUN_CRASH_EXECUTIONS")); err == nil && n > 0 {
 		executions = n
@@ -276,31 +309,63 @@ func TestPostgresCrashAcrossServers(t *testing.T) {
 	}
 	t.Logf("seed %d (set ASLRUN_CRASH_SEED to replay)", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	want := referenceOutput(t)
+	want, perExecution := referenceRun(t)
+	// The kills' points: the k-th within the k-th of n+1 equal shares of
+	// the events of all the executions, at a random place in the share.
+	total := executions * perExecution
+	share := total / (wantKills + 1)
+	if share < 2 {
+		t.Fatalf("%d executions of %d events: too few events for %d kills", executions, perExecution, wantKills)
+	}
+	points := make([]int, wantKills)
+	for k := range points {
+		points[k] = (k+1)*share + rng.IntN(share/2)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
 	servers := startServers(t, url, 3)
 
-	// The killer: a random server is killed at a random moment, and
-	// restarted after a random pause, one at a time, until the
-	// executions have ended. Starts go to the servers meanwhile.
+	// The killer: at each point, once the executions have recorded that
+	// many events, a random server is killed and restarted. When every
+	// execution has ended (ended is closed), their events are all
+	// recorded: a point not reached by then never will be.
 	var mu sync.Mutex // servers[i].p, across restarts
-	stop := make(chan struct{})
+	ended := make(chan struct{})
 	kills := 0
 	var killer sync.WaitGroup
 	killer.Go(func() {
 		krng := rand.New(rand.NewPCG(seed, 1))
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(300+krng.IntN(1200)) * time.Millisecond):
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for _, at := range points {
+			for {
+				done := false
+				select {
+				case <-ended:
+					done = true
+				case <-tick.C:
+				}
+				n, err := eventsRecorded(ctx, conn)
+				if err != nil {
+					t.Errorf("reading the events recorded: %v", err)
+					return
+				}
+				if n >= at {
+					break
+				}
+				if done {
+					t.Errorf("the executions ended with %d events recorded, fewer than the %d of kill %d (an uninterrupted run records %d)", n, at, kills+1, perExecution)
+					return
+				}
 			}
 			mu.Lock()
 			s := servers[krng.IntN(len(servers))]
 			s.kill()
 			kills++
-			mu.Unlock()
-			time.Sleep(time.Duration(krng.IntN(800)) * time.Millisecond)
-			mu.Lock()
 			err := s.restart(t)
 			mu.Unlock()
 			if err != nil {
@@ -309,33 +374,30 @@ func TestPostgresCrashAcrossServers(t *testing.T) {
 			}
 		}
 	})
-	killed := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return kills
+	var endOnce sync.Once
+	stopKiller := func() {
+		endOnce.Do(func() { close(ended) })
+		killer.Wait()
 	}
-	// The executions asked for, then more until the killer has killed 3
-	// times while they ran (the servers may finish them before that).
-	var ids []string
-	for i := 0; i < executions || killed() < 3 && i < executions+200; i++ {
-		ids = append(ids, fmt.Sprintf("e%02d", i))
+	defer stopKiller() // also when the test fails before the executions end
+	ids := make([]string, executions)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("e%02d", i)
 		startOn(t, servers, rng.IntN(len(servers)), ids[i])
-		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 	}
-	ended := awaitEnded(t, db, ids, 90*time.Second, func() string {
+	all := awaitEnded(t, db, ids, 90*time.Second, func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return serverLogs(servers)()
 	})
-	close(stop)
-	killer.Wait()
+	stopKiller()
 	for _, id := range ids {
-		checkEnded(t, url, ended[id], want)
+		checkEnded(t, url, all[id], want)
 	}
-	if kills < 3 {
-		t.Errorf("%d kills, want at least 3", kills)
+	if kills != wantKills {
+		t.Errorf("%d kills, want %d", kills, wantKills)
 	}
-	t.Logf("%d executions on 3 servers, %d kills", len(ids), kills)
+	t.Logf("%d executions on 3 servers, %d kills at %v events of %d", len(ids), kills, points, total)
 }
 
 // leaseOwner returns who holds an execution's lease ("" when nobody) and
