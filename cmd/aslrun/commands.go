@@ -358,11 +358,11 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	defer h.close()
 	if h.api != nil {
-		if *from != "" {
-			return usageErrorf("resume: --from-checkpoint and --fork are not served by the API of %s (pid %d) at %s yet (docs/api.md): stop the server to run them", h.holder.Command, h.holder.PID, h.sock)
-		}
 		if err := notThroughAPI(h, fs, "resume", "mock", "agents", "max-payload", "allow-file-buckets", "max-item-bytes", "max-listed-objects"); err != nil {
 			return err
+		}
+		if *from != "" {
+			return rollbackRemote(ctx, c, h, pos[0], *from, *fork, *name, what)
 		}
 		e, err := h.api.Resume(ctx, pos[0])
 		if err != nil {
@@ -407,6 +407,34 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 		printf(c.stderr, "execution: %s\n", res.ID)
 	}
 	return printResult(c, res)
+}
+
+// rollbackRemote rolls execution id back to checkpoint from, or forks it
+// from there (fork, named name), through the API of the server holding
+// the database; it waits until the execution (or the fork) is no longer
+// RUNNING and prints it as a local resume does.
+func rollbackRemote(ctx context.Context, c *cmdContext, h *handle, id, from string, fork bool, name string, what engine.Restore) error {
+	var (
+		e   api.Execution
+		err error
+	)
+	if fork {
+		e, err = h.api.Fork(ctx, id, api.Fork{Checkpoint: from, Restore: what.String(), Name: name})
+	} else {
+		e, err = h.api.Rollback(ctx, id, api.Rollback{Checkpoint: from, Restore: what.String()})
+	}
+	if err != nil {
+		if err := interrupted(ctx, ""); err != nil {
+			return err
+		}
+		return remoteError(h, err)
+	}
+	if fork {
+		printf(c.stderr, "execution: %s (forked from %s at %s)\n", e.ID, id, from)
+	} else {
+		printf(c.stderr, "execution: %s\n", e.ID)
+	}
+	return waitAndPrint(ctx, c, h, e.ID, true)
 }
 
 // writeJSON prints v as indented JSON and a newline.

@@ -333,22 +333,33 @@ func cmdCheckpoints(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("checkpoints", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
 	db := dbFlag(fs)
-	id, h, err := c.openForID(ctx, fs, "checkpoints", args, db, accessLocal)
+	id, h, err := c.openForID(ctx, fs, "checkpoints", args, db, accessRead)
 	if err != nil || h == nil {
 		return err
 	}
 	defer h.close()
-	st := h.st
-	if _, err := st.Load(ctx, id); err != nil {
-		return engineError(err)
+	var list []*engine.Checkpoint
+	if h.api != nil {
+		if list, err = remoteCheckpoints(ctx, h, id); err != nil {
+			return err
+		}
+	} else {
+		if _, err := h.st.Load(ctx, id); err != nil {
+			return engineError(err)
+		}
+		if list, err = h.st.ListCheckpoints(ctx, id); err != nil {
+			return err
+		}
 	}
-	list, err := st.ListCheckpoints(ctx, id)
-	if err != nil {
-		return err
-	}
+	return printCheckpoints(c, list, *asJSON)
+}
+
+// printCheckpoints prints an execution's checkpoints as the checkpoints
+// command does.
+func printCheckpoints(c *cmdContext, list []*engine.Checkpoint, asJSON bool) error {
 	now := time.Now()
 	expired := func(cp *engine.Checkpoint) bool { return !cp.ExpiresAt.IsZero() && !cp.ExpiresAt.After(now) }
-	if *asJSON {
+	if asJSON {
 		out := make([]any, len(list))
 		for i, cp := range list {
 			out[i] = map[string]any{
@@ -419,13 +430,17 @@ func cmdMemory(ctx context.Context, c *cmdContext, args []string) error {
 	if len(pos) > 1 {
 		key = pos[1]
 	}
-	h, err := c.open(ctx, *db, accessLocal, holderInfo{})
+	h, err := c.open(ctx, *db, accessRead, holderInfo{})
 	if err != nil {
 		return err
 	}
 	defer h.close()
-	st := h.st
-	list, err := st.ListMemory(ctx, ns, time.Now())
+	var list []*engine.MemoryEntry
+	if h.api != nil {
+		list, err = remoteMemory(ctx, h, ns)
+	} else {
+		list, err = h.st.ListMemory(ctx, ns, time.Now())
+	}
 	if err != nil {
 		return err
 	}

@@ -247,3 +247,47 @@ func stateOfApproval(id string) string {
 	}
 	return id
 }
+
+// remoteCheckpoints lists an execution's checkpoints through the API.
+func remoteCheckpoints(ctx context.Context, h *handle, id string) ([]*engine.Checkpoint, error) {
+	l, err := h.api.Checkpoints(ctx, id)
+	if err != nil {
+		return nil, remoteError(h, err)
+	}
+	list := make([]*engine.Checkpoint, len(l.Checkpoints))
+	for i, cp := range l.Checkpoints {
+		list[i] = &engine.Checkpoint{Name: cp.Name, State: cp.State, Next: cp.Next, CreatedAt: cp.CreatedAt, ExpiresAt: timeOf(cp.ExpiresAt)}
+	}
+	return list, nil
+}
+
+// remoteMemory lists agent memory through the API: namespace ns, or every
+// namespace with live entries when ns is empty, by namespace and key.
+func remoteMemory(ctx context.Context, h *handle, ns string) ([]*engine.MemoryEntry, error) {
+	names := []string{ns}
+	if ns == "" {
+		list, err := h.api.MemoryNamespaces(ctx)
+		if err != nil {
+			return nil, remoteError(h, err)
+		}
+		names = names[:0]
+		for _, n := range list {
+			names = append(names, n.Namespace)
+		}
+	}
+	var out []*engine.MemoryEntry
+	for _, n := range names {
+		entries, err := h.api.Memory(ctx, n)
+		if err != nil {
+			return nil, remoteError(h, err)
+		}
+		for _, e := range entries {
+			v, err := decodeRaw(e.Value)
+			if err != nil {
+				return nil, fmt.Errorf("memory %s/%s: value: %w", n, e.Key, err)
+			}
+			out = append(out, &engine.MemoryEntry{Namespace: n, Key: e.Key, Value: v, UpdatedAt: e.UpdatedAt, ExpiresAt: timeOf(e.ExpiresAt), Execution: e.Execution})
+		}
+	}
+	return out, nil
+}

@@ -35,7 +35,8 @@ import (
 type access int
 
 const (
-	// accessRead (list, status, history) reads: through any API.
+	// accessRead (list, status, history, map-runs, checkpoints, memory)
+	// reads: through any API.
 	accessRead access = iota
 	// accessDecide (approve) decides: through any API.
 	accessDecide
@@ -46,8 +47,8 @@ const (
 	// task-heartbeat) is accessRun on an execution that exists: a
 	// database that does not is refused, not made.
 	accessContinue
-	// accessLocal (checkpoints, memory, gc) needs the store itself: it
-	// waits for a run, and is refused by a server.
+	// accessLocal (gc) needs the store itself: it waits for a run, and
+	// is refused by a server.
 	accessLocal
 	// accessServe (serve) needs the store, and refuses to be a second
 	// server.
@@ -184,7 +185,7 @@ func (c *cmdContext) open(ctx context.Context, db string, what access, me holder
 			case accessServe:
 				return nil, usageErrorf("serve: a server is already running on this database (%s, pid %d)", h.Command, h.PID)
 			case accessLocal:
-				return nil, usageErrorf("database %s is held by `aslrun serve` (pid %d), whose API answers at %s; this command is not served by the API yet (see docs/api.md): stop the server to run it", db, h.PID, h.Socket)
+				return nil, usageErrorf("database %s is held by `aslrun serve` (pid %d), whose API answers at %s; the API has no route for this command (see docs/api.md): stop the server to run it", db, h.PID, h.Socket)
 			}
 		}
 		if known && h.Socket != "" && (h.API == apiAll || what == accessRead || what == accessDecide) {

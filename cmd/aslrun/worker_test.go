@@ -291,7 +291,8 @@ func TestServeBesideCLI(t *testing.T) {
 		t.Errorf("status through serve: %+v", stat)
 	}
 
-	// What the API does not serve, and what it leaves to the server.
+	// What the API does not serve, what it leaves to the server, and what
+	// it refuses.
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -299,9 +300,10 @@ func TestServeBesideCLI(t *testing.T) {
 		{[]string{"serve", "--db", "w.db"}, "already running"},
 		{[]string{"worker", "--db", "w.db"}, "already running"},
 		{[]string{"gc", "--db", "w.db"}, "docs/api.md"},
-		{[]string{"checkpoints", "s1", "--db", "w.db"}, p.sock},
+		{[]string{"checkpoints", "nope", "--db", "w.db"}, "nope"},
 		{[]string{"run", "slow.json", "--agents", "agents.json", "--db", "w.db"}, "aslrun serve --agents FILE"},
-		{[]string{"resume", "s1", "--from-checkpoint", "x", "--db", "w.db"}, "not served by the API"},
+		{[]string{"resume", "s1", "--from-checkpoint", "x", "--db", "w.db"}, `no checkpoint "x"`},
+		{[]string{"resume", "s1", "--from-checkpoint", "x", "--mock", "mock.json", "--db", "w.db"}, "--mock cannot be used through the API"},
 		{[]string{"run", "slow.json", "--mock", "mock.json", "--name", "s1", "--db", "w.db"}, "s1"},
 	} {
 		if r := cliIn(dir, tc.args...); r.code != exitUsage || !strings.Contains(r.errOut, tc.want) {
