@@ -340,29 +340,30 @@ func (w *docWriter) add(v any, scope string) ([sha256.Size]byte, error) {
 		return sum, err
 	}
 	now := w.known.commitNo()
-	d := cachedDoc{v: v, sum: sum, root: now}
+	d := cachedDoc{v: v, sum: sum, at: docPlace{root: now}}
 	base, hasBase := w.lastOf(scope)
 	if !hasBase && w.known != nil {
 		base, hasBase = w.known.last[scope]
 	}
 	if i, ok := w.holds(sum); ok {
-		d.root = w.used[i].root
+		d.at = w.used[i].at
 		w.setLast(scope, d)
 		w.used = append(w.used, d)
 		return sum, nil
 	}
-	if root, ok := w.known.root(sum); ok && now-root <= maxDocReach {
-		d.root = root
+	if at, ok := w.known.place(sum); ok && now-at.root <= maxDocReach {
+		d.at = at
 		w.setLast(scope, d)
 		w.used = append(w.used, d)
 		return sum, nil
 	}
-	// A base is used only while what it rests on is within reach, so
-	// that reading a page of the history reads a bounded number of
-	// records before it (HistoryRange).
-	useBase := hasBase && base.sum != sum && now-base.root < maxDocReach
+	// A base is used only while what it rests on is within reach, and
+	// its chain of deltas short, so that reading a page of the history
+	// reads a bounded number of records before it and applies a bounded
+	// number of deltas (HistoryRange).
+	useBase := hasBase && base.sum != sum && now-base.at.root < maxDocReach && base.at.depth < maxDeltaDepth
 	if useBase {
-		d.root = base.root
+		d.at = docPlace{root: base.at.root, depth: base.at.depth + 1}
 	}
 	w.setLast(scope, d)
 	w.used = append(w.used, d)
@@ -379,7 +380,7 @@ func (w *docWriter) add(v any, scope string) ([sha256.Size]byte, error) {
 			}
 		}
 		w.buf = w.buf[:start]
-		d.root = now
+		d.at = docPlace{root: now}
 		w.setLast(scope, d)
 		w.used[len(w.used)-1] = d
 	}
@@ -412,6 +413,19 @@ func (w *docWriter) holds(sum [sha256.Size]byte) (int, bool) {
 // reads, besides the records of its page, at most about maxDocReach
 // records before them for a history this process wrote.
 const maxDocReach = 64
+
+// maxDeltaDepth bounds the deltas on deltas a document of the history
+// may rest on: past it, it is stored whole.
+const maxDeltaDepth = 16
+
+// docPlace is where a document of the history rests: root is the commit
+// number of the oldest record its value needs (the record that stores it
+// whole, or its base's root), and depth the number of deltas applied to
+// get it (0: stored whole).
+type docPlace struct {
+	root  int64
+	depth int
+}
 
 // docCache remembers, per execution, what the commits of this process
 // wrote to its history: the hashes of the documents it holds, the
@@ -454,7 +468,7 @@ type execDocs struct {
 	// stored maps the documents the history holds to their roots (the
 	// commit number of the oldest record their value needs), and commits
 	// counts the commits of the execution this cache saw.
-	stored  map[[sha256.Size]byte]int64
+	stored  map[[sha256.Size]byte]docPlace
 	commits int64
 	byID    map[docIdentity]memoEntry
 	last    map[string]cachedDoc
@@ -470,18 +484,18 @@ type execDocs struct {
 // cachedDoc is a document and its canonical hash; holding the document
 // keeps its memory from being reused by another.
 type cachedDoc struct {
-	v    any
-	sum  [sha256.Size]byte
-	root int64 // the commit number of the oldest record its value needs
+	v   any
+	sum [sha256.Size]byte
+	at  docPlace
 }
 
-// root returns the root of a document the history holds (maxDocReach).
-func (e *execDocs) root(sum [sha256.Size]byte) (int64, bool) {
+// place returns where a document the history holds rests.
+func (e *execDocs) place(sum [sha256.Size]byte) (docPlace, bool) {
 	if e == nil {
-		return 0, false
+		return docPlace{}, false
 	}
-	r, ok := e.stored[sum]
-	return r, ok
+	at, ok := e.stored[sum]
+	return at, ok
 }
 
 // commitNo is the number of the commit being written, as roots count
@@ -503,7 +517,7 @@ func (c *docCache) get(id string) *execDocs {
 			c.encBytes = 0
 			c.gen++
 		}
-		e = &execDocs{stored: make(map[[sha256.Size]byte]int64), gen: c.gen}
+		e = &execDocs{stored: make(map[[sha256.Size]byte]docPlace), gen: c.gen}
 		c.execs[id] = e
 	}
 	gen := c.gen
@@ -553,7 +567,7 @@ func (e *execDocs) committed(w *docWriter, memo *docMemo) int {
 		}
 		e.commits++
 		for _, d := range w.used {
-			e.stored[d.sum] = d.root
+			e.stored[d.sum] = d.at
 		}
 		if e.last == nil || len(e.last)+len(w.last) > maxCachedScopes {
 			// A Map's items are scopes of their own: past the bound the

@@ -9,7 +9,7 @@ import (
 // next delta) is kept for a bounded number of scopes, however many Map
 // items an execution runs.
 func TestScopeBasesBounded(t *testing.T) {
-	e := &execDocs{stored: map[[32]byte]int64{}}
+	e := &execDocs{stored: map[[32]byte]docPlace{}}
 	for batch := range 10 {
 		w := &docWriter{}
 		for i := range 300 {
