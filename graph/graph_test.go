@@ -322,3 +322,34 @@ func FuzzSVG(f *testing.F) {
 		checkXML(t, buf.Bytes())
 	})
 }
+
+// TestSVGUnstyled: Unstyled leaves the <style> element out (for a page
+// whose Content-Security-Policy refuses inline styles) and keeps the
+// classes a stylesheet needs, "stopped" among them; the zero value
+// stands alone, styled.
+func TestSVGUnstyled(t *testing.T) {
+	t.Parallel()
+	g := Build(parse(t, chain))
+	for _, tc := range []struct {
+		unstyled bool
+		style    bool
+	}{{false, true}, {true, false}} {
+		var buf bytes.Buffer
+		if err := g.WriteSVG(&buf, SVGOptions{Unstyled: tc.unstyled, Status: map[string]string{"A": "visited", "B": "stopped"}}); err != nil {
+			t.Fatal(err)
+		}
+		checkXML(t, buf.Bytes())
+		svg := buf.String()
+		if got := strings.Contains(svg, "<style>"); got != tc.style {
+			t.Errorf("Unstyled %v: <style> present %v, want %v", tc.unstyled, got, tc.style)
+		}
+		if tc.style && !strings.Contains(svg, ".node.stopped .shape") {
+			t.Errorf("the picture's style has no rule for a stopped node:\n%s", svg)
+		}
+		for _, want := range []string{`<g class="node visited"><title>A (`, `<g class="node stopped"><title>B (`} {
+			if !strings.Contains(svg, want) {
+				t.Errorf("Unstyled %v: no %s in\n%s", tc.unstyled, want, svg)
+			}
+		}
+	}
+}

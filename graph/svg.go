@@ -13,9 +13,16 @@ import (
 // SVGOptions decorates an SVG drawing. The zero value draws the plain graph.
 type SVGOptions struct {
 	// Status maps a node's qualified state name (as Build names them) to
-	// "visited", "current" or "failed"; other values and missing names
-	// leave the node plain.
+	// "visited", "current", "failed" or "stopped" (where an operator
+	// stopped the execution); other values and missing names leave the
+	// node plain.
 	Status map[string]string
+	// Unstyled leaves the picture's <style> element out, for a page whose
+	// own stylesheet styles the classes (node, visited, current, failed,
+	// stopped, cluster, note, edge, dashed): a Content-Security-Policy
+	// without 'unsafe-inline' refuses an inline style. False: the picture
+	// stands alone, styled.
+	Unstyled bool
 	// Link returns the href of a state's node, "" for none. Nil: no links.
 	Link func(state string) string
 	// Notes maps a Map or Parallel state's qualified name to a note drawn
@@ -518,6 +525,25 @@ func (g *Graph) layout(blk int, labels []string) *block {
 	return b
 }
 
+// style is the picture's own stylesheet; a page that includes the picture
+// (SVGOptions.Unstyled) has the same rules in its own.
+const style = `<style>
+.node .shape { fill: #ffffff; stroke: #333333; stroke-width: 1.2; }
+.node.visited .shape { fill: #c8eec8; }
+.node.current .shape { fill: #fff176; stroke-width: 3.5; }
+.node.failed .shape { fill: #f28b82; }
+.node.stopped .shape { fill: #fbc98e; stroke: #b42318; stroke-width: 3.5; stroke-dasharray: 6 3; }
+.node text { fill: #111111; }
+.cluster rect { fill: #f5f7fa; stroke: #8895a7; }
+.cluster text { fill: #445066; font-style: italic; }
+.cluster .note { font-style: normal; font-weight: bold; }
+.edge path { fill: none; stroke: #555555; stroke-width: 1.2; }
+.edge.dashed path { stroke-dasharray: 5 4; }
+.edge text { fill: #333333; font-size: 10px; }
+a .shape { cursor: pointer; }
+</style>
+`
+
 // WriteSVG draws the graph as a standalone SVG picture, laid out top to
 // bottom by the package itself.
 func (g *Graph) WriteSVG(w io.Writer, opts SVGOptions) error {
@@ -534,21 +560,10 @@ func (g *Graph) WriteSVG(w io.Writer, opts SVGOptions) error {
 	}
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="`, num(l.w), `" height="`, num(l.h), `" viewBox="0 0 `, num(l.w), " ", num(l.h),
 		`" font-family="Helvetica, Arial, sans-serif" font-size="`, strconv.Itoa(fontSize), `" role="img">`, "\n")
-	p(`<style>
-.node .shape { fill: #ffffff; stroke: #333333; stroke-width: 1.2; }
-.node.visited .shape { fill: #c8eec8; }
-.node.current .shape { fill: #fff176; stroke-width: 3.5; }
-.node.failed .shape { fill: #f28b82; }
-.node text { fill: #111111; }
-.cluster rect { fill: #f5f7fa; stroke: #8895a7; }
-.cluster text { fill: #445066; font-style: italic; }
-.cluster .note { font-style: normal; font-weight: bold; }
-.edge path { fill: none; stroke: #555555; stroke-width: 1.2; }
-.edge.dashed path { stroke-dasharray: 5 4; }
-.edge text { fill: #333333; font-size: 10px; }
-a .shape { cursor: pointer; }
-</style>
-<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#555555"/></marker></defs>
+	if !opts.Unstyled {
+		p(style)
+	}
+	p(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#555555"/></marker></defs>
 `)
 	for c, cl := range g.clusters {
 		r := l.clusters[c]
@@ -588,7 +603,7 @@ a .shape { cursor: pointer; }
 		class := "node"
 		switch s := opts.Status[n.name]; {
 		case n.name == "":
-		case s == "visited", s == "current", s == "failed":
+		case s == "visited", s == "current", s == "failed", s == "stopped":
 			class += " " + s
 		}
 		title := n.typ

@@ -13,7 +13,8 @@ import (
 )
 
 // executionGraph draws an execution's workflow m with its progress: the
-// states it visited, the one it is at, the one it failed in, and on each
+// states it visited, the one it is at, the one it failed in or was stopped
+// at, and on each
 // Map's cluster how many items its iterations ran and failed; each state
 // links to its first event in the timeline. It is SVG written by package
 // graph, which escapes every text, so the page may include it as is.
@@ -50,8 +51,14 @@ func executionGraph(m *states.Machine, e *engine.Execution, events []engine.Even
 		// even when it recorded no failure of its own (a Choice).
 		status[top.Next] = "failed"
 	}
+	if e.Status == engine.StatusAborted {
+		// The state an operator stopped it at, which recorded no failure.
+		if at := stoppedAt(e, events); at != "" {
+			status[graphName(m, at)] = "stopped"
+		}
+	}
 	var buf bytes.Buffer
-	err := graph.Build(m).WriteSVG(&buf, graph.SVGOptions{Status: status, Notes: mapNotes(m, events, e.Status.Ended()), Link: func(state string) string {
+	err := graph.Build(m).WriteSVG(&buf, graph.SVGOptions{Unstyled: true, Status: status, Notes: mapNotes(m, events, e.Status.Ended()), Link: func(state string) string {
 		if seq, ok := first[state]; ok {
 			return "#event-" + strconv.Itoa(seq)
 		}
@@ -61,6 +68,28 @@ func executionGraph(m *states.Machine, e *engine.Execution, events []engine.Even
 		return "", err
 	}
 	return template.HTML(buf.String()), nil
+}
+
+// stoppedAt is the top-level state a stopped execution was at: the one
+// it was to run next, else the last one it entered and did not leave; ""
+// when none.
+func stoppedAt(e *engine.Execution, events []engine.Event) string {
+	if top := e.Progress.Scopes[""]; top != nil && top.Next != "" {
+		return top.Next
+	}
+	for i := len(events) - 1; i >= 0; i-- {
+		ev := events[i]
+		if ev.Scope != "" || ev.State == "" || ev.Superseded {
+			continue
+		}
+		if strings.HasSuffix(ev.Type, "StateExited") {
+			return ""
+		}
+		if strings.HasSuffix(ev.Type, "StateEntered") {
+			return ev.State
+		}
+	}
+	return ""
 }
 
 // iterations counts the items of one run of a Map state.
@@ -136,7 +165,7 @@ func mapNotes(m *states.Machine, events []engine.Event, ended bool) map[string]s
 // workflowGraph draws a workflow without progress.
 func workflowGraph(m *states.Machine) (template.HTML, error) {
 	var buf bytes.Buffer
-	if err := graph.Build(m).WriteSVG(&buf, graph.SVGOptions{}); err != nil {
+	if err := graph.Build(m).WriteSVG(&buf, graph.SVGOptions{Unstyled: true}); err != nil {
 		return "", err
 	}
 	return template.HTML(buf.String()), nil

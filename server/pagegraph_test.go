@@ -1,7 +1,11 @@
 package server
 
 import (
+	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/aslrun/aslrun/api"
 
 	"github.com/aslrun/aslrun/states"
 )
@@ -28,5 +32,42 @@ func TestGraphName(t *testing.T) {
 		if got := graphName(m, in); got != want {
 			t.Errorf("graphName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestGraphMarksWhereItStopped: the graph of an execution that stopped
+// (failed in a Fail state, timed out, or was stopped by an operator)
+// marks the state it stopped at.
+func TestGraphMarksWhereItStopped(t *testing.T) {
+	ts := newTestServer(t)
+	for _, tc := range []struct {
+		name, flow, mock, status, mark string
+		stop                           bool
+	}{
+		{name: "failed", status: "FAILED", mark: `<g class="node failed"><title>Boom (Fail)</title>`,
+			flow: `{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"Boom"},"Boom":{"Type":"Fail","Error":"Custom.Bad"}}}`},
+		{name: "timed-out", status: "TIMED_OUT", mark: `<g class="node failed"><title>Slow (Wait)</title>`,
+			flow: `{"StartAt":"A","TimeoutSeconds":1,"States":{"A":{"Type":"Pass","Next":"Slow"},"Slow":{"Type":"Wait","Seconds":30,"End":true}}}`},
+		{name: "aborted", status: "ABORTED", stop: true, mark: `<g class="node stopped"><title>Work (Task)</title>`,
+			flow: `{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"Work"},"Work":{"Type":"Task","Agent":"Slow","End":true}}}`,
+			mock: `{"Slow":{"0":{"Return":"late","DelaySeconds":30}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts.startFlow(t, tc.name, tc.flow, "", tc.mock, func(e api.Execution) bool {
+				return e.Status != "RUNNING" || tc.stop && e.Status == "RUNNING"
+			})
+			if tc.stop {
+				ts.waitFor(t, tc.name, func(e api.Execution) bool { return e.Status == "RUNNING" })
+				if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions/"+tc.name+"/stop", map[string]any{}, nil); code != http.StatusOK {
+					t.Fatalf("stop: %d %s", code, body)
+				}
+			}
+			ts.waitFor(t, tc.name, func(e api.Execution) bool { return string(e.Status) == tc.status })
+			_, body, _ := ts.signedIn(t, RoleViewer).get(t, "/executions/"+tc.name)
+			graph := between(t, body, `<div id="graph"`, `</svg>`)
+			if !strings.Contains(graph, tc.mark) {
+				t.Errorf("the graph of the %s execution does not have %s:\n%s", tc.status, tc.mark, graph)
+			}
+		})
 	}
 }

@@ -62,6 +62,8 @@ func (s *Server) pageRoutes() []route {
 		// The execution page's checkpoints and operator controls.
 		{"GET /executions/{id}/checkpoints/diff", RoleViewer, s.checkpointDiffPage},
 		{"GET /executions/{id}/live", RoleViewer, s.executionLive},
+		{"GET /executions/{id}/events/{seq}/{field}", RoleViewer, s.rawEvent},
+		{"GET /executions/{id}/raw/{field}", RoleViewer, s.rawExecution},
 		{"POST /executions/{id}/rollback", RoleOperator, s.rollbackPage},
 		{"POST /executions/{id}/fork", RoleOperator, s.forkPage},
 		{"POST /executions/{id}/stop", RoleOperator, s.stopPage},
@@ -166,8 +168,10 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, data any
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_, err := w.Write(buf.Bytes())
-	return err
+	// A write fails only when the reader has gone: nothing to tell it
+	// (an error page now would be a second header).
+	w.Write(buf.Bytes())
+	return nil
 }
 
 func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
@@ -246,27 +250,56 @@ func contains[T comparable](list []T, v T) bool {
 
 // approvalView is a pending approval as the pages show it.
 type approvalView struct {
-	ID, Execution, State  string
-	Prompt                string
-	Options               []string
-	Editable              string // the editable values as indented JSON; "" when none
-	Digest                string
-	RequestedAt           time.Time
-	Deadline, EscalatesAt string // time left; "" when none
+	ID, Execution, State string
+	// Prompt is a prompt that is a string (or not an object), as it is;
+	// a structured prompt shows its Title and Description, and the rest
+	// of it (Details and other fields) as indented JSON, "" when none.
+	Prompt                   string
+	Title, Description, More string
+	Options                  []string
+	Editable                 string // the editable values as indented JSON; "" when none
+	Digest                   string
+	RequestedAt              time.Time
+	Deadline, EscalatesAt    string // time left; "" when none
 }
 
 func approvalViewOf(execution string, pa engine.PendingApproval, now time.Time) approvalView {
 	v := approvalView{ID: approvalID(execution, pa.ID), Execution: execution, State: pa.State, Options: pa.Options, Digest: pa.Digest,
 		RequestedAt: pa.RequestedAt, Deadline: timeLeft(pa.Deadline, now), EscalatesAt: timeLeft(pa.NextEscalation, now)}
-	if str, ok := pa.Prompt.(string); ok {
-		v.Prompt = str
-	} else {
+	switch p := pa.Prompt.(type) {
+	case string:
+		v.Prompt = p
+	case map[string]any:
+		v.Title, v.Description, v.More = promptParts(p)
+	default:
 		v.Prompt = pretty(pa.Prompt)
 	}
 	if pa.Editable != nil {
 		v.Editable = pretty(pa.Editable)
 	}
 	return v
+}
+
+// promptParts splits a structured prompt into its Title and Description
+// (when they are strings) and the rest of it as indented JSON ("" when
+// nothing is left).
+func promptParts(p map[string]any) (title, description, more string) {
+	rest := make(map[string]any, len(p))
+	for k, v := range p {
+		rest[k] = v
+	}
+	if s, ok := p["Title"].(string); ok {
+		title = s
+		delete(rest, "Title")
+	}
+	if s, ok := p["Description"].(string); ok {
+		description = s
+		delete(rest, "Description")
+	}
+	if len(rest) > 0 {
+		more = pretty(rest)
+	}
+	return title, description, more
 }
 
 // timeLeft says how long until t; "" for the zero time.

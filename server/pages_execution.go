@@ -23,11 +23,13 @@ import (
 
 // eventView is a history event as the execution page shows it.
 type eventView struct {
-	Seq                       int64
-	Type, State, Error, Cause string
-	Time                      time.Time
-	Input, Output, Detail     string
-	Flagged, Superseded       bool
+	Seq                 int64
+	Type, State, Error  string
+	Time                time.Time
+	Flagged, Superseded bool
+	// Input, Output, Detail and Cause are cut to maxShown bytes, with a
+	// link to the whole.
+	Input, Output, Detail, Cause payloadView
 	// Changes is what a state changed: the JSON Patch from its input
 	// (the entered event's) to its output (the exited event's).
 	Changes []changeView
@@ -38,7 +40,8 @@ type eventView struct {
 
 // changeView is one operation of a state's changes, as shown.
 type changeView struct {
-	Op, Path, Value string
+	Op, Path string
+	Value    payloadView
 }
 
 // flagged are the events a reader must not miss: refusals of the
@@ -89,7 +92,8 @@ func streamEvents() string {
 type executionData struct {
 	base
 	Execution    *engine.Execution
-	Output       string
+	Output       payloadView
+	Cause        payloadView
 	Approvals    []approvalView
 	Events       []eventView
 	StreamEvents string
@@ -112,8 +116,9 @@ type executionData struct {
 	// RedriveState is the state a redrive runs again and RedriveInput
 	// that state's input; RedrivePatch is the JSON Patch typed into the
 	// redrive form (kept when refused) and PatchError why it was refused.
-	RedriveState, RedriveInput string
-	RedrivePatch, PatchError   string
+	RedriveState             string
+	RedriveInput             payloadView
+	RedrivePatch, PatchError string
 }
 
 // checkpointView is a checkpoint as the execution page lists it.
@@ -172,6 +177,7 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 		return executionData{}, err
 	}
 	data := executionData{base: baseOf(r, "Execution "+id), Execution: e, StreamEvents: streamEvents()}
+	raw := "/executions/" + url.PathEscape(id) + "/raw/"
 	data.CanOperate = data.Principal.Role >= RoleOperator
 	// A definition stored by an older version may not parse any more:
 	// the page still shows the history.
@@ -200,11 +206,12 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 		data.MapRunParent, data.MapRunOf = e.Parent, mr
 	}
 	if top := e.Progress.Scopes[""]; data.Redrivable() && top != nil && top.Done && top.Next != "" {
-		data.RedriveState, data.RedriveInput = top.Next, pretty(top.Doc)
+		data.RedriveState, data.RedriveInput = top.Next, cut(pretty(top.Doc), raw+"redrive-input")
 	}
 	if e.Status == engine.StatusSucceeded {
-		data.Output = pretty(e.Output)
+		data.Output = cut(pretty(e.Output), raw+"output")
 	}
+	data.Cause = cut(e.Cause, raw+"cause")
 	now := time.Now()
 	for _, pa := range engine.PendingOf(e) {
 		data.Approvals = append(data.Approvals, approvalViewOf(id, pa, now))
@@ -214,8 +221,10 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 	}
 	entered := map[string]any{}
 	for i, ev := range events {
-		view := eventView{Seq: int64(i + 1), Type: ev.Type, State: ev.Scope + ev.State, Error: ev.Error, Cause: ev.Cause, Time: ev.Timestamp,
-			Input: pretty(ev.Input), Output: pretty(ev.Output), Detail: pretty(ev.Detail), Flagged: flagged(ev), Superseded: ev.Superseded}
+		at := fmt.Sprintf("/executions/%s/events/%d/", url.PathEscape(id), i+1)
+		view := eventView{Seq: int64(i + 1), Type: ev.Type, State: ev.Scope + ev.State, Error: ev.Error, Time: ev.Timestamp,
+			Input: cut(pretty(ev.Input), at+"input"), Output: cut(pretty(ev.Output), at+"output"), Detail: cut(pretty(ev.Detail), at+"detail"),
+			Cause: cut(ev.Cause, at+"cause"), Flagged: flagged(ev), Superseded: ev.Superseded}
 		if u, ok := callUsage(ev.Detail, currency); ok && isCallOutcome(ev.Type) {
 			view.Usage = &u
 		}
@@ -225,7 +234,7 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 		case ev.State != "" && strings.HasSuffix(ev.Type, "StateExited"):
 			if in, ok := entered[view.State]; ok {
 				for _, op := range jsonPatch(in, ev.Output) {
-					view.Changes = append(view.Changes, changeView{Op: op.Op, Path: op.Path, Value: compactValue(op.Value)})
+					view.Changes = append(view.Changes, changeView{Op: op.Op, Path: op.Path, Value: cut(compactValue(op.Value), at+"output")})
 				}
 			}
 		}

@@ -30,11 +30,31 @@
     parent.appendChild(el);
     return el;
   }
-  function details(li, label, value) {
+  // details shows a payload as the server does: the first maxShown bytes
+  // of it, and when it is longer, how much was cut and a link (href) to
+  // the whole.
+  var maxShown = 64 * 1024;
+  function details(li, label, value, href) {
     if (value === undefined || value === null) return;
     var d = add(li, "details");
     add(d, "summary", "", label);
-    add(d, "pre", "", JSON.stringify(value, null, 2));
+    var text = JSON.stringify(value, null, 2);
+    var bytes = new TextEncoder().encode(text);
+    if (bytes.length <= maxShown) {
+      add(d, "pre", "", text);
+      return;
+    }
+    var shown = new TextDecoder().decode(bytes.subarray(0, maxShown)).replace(/\uFFFD$/, "");
+    var kept = new TextEncoder().encode(shown).length;
+    add(d, "pre", "", shown);
+    var note = add(d, "p", "cut", size(kept) + " of " + size(bytes.length) + " shown, " + size(bytes.length - kept) + " cut: ");
+    add(note, "a", "whole", "the whole as JSON").href = href;
+  }
+  // size writes a size as the server does: 2.9 MB, 65.5 kB, 512 bytes.
+  function size(n) {
+    if (n >= 1e6) return (n / 1e6).toFixed(1) + " MB";
+    if (n >= 1e3) return (n / 1e3).toFixed(1) + " kB";
+    return n + " bytes";
   }
   // usageText writes a call's usage as the page does.
   function usageText(u) {
@@ -131,10 +151,16 @@
     when.dateTime = ev.timestamp;
     if (flagged) add(li, "strong", "flag", "refused");
     if (ev.detail && ev.detail.usage && /^Task(Succeeded|Failed|TimedOut)$/.test(ev.type)) add(li, "span", "usage", usageText(ev.detail.usage));
-    if (ev.error) add(li, "div", "event-error", ev.error + " " + (ev.cause || ""));
-    details(li, "Input", ev.input);
-    details(li, "Output", ev.output);
-    details(li, "Detail", ev.detail);
+    if (ev.error) {
+      // As the server writes it: the name in red, then the cause.
+      var err = add(li, "div", "event-error");
+      add(err, "span", "error-name", ev.error);
+      err.appendChild(document.createTextNode(" " + (ev.cause || "")));
+    }
+    var at = "/executions/" + encodeURIComponent(id) + "/events/" + ev.seq + "/";
+    details(li, "Input", ev.input, at + "input");
+    details(li, "Output", ev.output, at + "output");
+    details(li, "Detail", ev.detail, at + "detail");
     timeline.dataset.lastSeq = String(ev.seq);
     if (ev.state && !ev.scope) {
       if (/StateEntered$/.test(ev.type)) { clearCurrent(); markState(ev.state, "current"); }

@@ -264,6 +264,24 @@
     box.addEventListener("input", mark);
     box.addEventListener("change", mark);
     function pretty(v) { return typeof v === "string" ? v : JSON.stringify(v, null, 2); }
+    // prompt writes an approval's prompt as the server does: a
+    // structured one's Title and Description, the rest of it folded.
+    function prompt(div, p) {
+      if (!p || typeof p !== "object" || Array.isArray(p)) { add(div, "pre", "", pretty(p)); return; }
+      var rest = {}, more = false;
+      Object.keys(p).sort().forEach(function (k) {
+        if ((k === "Title" || k === "Description") && typeof p[k] === "string") return;
+        rest[k] = p[k];
+        more = true;
+      });
+      if (typeof p.Title === "string") add(div, "h3", "prompt-title", p.Title);
+      if (typeof p.Description === "string") add(div, "p", "prompt-description", p.Description);
+      if (more) {
+        var d = add(div, "details", "prompt-more");
+        add(d, "summary", "", "More");
+        add(d, "pre", "", JSON.stringify(rest, null, 2));
+      }
+    }
     function newCard(a) {
       var art = add(null, "article", "approval card new");
       art.id = "approval-" + a.id;
@@ -274,7 +292,7 @@
       h.appendChild(document.createTextNode(" · "));
       add(h, "span", "state", a.state);
       add(art, "p", "times", "New");
-      add(add(art, "div", "prompt"), "pre", "", pretty(a.prompt));
+      prompt(add(art, "div", "prompt"), a.prompt);
       var editable = a.editable === undefined ? "" : JSON.stringify(a.editable, null, 2);
       if (editable) {
         var d = add(art, "details", "document");

@@ -1,0 +1,122 @@
+package server
+
+import (
+	"encoding/json"
+	"html"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestLongPayloadsCut: an execution carrying a 2.9 MB document makes an
+// execution page that shows 64 KiB of each payload, says how much it
+// cut, and links to the whole, which the raw routes serve as JSON to the
+// signed-in.
+func TestLongPayloadsCut(t *testing.T) {
+	ts := newTestServer(t, func(c *Config) { c.MaxBody = 8 << 20 })
+	text := strings.Repeat("é0123456789", 2_900_000/12)
+	input, err := json.Marshal(map[string]any{"text": text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const flow = `{"StartAt":"Tag","States":{"Tag":{"Type":"Pass","Result":"yes","ResultPath":"$.tagged","Next":"Work"},
+		"Work":{"Type":"Task","Agent":"W","ResultPath":"$.work","End":true}}}`
+	start := map[string]any{"name": "big", "definition": json.RawMessage(flow), "input": json.RawMessage(input),
+		"mock": json.RawMessage(`{"W":{"0":{"Return":"done"}}}`), "maxPayload": 8 << 20}
+	if code, body := ts.call(t, RoleAdmin, "POST", "/v1/executions", start, nil); code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	ts.waitFor(t, "big", succeeded)
+	viewer := ts.signedIn(t, RoleViewer)
+	code, body, _ := viewer.get(t, "/executions/big")
+	if code != http.StatusOK {
+		t.Fatalf("the page: %d", code)
+	}
+	t.Logf("a %d-byte document, a %d-byte page", len(input), len(body))
+	if len(body) > 2<<20 {
+		t.Errorf("the page is %d bytes for a %d-byte document, want under 2 MiB", len(body), len(input))
+	}
+	links := regexp.MustCompile(`<p class="cut">([^<]*): <a href="([^"]+)" class="whole">`).FindAllStringSubmatch(body, -1)
+	if len(links) < 5 {
+		t.Fatalf("%d payloads cut, want every event carrying the document and the output", len(links))
+	}
+	for _, l := range links {
+		if !strings.Contains(l[1], "of 2.9 MB shown") || !strings.Contains(l[1], "cut") {
+			t.Errorf("the note %q does not say how much was cut", l[1])
+		}
+	}
+	// Every link serves the whole, as JSON, and it holds the document.
+	seen := map[string]bool{}
+	for _, l := range links {
+		href := html.UnescapeString(l[2])
+		if seen[href] {
+			continue
+		}
+		seen[href] = true
+		code, whole, h := viewer.get(t, href)
+		if code != http.StatusOK || h.Get("Content-Type") != "application/json" {
+			t.Fatalf("%s: %d %s", href, code, h.Get("Content-Type"))
+		}
+		var v struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(whole), &v); err != nil || v.Text != text {
+			t.Errorf("%s does not serve the whole document (%d bytes, %v)", href, len(whole), err)
+		}
+	}
+	if !seen["/executions/big/raw/output"] {
+		t.Errorf("the execution's output has no link to the whole: %v", seen)
+	}
+	// A cut shown is valid UTF-8 (no character cut in half).
+	for _, pre := range regexp.MustCompile(`(?s)<pre>(.*?)</pre>`).FindAllStringSubmatch(body, -1) {
+		if !utf8.ValidString(html.UnescapeString(pre[1])) {
+			t.Errorf("a payload cut in the middle of a character")
+		}
+	}
+	// The raw routes need a sign-in, and name what they do not have.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, path := range []string{"/executions/big/raw/output", "/executions/big/events/1/input"} {
+		resp, err := noRedirect.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK || resp.Header.Get("Content-Type") == "application/json" {
+			t.Errorf("%s without a sign-in: %d %s, want it refused", path, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+	}
+	for _, path := range []string{"/executions/big/events/0/input", "/executions/big/events/999/input", "/executions/big/events/1/nope",
+		"/executions/big/raw/nope", "/executions/nobody/raw/output", "/executions/nobody/events/1/input"} {
+		if code, body, _ := viewer.get(t, path); code != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404\n%s", path, code, body)
+		}
+	}
+}
+
+// TestCut: payloads up to maxShown bytes are shown whole; longer ones
+// are cut on a character boundary.
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		text string
+		cut  int
+	}{
+		{"empty", "", 0},
+		{"short", "abc", 0},
+		{"at the limit", strings.Repeat("a", maxShown), 0},
+		{"one over", strings.Repeat("a", maxShown+1), 1},
+		{"a character across the limit", strings.Repeat("a", maxShown-1) + "é" + "b", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := cut(tc.text, "/x")
+			if p.Cut != tc.cut || p.Text+tc.text[len(p.Text):] != tc.text || !utf8.ValidString(p.Text) {
+				t.Errorf("cut: %d bytes shown, %d cut, want %d cut", len(p.Text), p.Cut, tc.cut)
+			}
+			if (p.Href != "") != (tc.cut > 0) || tc.cut > 0 && p.Size != len(tc.text) {
+				t.Errorf("cut: href %q, size %d", p.Href, p.Size)
+			}
+		})
+	}
+}
