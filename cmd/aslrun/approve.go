@@ -46,7 +46,7 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	d := engine.Decision{Approval: *decision, Approver: *by, Comment: *comment, ApprovalID: *which, Digest: *digest}
 	if *edit != "" {
-		if d.Edit, err = c.readInput(*edit); err != nil {
+		if d.Edit, err = c.readInput(*edit, inputLimit{bytes: noInputLimit}); err != nil {
 			return usageErrorf("approve: --edit: %v", err)
 		}
 	}

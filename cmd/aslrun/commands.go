@@ -86,35 +86,6 @@ func (c *cmdContext) loadMachine(file string) (*states.Machine, []byte, error) {
 	return m, data, nil
 }
 
-// readInput reads --input: JSON text, @FILE, or - for standard input.
-func (c *cmdContext) readInput(arg string) (any, error) {
-	var (
-		data []byte
-		err  error
-		from = "--input"
-	)
-	switch {
-	case arg == "":
-		return map[string]any{}, nil
-	case arg == "-":
-		data, err = io.ReadAll(c.stdin)
-		from = "standard input"
-	case strings.HasPrefix(arg, "@"):
-		from = arg[1:]
-		data, err = os.ReadFile(from)
-	default:
-		data = []byte(arg)
-	}
-	if err != nil {
-		return nil, usageErrorf("read input: %v", err)
-	}
-	v, err := jsonvalue.Decode(data)
-	if err != nil {
-		return nil, usageErrorf("input from %s: %v", from, err)
-	}
-	return v, nil
-}
-
 func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	input := fs.String("input", "", "execution input: JSON text, @FILE, or - for standard input (default {})")
@@ -148,17 +119,20 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return err
 	}
-	in, err := c.readInput(*input)
-	if err != nil {
-		return err
-	}
 	opts := engine.StartOptions{ID: *name, MaxPayloadSize: ownPayload(fs, *maxPayload)}
 	opts.MachineName = strings.TrimSuffix(filepath.Base(pos[0]), filepath.Ext(pos[0]))
 	if opts.Agents, opts.AgentsFile, opts.AgentsKind, err = af.load(c); err != nil {
 		return err
 	}
 	opts.Durability = mode
+	// The input is read once it is known who runs the execution, and so
+	// what limits it: no more of a file than the limit is read.
+	localLimit := payloadInputLimit(opts.MaxPayloadSize, *maxPayload)
 	if mode == engine.DurabilityNone {
+		in, err := c.readInput(*input, localLimit)
+		if err != nil {
+			return err
+		}
 		return runInMemory(ctx, c, pos[0], m, in, opts, *maxPayload, access)
 	}
 	h, err := c.open(ctx, *db, accessRun, holderInfo{API: apiReads, Socket: socketPath(*db)})
@@ -174,8 +148,16 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 		if opts.AgentsKind == "mock" {
 			mock = opts.AgentsFile
 		}
+		in, err := c.readInput(*input, remoteInputLimit(opts.MaxPayloadSize))
+		if err != nil {
+			return err
+		}
 		req := api.StartExecution{Definition: def, Name: *name, Mock: mock, MaxPayload: opts.MaxPayloadSize, Durability: string(mode)}
 		return runRemote(ctx, c, h, req, in, *noPrompt)
+	}
+	in, err := c.readInput(*input, localLimit)
+	if err != nil {
+		return err
 	}
 	if opts.Agents == nil {
 		// Without a mock or agents file only registered agents serve.

@@ -31,7 +31,7 @@ func cmdTaskSuccess(ctx context.Context, c *cmdContext, args []string) error {
 			return usageErrorf("task-success: --output is required (the Task's result as JSON)")
 		}
 		var err error
-		if a.output, err = c.readInput(*output); err != nil {
+		if a.output, err = c.readInput(*output, inputLimit{bytes: noInputLimit}); err != nil {
 			return usageErrorf("task-success: --output: %v", err)
 		}
 		return nil
