@@ -1,13 +1,19 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/store"
 )
 
 // TestLongPayloadsCut: an execution carrying a 2.9 MB document makes an
@@ -119,4 +125,48 @@ func TestCut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRawRoutes: whatever a caller puts in the raw routes' path, they
+// answer the whole payload or "not found", never a panic or another
+// failure.
+func FuzzRawRoutes(f *testing.F) {
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Store: st})
+	m, err := states.Parse([]byte(`{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}`))
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := x.Run(context.Background(), m, map[string]any{"a": 1.0}, engine.StartOptions{ID: "raw"}); err != nil {
+		f.Fatal(err)
+	}
+	s := &Server{st: st, x: x}
+	for _, seed := range [][3]string{{"raw", "1", "input"}, {"raw", "0", "output"}, {"raw", "-1", "detail"}, {"raw", "99999999999999999999", "cause"},
+		{"raw", "2", "nope"}, {"nobody", "1", "input"}, {"raw", "1e3", "input"}, {"", "", ""}, {"raw", "output", "redrive-input"}} {
+		f.Add(seed[0], seed[1], seed[2])
+	}
+	f.Fuzz(func(t *testing.T, id, seq, field string) {
+		for _, raw := range []bool{false, true} {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.SetPathValue("id", id)
+			r.SetPathValue("seq", seq)
+			r.SetPathValue("field", field)
+			w := httptest.NewRecorder()
+			var err error
+			if raw {
+				err = s.rawExecution(w, r)
+			} else {
+				err = s.rawEvent(w, r)
+			}
+			if err != nil {
+				if p := problemOf(err); p.status != http.StatusNotFound {
+					t.Errorf("(%q, %q, %q): %d %v, want the payload or 404", id, seq, field, p.status, err)
+				}
+				continue
+			}
+			if ct := w.Header().Get("Content-Type"); ct != "application/json" || !json.Valid(w.Body.Bytes()) {
+				t.Errorf("(%q, %q, %q): %s %q, want JSON", id, seq, field, ct, w.Body.String())
+			}
+		}
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/aslrun/aslrun/jsonata"
 )
 
 // jsonataDefinition puts expr, as a "{% … %}" string, in every field of a
@@ -119,4 +121,42 @@ func TestJSONataLiteralsKept(t *testing.T) {
 	if f.Error != "E" || f.ErrorExpr != nil || f.CauseExpr == nil {
 		t.Errorf("Fail = %+v, want a literal Error and a Cause expression", f)
 	}
+}
+
+// FuzzHalfExpression: a string in a JSONata field that opens an
+// expression with "{%" and does not close it with "%}", or closes one it
+// did not open, is refused at its own pointer; any other string is a
+// literal or an expression, never refused as half of one.
+func FuzzHalfExpression(f *testing.F) {
+	for _, s := range []string{"{% 1", "1 %}", "{%}", "{%%}", "{% 1 %}", " {% 1 %} ", "plain", "", "{", "%}", "{%"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		lit, err := json.Marshal(s)
+		if err != nil {
+			return
+		}
+		def := `{"QueryLanguage":"JSONata","StartAt":"P","States":{"P":{"Type":"Pass","Output":{"a":[` + string(lit) + `]},"End":true}}}`
+		_, err = Parse([]byte(def))
+		half := (strings.HasPrefix(s, "{%") || strings.HasSuffix(s, "%}")) && !jsonata.IsExpression(s)
+		var list ErrorList
+		if !errors.As(err, &list) {
+			if half && err == nil {
+				t.Fatalf("%q is accepted, want it refused as half an expression", s)
+			}
+			return // refused before any field is read (not UTF-8, not NFC)
+		}
+		found := false
+		for _, e := range list {
+			if e.Pointer == "/States/P/Output/a/0" && strings.Contains(e.Msg, "JSONata expression") {
+				found = true
+			}
+		}
+		if half && !found {
+			t.Errorf("%q: %v, want a problem at /States/P/Output/a/0", s, err)
+		}
+		if !half && found && !jsonata.IsExpression(s) {
+			t.Errorf("%q is refused as half an expression: %v", s, err)
+		}
+	})
 }
