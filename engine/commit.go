@@ -175,16 +175,37 @@ func (r *run) deferLocked(ctx context.Context, c *Commit) error {
 }
 
 // flushBatch writes the commits of a batched run that waited for the batch
-// window. A failure is kept and returned by the run's next commit.
+// window. A failure is kept and returned by the run's next commit. A run
+// that has returned (endWrites) writes nothing more.
 func (r *run) flushBatch() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.batchTimer = nil
-	if r.queue.pending == nil && len(r.events) == 0 {
+	if r.returned || r.queue.pending == nil && len(r.events) == 0 {
 		return
 	}
 	if err := r.commitLocked(context.Background(), &Commit{}); err != nil && r.batchErr == nil {
 		r.batchErr = err
+	}
+}
+
+// endWrites ends the writes of a run that returns: the batch window's
+// timer is stopped and a write in flight is waited for, so that no commit
+// of the run reaches the store after it returned. What waits unwritten
+// then (the commits a failed commit kept) is lost, as in a process that
+// died: the execution resumes from its last commit, and a later write
+// would land behind the back of whoever runs it next (a Resume, another
+// server that took it over), over commits of theirs.
+func (r *run) endWrites() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.returned = true
+	if r.batchTimer != nil {
+		r.batchTimer.Stop()
+		r.batchTimer = nil
+	}
+	for r.queue.writing {
+		r.queue.cond.Wait()
 	}
 }
 

@@ -185,6 +185,14 @@ func TestReplayAfterDeath(t *testing.T) {
 					if _, err := engine.New(config(a, st)).Run(context.Background(), m, mustJSON(t, `{"n":0}`), engine.StartOptions{ID: "e"}); err == nil {
 						t.Fatalf("the run went on after the process died at commit %d (%d commits tried)", die, st.commits.Load())
 					}
+					// A run that returned writes nothing more: a batch
+					// window's timer left running would write what the
+					// failed commit kept after the resume began.
+					tried := st.commits.Load()
+					time.Sleep(time.Hour)
+					if got := st.commits.Load(); got != tried {
+						t.Fatalf("died at %d: %d commits tried after the run returned", die, got-tried)
+					}
 					written := die - 1
 					st.dieAt = 0
 					res, err := engine.New(config(a, st)).Resume(context.Background(), "e", engine.ResumeOptions{})

@@ -60,6 +60,9 @@ type run struct {
 	batched    bool
 	batchTimer *time.Timer
 	batchErr   error
+	// returned is set once execute returned (endWrites): the run writes
+	// nothing more.
+	returned bool
 	// mapRuns are the records of the map runs of the execution's
 	// Distributed Maps written by this run, by scope key (distmap.go),
 	// kept when the execution ends.
@@ -261,6 +264,7 @@ var errExecutionTimeout = errors.New("execution timed out")
 // execute runs the top-level machine from top (its position: the start, or
 // where the execution was last committed) until it ends or parks.
 func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
+	defer r.endWrites()
 	if r.m.TimeoutSeconds > 0 {
 		deadline := timeoutFrom(r.exec).Add(time.Duration(r.m.TimeoutSeconds) * time.Second)
 		var cancel context.CancelFunc

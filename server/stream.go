@@ -563,9 +563,10 @@ const (
 	historyBatch = 1024
 	// feedKeep and feedKeepBytes bound the events a feed holds for its
 	// streams: the last feedKeep, and fewer when their data pass
-	// feedKeepBytes.
+	// feedKeepBytes (at least one). With at most maxListStreams history
+	// streams, and so feeds, that bounds what they all hold.
 	feedKeep      = 1024
-	feedKeepBytes = 8 << 20
+	feedKeepBytes = 1 << 20
 )
 
 // streamLimit bounds open streams of one kind: maxListStreams for the

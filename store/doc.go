@@ -77,6 +77,16 @@
 // History reads exactly the execution's records, newest first, and
 // returns them oldest first.
 //
+// HistoryRange reads a page of a history: it follows the links back from
+// the head to the newest record of the page, then back through older
+// records only as far as the page's documents need (their document
+// tables alone), and decodes the page's events and those documents
+// (history_range.go). A document is stored again, rather than referred to
+// or used as a delta's base, once what it rests on is more than 64
+// commits back or 16 deltas deep (maxDocReach, maxDeltaDepth), so that
+// the last page of a long history reads about as much as the last page
+// of a short one.
+//
 // A blob key is the hex SHA-256 of the document's jsonvalue.Marshal form,
 // so identical documents, across checkpoints and executions, are stored
 // once, and each comes back exactly as written. The checkpoint record also
