@@ -211,9 +211,12 @@ func TestBrowserNoCSPViolations(t *testing.T) {
 // writes, and the graph marks the state it failed in.
 func TestBrowserLiveErrorStyle(t *testing.T) {
 	ts := newTestServer(t)
-	const flow = `{"StartAt":"Work","States":{"Work":{"Type":"Task","Agent":"W","End":true}}}`
-	mock := `{"W":{"0":{"Throw":{"Error":"Custom.Broken","Cause":"the service said no"},"DelaySeconds":2}}}`
-	ts.startFlow(t, "breaks", flow, "", mock, func(e api.Execution) bool { return e.Status == "RUNNING" })
+	// The task runs, and fails, only once the approval is decided, with
+	// the page open.
+	const flow = `{"StartAt":"Go","States":{"Go":{"Type":"Approval","Prompt":"go?","Options":["go"],"ResultPath":null,"Next":"Work"},
+		"Work":{"Type":"Task","Agent":"W","End":true}}}`
+	mock := `{"W":{"0":{"Throw":{"Error":"Custom.Broken","Cause":"the service said no"}}}}`
+	e := ts.startFlow(t, "breaks", flow, "", mock, func(e api.Execution) bool { return e.Status == "WAITING" && len(e.Approvals) == 1 })
 	ctx := browser(t)
 	signInBrowser(t, ctx, ts, RoleViewer)
 	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/executions/breaks"), chromedp.WaitVisible("#timeline")); err != nil {
@@ -221,6 +224,9 @@ func TestBrowserLiveErrorStyle(t *testing.T) {
 	}
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__notReloaded = true, document.querySelectorAll("#timeline .event-error").length`)); err != nil || n != 0 {
 		t.Fatalf("%d errors in the timeline before the failure (%v): the test tests nothing", n, err)
+	}
+	if code, body := ts.call(t, RoleApprover, "POST", "/v1/approvals/"+e.Approvals[0].ID+"/decision", map[string]any{"option": "go"}, nil); code != http.StatusAccepted {
+		t.Fatalf("decide: %d %s", code, body)
 	}
 	// Markup and colour of the appended error, as JavaScript built it.
 	const errorView = `(() => {
@@ -313,12 +319,15 @@ func TestBrowserLiveLongPayloadCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Work runs only once the approval is decided, with the page open.
 	start := map[string]any{"name": "long", "input": json.RawMessage(input), "maxPayload": 8 << 20,
-		"definition": json.RawMessage(`{"StartAt":"Work","States":{"Work":{"Type":"Task","Agent":"W","ResultPath":"$.work","End":true}}}`),
-		"mock":       json.RawMessage(`{"W":{"0":{"Return":"done","DelaySeconds":2}}}`)}
+		"definition": json.RawMessage(`{"StartAt":"Go","States":{"Go":{"Type":"Approval","Prompt":"go?","Options":["go"],"ResultPath":null,"Next":"Work"},
+			"Work":{"Type":"Task","Agent":"W","ResultPath":"$.work","End":true}}}`),
+		"mock": json.RawMessage(`{"W":{"0":{"Return":"done"}}}`)}
 	if code, body := ts.call(t, RoleAdmin, "POST", "/v1/executions", start, nil); code != http.StatusCreated {
 		t.Fatalf("start: %d %s", code, body)
 	}
+	e := ts.waitFor(t, "long", func(e api.Execution) bool { return e.Status == "WAITING" && len(e.Approvals) == 1 })
 	ctx := browser(t)
 	signInBrowser(t, ctx, ts, RoleViewer)
 	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/executions/long"), chromedp.WaitVisible("#timeline")); err != nil {
@@ -326,6 +335,9 @@ func TestBrowserLiveLongPayloadCut(t *testing.T) {
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__notReloaded = true`)); err != nil {
 		t.Fatal(err)
+	}
+	if code, body := ts.call(t, RoleApprover, "POST", "/v1/approvals/"+e.Approvals[0].ID+"/decision", map[string]any{"option": "go"}, nil); code != http.StatusAccepted {
+		t.Fatalf("decide: %d %s", code, body)
 	}
 	got, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => {
 		const li = document.querySelector('#timeline li[data-type="TaskStateExited"]');
