@@ -273,8 +273,12 @@ func TestDatabaseNotOurs(t *testing.T) {
 			t.Errorf("%s was changed: %v %v", db, fi, err)
 		}
 	}
-	if code, _, errOut := invoke(t, "", "list", "--db", filepath.Join(dir, "new.db")); code != 0 {
-		t.Errorf("list on a missing file: exit %d, %q; want a new database", code, errOut)
+	missing := filepath.Join(dir, "new.db")
+	if code, _, errOut := invoke(t, "", "list", "--db", missing); code != exitUsage || !strings.Contains(errOut, "database "+missing+" does not exist") {
+		t.Errorf("list on a missing file: exit %d, %q; want 2, saying it does not exist", code, errOut)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("list made %s: %v", missing, err)
 	}
 }
 
