@@ -298,7 +298,11 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := api.ExecutionList{Executions: []api.Execution{}}
 	for _, sum := range list {
-		out.Executions = append(out.Executions, summaryOf(sum))
+		x, err := s.listed(r.Context(), sum)
+		if err != nil {
+			return err
+		}
+		out.Executions = append(out.Executions, x)
 	}
 	if len(list) == limit {
 		out.Next = list[len(list)-1].ID

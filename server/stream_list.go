@@ -106,6 +106,28 @@ func summaryOf(sum store.Summary) api.Execution {
 		StoppedAt: timePtr(sum.StoppedAt), Error: sum.Error, WaitingFor: sum.WaitingFor, WakeAt: timePtr(sum.WakeAt), Parent: sum.Parent, Approvals: []api.Approval{}}
 }
 
+// listed is an execution of a list as the API shows it: its summary and,
+// for a WAITING one, its pending approvals, which the summary does not
+// hold (without them a list showed "approvals": [] for an execution that
+// waited for one).
+func (s *Server) listed(ctx context.Context, sum store.Summary) (api.Execution, error) {
+	out := summaryOf(sum)
+	if sum.Status != engine.StatusWaiting {
+		return out, nil
+	}
+	e, err := s.st.Load(ctx, sum.ID)
+	if errors.Is(err, engine.ErrNotFound) {
+		return out, nil
+	}
+	if err != nil {
+		return api.Execution{}, err
+	}
+	for _, pa := range engine.PendingOf(e) {
+		out.Approvals = append(out.Approvals, approvalOf(e.ID, pa))
+	}
+	return out, nil
+}
+
 // storeSummary is a loaded execution's summary, as List gives it.
 func storeSummary(e *engine.Execution) store.Summary {
 	return store.Summary{ID: e.ID, MachineName: e.MachineName, DefinitionHash: e.DefinitionHash, Status: e.Status, StartedAt: e.StartedAt,
@@ -348,7 +370,11 @@ func (s *Server) streamExecutions(w http.ResponseWriter, r *http.Request) error 
 			default:
 				continue
 			}
-			if err := out.send(strconv.FormatInt(c.seq, 10), event, summaryOf(c.now)); err != nil {
+			x, err := s.listed(ctx, c.now)
+			if err != nil {
+				return err
+			}
+			if err := out.send(strconv.FormatInt(c.seq, 10), event, x); err != nil {
 				return err
 			}
 		}
@@ -366,7 +392,11 @@ func (s *Server) streamExecutions(w http.ResponseWriter, r *http.Request) error 
 			return 0, err
 		}
 		for _, sum := range list {
-			if err := out.send("", "execution", summaryOf(sum)); err != nil {
+			x, err := s.listed(ctx, sum)
+			if err != nil {
+				return 0, err
+			}
+			if err := out.send("", "execution", x); err != nil {
 				return 0, err
 			}
 		}
