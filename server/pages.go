@@ -280,6 +280,13 @@ func approvalViewOf(execution string, pa engine.PendingApproval, now time.Time) 
 	return v
 }
 
+// EditableShown is the editable values as the inbox shows them to read,
+// cut to maxShown bytes with a link to the approval (whose editable
+// values are whole) when longer; the editor holds them whole.
+func (v approvalView) EditableShown() payloadView {
+	return cut(v.Editable, "/v1/approvals/"+url.PathEscape(v.ID))
+}
+
 // promptParts splits a structured prompt into its Title and Description
 // (when they are strings) and the rest of it as indented JSON ("" when
 // nothing is left).

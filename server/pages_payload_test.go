@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
@@ -169,4 +170,42 @@ func FuzzRawRoutes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestInboxLongDocumentCut: the inbox shows 64 KiB of a long document
+// under review, with a link to the approval, which has it whole; the
+// editor holds it whole.
+func TestInboxLongDocumentCut(t *testing.T) {
+	ts := newTestServer(t, func(c *Config) { c.MaxBody = 8 << 20 })
+	text := strings.Repeat("0123456789", 30_000)
+	input, err := json.Marshal(map[string]any{"draft": map[string]any{"text": text}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := map[string]any{"name": "long-review", "input": json.RawMessage(input), "maxPayload": 8 << 20,
+		"definition": json.RawMessage(`{"StartAt":"Review","States":{"Review":{"Type":"Approval","Prompt":"ok?","Options":["ok"],
+			"Editable":{"Fields":["$.draft.text"],"ResultPath":"$.edited"},"ResultPath":"$.review","End":true}}}`)}
+	if code, body := ts.call(t, RoleAdmin, "POST", "/v1/executions", start, nil); code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	ts.waitFor(t, "long-review", func(e api.Execution) bool { return e.Status == "WAITING" })
+	for _, role := range []Role{RoleViewer, RoleApprover} {
+		web := ts.signedIn(t, role)
+		_, body, _ := web.get(t, "/inbox")
+		doc := between(t, body, `<details class="document"`, `</details>`)
+		if len(doc) > maxShown+1024 || !strings.Contains(doc, `<p class="cut">`) {
+			t.Errorf("%v: the document under review is shown in %d bytes, want it cut to %d with a note", role, len(doc), maxShown)
+		}
+		m := regexp.MustCompile(`class="cut">[^<]*<a href="([^"]+)"`).FindStringSubmatch(doc)
+		if m == nil {
+			t.Fatalf("%v: no link to the whole:\n%.300s", role, doc)
+		}
+		code, whole, _ := web.get(t, html.UnescapeString(m[1]))
+		if code != http.StatusOK || !strings.Contains(whole, text) {
+			t.Errorf("%v: %s: %d, %d bytes, want the approval with the whole document", role, m[1], code, len(whole))
+		}
+		if role == RoleApprover && !strings.Contains(body, text) {
+			t.Errorf("the approver's editor does not hold the whole document")
+		}
+	}
 }

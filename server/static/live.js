@@ -264,6 +264,22 @@
     box.addEventListener("input", mark);
     box.addEventListener("change", mark);
     function pretty(v) { return typeof v === "string" ? v : JSON.stringify(v, null, 2); }
+    // shown writes text as the server does: its first 64 KiB, and when
+    // it is longer, how much was cut and a link (href) to the whole.
+    function shown(parent, text, href) {
+      var max = 64 * 1024, bytes = new TextEncoder().encode(text);
+      if (bytes.length <= max) { add(parent, "pre", "", text); return; }
+      var part = new TextDecoder().decode(bytes.subarray(0, max)).replace(/\uFFFD$/, "");
+      var kept = new TextEncoder().encode(part).length;
+      add(parent, "pre", "", part);
+      var note = add(parent, "p", "cut", size(kept) + " of " + size(bytes.length) + " shown, " + size(bytes.length - kept) + " cut: ");
+      add(note, "a", "whole", "the whole as JSON").href = href;
+    }
+    function size(n) {
+      if (n >= 1e6) return (n / 1e6).toFixed(1) + " MB";
+      if (n >= 1e3) return (n / 1e3).toFixed(1) + " kB";
+      return n + " bytes";
+    }
     // prompt writes an approval's prompt as the server does: a
     // structured one's Title and Description, the rest of it folded.
     function prompt(div, p) {
@@ -298,7 +314,7 @@
         var d = add(art, "details", "document");
         d.open = !canDecide;
         add(d, "summary", "", "Document under review");
-        add(d, "pre", "", editable);
+        shown(d, editable, "/v1/approvals/" + encodeURIComponent(a.id));
       }
       if (!canDecide || !csrfField) return art;
       var form = add(art, "form", "decision-form");
