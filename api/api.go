@@ -78,6 +78,11 @@ type StartExecution struct {
 	Workflow   string          `json:"workflow,omitempty"`
 	Version    int             `json:"version,omitempty"`
 	Definition json.RawMessage `json:"definition,omitempty"`
+	// MachineName names an inline definition: the execution's workflow in
+	// lists and $$.StateMachine.Name, 1 to 128 ASCII letters, digits, '-',
+	// '_' and '.'; empty means "StateMachine". A registered workflow is
+	// named by Workflow, so the two are never given together.
+	MachineName string `json:"machineName,omitempty"`
 	// Name is the execution's id; empty means a new UUIDv7. Starting
 	// the same name with the same workflow and input while it runs
 	// returns the execution; anything else with a taken name is a

@@ -59,6 +59,8 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case len(req.Definition) > 0 && req.Workflow != "":
 		return badRequest("/workflow", "give a registered workflow or an inline definition, not both")
+	case req.MachineName != "" && len(req.Definition) == 0:
+		return badRequest("/machineName", "machineName names an inline definition; a registered workflow is named by workflow")
 	case len(req.Definition) > 0:
 		parsed, err := s.machines.Parse(req.Definition)
 		if err != nil {
@@ -72,6 +74,12 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		m, name = parsed, "StateMachine"
+		if req.MachineName != "" {
+			if err := store.CheckWorkflowName(req.MachineName); err != nil {
+				return badRequest("/machineName", "%v", err)
+			}
+			name = req.MachineName
+		}
 	case req.Workflow != "":
 		if req.Version < 0 {
 			return badRequest("/version", "version must be 0 (the latest) or more")

@@ -140,9 +140,10 @@ type WorkflowVersion struct {
 // maxWorkflowName bounds workflow names.
 const maxWorkflowName = 128
 
-// checkWorkflowName reports whether name can name a workflow: 1 to 128
-// bytes of ASCII letters, digits, '-', '_' and '.'.
-func checkWorkflowName(name string) error {
+// CheckWorkflowName reports whether name can name a workflow (or an
+// inline definition started through the API): 1 to 128 bytes of ASCII
+// letters, digits, '-', '_' and '.'. Its error wraps ErrInvalidName.
+func CheckWorkflowName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("empty workflow name: %w", ErrInvalidName)

@@ -25,7 +25,7 @@ type workflowRecord struct {
 
 // checkRegistration checks RegisterWorkflow's arguments.
 func checkRegistration(name string, definition []byte, hash string) error {
-	if err := checkWorkflowName(name); err != nil {
+	if err := CheckWorkflowName(name); err != nil {
 		return err
 	}
 	switch {
@@ -155,7 +155,7 @@ func (b *Bolt) Workflow(ctx context.Context, name string, v int) (WorkflowVersio
 		var w WorkflowVersion
 		var ok bool
 		switch {
-		case checkWorkflowName(name) != nil || v < 0:
+		case CheckWorkflowName(name) != nil || v < 0:
 		case v == 0:
 			var err error
 			if w, ok, err = x.latestWorkflow(name); err != nil {
@@ -216,7 +216,7 @@ func (b *Bolt) Workflows(ctx context.Context) ([]WorkflowVersion, error) {
 func (b *Bolt) WorkflowVersions(ctx context.Context, name string) ([]WorkflowVersion, error) {
 	var out []WorkflowVersion
 	err := b.view(func(x *tx) error {
-		if checkWorkflowName(name) != nil {
+		if CheckWorkflowName(name) != nil {
 			return workflowNotFound(name, 0)
 		}
 		err := scanPrefix(x.workflows, append([]byte(name), 0), func(k, v []byte) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/store"
 )
 
 func cmdValidate(_ context.Context, c *cmdContext, args []string) error {
@@ -153,6 +154,11 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 			return err
 		}
 		req := api.StartExecution{Definition: def, Name: *name, Mock: mock, MaxPayload: opts.MaxPayloadSize, Durability: string(mode)}
+		if store.CheckWorkflowName(opts.MachineName) == nil {
+			// Named by its file, as a local run names it (a file name
+			// the server would refuse leaves it "StateMachine").
+			req.MachineName = opts.MachineName
+		}
 		return runRemote(ctx, c, h, req, in, *noPrompt)
 	}
 	in, err := c.readInput(*input, localLimit)
