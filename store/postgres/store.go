@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -982,6 +983,18 @@ func (db *DB) memoryEntries(rows pgx.Rows, now time.Time) ([]*engine.MemoryEntry
 // statement while it goes back for the documents of its page.
 const historyBatch = 32
 
+// HistoryRange's statements: the head and the newest records whose first
+// event is at or before $2, then older batches, newest first, by the
+// primary key (execution, first_event).
+const (
+	historyRangeFirst = `SELECT e.head,
+       ARRAY(SELECT first_event FROM history_records WHERE execution = $1 AND first_event <= $2 ORDER BY first_event DESC LIMIT $3),
+       ARRAY(SELECT body FROM history_records WHERE execution = $1 AND first_event <= $2 ORDER BY first_event DESC LIMIT $3)
+FROM executions e WHERE e.id = $1`
+	historyRangeOlder = `SELECT ARRAY(SELECT first_event FROM history_records WHERE execution = $1 AND first_event <= $2 ORDER BY first_event DESC LIMIT $3),
+       ARRAY(SELECT body FROM history_records WHERE execution = $1 AND first_event <= $2 ORDER BY first_event DESC LIMIT $3)`
+)
+
 // HistoryRange returns the events of an execution's history after
 // position after, at most limit of them (0 or less: all), and the number
 // of events of the whole history. It reads the head, then the records
@@ -998,13 +1011,26 @@ func (db *DB) HistoryRange(ctx context.Context, id string, after int64, limit in
 	if after < 0 {
 		return nil, 0, fmt.Errorf("execution %s: history after event %d: want 0 or more", id, after)
 	}
+	// The head and the first batch of records in one statement: those
+	// whose first event is at or before the page's last (after+limit;
+	// fewer exist when the history is shorter). An after that no history
+	// reaches (a caller asking only for the length) reads the head alone.
+	upTo := int64(math.MaxInt64)
+	switch {
+	case after >= math.MaxInt64/2:
+		upTo = 0
+	case limit > 0 && after+int64(limit) > after:
+		upTo = after + int64(limit)
+	}
 	var head []byte
-	err := db.pool.QueryRow(ctx, `SELECT head FROM executions WHERE id = $1`, id).Scan(&head)
+	var firsts []int64
+	var batch [][]byte
+	err := db.pool.QueryRow(ctx, historyRangeFirst, id, upTo, historyBatch).Scan(&head, &firsts, &batch)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, 0, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
 	case err != nil:
-		return nil, 0, db.dbErr("reading the head of execution "+id, err)
+		return nil, 0, db.dbErr("reading the history of execution "+id, err)
 	}
 	total, err := store.HistoryLength(id, head)
 	if err != nil {
@@ -1015,19 +1041,18 @@ func (db *DB) HistoryRange(ctx context.Context, id string, after int64, limit in
 		return nil, total, nil
 	}
 	// before bounds the next batch: records whose first event is at or
-	// before it (the first batch: the record of event end).
-	before, batch, done := end, [][]byte(nil), false
+	// before it.
+	before, done := int64(0), len(firsts) < historyBatch
+	if len(firsts) > 0 {
+		before = firsts[len(firsts)-1] - 1
+	}
 	next := func() ([]byte, error) {
 		if len(batch) == 0 && !done {
-			var firsts []int64
-			err := db.pool.QueryRow(ctx, `SELECT ARRAY(SELECT first_event FROM history_records WHERE execution = $1 AND first_event <= $2 ORDER BY first_event DESC LIMIT $3),
-       ARRAY(SELECT body FROM history_records WHERE execution = $1 AND first_event <= $2 ORDER BY first_event DESC LIMIT $3)`, id, before, historyBatch).Scan(&firsts, &batch)
+			err := db.pool.QueryRow(ctx, historyRangeOlder, id, before, historyBatch).Scan(&firsts, &batch)
 			if err != nil {
 				return nil, db.dbErr("reading the history of execution "+id, err)
 			}
-			if len(firsts) < historyBatch {
-				done = true
-			}
+			done = len(firsts) < historyBatch
 			if len(firsts) > 0 {
 				before = firsts[len(firsts)-1] - 1
 			}

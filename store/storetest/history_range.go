@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -74,6 +75,14 @@ func testHistoryRange(t *testing.T, s store.Store) {
 				}
 			}
 		}
+	}
+
+	// The length alone, and a limit that would overflow.
+	if got, n, err := s.HistoryRange(ctx, "e1", math.MaxInt64, 1); err != nil || len(got) != 0 || n != total {
+		t.Errorf("HistoryRange(e1, MaxInt64, 1) = %d events, %d, %v, want none, %d, nil", len(got), n, err, total)
+	}
+	if got, n, err := s.HistoryRange(ctx, "e1", total-1, math.MaxInt); err != nil || len(got) != 1 || n != total || got[0].Hash != all[total-1].Hash {
+		t.Errorf("HistoryRange(e1, %d, MaxInt) = %d events, %d, %v, want the last, %d, nil", total-1, len(got), n, err, total)
 	}
 
 	got, n, err := s.HistoryRange(ctx, "empty", 0, 10)
