@@ -26,8 +26,10 @@ type ServeOptions struct {
 	// why it could not run).
 	OnResult func(id string, res *Result, err error)
 	// Ready, when set, is called once Serve is under way: on a Dispatcher
-	// store, once its slots bound the executor's starts and it listens
-	// for wake-ups.
+	// store, once its slots bound the executor's starts, it listens for
+	// wake-ups, and its first claim (which takes from all there is to
+	// run) is done, so that what the caller does next meets the claims
+	// that follow it.
 	Ready func()
 }
 
@@ -381,9 +383,6 @@ func (x *Executor) serveClaims(ctx context.Context, d Dispatcher, opts ServeOpti
 		}
 		x.log.Warn("serve: no wake-ups from the store: finding work by polling only", "poll", opts.Poll, "error", err)
 	}
-	if opts.Ready != nil {
-		opts.Ready()
-	}
 	// run runs what a claim took in a slot of its own, and tells how it
 	// ended.
 	run := func(id string, f func() (*Result, error)) {
@@ -518,9 +517,14 @@ func (x *Executor) serveClaims(ctx context.Context, d Dispatcher, opts ServeOpti
 	// its servers only while its queue is short relies on the servers
 	// whose slots were all filled claiming whenever one frees.
 	want := true
+	ready := opts.Ready
 	for {
 		if want && !x.draining.Load() {
 			want = claim()
+		}
+		if ready != nil {
+			ready()
+			ready = nil
 		}
 		select {
 		case <-ctx.Done():
