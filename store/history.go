@@ -416,6 +416,12 @@ func (hr *historyReader) event(v []byte) (engine.Event, eventRecord, error) {
 	if err != nil {
 		return engine.Event{}, r, err
 	}
+	return hr.parsed(v, r)
+}
+
+// parsed decodes a stored event v that parseEvent read as r.
+func (hr *historyReader) parsed(v []byte, r eventRecord) (engine.Event, eventRecord, error) {
+	var err error
 	e := engine.Event{
 		ID: r.ID, Own: r.Own, Type: r.Type, Timestamp: r.time, State: r.State, Scope: r.Scope,
 		Error: r.Error, Cause: r.Cause, DocHash: r.DocHash, Superseded: v[1]&eventSuperseded != 0,

@@ -106,18 +106,21 @@ func readHistoryRange(id string, after, end int64, next OlderRecords) ([]engine.
 			missing++
 		}
 	}
+	parsed := make([]eventRecord, end-after) // the page's events, parsed
 	for i := range page {
 		r := &page[i]
-		if r.format != historyFormat {
-			continue
-		}
 		for j, v := range r.events {
-			if pos := r.first + int64(j); pos <= after || pos > end {
+			pos := r.first + int64(j)
+			if pos <= after || pos > end {
 				continue
 			}
 			e, err := parseEvent(v)
 			if err != nil {
-				return nil, fmt.Errorf("execution %s: history event %d: %w", id, r.first+int64(j), err)
+				return nil, fmt.Errorf("execution %s: history event %d: %w", id, pos, err)
+			}
+			parsed[pos-after-1] = e
+			if r.format != historyFormat {
+				continue
 			}
 			for _, ref := range []struct {
 				h  string
@@ -128,7 +131,7 @@ func readHistoryRange(id string, after, end int64, next OlderRecords) ([]engine.
 				}
 				var sum [sha256.Size]byte
 				if n, err := hex.Decode(sum[:], []byte(ref.h)); err != nil || n != sha256.Size {
-					return nil, fmt.Errorf("execution %s: history event %d: document %q is not a SHA-256: %w", id, r.first+int64(j), ref.h, ErrTampered)
+					return nil, fmt.Errorf("execution %s: history event %d: document %q is not a SHA-256: %w", id, pos, ref.h, ErrTampered)
 				}
 				want1(sum)
 			}
@@ -210,7 +213,7 @@ func readHistoryRange(id string, after, end int64, next OlderRecords) ([]engine.
 				hr.prev = hex.EncodeToString(eventHash(v))
 				continue
 			}
-			e, _, err := hr.event(v)
+			e, _, err := hr.parsed(v, parsed[hr.n-after-1])
 			if err != nil {
 				return nil, fmt.Errorf("execution %s: history event %d: %w", id, hr.n, err)
 			}
