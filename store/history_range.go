@@ -17,8 +17,10 @@ import (
 // against an earlier one, docs.go), and only their document tables. It
 // decodes the page's events and the documents they need, nothing else, so
 // that a page costs the page and the records its documents rest on
-// (maxDocReach bounds how far back those are for what this process wrote),
-// not the whole history.
+// (maxDocReach and maxDeltaDepth bound how far back those are for what
+// this process wrote), not the whole history. Bolt, which finds records
+// only by following their links back from the newest, also reads the
+// header of each record after the page.
 
 // recordSpan reads the position of a history record's first event and its
 // number of events from its header; ok is false when it has no header.
@@ -49,35 +51,50 @@ func rangeEnd(after int64, limit int, total int64) int64 {
 // readHistoryRange decodes the events after position after up to end
 // (positions from 1) of execution id, reading its records from next,
 // which starts with the newest record that holds an event at or before
-// end. A record that does not belong where it is read, or a document an
-// event needs that no record holds, is an error wrapping ErrTampered.
+// end, or any newer one (those after the page are checked by their
+// headers and skipped). A record that does not belong where it is read,
+// or a document an event needs that no record holds, is an error
+// wrapping ErrTampered.
 func readHistoryRange(id string, after, end int64, next OlderRecords) ([]engine.Event, error) {
 	if end <= after {
 		return nil, nil
 	}
 	var page []historyRecord // the records of the page, newest first
 	want := int64(0)         // the position the next record must end before (0: any)
-	read := func() (historyRecord, bool, error) {
+	// read returns the next record; one after the page (first > end)
+	// is checked by its header alone, and returned unparsed (skip).
+	read := func() (r historyRecord, ok, skip bool, err error) {
 		v, err := next()
 		if err != nil || v == nil {
-			return historyRecord{}, false, err
+			return r, false, false, err
 		}
-		r, err := parseHistoryRecord(v)
+		if first, count, ok := recordSpan(v); ok && first > end && count > 0 {
+			idLen := uint64(binary.BigEndian.Uint32(v[historyIDLenAt:]))
+			if idLen > uint64(len(v)-historyHeaderLen) || string(v[historyHeaderLen:historyHeaderLen+int(idLen)]) != id {
+				return r, false, false, fmt.Errorf("execution %s: history record at event %d belongs to another execution: %w", id, first, ErrTampered)
+			}
+			if want != 0 && first+count != want {
+				return r, false, false, fmt.Errorf("execution %s: history record at event %d: its events end before event %d, want %d: %w", id, first, first+count, want, ErrTampered)
+			}
+			want = first
+			return r, true, true, nil
+		}
+		r, err = parseHistoryRecord(v)
 		if err != nil {
-			return r, false, fmt.Errorf("execution %s: %w", id, err)
+			return r, false, false, fmt.Errorf("execution %s: %w", id, err)
 		}
 		last := r.first + int64(len(r.events))
 		switch {
 		case string(r.id) != id:
-			return r, false, fmt.Errorf("execution %s: history record at event %d belongs to execution %q: %w", id, r.first, r.id, ErrTampered)
+			return r, false, false, fmt.Errorf("execution %s: history record at event %d belongs to execution %q: %w", id, r.first, r.id, ErrTampered)
 		case want != 0 && last != want:
-			return r, false, fmt.Errorf("execution %s: history record at event %d: its events end before event %d, want %d: %w", id, r.first, last, want, ErrTampered)
+			return r, false, false, fmt.Errorf("execution %s: history record at event %d: its events end before event %d, want %d: %w", id, r.first, last, want, ErrTampered)
 		}
 		want = r.first
-		return r, true, nil
+		return r, true, false, nil
 	}
 	for {
-		r, ok, err := read()
+		r, ok, skip, err := read()
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +104,7 @@ func readHistoryRange(id string, after, end int64, next OlderRecords) ([]engine.
 			}
 			break
 		}
-		if r.first > end {
+		if skip {
 			continue
 		}
 		page = append(page, r)
@@ -158,7 +175,7 @@ func readHistoryRange(id string, after, end int64, next OlderRecords) ([]engine.
 		look(&page[i])
 	}
 	for missing > 0 {
-		r, ok, err := read()
+		r, ok, _, err := read()
 		if err != nil {
 			return nil, err
 		}

@@ -201,3 +201,29 @@ func BenchmarkHistoryLastPage(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHistoryFirstPage reads the first page (100 events) of the
+// same histories by range. PostgreSQL finds it by its key; bbolt follows
+// the links back from the newest record, reading each record's header
+// on the way (not decoding it).
+func BenchmarkHistoryFirstPage(b *testing.B) {
+	kinds := []string{"bbolt"}
+	if pgServer != nil {
+		kinds = append(kinds, "postgres")
+	}
+	for _, kind := range kinds {
+		for _, n := range sizes {
+			b.Run(fmt.Sprintf("%s/events=%d", kind, n), func(b *testing.B) {
+				st := open(b, kind)
+				ctx, id := context.Background(), fmt.Sprint("h", n)
+				b.ReportAllocs()
+				for b.Loop() {
+					events, total, err := st.HistoryRange(ctx, id, 0, pageSize)
+					if err != nil || total != int64(n) || len(events) != pageSize {
+						b.Fatal(len(events), total, err)
+					}
+				}
+			})
+		}
+	}
+}
