@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"syscall"
 )
@@ -70,6 +71,10 @@ type cmdContext struct {
 	// serveReads). run sets it; tests that run commands inside a
 	// synctest bubble, where a listener would stop the clock, do not.
 	serveReads bool
+	// log, when set, is the logger of the store open opens (serve sets it,
+	// so that a PostgreSQL store's warnings take its format); nil is
+	// slog's default.
+	log *slog.Logger
 }
 
 func commands() []*command {

@@ -124,6 +124,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 		return usageErrorf("serve: --log-format %q: want text or json", *logFormat)
 	}
 	log := slog.New(handler)
+	c.log = log
 
 	var serverAgents *agents.Registry
 	var resolvedAgents []byte

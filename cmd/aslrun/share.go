@@ -150,7 +150,7 @@ func (c *cmdContext) open(ctx context.Context, db string, what access, me holder
 		if err != nil {
 			return nil, err
 		}
-		pg, err := postgres.Open(ctx, db, postgres.Options{Codec: codec, LeaseTTL: ttl})
+		pg, err := postgres.Open(ctx, db, postgres.Options{Codec: codec, LeaseTTL: ttl, Logger: c.log})
 		if err != nil {
 			return nil, &exitError{code: exitUsage, msg: err.Error()}
 		}
