@@ -571,7 +571,8 @@ const (
 
 // streamLimit bounds open streams of one kind: maxListStreams for the
 // server and maxListStreamsPerCaller for one caller (a token's or a
-// signed-in person's name), as the list streams are. It is safe for
+// signed-in person's name); the list, history and approval streams each
+// have one. It is safe for
 // concurrent use.
 type streamLimit struct {
 	mu       sync.Mutex

@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -162,11 +161,8 @@ type executionFeed struct {
 	head, floor int64
 	ring        []feedChange
 	ringSize    int // 0 means feedRing
-	// open counts the open list streams, in all and by caller; max and
-	// maxPerCaller bound them (0: maxListStreams, maxListStreamsPerCaller).
-	open              int
-	byCaller          map[string]int
-	max, maxPerCaller int
+	// streams counts and bounds the open list streams.
+	streams streamLimit
 }
 
 // feedChange is a change of one execution: how it was (ok false when it
@@ -293,33 +289,6 @@ func errTooManyStreams(detail string) error {
 	return &problem{status: http.StatusTooManyRequests, kind: "too-many-streams", title: "too many streams", detail: detail}
 }
 
-// admit counts a list stream of caller in, or refuses it over the
-// bounds; release counts it out.
-func (f *executionFeed) admit(caller string) (release func(), err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	limit, perCaller := cmp.Or(f.max, maxListStreams), cmp.Or(f.maxPerCaller, maxListStreamsPerCaller)
-	switch {
-	case f.open >= limit:
-		return nil, errTooManyStreams(fmt.Sprintf("the server has %d list streams open, its most: close one, or retry later", f.open))
-	case f.byCaller[caller] >= perCaller:
-		return nil, errTooManyStreams(fmt.Sprintf("%s has %d list streams open, the most one caller may: close one (a browser tab on the executions page)", caller, f.byCaller[caller]))
-	}
-	if f.byCaller == nil {
-		f.byCaller = map[string]int{}
-	}
-	f.open++
-	f.byCaller[caller]++
-	return func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.open--
-		if f.byCaller[caller]--; f.byCaller[caller] == 0 {
-			delete(f.byCaller, caller)
-		}
-	}, nil
-}
-
 // listReset is the data of a list stream's reset event: how many
 // execution events follow.
 type listReset struct {
@@ -350,7 +319,7 @@ func (s *Server) streamExecutions(w http.ResponseWriter, r *http.Request) error 
 	}
 	defer s.streams.open.Done()
 	p, _ := principalOf(ctx)
-	release, err := f.admit(p.Name)
+	release, err := f.streams.admit(p.Name, "list")
 	if err != nil {
 		return err
 	}

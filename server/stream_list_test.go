@@ -211,10 +211,10 @@ func TestExecutionStreamRefusals(t *testing.T) {
 // streams and the server max; a stream closed makes room.
 func TestExecutionStreamBounds(t *testing.T) {
 	ts := newTestServer(t)
-	f := &ts.s.feed
-	f.mu.Lock()
-	f.max, f.maxPerCaller = 3, 2
-	f.mu.Unlock()
+	l := &ts.s.feed.streams
+	l.mu.Lock()
+	l.max, l.maxPerCaller = 3, 2
+	l.mu.Unlock()
 	open := func(role Role) (*http.Response, *sseReader) {
 		t.Helper()
 		resp, rd := ts.stream(t, ts.URL, role, "/v1/execution-events", "")
@@ -245,9 +245,9 @@ func TestExecutionStreamBounds(t *testing.T) {
 	first.Body.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		f.mu.Lock()
-		n := f.open
-		f.mu.Unlock()
+		l.mu.Lock()
+		n := l.open
+		l.mu.Unlock()
 		if n == 2 {
 			break
 		}
@@ -298,10 +298,10 @@ func TestListStreamsEndOnShutdown(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("a list stream after Close: %d, want 503", resp.StatusCode)
 	}
-	ts.s.feed.mu.Lock()
-	defer ts.s.feed.mu.Unlock()
-	if ts.s.feed.open != 0 {
-		t.Errorf("%d list streams counted after Close, want 0", ts.s.feed.open)
+	ts.s.feed.streams.mu.Lock()
+	defer ts.s.feed.streams.mu.Unlock()
+	if ts.s.feed.streams.open != 0 {
+		t.Errorf("%d list streams counted after Close, want 0", ts.s.feed.streams.open)
 	}
 }
 
