@@ -572,8 +572,7 @@ const (
 // streamLimit bounds open streams of one kind: maxListStreams for the
 // server and maxListStreamsPerCaller for one caller (a token's or a
 // signed-in person's name); the list, history and approval streams each
-// have one. It is safe for
-// concurrent use.
+// have one. It is safe for concurrent use.
 type streamLimit struct {
 	mu       sync.Mutex
 	open     int
