@@ -594,7 +594,11 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 				mu.Unlock()
 				return nil
 			}
+			turn, terr := r.x.fair.acquire(cctx, r.exec.ID)
 			res, e, err := h.child(cctx, d, id, input)
+			if terr == nil {
+				r.x.fair.release(turn)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			delete(inFlight, id)

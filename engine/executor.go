@@ -152,6 +152,8 @@ type Executor struct {
 	local localMemory
 	// acts knows where tasks of activities wait for workers (activity.go).
 	acts activityBoard
+	// fair hands turns to the fan-out of every execution (fair.go).
+	fair *fairShare
 }
 
 // New returns an Executor configured by cfg.
@@ -160,6 +162,7 @@ func New(cfg Config) *Executor {
 		agents: cfg.Agents, agentsFor: cfg.AgentsFor, store: cfg.Store, log: cfg.Logger,
 		maxPayload: cfg.MaxPayloadSize, parkAfter: cfg.ParkAfter, active: make(map[string]*held), onEscalation: cfg.OnEscalation,
 		hooks: cfg.Hooks, jsonataLimits: cfg.JSONataLimits, pathBounds: cfg.JSONPathBounds,
+		fair: newFairShare(0, fairQuantum),
 	}
 	if x.maxPayload == 0 {
 		x.maxPayload = DefaultMaxPayloadSize

@@ -27,7 +27,13 @@ func (h *stateRun) nested(ctx context.Context, m *states.Machine, child *scope, 
 		next, doc, size = s.Next, s.Doc, unknownSize
 		child.vars, child.visits, child.resume = s.Vars, s.Visits, s.Step
 	}
+	// A turn of the executor's fair share (fair.go); without one (ctx
+	// ended while waiting) the machine stops at once, as it would.
+	turn, terr := r.x.fair.acquire(ctx, r.exec.ID)
 	out, err := r.machine(ctx, m, child, next, doc, size)
+	if terr == nil {
+		r.x.fair.release(turn)
+	}
 	if err != nil {
 		var ae *asl.Error
 		if errors.As(err, &ae) {

@@ -163,7 +163,9 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	}
 	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly {
-		if err := createDatabase(path, opts.bboltOptions()); err != nil {
+		create := opts.bboltOptions()
+		create.InitialMmapSize = 0 // a short open: the file grows as it needs
+		if err := createDatabase(path, create); err != nil {
 			return nil, dbErr(path, "create: %w", err)
 		}
 		info, err = os.Stat(path)
@@ -186,6 +188,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
+	db.AllocSize = growStep(int64(info.Size()))
 	if err := guard(path, func() error { return checkFormat(db, path, opts.ReadOnly) }); err != nil {
 		db.Close()
 		return nil, err
@@ -213,6 +216,8 @@ func boltOptions(lockTimeout time.Duration) *bbolt.Options {
 		NoFreelistSync: true,
 		FreelistType:   bbolt.FreelistMapType,
 		PageSize:       pageSize,
+		// InitialMmapSize: see initialMmap.
+		InitialMmapSize: initialMmap,
 	}
 }
 
@@ -965,3 +970,22 @@ func (b *Bolt) Definition(ctx context.Context, hash string) ([]byte, error) {
 	})
 	return def, err
 }
+
+// growStep is how much a database of size bytes grows by when it is full:
+// an eighth of it, from 64 KiB to 16 MiB (bbolt's AllocSize, which it
+// applies as one step whatever the size once the map is larger than it,
+// as initialMmap's is: a new database would be 16 MiB at once). Each step
+// costs a truncate and an fsync.
+func growStep(size int64) int {
+	return int(min(max(size/8, 64<<10), 16<<20))
+}
+
+// initialMmap is the size of the address space a database is mapped into
+// when it opens (address space only: the file grows as it fills, and
+// memory is used as pages are read). bbolt maps the file anew whenever it
+// outgrows its map, and a new map waits for every read transaction to end
+// while stopping new ones and the commit under way: with a small first
+// map, a database growing by hundreds of megabytes beside a big Map
+// stalled every read and commit for up to 1.6 s at each doubling. Past
+// this size a database still grows, a map at a time (a gibibyte each).
+const initialMmap = 1 << (30 + 3*(strconv.IntSize/64)) // 8 GiB; 1 GiB on 32-bit

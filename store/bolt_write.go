@@ -213,6 +213,9 @@ func (b *Bolt) commitBatch(batch []*writeReq) {
 		failed, failErr := -1, error(nil)
 		err := guard(b.path, func() error {
 			return b.db.Update(func(t *bbolt.Tx) error {
+				// The loop is the only writer: the step set here is the one
+				// this transaction grows the file by (growStep).
+				b.db.AllocSize = growStep(t.Size())
 				x, err := bucketsOf(t)
 				if err != nil {
 					return err

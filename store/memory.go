@@ -217,32 +217,44 @@ func (m *Memory) lookup(id string) (*memExec, error) {
 // Load returns an execution as last committed; ErrNotFound when there is
 // none.
 func (m *Memory) Load(ctx context.Context, id string) (*engine.Execution, error) {
+	// The records are taken under the lock and decoded after it: a commit
+	// replaces a record, never changes one, and decoding a big execution
+	// (a Map's document, its items' scopes) must not hold up the commits
+	// and, behind them, every other read.
 	m.mu.RLock()
-	defer m.mu.RUnlock()
 	x, err := m.lookup(id)
 	if err != nil {
+		m.mu.RUnlock()
 		return nil, err
 	}
-	rec, err := decodeExec(id, x.exec)
+	execRec, headRec := x.exec, x.head
+	scopeRecs := maps.Clone(x.scopes)
+	definition := m.definitions
+	namespaces := slices.Sorted(maps.Keys(x.namespaces))
+	m.mu.RUnlock()
+	rec, err := decodeExec(id, execRec)
 	if err != nil {
 		return nil, err
 	}
-	h, err := decodeHead(id, x.head)
+	h, err := decodeHead(id, headRec)
 	if err != nil {
 		return nil, err
 	}
-	scopes := make(map[string]*engine.Scope, len(x.scopes))
-	for k, v := range x.scopes {
+	scopes := make(map[string]*engine.Scope, len(scopeRecs))
+	for k, v := range scopeRecs {
 		if scopes[k], err = decodeScope(v); err != nil {
 			return nil, fmt.Errorf("execution %s: scope %q: %w", id, k, err)
 		}
 	}
-	e, err := execution(id, rec, h, bytes.Clone(m.definitions[rec.DefinitionHash]), scopes)
+	m.mu.RLock()
+	def := bytes.Clone(definition[rec.DefinitionHash])
+	m.mu.RUnlock()
+	e, err := execution(id, rec, h, def, scopes)
 	if err != nil {
 		return nil, err
 	}
-	if len(x.namespaces) > 0 {
-		e.Progress.Namespaces = slices.Sorted(maps.Keys(x.namespaces))
+	if len(namespaces) > 0 {
+		e.Progress.Namespaces = namespaces
 	}
 	return e, nil
 }
