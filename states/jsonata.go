@@ -18,7 +18,7 @@ const downgrade = "'QueryLanguage' can not be 'JSONPath' if set to 'JSONata' for
 // there: their fields are JSONPath paths.
 var jsonataStateFields = map[string][]string{
 	"Pass":       {"Next", "End", "Assign", "Output", "WritePolicy"},
-	"Task":       {"Next", "End", "Assign", "Output", "Agent", "Resource", "Credentials", "Arguments", "TimeoutSeconds", "HeartbeatSeconds", "Retry", "Catch", "Tools", "Budget", "WritePolicy"},
+	"Task":       {"Next", "End", "Assign", "Output", "Agent", "Resource", "Credentials", "Arguments", "TimeoutSeconds", "HeartbeatSeconds", "Retry", "Catch", "Tools", "Budget", "Model", "Generation", "WritePolicy"},
 	"Choice":     {"Assign", "Output", "Choices", "Default"},
 	"Wait":       {"Next", "End", "Assign", "Output", "Seconds", "Timestamp"},
 	"Succeed":    {"Output"},
@@ -187,6 +187,26 @@ func (p *parser) jsonataInteger(o *object, key string, min, max int64) (int64, b
 	return n, ok, nil
 }
 
+// jsonataNumber reads a field that is a number within [min, max] or an
+// expression computing one.
+func (p *parser) jsonataNumber(o *object, key string, min, max float64) (float64, bool, *jsonata.Template) {
+	if t, ok := p.jsonataExpr(o, key); ok {
+		return 0, false, t
+	}
+	if v, ok := o.m[key]; ok {
+		if str, isStr := v.(string); isStr {
+			o.used[key] = true
+			if p.halfExpressions(o, key, str, o.at(key)) {
+				return 0, false, nil
+			}
+			o.errorf(key, `%s must be a number or a JSONata expression ("{%% … %%}"), not a plain string`, key)
+			return 0, false, nil
+		}
+	}
+	f, ok := o.number(key, min, max)
+	return f, ok, nil
+}
+
 // jsonataAssign reads a JSONata Assign block: an object whose keys are
 // variable names and whose values are templates.
 func (p *parser) jsonataAssign(o *object, key string) *jsonata.Template {
@@ -245,6 +265,8 @@ func (p *parser) jsonataTask(o *object, c Common) *Task {
 	s.Catch = p.catch(o, true)
 	s.Tools = p.tools(o, "Tools")
 	s.Budget = p.budget(o, "Budget")
+	s.Model = p.model(o, "Model")
+	s.Generation = p.generation(o, "Generation", true)
 	return s
 }
 

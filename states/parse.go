@@ -70,8 +70,8 @@ var unsupportedStateFields = map[string]string{
 	"Streaming":   "Streaming is not supported",
 	"Idempotent":  "Idempotent is not supported (every agent call receives an idempotency key)",
 	"Metadata":    "Metadata is not supported",
-	"Model":       "Model is not supported (configure the model on the agent)",
-	"Generation":  "Generation is not supported (configure generation on the agent)",
+	"Model":       "only a Task chooses a model",
+	"Generation":  "only a Task has Generation settings",
 	"Progress":    "Progress is not supported",
 	"Events":      "Events is not supported",
 }
@@ -304,7 +304,7 @@ func StateTypes() []string {
 // Comment and QueryLanguage.
 var stateFields = map[string][]string{
 	"Pass":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Result", "ResultPath", "Parameters", "Memory", "WritePolicy"},
-	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Resource", "Credentials", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "WritePolicy"},
+	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Resource", "Credentials", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "Model", "Generation", "WritePolicy"},
 	"Choice":     {"InputPath", "OutputPath", "Assign", "Choices", "Default"},
 	"Wait":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
 	"Succeed":    {"InputPath", "OutputPath"},
@@ -651,6 +651,8 @@ func (p *parser) task(o *object, c Common) *Task {
 	s.Budget = p.budget(o, "Budget")
 	s.Guardrails = p.guardrails(o, "Guardrails")
 	s.Reasoning = p.reasoning(o, "Reasoning")
+	s.Model = p.model(o, "Model")
+	s.Generation = p.generation(o, "Generation", false)
 	return s
 }
 

@@ -204,6 +204,12 @@ type Task struct {
 	Budget     *BudgetConfig
 	Guardrails *GuardrailsConfig
 	Reasoning  *ReasoningConfig
+	// Model is the model the agent is asked to use, and its fallbacks;
+	// nil when absent (the agent's own choice).
+	Model *ModelChoice
+	// Generation holds the sampling settings of the agent's calls; nil
+	// when absent (the agent's own settings).
+	Generation *Generation
 }
 
 // Choice routes to the Next of the first matching rule, or to Default.
