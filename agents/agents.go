@@ -74,6 +74,53 @@ type Request struct {
 	Tools *Tools
 	// OnUsage is set by the engine; call ReportUsage rather than this field.
 	OnUsage func(Usage)
+	// OnStep is set by the engine; call RunStep or Journal rather than
+	// this field.
+	OnStep func(ctx context.Context, spec StepSpec, fn func(context.Context) (any, error)) (any, error)
+}
+
+// StepSpec describes one durable step of an agent call (Journal).
+type StepSpec struct {
+	// Name names the step within the call: unique among its steps (a
+	// model turn "turn 2", a tool call "turn 2/call_8f1"). A name already
+	// recorded in this call's attempt is not run again: its recorded
+	// result is returned.
+	Name string
+	// Kind is the step's family in the history: "ModelTurn" and
+	// "ToolCall" record ModelTurnSucceeded/ModelTurnFailed and
+	// ToolCallSucceeded/ToolCallFailed events; empty means "Step"
+	// (StepSucceeded/StepFailed).
+	Kind string
+	// Input is what the step works on (a tool's arguments, a turn's
+	// messages), shown in its history event and hashed: a step run again
+	// after a crash with another input than the one recorded is an error
+	// (States.Runtime) rather than a silently different result. Optional.
+	Input any
+	// Detail is shown in the step's history event beside its name,
+	// latency and input hash (the tool's name, the model). Optional.
+	Detail map[string]any
+}
+
+// RunStep runs fn as a durable step of this call named name (see Journal).
+// (Step, the field, names the state's visit; a step of the call is named
+// within it.)
+func (r *Request) RunStep(ctx context.Context, name string, fn func(context.Context) (any, error)) (any, error) {
+	return r.Journal(ctx, StepSpec{Name: name}, fn)
+}
+
+// Journal runs fn as a durable step of this call: the engine commits its
+// result (a JSON value) or its error before Journal returns, and when the
+// execution resumes after a crash or a stop, the call runs again and a
+// step already recorded returns its recorded result without running fn.
+// A step in flight when the process died is run again (its idempotency
+// key, Request.Step and Attempt with spec.Name, is the same). A step cut
+// short by the run stopping (ctx ended) is not recorded. Steps may run
+// concurrently. Without an engine (OnStep nil) Journal just runs fn.
+func (r *Request) Journal(ctx context.Context, spec StepSpec, fn func(context.Context) (any, error)) (any, error) {
+	if r.OnStep == nil {
+		return fn(ctx)
+	}
+	return r.OnStep(ctx, spec, fn)
 }
 
 // Usage is what an agent call consumed, reported with ReportUsage and

@@ -54,6 +54,8 @@ type stateRun struct {
 	// parkedSelf is set when the state itself parked (its progress is
 	// committed), not a machine nested in it.
 	parkedSelf bool
+	// journal holds the durable steps of the attempt's agent calls.
+	journal *journal
 }
 
 // nestedKey is the scope-key prefix of the nested machines this state runs

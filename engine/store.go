@@ -171,6 +171,10 @@ type StepProgress struct {
 	// Callback is the pending task token of a .waitForTaskToken Task (with
 	// the answer once one is sent); nil for other states.
 	Callback *PendingCallback
+	// Journal holds the steps an agent call of the attempt under way has
+	// finished (a JSON list of {name, kind, output | error and cause,
+	// inputHash, millis}; agents.Request.Journal); nil when none.
+	Journal any
 }
 
 // Commit is one step of an execution, applied atomically by the store.

@@ -159,6 +159,7 @@ func encodeScopeRecord(r *scopeRecord) []byte {
 			w.raw("approval", st.Approval)
 			w.raw("debate", st.Debate)
 			w.raw("callback", st.Callback)
+			w.raw("journal", st.Journal)
 		})
 	}
 	w.bool("done", r.Done)

@@ -95,6 +95,8 @@ type stepRecord struct {
 	Debate   json.RawMessage `json:"debate,omitempty"`
 	// Callback is a pending task token's Value.
 	Callback json.RawMessage `json:"callback,omitempty"`
+	// Journal is the steps an agent call finished in the attempt.
+	Journal json.RawMessage `json:"journal,omitempty"`
 }
 
 // checkpointRecord is one engine.Checkpoint without its document, which is
@@ -221,6 +223,11 @@ func encodeScope(s *engine.Scope, memo *docMemo) ([]byte, error) {
 				return nil, fmt.Errorf("pending callback: %w", err)
 			}
 		}
+		if st.Journal != nil {
+			if r.Step.Journal, err = memo.raw(st.Journal); err != nil {
+				return nil, fmt.Errorf("journal: %w", err)
+			}
+		}
 	}
 	return encodeScopeRecord(&r), nil
 }
@@ -264,6 +271,9 @@ func decodeScopeRecord(data []byte) (*engine.Scope, error) {
 		}
 		if s.Step.Debate, err = decodeDoc(st.Debate); err != nil {
 			return nil, fmt.Errorf("debate progress: %w", err)
+		}
+		if s.Step.Journal, err = decodeDoc(st.Journal); err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
 		}
 		if len(st.Callback) > 0 {
 			v, err := decodeDoc(st.Callback)
