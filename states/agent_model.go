@@ -168,7 +168,7 @@ func (g *Generation) Resolve(eval GenerationEval) (GenerationValues, error) {
 		}
 		x, err := eval(field, path, expr)
 		if err != nil {
-			return nil, false, fmt.Errorf("Generation.%s: %w", field, err)
+			return nil, false, fmt.Errorf("field Generation.%s: %w", field, err)
 		}
 		return x, true, nil
 	}

@@ -280,7 +280,7 @@ func TestGenerationResolve(t *testing.T) {
 
 	failure := errors.New("no such path")
 	_, err := dynamic.Resolve(func(string, *jsonpath.Expr, *jsonata.Template) (any, error) { return nil, failure })
-	if !errors.Is(err, failure) || !strings.HasPrefix(err.Error(), "Generation.Temperature: ") {
+	if !errors.Is(err, failure) || !strings.HasPrefix(err.Error(), "field Generation.Temperature: ") {
 		t.Errorf("Resolve() with a failing eval = %v, want %v wrapped with the field", err, failure)
 	}
 }
