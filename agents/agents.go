@@ -74,9 +74,15 @@ type Request struct {
 	Tools *Tools
 	// OnUsage is set by the engine; call ReportUsage rather than this field.
 	OnUsage func(Usage)
-	// OnStep is set by the engine; call RunStep or Journal rather than
+	// Steps is set by the engine; call RunStep or Journal rather than
 	// this field.
-	OnStep func(ctx context.Context, spec StepSpec, fn func(context.Context) (any, error)) (any, error)
+	Steps StepRunner
+}
+
+// StepRunner runs an agent call's durable steps (Request.Journal); the
+// engine provides it.
+type StepRunner interface {
+	RunJournal(ctx context.Context, spec StepSpec, fn func(context.Context) (any, error)) (any, error)
 }
 
 // StepSpec describes one durable step of an agent call (Journal).
@@ -115,12 +121,12 @@ func (r *Request) RunStep(ctx context.Context, name string, fn func(context.Cont
 // A step in flight when the process died is run again (its idempotency
 // key, Request.Step and Attempt with spec.Name, is the same). A step cut
 // short by the run stopping (ctx ended) is not recorded. Steps may run
-// concurrently. Without an engine (OnStep nil) Journal just runs fn.
+// concurrently. Without an engine (Steps nil) Journal just runs fn.
 func (r *Request) Journal(ctx context.Context, spec StepSpec, fn func(context.Context) (any, error)) (any, error) {
-	if r.OnStep == nil {
+	if r.Steps == nil {
 		return fn(ctx)
 	}
-	return r.OnStep(ctx, spec, fn)
+	return r.Steps.RunJournal(ctx, spec, fn)
 }
 
 // Usage is what an agent call consumed, reported with ReportUsage and

@@ -552,6 +552,8 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 	}
 	keep := d.bucket == nil && !d.writerOnly && !(s.ResultPath.Discard && s.ResultSelector == nil && r.maxPayload < 0)
 	keepRecords := (d.bucket != nil || d.writerOnly) && !r.x.durable
+	// The items run on turns of their own (fair.go): this one waits.
+	defer pauseTurn(ctx).resume()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(limit)
 	out := &mapRunOutcome{}
@@ -595,7 +597,11 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 				return nil
 			}
 			turn, terr := r.x.fair.acquire(cctx, r.exec.ID)
-			res, e, err := h.child(cctx, d, id, input)
+			tctx := cctx
+			if terr == nil {
+				tctx = withTurn(cctx, turn)
+			}
+			res, e, err := h.child(tctx, d, id, input)
 			if terr == nil {
 				r.x.fair.release(turn)
 			}

@@ -21,11 +21,13 @@ import (
 // wait for a turn: beside a big Map they compete with at most a core's
 // worth of its items.
 //
-// A turn held longer than fairQuantum stops counting against the bound
-// (it is "long"), and the next waiter is let in: an item that waits for an
-// agent's answer, a timer, an approval or nested items of its own blocks
-// no one, so Maps of slow agents still reach their MaxConcurrency, and a
-// turn can never deadlock (nested fan-out waits at most a quantum).
+// An item gives its turn back while it blocks — on an agent's answer, a
+// timer, nested items of its own (pauseTurn) — and waits for one again
+// after, so Maps of slow agents still reach their MaxConcurrency at once.
+// A turn held longer than fairQuantum without such a pause (a commit
+// waiting for the disk, an agent spinning) stops counting against the
+// bound (it is "long") and the next waiter is let in, so a turn can never
+// deadlock.
 const fairQuantum = 5 * time.Millisecond
 
 // fairShare hands out turns; its zero value is not ready: see newFairShare.
@@ -49,11 +51,13 @@ type fairShare struct {
 
 // share is one item's or branch's turn: waited for, then held.
 type share struct {
+	f     *fairShare
 	owner string
 	at    time.Time
+	// ready gets a value each time the turn is handed out to a waiter.
 	ready chan struct{}
-	// long is set once the turn stopped counting (held over a quantum),
-	// given once it was handed out; both under fairShare.mu.
+	// long is set once the turn stopped counting (held over a quantum, or
+	// paused), given once it was handed out; both under fairShare.mu.
 	long, given bool
 }
 
@@ -70,33 +74,112 @@ func newFairShare(n int, quantum time.Duration) *fairShare {
 // acquire waits for a turn of execution owner and returns it, to be given
 // back once (release); ctx's error if ctx ends first.
 func (f *fairShare) acquire(ctx context.Context, owner string) (*share, error) {
-	t := &share{owner: owner}
+	t := &share{f: f, owner: owner}
+	if err := f.wait(ctx, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// wait queues t and waits until it is handed out; ctx's error if ctx
+// ends first (t is then neither held nor queued).
+func (f *fairShare) wait(ctx context.Context, t *share) error {
 	f.mu.Lock()
+	t.long, t.given = false, false
 	if f.fresh < f.n && len(f.ring) == 0 {
 		f.give(t, time.Now())
 		f.mu.Unlock()
-		return t, nil
+		return nil
 	}
-	t.ready = make(chan struct{})
-	if len(f.queues[owner]) == 0 {
-		f.ring = append(f.ring, owner)
+	if t.ready == nil {
+		t.ready = make(chan struct{}, 1)
 	}
-	f.queues[owner] = append(f.queues[owner], t)
+	select {
+	case <-t.ready: // left by a hand-out its waiter gave up
+	default:
+	}
+	if len(f.queues[t.owner]) == 0 {
+		f.ring = append(f.ring, t.owner)
+	}
+	f.queues[t.owner] = append(f.queues[t.owner], t)
 	f.arm()
 	f.mu.Unlock()
 	select {
 	case <-t.ready:
-		return t, nil
+		return nil
 	case <-ctx.Done():
 		f.mu.Lock()
 		if t.given {
 			f.mu.Unlock()
 			f.release(t)
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		f.dequeue(t)
 		f.mu.Unlock()
-		return nil, ctx.Err()
+		return ctx.Err()
+	}
+}
+
+// turnKey carries the turn a goroutine holds in its context.
+type turnKey struct{}
+
+// withTurn returns ctx carrying turn t, for pauseTurn.
+func withTurn(ctx context.Context, t *share) context.Context {
+	return context.WithValue(ctx, turnKey{}, t)
+}
+
+// paused is a turn given back while its holder blocks (pauseTurn).
+type paused struct {
+	ctx context.Context
+	t   *share
+}
+
+// pauseTurn gives back the turn ctx carries while its holder is about to
+// block; resume waits for a turn again once it no longer blocks (call it
+// once). Without a turn in ctx both do nothing. A turn that could not be
+// had again (ctx ended) stays given back: its holder ends soon, and
+// releasing it then does nothing.
+func pauseTurn(ctx context.Context) paused {
+	t, _ := ctx.Value(turnKey{}).(*share)
+	if t == nil {
+		return paused{}
+	}
+	f := t.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !t.given {
+		return paused{}
+	}
+	f.stopCounting(t)
+	t.given = false
+	f.serve(time.Now())
+	return paused{ctx: ctx, t: t}
+}
+
+func (p paused) resume() {
+	if p.t == nil {
+		return
+	}
+	if p.t.f.wait(p.ctx, p.t) != nil {
+		f := p.t.f
+		f.mu.Lock()
+		p.t.long, p.t.given = true, false
+		f.mu.Unlock()
+	}
+}
+
+// stopCounting takes t, a fresh turn, out of the count; with f.mu held.
+func (f *fairShare) stopCounting(t *share) {
+	if t.long {
+		return
+	}
+	t.long = true
+	f.fresh--
+	for i, h := range f.held {
+		if h == t {
+			f.held = append(f.held[:i], f.held[i+1:]...)
+			break
+		}
 	}
 }
 
@@ -106,7 +189,10 @@ func (f *fairShare) give(t *share, now time.Time) {
 	f.fresh++
 	f.held = append(f.held, t)
 	if t.ready != nil {
-		close(t.ready)
+		select {
+		case t.ready <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -114,14 +200,9 @@ func (f *fairShare) give(t *share, now time.Time) {
 func (f *fairShare) release(t *share) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !t.long {
-		f.fresh--
-		for i, h := range f.held {
-			if h == t {
-				f.held = append(f.held[:i], f.held[i+1:]...)
-				break
-			}
-		}
+	if t.given {
+		f.stopCounting(t)
+		t.given = false
 	}
 	f.serve(time.Now())
 }

@@ -165,3 +165,44 @@ func TestFairShareCancel(t *testing.T) {
 		}
 	})
 }
+
+// TestPauseTurn: a turn given back while its holder blocks lets a waiter
+// in at once; once unblocked, the holder waits for a turn again.
+func TestPauseTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFairShare(1, time.Hour)
+		turn, err := f.acquire(t.Context(), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := withTurn(t.Context(), turn)
+		waiter := acquireAsync(t, f, "b")
+		synctest.Wait()
+		resume := pauseTurn(ctx)
+		synctest.Wait()
+		releaseB, ok := handed(waiter)
+		if !ok {
+			t.Fatal("pausing did not let the waiter in")
+		}
+		back := make(chan struct{})
+		go func() {
+			resume.resume()
+			close(back)
+		}()
+		synctest.Wait()
+		select {
+		case <-back:
+			t.Fatal("the paused holder got a turn back while the other held the only one")
+		default:
+		}
+		releaseB()
+		<-back
+		f.release(turn)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.fresh != 0 || len(f.held) != 0 || len(f.ring) != 0 {
+			t.Errorf("after every release: fresh %d, held %d, queued %v", f.fresh, len(f.held), f.ring)
+		}
+		pauseTurn(t.Context()).resume() // no turn: nothing to do
+	})
+}

@@ -58,7 +58,21 @@ func (h *stateRun) newJournal() *journal {
 	return j
 }
 
-// step is agents.Request.OnStep.
+// RunJournal is agents.StepRunner: the steps of the state's agent call.
+func (h *stateRun) RunJournal(ctx context.Context, spec agents.StepSpec, fn func(context.Context) (any, error)) (any, error) {
+	h.journalMu.Lock()
+	if h.journal == nil || h.journal.attempt != h.env.retry {
+		h.journal = h.newJournal()
+	}
+	j := h.journal
+	if h.stepPrefix != "" {
+		spec.Name = h.stepPrefix + "/" + spec.Name
+	}
+	h.journalMu.Unlock()
+	return j.step(ctx, spec, fn)
+}
+
+// step runs one step of j.
 func (j *journal) step(ctx context.Context, spec agents.StepSpec, fn func(context.Context) (any, error)) (any, error) {
 	h := j.h
 	kind := spec.Kind

@@ -182,6 +182,8 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 	if limit <= 0 {
 		limit = defaultMaxConcurrency
 	}
+	// The items run on turns of their own (fair.go): this one waits.
+	defer pauseTurn(ctx).resume()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(limit)
 	var (

@@ -30,7 +30,11 @@ func (h *stateRun) nested(ctx context.Context, m *states.Machine, child *scope, 
 	// A turn of the executor's fair share (fair.go); without one (ctx
 	// ended while waiting) the machine stops at once, as it would.
 	turn, terr := r.x.fair.acquire(ctx, r.exec.ID)
-	out, err := r.machine(ctx, m, child, next, doc, size)
+	mctx := ctx
+	if terr == nil {
+		mctx = withTurn(ctx, turn)
+	}
+	out, err := r.machine(mctx, m, child, next, doc, size)
 	if terr == nil {
 		r.x.fair.release(turn)
 	}

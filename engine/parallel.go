@@ -33,6 +33,8 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 	r.event(Event{Type: EventParallelStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	results := make([]any, len(s.Branches))
 	var parked atomic.Bool
+	// The items run on turns of their own (fair.go): this one waits.
+	defer pauseTurn(ctx).resume()
 	g, gctx := errgroup.WithContext(ctx)
 	prefix := h.qualified() + "/"
 	key := h.nestedKey()

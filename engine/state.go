@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonpath"
@@ -54,8 +55,12 @@ type stateRun struct {
 	// parkedSelf is set when the state itself parked (its progress is
 	// committed), not a machine nested in it.
 	parkedSelf bool
-	// journal holds the durable steps of the attempt's agent calls.
-	journal *journal
+	// journal holds the durable steps of the attempt's agent calls, made
+	// at the first; stepPrefix names the steps of a call made again in the
+	// same attempt (Guardrails.Output regenerating) apart.
+	journalMu  sync.Mutex
+	journal    *journal
+	stepPrefix string
 }
 
 // nestedKey is the scope-key prefix of the nested machines this state runs

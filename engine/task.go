@@ -209,24 +209,17 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 	req.Tools = h.toolSet(s.Tools, &usage.denied)
 	req.OnUsage = usage.report
 	if states.State(s) == h.st {
-		// The state's own agent keeps a journal; the agents a Debate,
-		// guardrails or a context window call for it do not (their steps
-		// just run). A call made again in the same attempt (Guardrails.Output
-		// regenerating) names its steps apart.
-		if h.journal == nil || h.journal.attempt != h.env.retry {
-			h.journal = h.newJournal()
-		}
-		j := h.journal
-		req.OnStep = func(ctx context.Context, spec agents.StepSpec, fn func(context.Context) (any, error)) (any, error) {
-			if sub != "" {
-				spec.Name = sub + "/" + spec.Name
-			}
-			return j.step(ctx, spec, fn)
-		}
+		// The state's own agent keeps a journal (RunJournal); the agents a
+		// Debate, guardrails or a context window call for it do not (their
+		// steps just run).
+		h.stepPrefix = sub
+		req.Steps = h
 	}
 	r.event(Event{Type: EventTaskStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	start := time.Now()
+	p := pauseTurn(ctx) // the agent may take a while: others go on
 	result, err := invoke(ctx, a, req, timeout, heartbeat)
+	p.resume()
 	if f := r.x.hooks.AgentCalled; f != nil {
 		herr := err
 		if err != nil && ctx.Err() == nil {

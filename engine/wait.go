@@ -103,6 +103,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
+	defer pauseTurn(ctx).resume()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
