@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
 
+	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/itemio"
 	"github.com/aslrun/aslrun/jsonvalue"
 )
@@ -77,6 +79,40 @@ type Request struct {
 	// Steps is set by the engine; call RunStep or Journal rather than
 	// this field.
 	Steps StepRunner
+	// Model is the Task's Model block (the models to try in order and the
+	// errors that move on to the next), nil when it has none: it takes
+	// the place of the model an agent is configured with. An agent that
+	// does not use a model may ignore it.
+	Model *ModelChoice
+	// Generation is the Task's Generation block, its paths and expressions
+	// evaluated for this call; nil when it has none. It takes the place of
+	// the agent's own settings, field by field.
+	Generation *Generation
+}
+
+// ModelChoice is a Task's Model block as an agent receives it.
+type ModelChoice struct {
+	// Models are the models to try, in order: the Preferred, then each
+	// Fallback.
+	Models []string
+	// FallbackOn are the errors (full names, like "States.Timeout") on
+	// which the next model is tried.
+	FallbackOn []asl.ErrorName
+}
+
+// FallsBackOn reports whether an error named name moves on to the next
+// model.
+func (m *ModelChoice) FallsBackOn(name asl.ErrorName) bool {
+	return m != nil && slices.Contains(m.FallbackOn, name)
+}
+
+// Generation is a Task's Generation block as an agent receives it: a nil
+// pointer or zero value is a setting the Task leaves to the agent.
+type Generation struct {
+	Temperature   *float64
+	TopP          *float64
+	MaxTokens     int
+	StopSequences []string
 }
 
 // StepRunner runs an agent call's durable steps (Request.Journal); the

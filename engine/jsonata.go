@@ -9,6 +9,7 @@ import (
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/jsonata"
+	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
@@ -128,6 +129,11 @@ func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (st
 	}
 	heartbeat, err := h.jsonataSeconds(ctx, s.HeartbeatSecondsExpr, "HeartbeatSeconds", s.HeartbeatSeconds, sc)
 	if err != nil {
+		return stepResult{}, err
+	}
+	if err := h.resolveGeneration(s, func(field string, _ *jsonpath.Expr, expr *jsonata.Template) (any, error) {
+		return h.evalJSONata(ctx, expr, sc, "Generation."+field)
+	}); err != nil {
 		return stepResult{}, err
 	}
 	var cb *PendingCallback

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
@@ -58,6 +59,8 @@ type stateRun struct {
 	// journal holds the durable steps of the attempt's agent calls, made
 	// at the first; stepPrefix names the steps of a call made again in the
 	// same attempt (Guardrails.Output regenerating) apart.
+	// generation is the Task's Generation evaluated for its agent call.
+	generation *agents.Generation
 	journalMu  sync.Mutex
 	journal    *journal
 	stepPrefix string

@@ -10,6 +10,7 @@ import (
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/jsonata"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
@@ -83,6 +84,15 @@ func (h *stateRun) taskCall(ctx context.Context, s *states.Task, raw any) (any, 
 	}
 	heartbeat, err := h.seconds("HeartbeatSecondsPath", s.HeartbeatSeconds, s.HeartbeatSecondsPath, input)
 	if err != nil {
+		return nil, 0, err
+	}
+	if err := h.resolveGeneration(s, func(_ string, path *jsonpath.Expr, _ *jsonata.Template) (any, error) {
+		v, err := path.Eval(input, h.env)
+		if err != nil {
+			return nil, h.pathError(err)
+		}
+		return v, nil
+	}); err != nil {
 		return nil, 0, err
 	}
 	var cb *PendingCallback
@@ -214,6 +224,10 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		// steps just run).
 		h.stepPrefix = sub
 		req.Steps = h
+		req.Generation = h.generation
+		if m := s.Model; m != nil {
+			req.Model = &agents.ModelChoice{Models: m.Models(), FallbackOn: m.FallbackOn}
+		}
 	}
 	r.event(Event{Type: EventTaskStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	start := time.Now()
@@ -413,4 +427,30 @@ func classify(err error, timeout, heartbeat time.Duration) *asl.Error {
 		return asl.Errorf(asl.ErrHeartbeatTimeout, "the agent sent no heartbeat within HeartbeatSeconds (%s)", heartbeat)
 	}
 	return &asl.Error{Name: asl.ErrTaskFailed, Cause: err.Error(), Err: err}
+}
+
+// resolveGeneration evaluates the Task's Generation block for its agent
+// call (eval computes a dynamic field) and keeps it for callAgent.
+func (h *stateRun) resolveGeneration(s *states.Task, eval states.GenerationEval) error {
+	h.generation = nil
+	if s.Generation == nil {
+		return nil
+	}
+	v, err := s.Generation.Resolve(eval)
+	if err != nil {
+		var ae *asl.Error
+		if errors.As(err, &ae) {
+			return ae
+		}
+		return h.runtimeError(err.Error())
+	}
+	g := &agents.Generation{MaxTokens: int(v.MaxTokens), StopSequences: v.StopSequences}
+	if v.HasTemperature {
+		g.Temperature = &v.Temperature
+	}
+	if v.HasTopP {
+		g.TopP = &v.TopP
+	}
+	h.generation = g
+	return nil
 }
