@@ -217,5 +217,9 @@ func RetryAfter(header http.Header, now time.Time) (d time.Duration, given bool)
 	if err != nil {
 		return 0, false
 	}
-	return max(at.Sub(now), 0), true
+	d = max(at.Sub(now), 0)
+	if d > 24*time.Hour {
+		return 0, false
+	}
+	return d, true
 }
