@@ -11,10 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aslrun/aslrun/agentloop"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/egress"
 	"github.com/aslrun/aslrun/itemio"
 	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/models"
 )
 
 // maxFileSeconds is the largest TimeoutSeconds an agents file accepts.
@@ -101,6 +103,8 @@ type AgentsFile struct {
 	buckets map[string]string
 	// hosts is the file's "Hosts", merged with what WithHosts added.
 	hosts egress.Config
+	// models is the file's "Models".
+	models map[string]models.Config
 	// raw is the decoded file, for Resolved.
 	raw map[string]any
 }
@@ -110,6 +114,7 @@ type fileAgent struct {
 	llm  *LLMConfig
 	exec *ExecConfig
 	http *HTTPConfig
+	loop *loopConfig
 }
 
 // FileError reports a problem in an agents file at a JSON Pointer, like
@@ -173,6 +178,12 @@ func ParseAgentsFile(data []byte) (*AgentsFile, error) {
 			}
 			continue
 		}
+		if name == ModelsKey {
+			if f.models, err = parseModels(ptr, top[name]); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if name == "" {
 			return nil, fileErrorf(ptr, "an agent name must not be empty")
 		}
@@ -182,6 +193,13 @@ func ParseAgentsFile(data []byte) (*AgentsFile, error) {
 		}
 		f.names = append(f.names, name)
 		f.agents[name] = fa
+	}
+	for _, name := range f.names {
+		if l := f.agents[name].loop; l != nil {
+			if _, ok := f.models[l.model]; !ok {
+				return nil, fileErrorf("/"+jsonvalue.EscapePointer(name)+"/Model", "model %q is not in the file's %s", l.model, ModelsKey)
+			}
+		}
 	}
 	return f, nil
 }
@@ -211,8 +229,20 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 		return fmt.Errorf("agents file: %s: %w", HostsKey, err) // parseHosts checked them
 	}
 	built := make([]agents.Agent, len(f.names))
+	var ms map[string]agentloop.Model
+	if len(f.models) > 0 {
+		if ms, err = buildModels(f.models, hosts); err != nil {
+			return fmt.Errorf("agents file: %s: %w", ModelsKey, err)
+		}
+	}
 	for i, name := range f.names {
-		a, err := f.agents[name].build(base, logger, hosts)
+		var a agents.Agent
+		var err error
+		if l := f.agents[name].loop; l != nil {
+			a, err = l.build(name, ms, reg)
+		} else {
+			a, err = f.agents[name].build(base, logger, hosts)
+		}
 		if err != nil {
 			return fmt.Errorf("agents file: agent %q: %w", name, err)
 		}
@@ -515,7 +545,7 @@ func parseAgent(ptr string, v any) (fileAgent, error) {
 	}
 	typ, ok := obj["Type"]
 	if !ok {
-		return fileAgent{}, fileErrorf(ptr+"/Type", "Type is required: llm, exec or http")
+		return fileAgent{}, fileErrorf(ptr+"/Type", "Type is required: llm, loop, exec or http")
 	}
 	if c, ok := obj["Comment"]; ok {
 		if _, isStr := c.(string); !isStr {
@@ -531,11 +561,13 @@ func parseAgent(ptr string, v any) (fileAgent, error) {
 		fa.exec = p.exec()
 	case "http":
 		fa.http = p.http()
+	case "loop":
+		fa.loop = p.loop()
 	default:
 		if s, isStr := typ.(string); isStr {
-			return fileAgent{}, fileErrorf(ptr+"/Type", "unknown agent type %q: llm, exec or http", s)
+			return fileAgent{}, fileErrorf(ptr+"/Type", "unknown agent type %q: llm, loop, exec or http", s)
 		}
-		return fileAgent{}, fileErrorf(ptr+"/Type", "Type must be a string (llm, exec or http), not %s", jsonvalue.TypeName(typ))
+		return fileAgent{}, fileErrorf(ptr+"/Type", "Type must be a string (llm, loop, exec or http), not %s", jsonvalue.TypeName(typ))
 	}
 	if p.err != nil {
 		return fileAgent{}, p.err

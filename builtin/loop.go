@@ -1,0 +1,238 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/agentloop"
+	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/egress"
+	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/models"
+	"github.com/aslrun/aslrun/models/anthropic"
+	"github.com/aslrun/aslrun/models/openai"
+)
+
+// ModelsKey is the reserved key of an agents file that names the models
+// its loop agents use:
+//
+//	"Models": {
+//	  "fast":  {"Provider": "openai", "Model": "gpt-4o-mini", "APIKeyEnv": "OPENAI_API_KEY",
+//	            "InputCostPerMTok": 0.15, "OutputCostPerMTok": 0.6},
+//	  "smart": {"Provider": "anthropic", "Model": "claude-sonnet-4-5", "APIKeyEnv": "ANTHROPIC_API_KEY"},
+//	  "local": {"Provider": "openai", "Model": "llama3", "BaseURL": "http://localhost:11434/v1"}
+//	}
+//
+// Fields: Provider ("openai", for any Chat Completions server, or
+// "anthropic"), Model (the provider's model id, required), BaseURL,
+// APIKeyEnv (or APIKey as one ${VAR} reference, as for llm agents),
+// InputCostPerMTok and OutputCostPerMTok (the price of a million tokens,
+// for the Budget), TimeoutSeconds (each request) and MaxRetries (429, 5xx
+// and network failures; default 2), and Comment. Every model reaches only
+// the hosts the file's Hosts allow.
+const ModelsKey = "Models"
+
+const (
+	modelFields = "Provider, Comment, Model, BaseURL, APIKey, APIKeyEnv, InputCostPerMTok, OutputCostPerMTok, TimeoutSeconds, MaxRetries"
+	loopFields  = "Type, Comment, Model, System, Tools, MaxTurns, Temperature, TopP, MaxTokens, StopSequences, JSON"
+)
+
+// defaultModelRetries is a model's MaxRetries when the file leaves it out.
+const defaultModelRetries = 2
+
+// parseModels reads the file's Models.
+func parseModels(ptr string, v any) (map[string]models.Config, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fileErrorf(ptr, "Models must be an object mapping model names to their configuration, not %s", jsonvalue.TypeName(v))
+	}
+	out := make(map[string]models.Config, len(obj))
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
+		at := ptr + "/" + jsonvalue.EscapePointer(name)
+		if name == "" || len(name) > 128 {
+			return nil, fileErrorf(at, "a model name is 1 to 128 characters")
+		}
+		m, ok := obj[name].(map[string]any)
+		if !ok {
+			return nil, fileErrorf(at, "a model's configuration must be an object with a Provider and a Model, not %s", jsonvalue.TypeName(obj[name]))
+		}
+		p := &fieldParser{ptr: at, obj: m}
+		p.unknown("model", modelFields)
+		cfg := models.Config{
+			Provider:    p.str("Provider", true),
+			Model:       p.str("Model", true),
+			BaseURL:     p.str("BaseURL", false),
+			APIKeyEnv:   p.str("APIKeyEnv", false),
+			InputPrice:  p.number("InputCostPerMTok") / 1e6,
+			OutputPrice: p.number("OutputCostPerMTok") / 1e6,
+			Timeout:     p.seconds("TimeoutSeconds"),
+			MaxRetries:  defaultModelRetries,
+		}
+		if _, ok := m["MaxRetries"]; ok {
+			cfg.MaxRetries = p.integer("MaxRetries", 0, 10)
+		}
+		if c, ok := m["Comment"]; ok {
+			if _, isStr := c.(string); !isStr {
+				p.fail("Comment", "Comment must be a string, not %s", jsonvalue.TypeName(c))
+			}
+		}
+		if key := p.str("APIKey", false); key != "" && p.err == nil {
+			if cfg.APIKeyEnv != "" {
+				p.fail("APIKey", "give APIKey or APIKeyEnv, not both")
+			} else if env, ok := singleReference(key); ok {
+				cfg.APIKeyEnv = env
+			} else {
+				p.failSecret("APIKey", `APIKey must not hold the key itself, since the agents file is stored with every execution: write "APIKeyEnv": "ANTHROPIC_API_KEY" or "APIKey": "${ANTHROPIC_API_KEY}"`)
+			}
+		}
+		if p.err != nil {
+			return nil, p.err
+		}
+		switch cfg.Provider {
+		case "openai", "anthropic":
+		default:
+			return nil, fileErrorf(at+"/Provider", "unknown provider %q: openai (any Chat Completions server) or anthropic", cfg.Provider)
+		}
+		if err := models.Validate(cfg); err != nil {
+			return nil, fileErrorf(at, "%v", err)
+		}
+		out[name] = cfg
+	}
+	return out, nil
+}
+
+// loopConfig is a loop agent of the file.
+type loopConfig struct {
+	model      string
+	system     string
+	tools      []string
+	maxTurns   int
+	generation models.Generation
+	json       bool
+}
+
+func (p *fieldParser) loop() *loopConfig {
+	p.unknown("loop", loopFields)
+	c := &loopConfig{
+		model:    p.str("Model", true),
+		system:   p.str("System", false),
+		tools:    p.strList("Tools"),
+		json:     p.boolean("JSON"),
+		maxTurns: p.integer("MaxTurns", 1, 100),
+	}
+	if _, ok := p.obj["Temperature"]; ok {
+		t := p.number("Temperature")
+		if t < 0 || t > 2 {
+			p.fail("Temperature", "Temperature must be between 0 and 2, not %v", t)
+		}
+		c.generation.Temperature = &t
+	}
+	if _, ok := p.obj["TopP"]; ok {
+		t := p.number("TopP")
+		if t < 0 || t > 1 {
+			p.fail("TopP", "TopP must be between 0 and 1, not %v", t)
+		}
+		c.generation.TopP = &t
+	}
+	c.generation.MaxTokens = p.integer("MaxTokens", 1, 1_000_000)
+	c.generation.StopSequences = p.strList("StopSequences")
+	for i, name := range c.tools {
+		if !validToolName(name) {
+			p.fail(fmt.Sprintf("Tools/%d", i), "%q is not a tool name: 1 to 64 letters, digits, '_', '-' and '.'", name)
+		}
+	}
+	return c
+}
+
+func validToolName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// buildModels makes the file's models, each reaching the hosts hosts
+// allows.
+func buildModels(cfgs map[string]models.Config, hosts *egress.Policy) (map[string]agentloop.Model, error) {
+	client := policyClient(hosts)
+	out := make(map[string]agentloop.Model, len(cfgs))
+	for name, cfg := range cfgs {
+		var m models.Model
+		var err error
+		switch cfg.Provider {
+		case "anthropic":
+			m, err = anthropic.New(cfg, client)
+		default:
+			m, err = openai.New(cfg, client)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("model %q: %w", name, err)
+		}
+		out[name] = agentloop.Model{Model: m, Config: cfg}
+	}
+	return out, nil
+}
+
+// buildLoop makes a loop agent: its tools are agents of reg, looked up
+// when the model calls them (so Go agents and agents of the file alike).
+func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agents.Registry) (agents.Agent, error) {
+	if _, ok := ms[c.model]; !ok {
+		return nil, fmt.Errorf("Model %q is not in the file's Models (%s)", c.model, namesOf(ms))
+	}
+	var tools []agentloop.Tool
+	for _, tool := range c.tools {
+		if tool == name {
+			return nil, fmt.Errorf("Tools: %q is the agent itself", tool)
+		}
+		tools = append(tools, agentloop.Tool{Name: tool, Description: "the agent " + tool,
+			Call: func(ctx context.Context, req *agents.Request, args map[string]any) (any, error) {
+				a, ok := reg.Lookup(tool)
+				if !ok {
+					return nil, asl.Errorf(asl.ErrAgentToolError, "tool %q: no agent of that name is registered", tool)
+				}
+				return a.Invoke(ctx, &agents.Request{Agent: tool, Execution: req.Execution, State: req.State,
+					Step: req.Step + "/" + tool, Attempt: req.Attempt, Input: args, Tools: req.Tools, OnUsage: req.OnUsage})
+			}})
+	}
+	return agentloop.New(agentloop.Config{Models: ms, Model: c.model, System: c.system, Tools: tools,
+		MaxTurns: c.maxTurns, Generation: c.generation, JSON: c.json})
+}
+
+func namesOf(ms map[string]agentloop.Model) string {
+	names := slices.Sorted(maps.Keys(ms))
+	if len(names) == 0 {
+		return "none"
+	}
+	return fmt.Sprint(names)
+}
+
+// strList reads an optional array of non-empty strings.
+func (p *fieldParser) strList(key string) []string {
+	v, ok := p.obj[key]
+	if !ok || p.err != nil {
+		return nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		p.fail(key, "%s must be an array of strings, not %s", key, jsonvalue.TypeName(v))
+		return nil
+	}
+	out := make([]string, 0, len(arr))
+	for i, e := range arr {
+		s, ok := e.(string)
+		if !ok || s == "" {
+			p.fail(fmt.Sprintf("%s/%d", key, i), "%s must hold non-empty strings, not %s", key, describe(e))
+			return nil
+		}
+		out = append(out, s)
+	}
+	return out
+}
