@@ -214,30 +214,28 @@ func (a *llmAgent) Invoke(ctx context.Context, req *agents.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	body := map[string]any{"model": a.cfg.Model, "messages": msgs}
-	if a.cfg.Temperature != nil {
-		body["temperature"] = *a.cfg.Temperature
+	// The Task's Model block names the models to ask, in order (its
+	// Fallback tried on its FallbackOn errors), at this agent's endpoint;
+	// its Generation overrides the agent's settings field by field.
+	names := []string{a.cfg.Model}
+	if m := req.Model; m != nil && len(m.Models) > 0 {
+		names = m.Models
 	}
-	if a.cfg.MaxTokens > 0 {
-		body["max_tokens"] = a.cfg.MaxTokens
-	}
-	if a.cfg.JSON {
-		body["response_format"] = map[string]any{"type": "json_object"}
-	}
-	data, err := jsonvalue.Marshal(body)
-	if err != nil {
-		return nil, fmt.Errorf("llm agent %s: encode the request: %w", req.Agent, err)
-	}
-	resp, err := a.post(ctx, key, data)
-	if err != nil {
-		return nil, redact(err, key)
-	}
-	content, usage, err := a.completion(resp)
-	if usage != nil {
-		req.ReportUsage(*usage)
-	}
-	if err != nil {
-		return nil, redact(err, key)
+	var content string
+	for i, model := range names {
+		var usage *agents.Usage
+		content, usage, err = a.ask(ctx, req, key, model, msgs)
+		if usage != nil {
+			req.ReportUsage(*usage)
+		}
+		if err == nil {
+			break
+		}
+		var ae *asl.Error
+		if i+1 < len(names) && errors.As(err, &ae) && req.Model.FallsBackOn(ae.Name) && ctx.Err() == nil {
+			continue
+		}
+		return nil, err
 	}
 	if !a.cfg.JSON {
 		return content, nil
@@ -247,6 +245,53 @@ func (a *llmAgent) Invoke(ctx context.Context, req *agents.Request) (any, error)
 		return nil, &asl.Error{Name: asl.ErrAgentInvalidOutput, Cause: fmt.Sprintf("the answer of model %s is not JSON: %v", a.cfg.Model, err), Err: err}
 	}
 	return v, nil
+}
+
+// ask sends one chat completion to model and returns its answer's text
+// and usage (also with an error that came after the answer: it was paid
+// for).
+func (a *llmAgent) ask(ctx context.Context, req *agents.Request, key, model string, msgs []any) (string, *agents.Usage, error) {
+	body := map[string]any{"model": model, "messages": msgs}
+	if a.cfg.Temperature != nil {
+		body["temperature"] = *a.cfg.Temperature
+	}
+	if a.cfg.MaxTokens > 0 {
+		body["max_tokens"] = a.cfg.MaxTokens
+	}
+	if g := req.Generation; g != nil {
+		if g.Temperature != nil {
+			body["temperature"] = *g.Temperature
+		}
+		if g.TopP != nil {
+			body["top_p"] = *g.TopP
+		}
+		if g.MaxTokens > 0 {
+			body["max_tokens"] = g.MaxTokens
+		}
+		if len(g.StopSequences) > 0 {
+			stop := make([]any, len(g.StopSequences))
+			for i, q := range g.StopSequences {
+				stop[i] = q
+			}
+			body["stop"] = stop
+		}
+	}
+	if a.cfg.JSON {
+		body["response_format"] = map[string]any{"type": "json_object"}
+	}
+	data, err := jsonvalue.Marshal(body)
+	if err != nil {
+		return "", nil, fmt.Errorf("llm agent %s: encode the request: %w", req.Agent, err)
+	}
+	resp, err := a.post(ctx, key, data)
+	if err != nil {
+		return "", nil, redact(err, key)
+	}
+	content, usage, err := a.completion(resp)
+	if err != nil {
+		return "", usage, redact(err, key)
+	}
+	return content, usage, nil
 }
 
 // apiKey returns the key to send, reading APIKeyEnv now.

@@ -173,3 +173,52 @@ func TestModelsFileErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestLLMAgentModelAndGeneration: an llm agent asks the Task's models in
+// order at its endpoint (the next on a FallbackOn error) with the Task's
+// Generation over its own settings.
+func TestLLMAgentModelAndGeneration(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		data, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(data, &body)
+		mu.Lock()
+		bodies = append(bodies, body)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if body["model"] == "busy" {
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprint(w, `{"error":{"message":"slow down"}}`)
+			return
+		}
+		fmt.Fprint(w, `{"choices":[{"message":{"role":"assistant","content":"from spare"}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`)
+	}))
+	defer srv.Close()
+	f, err := builtin.ParseAgentsFile([]byte(fmt.Sprintf(`{"Hosts": {"Allow": [%q]},
+	  "Writer": {"Type": "llm", "BaseURL": %q, "Model": "own", "Temperature": 0.9, "MaxTokens": 100, "MaxRetries": 0}}`, host(t, srv.URL), srv.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agents.NewRegistry()
+	if err := f.Register(reg, t.TempDir(), nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := states.Parse([]byte(`{"StartAt":"A","States":{"A":{"Type":"Task","Agent":"Writer","End":true,
+		"Model":{"Preferred":"busy","Fallback":"spare","FallbackOn":["RateLimitExceeded"]},
+		"Generation":{"Temperature":0.1,"StopSequences":["END"]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := engine.New(engine.Config{Agents: reg}).Run(context.Background(), m, "hi", engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "from spare" || len(bodies) != 2 || bodies[0]["model"] != "busy" || bodies[1]["model"] != "spare" {
+		t.Fatalf("%s %v (%s), requests %v", res.Status, res.Output, res.Cause, bodies)
+	}
+	if b := bodies[1]; b["temperature"] != 0.1 || b["max_tokens"] != float64(100) || fmt.Sprint(b["stop"]) != "[END]" {
+		t.Errorf("the request's settings: %v", b)
+	}
+}
