@@ -82,6 +82,7 @@ func streamEvents() string {
 		engine.EventMapStateStarted, engine.EventMapStateSucceeded, engine.EventMapStateFailed, engine.EventParallelStarted,
 		engine.EventParallelSucceeded, engine.EventParallelFailed, engine.EventTaskSubmitted, engine.EventActivityScheduled,
 		engine.EventActivityStarted, engine.EventActivitySucceeded, engine.EventActivityFailed, engine.EventActivityTimedOut}
+	names = append(names, journalEvents()...)
 	for _, t := range []string{"Pass", "Task", "Choice", "Wait", "Succeed", "Fail", "Map", "Parallel", "Approval", "Debate", "Checkpoint"} {
 		names = append(names, t+"StateEntered", t+"StateExited")
 	}
@@ -108,6 +109,9 @@ type executionData struct {
 	Budget *budgetView
 	// Debates are the transcripts of its Debate states.
 	Debates []debateView
+	// Loops are the agent calls of its Task states that ran durable
+	// steps: model turns, tool calls, a Go agent's own steps.
+	Loops []loopView
 	// MapRuns are the map runs of its Distributed Maps (pages_maprun.go);
 	// MapRunParent and MapRunOf say whose map run a child execution is
 	// part of ("" for any other execution).
@@ -212,6 +216,7 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 		data.Output = cut(pretty(e.Output), raw+"output")
 	}
 	data.Cause = cut(e.Cause, raw+"cause")
+	data.Loops = loops(events, currency, "/executions/"+url.PathEscape(id)+"/events/")
 	now := time.Now()
 	for _, pa := range engine.PendingOf(e) {
 		data.Approvals = append(data.Approvals, approvalViewOf(id, pa, now))
