@@ -133,7 +133,7 @@ func (r *run) deferrable(e *stateExit, c *Commit) bool {
 		return false
 	}
 	if e == nil {
-		return c.nestedEnd
+		return c.nestedEnd || c.journalStep && r.batched
 	}
 	if r.batched {
 		return true

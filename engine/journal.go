@@ -153,8 +153,9 @@ func (j *journal) step(ctx context.Context, spec agents.StepSpec, fn func(contex
 	}
 	h.r.ownEvent(ev)
 	if h.r.x.durable {
-		p := &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries, Journal: append([]any(nil), j.entries...)}
-		if cerr := h.saveProgress(ctx, p); cerr != nil {
+		p := &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries, Journal: append([]any(nil), j.entries...), Entered: h.entered}
+		c := &Commit{Scopes: map[string]*Scope{h.sc.key: h.sc.positionBefore(h.name(), h.raw, p)}, journalStep: true}
+		if cerr := h.r.commit(ctx, nil, h.sc.settle(c)); cerr != nil {
 			return nil, cerr
 		}
 	}

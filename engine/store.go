@@ -236,6 +236,10 @@ type Commit struct {
 	// nestedEnd marks the commit of a nested machine's end, which may wait
 	// for the next commit (run.deferrable).
 	nestedEnd bool
+	// journalStep marks the commit of an agent call's durable step, which
+	// under batched durability may wait for the batch (as a state's
+	// completion does).
+	journalStep bool
 }
 
 // Checkpoint is a named snapshot of an execution, written by a Checkpoint
