@@ -2,9 +2,12 @@ package builtin
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"maps"
 	"slices"
+	"sync"
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agentloop"
@@ -162,21 +165,22 @@ func validToolName(s string) bool {
 // buildModels makes the file's models, each reaching the hosts hosts
 // allows.
 func buildModels(cfgs map[string]models.Config, hosts *egress.Policy) (map[string]agentloop.Model, error) {
-	client := policyClient(hosts)
+	client := *policyClient(hosts)
+	client.Transport = noteDenied{base: client.Transport}
 	out := make(map[string]agentloop.Model, len(cfgs))
 	for name, cfg := range cfgs {
 		var m models.Model
 		var err error
 		switch cfg.Provider {
 		case "anthropic":
-			m, err = anthropic.New(cfg, client)
+			m, err = anthropic.New(cfg, &client)
 		default:
-			m, err = openai.New(cfg, client)
+			m, err = openai.New(cfg, &client)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("model %q: %w", name, err)
 		}
-		out[name] = agentloop.Model{Model: m, Config: cfg}
+		out[name] = agentloop.Model{Model: confined{m}, Config: cfg}
 	}
 	return out, nil
 }
@@ -235,4 +239,52 @@ func (p *fieldParser) strList(key string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// confined is a model whose refused hosts are States.Permissions, as an
+// llm or http agent's are, rather than a model error (not retried, and
+// not a reason to fall back). Its client's transport notes a refusal in
+// the request's context (deniedSlot), since a model reports failures in
+// its own words.
+type confined struct{ models.Model }
+
+type deniedKey struct{}
+
+type deniedSlot struct {
+	mu  sync.Mutex
+	err *egress.DeniedError
+}
+
+func (c confined) Send(ctx context.Context, t *models.Turn, stream func(string)) (*models.Reply, error) {
+	slot := &deniedSlot{}
+	r, err := c.Model.Send(context.WithValue(ctx, deniedKey{}, slot), t, stream)
+	slot.mu.Lock()
+	de := slot.err
+	slot.mu.Unlock()
+	if err != nil && de != nil {
+		e := &models.Error{Name: asl.ErrPermissions, Message: de.Error(), Err: de}
+		var me *models.Error
+		if errors.As(err, &me) {
+			e.Provider, e.Model = me.Provider, me.Model
+		}
+		return nil, e
+	}
+	return r, err
+}
+
+// noteDenied is a transport that notes a host refusal in its request's
+// deniedSlot.
+type noteDenied struct{ base http.RoundTripper }
+
+func (n noteDenied) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := n.base.RoundTrip(req)
+	var de *egress.DeniedError
+	if err != nil && errors.As(err, &de) {
+		if slot, ok := req.Context().Value(deniedKey{}).(*deniedSlot); ok {
+			slot.mu.Lock()
+			slot.err = de
+			slot.mu.Unlock()
+		}
+	}
+	return resp, err
 }

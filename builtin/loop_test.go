@@ -222,3 +222,32 @@ func TestLLMAgentModelAndGeneration(t *testing.T) {
 		t.Errorf("the request's settings: %v", b)
 	}
 }
+
+// TestModelLoopHostRefused: a model at a host the file's Hosts do not
+// grant is not reached: the Task fails with States.Permissions.
+func TestModelLoopHostRefused(t *testing.T) {
+	chat := &chatServer{}
+	srv := httptest.NewServer(chat)
+	defer srv.Close()
+	f, err := builtin.ParseAgentsFile([]byte(fmt.Sprintf(`{
+	  "Models": {"m": {"Provider": "openai", "Model": "x", "BaseURL": %q, "MaxRetries": 0}},
+	  "Support": {"Type": "loop", "Model": "m"}}`, srv.URL+"/v1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agents.NewRegistry()
+	if err := f.Register(reg, t.TempDir(), nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := states.Parse([]byte(`{"StartAt":"A","States":{"A":{"Type":"Task","Agent":"Support","End":true}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := engine.New(engine.Config{Agents: reg}).Run(context.Background(), m, "hi", engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error != string(asl.ErrPermissions) || !strings.Contains(res.Cause, "127.0.0.1") || len(chat.bodies) != 0 {
+		t.Errorf("%s %s (%s), %d requests reached the server", res.Status, res.Error, res.Cause, len(chat.bodies))
+	}
+}
