@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 
