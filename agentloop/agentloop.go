@@ -159,6 +159,10 @@ func (a *Agent) Invoke(ctx context.Context, req *agents.Request) (any, error) {
 	}
 	turn := models.Turn{System: a.cfg.System, Tools: a.toolSpecs(req), Generation: a.generation(req), ResultSchema: a.cfg.ResultSchema}
 	for n := 1; n <= a.cfg.MaxTurns; n++ {
+		// A budget the call has used up: the turn is not sent.
+		if err := req.CheckBudget(); err != nil {
+			return nil, err
+		}
 		turn.Messages = msgs
 		reply, err := a.send(ctx, req, n, &turn, names, fallbackOn)
 		if err != nil {

@@ -351,3 +351,23 @@ func TestModelLoopNew(t *testing.T) {
 		})
 	}
 }
+
+// TestModelLoopBudget: a turn the state's Budget has no room left for is
+// not sent: the Task fails with States.BudgetExceeded after the turn that
+// used it up.
+func TestModelLoopBudget(t *testing.T) {
+	m := &scripted{answer: func(n int) (*models.Reply, error) {
+		return &models.Reply{ToolCalls: []models.ToolCall{{ID: fmt.Sprint("c", n), Name: "lookup", Arguments: json.RawMessage(`{"order":"A-1"}`)}},
+			Usage: models.Usage{InputTokens: 50, OutputTokens: 10}}, nil
+	}}
+	l := &lookups{calls: map[string]int{}}
+	x := engine.New(engine.Config{Agents: loop(t, agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", Tools: []agentloop.Tool{l.tool()}}), Store: store.NewMemory()})
+	def := `{"StartAt":"A","States":{"A":{"Type":"Task","Agent":"Support","End":true,"Budget":{"MaxTokens":100}}}}`
+	res, err := x.Run(context.Background(), parse(t, def), "hi", engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error != string(asl.ErrBudgetExceeded) || m.sends != 2 {
+		t.Errorf("%s %s (%s) after %d turns, want States.BudgetExceeded after 2", res.Status, res.Error, res.Cause, m.sends)
+	}
+}

@@ -88,6 +88,21 @@ type Request struct {
 	// evaluated for this call; nil when it has none. It takes the place of
 	// the agent's own settings, field by field.
 	Generation *Generation
+	// OnBudget is set by the engine when a Budget applies to the call;
+	// call CheckBudget rather than this field.
+	OnBudget func() error
+}
+
+// CheckBudget reports, before the agent spends more (a model turn), a
+// budget the call has already used up: the state's Budget with what this
+// call reported so far, or the workflow's (States.BudgetExceeded). An
+// agent that spends in steps asks before each, so that a step that would
+// pass the budget is not made. Nil without a budget.
+func (r *Request) CheckBudget() error {
+	if r.OnBudget == nil {
+		return nil
+	}
+	return r.OnBudget()
 }
 
 // ModelChoice is a Task's Model block as an agent receives it.

@@ -235,3 +235,43 @@ func (sc *scope) addNotice(key string) {
 	sc.notices = append(sc.notices, key)
 	sc.callsMu.Unlock()
 }
+
+// budgetLeft reports, in the middle of a call, a budget the call has
+// used up: the state's Budget with the call's usage so far (reached
+// counts: the next spending would pass it), or the workflow's with the
+// execution's usage and the call's.
+func (h *stateRun) budgetLeft(s *states.Task, usage *callUsage) error {
+	used, _ := usage.get()
+	if b := s.Budget; b != nil {
+		var over string
+		switch {
+		case b.MaxTokens > 0 && used.Tokens >= b.MaxTokens:
+			over = fmt.Sprintf("has used %d tokens of its Budget.MaxTokens of %d", used.Tokens, b.MaxTokens)
+		case b.MaxInputTokens > 0 && used.InputTokens >= b.MaxInputTokens:
+			over = fmt.Sprintf("has used %d input tokens of its Budget.MaxInputTokens of %d", used.InputTokens, b.MaxInputTokens)
+		case b.MaxOutputTokens > 0 && used.OutputTokens >= b.MaxOutputTokens:
+			over = fmt.Sprintf("has used %d output tokens of its Budget.MaxOutputTokens of %d", used.OutputTokens, b.MaxOutputTokens)
+		case b.MaxCost > 0 && used.Cost >= b.MaxCost:
+			cur := h.r.currency()
+			over = fmt.Sprintf("has spent %s %s of its Budget.MaxCost of %s %s", money(used.Cost), cur, money(b.MaxCost), cur)
+		}
+		if over != "" {
+			return asl.Errorf(asl.ErrBudgetExceeded, "state '%s' %s: its agent may not spend more", h.name(), over)
+		}
+	}
+	var wb *states.WorkflowBudget
+	if e := h.r.m.Extensions; e != nil {
+		wb = e.Budget
+	}
+	if wb == nil || wb.OnExceed == "Continue" {
+		return nil
+	}
+	h.r.mu.Lock()
+	total := h.r.usage
+	h.r.mu.Unlock()
+	total.Add(&used)
+	if over := overBudget(wb, total, true); over != "" {
+		return asl.Errorf(asl.ErrBudgetExceeded, "state '%s': its agent may not spend more: the execution %s", h.name(), over)
+	}
+	return nil
+}

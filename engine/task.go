@@ -224,6 +224,9 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		// steps just run).
 		h.stepPrefix = sub
 		req.Steps = h
+		if s.Budget != nil || r.m.Extensions != nil && r.m.Extensions.Budget != nil {
+			req.OnBudget = func() error { return h.budgetLeft(s, usage) }
+		}
 		req.Generation = h.generation
 		if m := s.Model; m != nil {
 			req.Model = &agents.ModelChoice{Models: m.Models(), FallbackOn: m.FallbackOn}
