@@ -324,7 +324,13 @@ func (a *Agent) runTool(ctx context.Context, req *agents.Request, n, i int, c mo
 		if argsErr != nil {
 			return nil, asl.Errorf(asl.ErrAgentInvalidInput, "tool %q: %v", c.Name, argsErr)
 		}
-		return t.Call(ctx, req, args)
+		out, err := t.Call(ctx, req, args)
+		if err != nil {
+			return nil, err
+		}
+		// The state's output guardrails see every tool result before the
+		// model does.
+		return req.CheckToolResult(ctx, c.Name, out)
 	})
 	if err != nil {
 		if ctx.Err() != nil {

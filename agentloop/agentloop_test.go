@@ -371,3 +371,38 @@ func TestModelLoopBudget(t *testing.T) {
 		t.Errorf("%s %s (%s) after %d turns, want States.BudgetExceeded after 2", res.Status, res.Error, res.Cause, m.sends)
 	}
 }
+
+// TestModelLoopToolGuardrails: every tool result passes the state's
+// output guardrails before the model sees it: a redacting rule changes
+// it, a refusing rule withholds it (the model is told, the call fails).
+func TestModelLoopToolGuardrails(t *testing.T) {
+	for _, tc := range []struct{ name, rules, told string }{
+		{"redacted", `{"Rules":[{"Type":"pii","Action":"redact"}]}`, "[REDACTED"},
+		{"refused", `{"Rules":[{"Type":"pattern","Block":["jane@"]}]}`, "error: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &scripted{answer: func(n int) (*models.Reply, error) {
+				if n == 1 {
+					return &models.Reply{ToolCalls: []models.ToolCall{{ID: "c1", Name: "owner", Arguments: json.RawMessage(`{}`)}}}, nil
+				}
+				return &models.Reply{Text: "ok"}, nil
+			}}
+			owner := agentloop.Tool{Name: "owner", Call: func(context.Context, *agents.Request, map[string]any) (any, error) {
+				return map[string]any{"owner": "mail jane@example.com"}, nil
+			}}
+			x := engine.New(engine.Config{Agents: loop(t, agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", Tools: []agentloop.Tool{owner}}), Store: store.NewMemory()})
+			def := `{"StartAt":"A","States":{"A":{"Type":"Task","Agent":"Support","End":true,"Guardrails":{"Output":` + tc.rules + `}}}}`
+			res, err := x.Run(context.Background(), parse(t, def), "whose order?", engine.StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != engine.StatusSucceeded || len(m.turns) != 2 {
+				t.Fatalf("%s %s (%s) after %d turns", res.Status, res.Error, res.Cause, len(m.turns))
+			}
+			told := m.turns[1].Messages[2].Content
+			if !strings.Contains(told, tc.told) || strings.Contains(told, "jane@example.com") {
+				t.Errorf("the model was told %q", told)
+			}
+		})
+	}
+}

@@ -91,6 +91,21 @@ type Request struct {
 	// OnBudget is set by the engine when a Budget applies to the call;
 	// call CheckBudget rather than this field.
 	OnBudget func() error
+	// OnToolResult is set by the engine when the state has output
+	// guardrails; call CheckToolResult rather than this field.
+	OnToolResult func(ctx context.Context, tool string, result any) (any, error)
+}
+
+// CheckToolResult passes a tool's result through the state's output
+// guardrails before the agent uses it (gives it to a model): it returns
+// the result as they leave it (a redacting rule may change it), or the
+// violation (Agent.GuardrailViolation) of a rule that refuses it. Without
+// output guardrails it returns result.
+func (r *Request) CheckToolResult(ctx context.Context, tool string, result any) (any, error) {
+	if r.OnToolResult == nil {
+		return result, nil
+	}
+	return r.OnToolResult(ctx, tool, result)
 }
 
 // CheckBudget reports, before the agent spends more (a model turn), a

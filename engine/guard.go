@@ -255,3 +255,26 @@ func (h *stateRun) contextWindow(ctx context.Context, s *states.Task, input any)
 	h.r.ownEvent(Event{Type: EventContext, State: h.name(), Scope: h.sc.prefix, Document: h.raw, Detail: w.JSON()})
 	return w.Content, nil
 }
+
+// checkToolResult passes a tool's result through the Task's output
+// guardrails (agents.Request.CheckToolResult): what the rules leave of
+// it, or the violation; findings are recorded as the output's are.
+func (h *stateRun) checkToolResult(ctx context.Context, tool string, result any) (any, error) {
+	s, ok := h.st.(*states.Task)
+	if !ok || s.Guardrails == nil || s.Guardrails.Output == nil {
+		return result, nil
+	}
+	v, err := jsonvalue.Normalize(result)
+	if err != nil {
+		return nil, asl.Errorf(asl.ErrAgentToolError, "the result of tool %q is not JSON: %v", tool, err)
+	}
+	res, err := guardrails.Check(ctx, s.Guardrails.Output, guardrails.Output, v, h.validator("guardrails-tool-"+tool))
+	if err != nil {
+		return nil, err
+	}
+	h.guardEvent(guardrails.Output, res, "tool "+tool)
+	if res.Violation != nil {
+		return nil, res.Violation
+	}
+	return res.Content, nil
+}

@@ -224,6 +224,9 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		// steps just run).
 		h.stepPrefix = sub
 		req.Steps = h
+		if s.Guardrails != nil && s.Guardrails.Output != nil {
+			req.OnToolResult = h.checkToolResult
+		}
 		if s.Budget != nil || r.m.Extensions != nil && r.m.Extensions.Budget != nil {
 			req.OnBudget = func() error { return h.budgetLeft(s, usage) }
 		}
