@@ -304,9 +304,9 @@ func (a *Agent) runTool(ctx context.Context, req *agents.Request, n, i int, c mo
 	} else {
 		args = obj
 	}
-	var input any = args
-	if input == nil {
-		input = string(c.Arguments)
+	var input any = string(c.Arguments)
+	if args != nil {
+		input = args
 	}
 	spec := agents.StepSpec{Name: fmt.Sprintf("turn %d/tool %s", n, id), Kind: "ToolCall", Input: input, Detail: map[string]any{"turn": n, "tool": c.Name}}
 	out, err := req.Journal(ctx, spec, func(ctx context.Context) (any, error) {

@@ -24,7 +24,6 @@ import (
 // same answer), and counts what it is sent.
 type scripted struct {
 	mu    sync.Mutex
-	name  string
 	sends int
 	turns []models.Turn
 	// answer returns the reply to a conversation of n messages.

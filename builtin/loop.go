@@ -189,12 +189,12 @@ func buildModels(cfgs map[string]models.Config, hosts *egress.Policy) (map[strin
 // when the model calls them (so Go agents and agents of the file alike).
 func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agents.Registry) (agents.Agent, error) {
 	if _, ok := ms[c.model]; !ok {
-		return nil, fmt.Errorf("Model %q is not in the file's Models (%s)", c.model, namesOf(ms))
+		return nil, fmt.Errorf("model %q is not in the file's Models (%s)", c.model, namesOf(ms))
 	}
 	var tools []agentloop.Tool
 	for _, tool := range c.tools {
 		if tool == name {
-			return nil, fmt.Errorf("Tools: %q is the agent itself", tool)
+			return nil, fmt.Errorf("tool %q is the agent itself", tool)
 		}
 		tools = append(tools, agentloop.Tool{Name: tool, Description: "the agent " + tool,
 			Call: func(ctx context.Context, req *agents.Request, args map[string]any) (any, error) {
