@@ -533,8 +533,9 @@ func (s *Server) redriveRefused(w http.ResponseWriter, r *http.Request, id, patc
 }
 
 // executionLive is the live part of the execution page alone (summary,
-// approvals, graph, controls, debates, checkpoints), which the page's
-// script fetches again when the execution's status may have changed.
+// approvals, graph, controls, debates, model loops, checkpoints), which
+// the page's script fetches again when the execution's status may have
+// changed.
 func (s *Server) executionLive(w http.ResponseWriter, r *http.Request) error {
 	data, err := s.execution(r, r.PathValue("id"))
 	if err != nil {

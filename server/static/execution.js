@@ -1,9 +1,9 @@
 // The execution page follows the execution's event stream: new events
 // are appended to the timeline, and the page's live part (status, usage,
-// approvals, graph, controls, debates, checkpoints) is fetched again from
-// the server when the execution may have changed, so that the controls
-// shown are always those its status allows. Without this script the page
-// is the same, as of its loading.
+// approvals, graph, controls, debates, model loops, checkpoints) is
+// fetched again from the server when the execution may have changed, so
+// that the controls shown are always those its status allows. Without
+// this script the page is the same, as of its loading.
 "use strict";
 (function () {
   var timeline = document.getElementById("timeline");
@@ -65,8 +65,8 @@
 
   // The live part is fetched again soon after an event that may change
   // the execution's status or controls, and at most every few seconds
-  // after the others (usage, debate rounds, Map items); one fetch at a
-  // time.
+  // after the others (usage, debate rounds, model turns, Map items); one
+  // fetch at a time.
   var soon = 100, later = 2000;
   var timer = null, due = 0, fetching = false, again = false;
   function refresh(delay) {
