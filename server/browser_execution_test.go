@@ -180,6 +180,11 @@ func TestBrowserModelLoop(t *testing.T) {
 	if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const a = document.querySelector('#loops [aria-label="Turn 2"] h4 a'); const li = document.querySelector(a.getAttribute("href")); return li !== null && li.dataset.type === "ModelTurnSucceeded"; })()`)); err != nil || !ok {
 		t.Errorf("turn 2's link does not lead to its ModelTurnSucceeded event (%v)", err)
 	}
+	// The picture leaves the timeline out: it is long.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#timeline").closest("section").hidden = true`)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "execution-model-loop")
 }
 
 // TestBrowserModelLoopLive: a model loop's turns appear on the open page

@@ -40,6 +40,8 @@ func loopAgents(t *testing.T) *agents.Registry {
 		if err != nil {
 			return nil, err
 		}
+		// As a model loop does: each turn's usage counts for the call.
+		req.ReportUsage(agents.Usage{InputTokens: 120, OutputTokens: 30, Cost: 0.0015})
 		if _, err := req.Journal(ctx, agents.StepSpec{Name: "turn 1/tool c1", Kind: "ToolCall", Input: map[string]any{"city": "Paris"}, Detail: map[string]any{"turn": 1, "tool": "weather"}},
 			func(context.Context) (any, error) { return "<b>21 °C</b>, sunny", nil }); err != nil {
 			return nil, err
@@ -64,6 +66,7 @@ func loopAgents(t *testing.T) *agents.Registry {
 			}); err != nil {
 			return nil, err
 		}
+		req.ReportUsage(agents.Usage{InputTokens: 200, OutputTokens: 20, Cost: 0.0025})
 		if _, err := req.RunStep(ctx, "save answer", func(context.Context) (any, error) { return map[string]any{"saved": true}, nil }); err != nil {
 			return nil, err
 		}
@@ -153,6 +156,10 @@ func TestModelLoopPage(t *testing.T) {
 	}
 	if !strings.Contains(broken, `<section class="loop-turn failed" aria-label="Turn 1">`) || strings.Contains(broken, `class="usage"`) {
 		t.Errorf("the failed turn is not marked failed, or shows usage:\n%s", broken)
+	}
+	// The summary counts what the loop reported.
+	if !strings.Contains(body, `<dd id="usage">370 tokens (320 in, 50 out), cost 0.004 EUR`) {
+		t.Errorf("the summary's usage is not the loop's:\n%s", between(t, body, `<dl class="summary"`, "</dl>"))
 	}
 	// Each turn and tool call links to its event in the timeline.
 	if n := strings.Count(ask, `<a href="#event-`); n != 6 {
