@@ -97,9 +97,12 @@ func TestExecKillsProcessGroup(t *testing.T) {
 		wantName asl.ErrorName
 		wantErr  error
 	}{
-		{name: "agent Timeout", timeout: 200 * time.Millisecond, wantName: asl.ErrTimeout},
-		{name: "context deadline", ctx: 200 * time.Millisecond, wantErr: context.DeadlineExceeded},
-		{name: "context first", timeout: time.Minute, ctx: 200 * time.Millisecond, wantErr: context.DeadlineExceeded},
+		// The timeouts leave the script's child time to start and write
+		// its pid even on a loaded machine (at 200 ms it sometimes had
+		// not, and there was no pid to check).
+		{name: "agent Timeout", timeout: 600 * time.Millisecond, wantName: asl.ErrTimeout},
+		{name: "context deadline", ctx: 600 * time.Millisecond, wantErr: context.DeadlineExceeded},
+		{name: "context first", timeout: time.Minute, ctx: 600 * time.Millisecond, wantErr: context.DeadlineExceeded},
 		{name: "context cancelled", cancel: true, wantErr: context.Canceled},
 	}
 	golden := goldenCauses(t, "exec_unix")
