@@ -25,11 +25,11 @@ import (
 // run by `aslrun run` and `aslrun resume` processes killed with SIGKILL
 // at random points of its progress.
 
-// loopTurns is how many turns the fake's script has, and loopCalls the
-// tool calls it asks for: two in the first turn, two in the second, by
-// tool and argument.
+// loopTurns is how many turns the fake's script has.
 const loopTurns = 3
 
+// loopCalls are the tool calls the script asks for, by id, tool and
+// argument: two in the first turn, two in the second.
 var loopCalls = [][]loopCall{
 	{{"call_a", "Lookup", "a"}, {"call_b", "Price", "b"}},
 	{{"call_c", "Lookup", "c"}, {"call_d", "Price", "d"}},
@@ -39,6 +39,7 @@ var loopCalls = [][]loopCall{
 // uninterrupted run: a request per turn and a line per tool call.
 const loopEvents = loopTurns + 4
 
+// loopCall is a tool call of the script.
 type loopCall struct{ id, tool, item string }
 
 // loopKey names a tool call by its tool and argument, as the count file
