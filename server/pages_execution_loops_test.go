@@ -8,9 +8,11 @@ import (
 	"testing"
 
 	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/agentloop"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/models"
 )
 
 // loopFlow runs a model loop (Ask), then an agent whose model turn fails
@@ -341,4 +343,63 @@ func FuzzLoops(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fakeModel answers a turn by the number of messages it is sent.
+type fakeModel func(n int) (*models.Reply, error)
+
+func (f fakeModel) Send(_ context.Context, t *models.Turn, _ func(string)) (*models.Reply, error) {
+	return f(len(t.Messages))
+}
+
+// TestModelLoopPageAgentLoop: the model loop itself (package agentloop)
+// with a fake model: the turns it records, falling back from a
+// rate-limited model, a tool's result and an unknown tool's failure.
+func TestModelLoopPageAgentLoop(t *testing.T) {
+	limited := fakeModel(func(int) (*models.Reply, error) {
+		return nil, &models.Error{Name: asl.ErrRateLimitExceeded, Status: 429, Provider: "fake", Message: "slow down"}
+	})
+	spare := fakeModel(func(n int) (*models.Reply, error) {
+		if n == 1 {
+			return &models.Reply{Text: "Adding.", StopReason: "tool_use", Usage: models.Usage{InputTokens: 10, OutputTokens: 2}, ToolCalls: []models.ToolCall{
+				{ID: "c1", Name: "add", Arguments: json.RawMessage(`{"a":1,"b":2}`)},
+				{Name: "nope", Arguments: json.RawMessage(`{}`)},
+			}}, nil
+		}
+		return &models.Reply{Text: "1 + 2 = 3", StopReason: "end_turn", Usage: models.Usage{InputTokens: 20, OutputTokens: 1}}, nil
+	})
+	add := agentloop.Tool{Name: "add", Call: func(_ context.Context, _ *agents.Request, args map[string]any) (any, error) {
+		a, _ := args["a"].(json.Number).Int64()
+		b, _ := args["b"].(json.Number).Int64()
+		return a + b, nil
+	}}
+	prices := models.Config{InputPrice: 0.5, OutputPrice: 1}
+	loop, err := agentloop.New(agentloop.Config{Models: map[string]agentloop.Model{"big": {Model: limited, Config: prices}, "spare": {Model: spare, Config: prices}},
+		Model: "big", Tools: []agentloop.Tool{add}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agents.NewRegistry()
+	if err := reg.Register("Calc", loop); err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, func(c *Config) { c.Agents = reg })
+	ts.startFlow(t, "calc", `{"StartAt":"Sum","Budget":{"MaxCost":100,"Currency":"USD"},"States":{"Sum":{"Type":"Task","Agent":"Calc","End":true,
+		"Model":{"Preferred":"big","Fallback":"spare","FallbackOn":["RateLimitExceeded"]}}}}`, `{"prompt":"1 + 2?"}`, "", succeeded)
+	_, body, _ := ts.signedIn(t, RoleViewer).get(t, "/executions/calc")
+	text := plain(between(t, body, `<article class="loop" data-state="Sum">`, "</article>"))
+	for _, w := range []string{
+		"Sum 2 turns, 2 tool calls (1 failed): 33 tokens (30 in, 3 out), cost 18 USD",
+		"Turn 1 spare 12 tokens (10 in, 2 out), cost 7 USD",
+		"stop: tool_use Fell back from big : " + string(asl.ErrRateLimitExceeded),
+		"Adding. Messages sent (1)",
+		`add c1`, `arguments: {"a":1,"b":2} result: 3`,
+		`nope 1 failed`, "arguments: {} " + string(asl.ErrAgentToolError) + ` there is no tool "nope"`,
+		"Turn 2 spare 21 tokens (20 in, 1 out), cost 11 USD",
+		"1 + 2 = 3 Messages sent (4)",
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("the loop of Sum has no %q in\n%s", w, text)
+		}
+	}
 }
