@@ -15,17 +15,19 @@ import (
 	"github.com/aslrun/aslrun/models"
 )
 
-// loopFlow runs a model loop (Ask), then an agent whose model turn fails
-// (Broken, caught), with a Budget in euros.
+// loopFlow runs a model loop (Ask), a Go agent's plain steps (Plain),
+// then an agent whose model turn fails (Broken, caught), with a Budget in
+// euros.
 const loopFlow = `{"StartAt":"Ask","Budget":{"MaxCost":1,"Currency":"EUR"},"States":{
-	"Ask":{"Type":"Task","Agent":"Loop","ResultPath":"$.answer","Next":"Broken"},
+	"Ask":{"Type":"Task","Agent":"Loop","ResultPath":"$.answer","Next":"Plain"},
+	"Plain":{"Type":"Task","Agent":"Plain","ResultPath":"$.plain","Next":"Broken"},
 	"Broken":{"Type":"Task","Agent":"Broken","Catch":[{"ErrorEquals":["States.ALL"],"ResultPath":"$.error","Next":"Done"}],"Next":"Done"},
 	"Done":{"Type":"Succeed"}}}`
 
 // loopAgents are Go agents that record their work as durable steps the
 // way a model loop does: Loop a turn that asks for two tools (one
 // fails), a second turn that answers, and a plain step; Broken a turn
-// whose model fails.
+// whose model fails; Plain two plain steps.
 func loopAgents(t *testing.T) *agents.Registry {
 	t.Helper()
 	loop := func(ctx context.Context, req *agents.Request) (any, error) {
@@ -80,8 +82,14 @@ func loopAgents(t *testing.T) *agents.Registry {
 				return nil, asl.Errorf(asl.ErrAgentModelError, "the model is down")
 			})
 	}
+	steps := func(ctx context.Context, req *agents.Request) (any, error) {
+		if _, err := req.RunStep(ctx, "fetch", func(context.Context) (any, error) { return "fetched", nil }); err != nil {
+			return nil, err
+		}
+		return req.RunStep(ctx, "store", func(context.Context) (any, error) { return "stored", nil })
+	}
 	reg := agents.NewRegistry()
-	for name, f := range map[string]agents.Func{"Loop": loop, "Broken": broken} {
+	for name, f := range map[string]agents.Func{"Loop": loop, "Broken": broken, "Plain": steps} {
 		if err := reg.Register(name, f); err != nil {
 			t.Fatal(err)
 		}
@@ -148,6 +156,10 @@ func TestModelLoopPage(t *testing.T) {
 	}
 	if !strings.Contains(section, "&lt;b&gt;21 °C&lt;/b&gt;, sunny") {
 		t.Errorf("the tool's result is not shown escaped:\n%s", section)
+	}
+	if text := plain(between(t, section, `<article class="loop" data-state="Plain">`, "</article>")); !strings.Contains(text, "Plain 2 steps Steps fetch") ||
+		!strings.Contains(text, "output: fetched store") || !strings.Contains(text, "output: stored") {
+		t.Errorf("the steps of Plain are shown as\n%s", text)
 	}
 	broken := between(t, section, `<article class="loop" data-state="Broken">`, "</article>")
 	text = plain(broken)
