@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/jsonvalue"
@@ -85,8 +87,9 @@ type Config struct {
 
 // Agent is the loop; New makes one.
 type Agent struct {
-	cfg   Config
-	tools map[string]*Tool
+	cfg    Config
+	tools  map[string]*Tool
+	result *jsonschema.Schema // ResultSchema compiled
 }
 
 // New checks cfg and returns its loop.
@@ -103,13 +106,14 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxTurns == 0 {
 		cfg.MaxTurns = DefaultMaxTurns
 	}
-	if len(cfg.ResultSchema) > 0 {
-		if !json.Valid(cfg.ResultSchema) {
-			return nil, errors.New("agentloop: ResultSchema is not JSON")
-		}
-		cfg.JSON = true
-	}
 	a := &Agent{cfg: cfg, tools: make(map[string]*Tool, len(cfg.Tools))}
+	if len(cfg.ResultSchema) > 0 {
+		s, err := compileSchema(cfg.ResultSchema)
+		if err != nil {
+			return nil, fmt.Errorf("agentloop: ResultSchema: %w", err)
+		}
+		a.result, a.cfg.JSON = s, true
+	}
 	for i := range cfg.Tools {
 		t := &cfg.Tools[i]
 		if !validToolName(t.Name) {
@@ -460,7 +464,40 @@ func (a *Agent) answer(req *agents.Request, text string) (any, error) {
 	if err != nil {
 		return nil, asl.Errorf(asl.ErrAgentInvalidOutput, "agent %s: the model's answer is not JSON: %v", req.Agent, err)
 	}
+	if a.result != nil {
+		if err := a.result.Validate(v); err != nil {
+			msg := err.Error()
+			if i := strings.IndexByte(msg, '\n'); i >= 0 {
+				msg = strings.TrimSpace(msg[i+1:])
+			}
+			return nil, asl.Errorf(asl.ErrAgentInvalidOutput, "agent %s: the model's answer does not match the ResultSchema: %s", req.Agent, msg)
+		}
+	}
 	return v, nil
+}
+
+// compileSchema compiles a JSON Schema (2020-12 unless it says otherwise)
+// that refers to no other document.
+func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonvalue.Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	const url = "urn:aslrun:result-schema"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+}
+
+// noLoader refuses every reference to another document.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("the schema may not refer to another document (%s)", url)
 }
 
 // asError is a model's failure as the ASL error it raises.

@@ -405,3 +405,38 @@ func TestModelLoopToolGuardrails(t *testing.T) {
 		})
 	}
 }
+
+// TestModelLoopResultSchema: with a ResultSchema the model is asked for
+// a value of that schema, the answer is decoded and checked against it:
+// one that does not match is Agent.InvalidOutput naming why.
+func TestModelLoopResultSchema(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"verdict":{"enum":["refund","reject"]}},"required":["verdict"]}`)
+	for _, tc := range []struct {
+		answer, want string
+		fails        bool
+	}{
+		{`{"verdict":"refund"}`, `map[verdict:refund]`, false},
+		{`{"verdict":"maybe"}`, "", true},
+		{`the verdict is refund`, "", true},
+	} {
+		m := &scripted{answer: func(int) (*models.Reply, error) { return &models.Reply{Text: tc.answer}, nil }}
+		x := engine.New(engine.Config{Agents: loop(t, agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", ResultSchema: schema})})
+		res, err := x.Run(context.Background(), parse(t, supportTask), "judge", engine.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.fails {
+			if res.Error != string(asl.ErrAgentInvalidOutput) {
+				t.Errorf("%s: %s %s, want Agent.InvalidOutput", tc.answer, res.Status, res.Error)
+			}
+		} else if fmt.Sprint(res.Output) != tc.want {
+			t.Errorf("%s: %s %v (%s)", tc.answer, res.Status, res.Output, res.Cause)
+		}
+		if string(m.turns[0].ResultSchema) != string(schema) {
+			t.Errorf("the turn's ResultSchema %s", m.turns[0].ResultSchema)
+		}
+	}
+	if _, err := agentloop.New(agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: &scripted{}}}, Model: "m", ResultSchema: json.RawMessage(`{"$ref":"https://example.com/s.json"}`)}); err == nil {
+		t.Error("a ResultSchema that refers to another document was accepted")
+	}
+}

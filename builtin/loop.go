@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -40,7 +41,7 @@ const ModelsKey = "Models"
 
 const (
 	modelFields = "Provider, Comment, Model, BaseURL, APIKey, APIKeyEnv, InputCostPerMTok, OutputCostPerMTok, TimeoutSeconds, MaxRetries"
-	loopFields  = "Type, Comment, Model, System, Tools, MaxTurns, Temperature, TopP, MaxTokens, StopSequences, JSON"
+	loopFields  = "Type, Comment, Model, System, Tools, MaxTurns, Temperature, TopP, MaxTokens, StopSequences, JSON, ResultSchema"
 )
 
 // defaultModelRetries is a model's MaxRetries when the file leaves it out.
@@ -115,6 +116,7 @@ type loopConfig struct {
 	maxTurns   int
 	generation models.Generation
 	json       bool
+	schema     json.RawMessage
 }
 
 func (p *fieldParser) loop() *loopConfig {
@@ -139,6 +141,13 @@ func (p *fieldParser) loop() *loopConfig {
 			p.fail("TopP", "TopP must be between 0 and 1, not %v", t)
 		}
 		c.generation.TopP = &t
+	}
+	if v, ok := p.obj["ResultSchema"]; ok && p.err == nil {
+		if _, isObj := v.(map[string]any); !isObj {
+			p.fail("ResultSchema", "ResultSchema must be a JSON Schema object, not %s", jsonvalue.TypeName(v))
+		} else if data, err := jsonvalue.Marshal(v); err == nil {
+			c.schema = data
+		}
 	}
 	c.generation.MaxTokens = p.integer("MaxTokens", 1, 1_000_000)
 	c.generation.StopSequences = p.strList("StopSequences")
@@ -207,7 +216,7 @@ func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agen
 			}})
 	}
 	return agentloop.New(agentloop.Config{Models: ms, Model: c.model, System: c.system, Tools: tools,
-		MaxTurns: c.maxTurns, Generation: c.generation, JSON: c.json})
+		MaxTurns: c.maxTurns, Generation: c.generation, JSON: c.json, ResultSchema: c.schema})
 }
 
 func namesOf(ms map[string]agentloop.Model) string {

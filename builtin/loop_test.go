@@ -162,6 +162,7 @@ func TestModelsFileErrors(t *testing.T) {
 		{"loop bad tool name", `{"Models": {"m": {"Provider": "openai", "Model": "x"}}, "A": {"Type": "loop", "Model": "m", "Tools": ["a b"]}}`, "/A/Tools/0"},
 		{"loop MaxTurns 0", `{"Models": {"m": {"Provider": "openai", "Model": "x"}}, "A": {"Type": "loop", "Model": "m", "MaxTurns": 0}}`, "/A/MaxTurns"},
 		{"loop Temperature 3", `{"Models": {"m": {"Provider": "openai", "Model": "x"}}, "A": {"Type": "loop", "Model": "m", "Temperature": 3}}`, "/A/Temperature"},
+		{"loop ResultSchema not an object", `{"Models": {"m": {"Provider": "openai", "Model": "x"}}, "A": {"Type": "loop", "Model": "m", "ResultSchema": []}}`, "/A/ResultSchema"},
 		{"loop unknown field", `{"Models": {"m": {"Provider": "openai", "Model": "x"}}, "A": {"Type": "loop", "Model": "m", "Prompt": "x"}}`, "/A/Prompt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
