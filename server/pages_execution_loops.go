@@ -59,7 +59,10 @@ type loopTurnView struct {
 }
 
 // fellBackView is a model a turn fell back from, and why.
-type fellBackView struct{ Model, Error, Cause string }
+type fellBackView struct {
+	Model, Error string
+	Cause        payloadView
+}
 
 // stepView is a tool call or a plain step.
 type stepView struct {
@@ -219,7 +222,8 @@ func modelTurnOf(ev engine.Event, seq int64, failed bool, at, currency string) l
 		var fb fellBackView
 		fb.Model, _ = obj["model"].(string)
 		fb.Error, _ = obj["error"].(string)
-		fb.Cause, _ = obj["cause"].(string)
+		cause, _ := obj["cause"].(string)
+		fb.Cause = cut(cause, at+"output")
 		t.FellBack = append(t.FellBack, fb)
 	}
 	calls, _ := rec["toolCalls"].([]any)

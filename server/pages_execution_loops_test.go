@@ -219,7 +219,8 @@ func TestLoopsFromHistory(t *testing.T) {
 		{Type: "ToolCallSucceeded", State: "T", Input: map[string]any{"k": n("1")}, Output: "ok", Detail: map[string]any{"name": "turn 1/tool 1", "millis": n("12")}},
 		func() engine.Event { e := turn("ModelTurnSucceeded", "2", nil); e.Superseded = true; return e }(),
 		scheduled("0"),
-		turn("ModelTurnSucceeded", "2", map[string]any{"model": "m", "cost": n("0.2"), "text": long}),
+		turn("ModelTurnSucceeded", "2", map[string]any{"model": "m", "cost": n("0.2"), "text": long,
+			"fellBack": []any{map[string]any{"model": "big", "error": "RateLimitExceeded", "cause": long}}}),
 		{Type: "StepFailed", State: "T", Error: "E", Cause: "c", Detail: map[string]any{"name": "s", "millis": n("3")}},
 		{Type: "ToolCallSucceeded", State: "T", Output: map[string]any{"v": n("1")}, Detail: map[string]any{"name": "free", "tool": "z"}},
 		{Type: "TaskSucceeded", State: "T"},
@@ -253,6 +254,9 @@ func TestLoopsFromHistory(t *testing.T) {
 	t2 := first.Turns[1]
 	if t2.Seq != 7 || t2.Text.Cut == 0 || t2.Text.Href != "/executions/x/events/7/output" || len(t2.Text.Text) > maxShown {
 		t.Errorf("turn 2's long text: seq %d, %d bytes shown, %d cut, link %q", t2.Seq, len(t2.Text.Text), t2.Text.Cut, t2.Text.Href)
+	}
+	if len(t2.FellBack) != 1 || t2.FellBack[0].Model != "big" || t2.FellBack[0].Cause.Cut == 0 || t2.FellBack[0].Cause.Href != "/executions/x/events/7/output" {
+		t.Errorf("turn 2 fell back = %+v, want big's long cause cut", t2.FellBack)
 	}
 	if len(first.Steps) != 2 || first.Steps[0].Name != "s" || !first.Steps[0].Failed || first.Steps[0].Error != "E" || first.Steps[0].Cause.Text != "c" ||
 		first.Steps[1].Tool != "z" || first.Steps[1].Output.Text != "{\n  \"v\": 1\n}" {
