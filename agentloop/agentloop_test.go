@@ -440,3 +440,33 @@ func TestModelLoopResultSchema(t *testing.T) {
 		t.Error("a ResultSchema that refers to another document was accepted")
 	}
 }
+
+// TestModelLoopBudgetFallback: once the workflow Budget is used up and
+// its OnExceed is UseFallback, later calls use its Fallback model instead
+// of failing; the switch is in the history.
+func TestModelLoopBudgetFallback(t *testing.T) {
+	big := &scripted{answer: func(int) (*models.Reply, error) {
+		return &models.Reply{Text: "big", Usage: models.Usage{InputTokens: 80, OutputTokens: 40}}, nil
+	}}
+	cheap := &scripted{answer: func(int) (*models.Reply, error) {
+		return &models.Reply{Text: "cheap", Usage: models.Usage{InputTokens: 80, OutputTokens: 40}}, nil
+	}}
+	cfg := agentloop.Config{Models: map[string]agentloop.Model{"big": {Model: big}, "cheap": {Model: cheap}}, Model: "big"}
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Agents: loop(t, cfg), Store: st})
+	def := `{"Budget":{"MaxTokens":100,"OnExceed":"UseFallback","Fallback":{"UseModel":"cheap"}},
+	  "StartAt":"One","States":{
+	  "One":{"Type":"Task","Agent":"Support","ResultPath":"$.one","Next":"Two"},
+	  "Two":{"Type":"Task","Agent":"Support","ResultPath":"$.two","End":true}}}`
+	res, err := x.Run(context.Background(), parse(t, def), map[string]any{}, engine.StartOptions{ID: "e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := jsonvalue.Marshal(res.Output)
+	if res.Status != engine.StatusSucceeded || string(out) != `{"one":"big","two":"cheap"}` {
+		t.Fatalf("%s %s (%s: %s)", res.Status, out, res.Error, res.Cause)
+	}
+	if n := len(events(t, st, "e", engine.EventBudgetFallback)); n != 1 {
+		t.Errorf("%d %s events, want 1", n, engine.EventBudgetFallback)
+	}
+}

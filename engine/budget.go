@@ -169,6 +169,14 @@ func (h *stateRun) spend(u Usage) error {
 		return nil
 	}
 	cause := "the execution " + over
+	if b.OnExceed == "UseFallback" {
+		if r.notice("fallback") {
+			r.ownEvent(Event{Type: EventBudgetFallback, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
+				Detail: map[string]any{"reason": cause, "usage": total.json(), "model": b.FallbackModel}})
+			h.sc.addNotice("fallback")
+		}
+		return nil
+	}
 	if b.OnExceed == "Continue" {
 		if r.notice("exceeded") {
 			r.ownEvent(Event{Type: EventBudgetOverridden, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
@@ -202,7 +210,7 @@ func (h *stateRun) workflowBudgetSpent() error {
 	if e := h.r.m.Extensions; e != nil {
 		b = e.Budget
 	}
-	if b == nil || b.OnExceed == "Continue" {
+	if b == nil || b.OnExceed == "Continue" || b.OnExceed == "UseFallback" {
 		return nil
 	}
 	h.r.mu.Lock()
@@ -212,6 +220,22 @@ func (h *stateRun) workflowBudgetSpent() error {
 		return asl.Errorf(asl.ErrBudgetExceeded, "state '%s' may not call its agent: the execution %s", h.name(), over)
 	}
 	return nil
+}
+
+// budgetFallback returns the model a call is to use because the workflow
+// Budget is used up and its OnExceed is UseFallback ("" otherwise).
+func (h *stateRun) budgetFallback() string {
+	e := h.r.m.Extensions
+	if e == nil || e.Budget == nil || e.Budget.OnExceed != "UseFallback" {
+		return ""
+	}
+	h.r.mu.Lock()
+	total := h.r.usage
+	h.r.mu.Unlock()
+	if overBudget(e.Budget, total, true) == "" {
+		return ""
+	}
+	return e.Budget.FallbackModel
 }
 
 // notice marks a one-time notice (a budget alert) as given and reports
@@ -263,7 +287,7 @@ func (h *stateRun) budgetLeft(s *states.Task, usage *callUsage) error {
 	if e := h.r.m.Extensions; e != nil {
 		wb = e.Budget
 	}
-	if wb == nil || wb.OnExceed == "Continue" {
+	if wb == nil || wb.OnExceed == "Continue" || wb.OnExceed == "UseFallback" {
 		return nil
 	}
 	h.r.mu.Lock()

@@ -18,6 +18,9 @@ const (
 	EventBudgetAlert      = "BudgetAlert"
 	EventBudgetExceeded   = "BudgetExceeded"
 	EventBudgetOverridden = "BudgetExceededContinue"
+	// EventBudgetFallback: the workflow Budget is used up and its OnExceed
+	// is UseFallback: later agent calls use its Fallback model.
+	EventBudgetFallback = "BudgetExceededFallback"
 )
 
 // toolSet builds the effective tool set a Task's agent receives.

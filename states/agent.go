@@ -48,9 +48,13 @@ type WorkflowBudget struct {
 	MaxCost float64
 	// Currency is a three-letter currency code, "USD" by default.
 	Currency string
-	// OnExceed is "Fail" (the default: raise States.BudgetExceeded) or
-	// "Continue" (record the overrun and go on).
+	// OnExceed is "Fail" (the default: raise States.BudgetExceeded),
+	// "Continue" (record the overrun and go on) or "UseFallback" (go on
+	// with FallbackModel for every agent call after the overrun).
 	OnExceed string
+	// FallbackModel is Fallback.UseModel: the model agents are asked to
+	// use once the budget is exceeded, with OnExceed "UseFallback".
+	FallbackModel string
 	// Alerts are recorded when usage crosses a share of a limit.
 	Alerts []BudgetAlert
 }
@@ -294,10 +298,27 @@ func (p *parser) workflowBudget(bo *object) *WorkflowBudget {
 			bo.errorf("Currency", "Currency must be a three-letter code like \"USD\", not %q", c)
 		}
 	}
-	if s, ok := bo.enum("OnExceed", []string{"Fail", "Continue"}, []string{"PauseAndNotify", "UseFallback", "Throttle"}); ok {
+	if s, ok := bo.enum("OnExceed", []string{"Fail", "Continue", "UseFallback"}, []string{"PauseAndNotify", "Throttle"}); ok {
 		b.OnExceed = s
 	}
-	bo.unsupported("the workflow Budget", "Notify", "Fallback", "MaxCostPerHour", "MaxCostPerDay", "Pool", "MaxFromPool", "ReleaseOnComplete", "ThrottleDelay")
+	if fo, present := bo.child("Fallback", "the workflow Budget's Fallback"); present && fo != nil {
+		if b.OnExceed != "UseFallback" {
+			fo.errorf("", `Fallback is used only with "OnExceed": "UseFallback"`)
+		}
+		fo.unsupported("the workflow Budget's Fallback", "Agent", "When", "Notify", "Cascade")
+		if m, ok := fo.str("UseModel"); ok {
+			if p.modelName(fo, fo.at("UseModel"), "UseModel", m) {
+				b.FallbackModel = m
+			}
+		} else if !fo.has("UseModel") {
+			fo.errorf("", "missing required field UseModel: the model to use once the budget is exceeded")
+		}
+		fo.done("the workflow Budget's Fallback")
+	}
+	if b.OnExceed == "UseFallback" && !bo.has("Fallback") {
+		bo.errorf("OnExceed", `"OnExceed": "UseFallback" needs a Fallback with UseModel, the model to use once the budget is exceeded`)
+	}
+	bo.unsupported("the workflow Budget", "Notify", "MaxCostPerHour", "MaxCostPerDay", "Pool", "MaxFromPool", "ReleaseOnComplete", "ThrottleDelay")
 	arr, ok := p.array(bo, "Alerts")
 	if !ok {
 		return b
