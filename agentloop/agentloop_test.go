@@ -457,13 +457,15 @@ func TestModelLoopBudgetFallback(t *testing.T) {
 	def := `{"Budget":{"MaxTokens":100,"OnExceed":"UseFallback","Fallback":{"UseModel":"cheap"}},
 	  "StartAt":"One","States":{
 	  "One":{"Type":"Task","Agent":"Support","ResultPath":"$.one","Next":"Two"},
-	  "Two":{"Type":"Task","Agent":"Support","ResultPath":"$.two","End":true}}}`
+	  "Two":{"Type":"Task","Agent":"Support","ResultPath":"$.two","Next":"Three"},
+	  "Three":{"Type":"Task","Agent":"Support","ResultPath":"$.three","Budget":{"Priority":"critical"},"End":true}}}`
 	res, err := x.Run(context.Background(), parse(t, def), map[string]any{}, engine.StartOptions{ID: "e"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, _ := jsonvalue.Marshal(res.Output)
-	if res.Status != engine.StatusSucceeded || string(out) != `{"one":"big","two":"cheap"}` {
+	// Three's Budget.Priority critical keeps its own model.
+	if res.Status != engine.StatusSucceeded || string(out) != `{"one":"big","three":"big","two":"cheap"}` {
 		t.Fatalf("%s %s (%s: %s)", res.Status, out, res.Error, res.Cause)
 	}
 	if n := len(events(t, st, "e", engine.EventBudgetFallback)); n != 1 {

@@ -222,6 +222,13 @@ func (h *stateRun) workflowBudgetSpent() error {
 	return nil
 }
 
+// keepsModel reports whether a Task's Budget.Priority ("critical" or
+// "high") keeps its own model once the workflow Budget is used up and
+// says UseFallback.
+func keepsModel(s *states.Task) bool {
+	return s.Budget != nil && (s.Budget.Priority == "critical" || s.Budget.Priority == "high")
+}
+
 // budgetFallback returns the model a call is to use because the workflow
 // Budget is used up and its OnExceed is UseFallback ("" otherwise).
 func (h *stateRun) budgetFallback() string {

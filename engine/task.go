@@ -234,7 +234,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		if m := s.Model; m != nil {
 			req.Model = &agents.ModelChoice{Models: m.Models(), FallbackOn: m.FallbackOn}
 		}
-		if fb := h.budgetFallback(); fb != "" {
+		if fb := h.budgetFallback(); fb != "" && !keepsModel(s) {
 			// The workflow Budget is used up and says UseFallback: the
 			// call uses its fallback model, whatever the Task prefers.
 			req.Model = &agents.ModelChoice{Models: []string{fb}}
