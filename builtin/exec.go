@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -190,13 +191,24 @@ func (a *execAgent) Invoke(ctx context.Context, req *agents.Request) (any, error
 		a.log.Info("agent stderr", "agent", req.Agent, "execution", req.Execution, "state", req.State, "line", line)
 		req.Heartbeat()
 	}}
+	// The command reads its input from a file that holds all of it before
+	// the command starts, not from a pipe aslrun fills meanwhile: were
+	// aslrun killed while filling the pipe, the command would read a
+	// cut-off input, end of file and all, and might act on it before its
+	// parent-death signal came.
+	in, err := inputFile(input)
+	if err != nil {
+		return nil, fmt.Errorf("exec agent %s: %w", req.Agent, err)
+	}
+	defer in.Close()
 	// runCommand may build the command twice: when the system refuses
 	// the first confinement, nothing was written yet.
 	newCmd := func() *exec.Cmd {
 		cmd := exec.CommandContext(runCtx, a.cfg.Command[0], a.cfg.Command[1:]...)
 		cmd.Dir = a.cfg.Dir
 		cmd.Env = env
-		cmd.Stdin = bytes.NewReader(input)
+		in.Seek(0, io.SeekStart) // a file made here: it seeks
+		cmd.Stdin = in
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 		cmd.WaitDelay = waitDelay
 		return cmd
@@ -232,6 +244,25 @@ func (a *execAgent) Invoke(ctx context.Context, req *agents.Request) (any, error
 		return nil, asl.Errorf(asl.ErrTaskFailed, "command %s wrote more than %d bytes to stdout", name, maxBody)
 	}
 	return decodeResult(stdout.Bytes(), "the stdout of command "+name)
+}
+
+// inputFile returns an unnamed file (made in the temporary directory and
+// removed at once) holding input, at its start.
+func inputFile(input []byte) (*os.File, error) {
+	f, err := os.CreateTemp("", "aslrun-input-*")
+	if err != nil {
+		return nil, fmt.Errorf("the command's input: %w", err)
+	}
+	os.Remove(f.Name())
+	if _, err := f.Write(input); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("the command's input: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("the command's input: %w", err)
+	}
+	return f, nil
 }
 
 // environ returns the command's environment.

@@ -156,6 +156,25 @@ func TestExecKillsProcessGroup(t *testing.T) {
 	}
 }
 
+// TestExecInputIsWhole: the command's stdin is a file that already holds
+// the whole input when the command starts (so a kill of aslrun while the
+// command starts cannot cut it short), not a pipe being filled.
+func TestExecInputIsWhole(t *testing.T) {
+	needSh(t)
+	big := strings.Repeat("x", 1<<20) // more than a pipe holds
+	a, err := Exec(ExecConfig{Command: []string{"sh", "-c", `[ -f /dev/stdin ] || { echo "stdin is not a file" >&2; exit 3; }; cat`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.Invoke(context.Background(), execRequest(t, `{"text":"`+big+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := out.(map[string]any); m["text"] != big {
+		t.Errorf("the command read %d bytes of text, want %d", len(fmt.Sprint(m["text"])), len(big))
+	}
+}
+
 // TestExecLeftoverChild checks that when a command ends, the processes
 // it left running are killed at once, whether or not they hold its
 // output open, and the call returns without waiting for them.
