@@ -319,16 +319,14 @@ func (a *Agent) runTool(ctx context.Context, req *agents.Request, n, i int, c mo
 			return nil, asl.Errorf(asl.ErrAgentToolError, "there is no tool %q (the tools are %s)", c.Name, strings.Join(a.allowedNames(req), ", "))
 		}
 		// The state's Tools: a tool outside them fails the call
-		// (States.Permissions, recorded by the engine); rate limits wait.
-		release, err := req.Tools.Use(ctx, c.Name)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
-		if argsErr != nil {
-			return nil, asl.Errorf(asl.ErrAgentInvalidInput, "tool %q: %v", c.Name, argsErr)
-		}
-		out, err := t.Call(ctx, req, args)
+		// (States.Permissions, recorded by the engine); rate limits wait;
+		// its Timeout bounds the call.
+		out, err := req.Tools.Run(ctx, c.Name, args, func(ctx context.Context, input map[string]any) (any, error) {
+			if argsErr != nil {
+				return nil, asl.Errorf(asl.ErrAgentInvalidInput, "tool %q: %v", c.Name, argsErr)
+			}
+			return t.Call(ctx, req, input)
+		})
 		if err != nil {
 			return nil, err
 		}

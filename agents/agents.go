@@ -242,6 +242,23 @@ type Tools struct {
 	// OnUse is set by the engine: it applies rate limits and records a
 	// refused tool; call Use rather than this field.
 	OnUse func(ctx context.Context, name string) (release func(), err error)
+	// OnRun is set by the engine: it runs one tool call under the state's
+	// Tools block; call Run rather than this field.
+	OnRun func(ctx context.Context, name string, input map[string]any, call ToolCall) (any, error)
+}
+
+// ToolCall is the call of one tool with its input.
+type ToolCall func(ctx context.Context, input map[string]any) (any, error)
+
+// Run runs one call of the named tool under the state's Tools block: as
+// Use, it refuses a tool outside the call's tool set (States.Permissions)
+// and applies the rate limits; then the block's Timeout bounds the call
+// (States.Timeout naming the tool). Without a Tools block it calls call.
+func (t *Tools) Run(ctx context.Context, name string, input map[string]any, call ToolCall) (any, error) {
+	if t == nil || t.OnRun == nil {
+		return call(ctx, input)
+	}
+	return t.OnRun(ctx, name, input, call)
 }
 
 // Allows reports whether the agent may use the named tool.

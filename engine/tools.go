@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -44,8 +45,28 @@ func (h *stateRun) toolSet(cfg *states.ToolsConfig, denied *string) *agents.Tool
 		}
 		return h.r.rateLimit(ctx, h, cfg, name)
 	}
+	t.OnRun = func(ctx context.Context, name string, input map[string]any, call agents.ToolCall) (any, error) {
+		release, err := t.OnUse(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		if cfg.Timeout <= 0 {
+			return call(ctx, input)
+		}
+		cctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, errToolTimeout)
+		defer cancel()
+		out, err := call(cctx, input)
+		if ctx.Err() == nil && errors.Is(context.Cause(cctx), errToolTimeout) {
+			return nil, asl.Errorf(asl.ErrTimeout, "state '%s': the tool %q did not answer within %s (Tools.Timeout)", h.name(), name, cfg.Timeout)
+		}
+		return out, err
+	}
 	return t
 }
+
+// errToolTimeout ends a tool call at its Tools.Timeout.
+var errToolTimeout = errors.New("the tool call timed out")
 
 func (h *stateRun) permissionError(tool string) *asl.Error {
 	return asl.Errorf(asl.ErrPermissions, "state '%s' may not use the tool %q: it is not in the state's Tools", h.name(), tool)

@@ -1,0 +1,67 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/agents"
+)
+
+// TestToolsRun: req.Tools.Run applies the state's Tools block to one
+// tool call: a tool outside it is States.Permissions without running it;
+// its Timeout ends a call that takes longer (States.Timeout naming the
+// tool) while one within it answers; without a Tools block the call runs.
+func TestToolsRun(t *testing.T) {
+	ran := map[string]int{}
+	{
+		a := agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
+			name := req.Input.(map[string]any)["tool"].(string)
+			wait := req.Input.(map[string]any)["wait"].(string)
+			d, _ := time.ParseDuration(wait)
+			return req.Tools.Run(ctx, name, map[string]any{"q": 1}, func(ctx context.Context, in map[string]any) (any, error) {
+				ran[name]++
+				select {
+				case <-time.After(d):
+					return in["q"], nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			})
+		})
+		def := func(tools string) string {
+			return `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"A",` + tools + `"End":true}}}`
+		}
+		block := `"Tools":{"Allowed":["search"],"Timeout":"100ms"},`
+		for _, tc := range []struct {
+			name, def, input string
+			fails            asl.ErrorName
+			took             time.Duration
+		}{
+			{"within the Timeout", def(block), `{"tool":"search","wait":"50ms"}`, "", 50 * time.Millisecond},
+			{"past the Timeout", def(block), `{"tool":"search","wait":"1s"}`, asl.ErrTimeout, 100 * time.Millisecond},
+			{"not allowed", def(block), `{"tool":"delete","wait":"0s"}`, asl.ErrPermissions, 0},
+			{"no Tools block", def(""), `{"tool":"delete","wait":"1s"}`, "", time.Second},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					start := time.Now()
+					res := execute(t, tc.def, tc.input, map[string]agents.Agent{"A": a})
+					if tc.fails != "" {
+						wantError(t, res, tc.fails, "")
+					} else {
+						wantOutput(t, res, `1`)
+					}
+					if took := time.Since(start); took != tc.took {
+						t.Errorf("took %v, want %v", took, tc.took)
+					}
+				})
+			})
+		}
+		if ran["delete"] != 1 {
+			t.Errorf("the tool outside the block ran %d times, want only without a block", ran["delete"])
+		}
+	}
+}
