@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -51,16 +56,42 @@ func (h *stateRun) toolSet(cfg *states.ToolsConfig, denied *string) *agents.Tool
 			return nil, err
 		}
 		defer release()
-		if cfg.Timeout <= 0 {
-			return call(ctx, input)
+		if defaults := cfg.Parameters[name]; len(defaults) > 0 {
+			merged := maps.Clone(defaults)
+			maps.Copy(merged, input)
+			input = merged
 		}
-		cctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, errToolTimeout)
-		defer cancel()
+		v, checked := cfg.Validation[name]
+		if checked && v.Input != nil {
+			if err := v.Input.Validate(anyMap(input)); err != nil {
+				return nil, asl.Errorf(asl.ErrAgentInvalidInput, "state '%s': the arguments of tool %q fail its Validation.Input.Schema: %s", h.name(), name, schemaReason(err))
+			}
+		}
+		cctx := ctx
+		if cfg.Timeout > 0 {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeoutCause(ctx, cfg.Timeout, errToolTimeout)
+			defer cancel()
+		}
 		out, err := call(cctx, input)
 		if ctx.Err() == nil && errors.Is(context.Cause(cctx), errToolTimeout) {
 			return nil, asl.Errorf(asl.ErrTimeout, "state '%s': the tool %q did not answer within %s (Tools.Timeout)", h.name(), name, cfg.Timeout)
 		}
-		return out, err
+		if err != nil || !checked {
+			return out, err
+		}
+		if v.Sanitize || v.MaxOutput > 0 {
+			if out, err = jsonvalue.Normalize(out); err != nil {
+				return nil, asl.Errorf(asl.ErrAgentToolError, "state '%s': the result of tool %q is not JSON: %v", h.name(), name, err)
+			}
+		}
+		if v.Sanitize {
+			out = sanitize(out)
+		}
+		if v.MaxOutput > 0 && jsonvalue.SizeExceeds(out, int(min(v.MaxOutput, math.MaxInt32))) {
+			return nil, asl.Errorf(asl.ErrAgentToolError, "state '%s': the result of tool %q is %d bytes, over its Validation.Output.MaxSize of %d", h.name(), name, jsonvalue.Size(out), v.MaxOutput)
+		}
+		return out, nil
 	}
 	return t
 }
@@ -176,4 +207,54 @@ func (l *limiter) take(rl states.RateLimit) (time.Duration, bool) {
 	l.uses = append(l.uses, now)
 	l.inflight++
 	return 0, true
+}
+
+// anyMap is m as the schema validator reads it (a nil map is an empty
+// object).
+func anyMap(m map[string]any) any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// schemaReason is the innermost reason a schema validator gives, on one
+// line.
+func schemaReason(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	return strings.TrimLeft(strings.TrimSpace(lines[len(lines)-1]), "- ")
+}
+
+// sanitize removes control characters (but newline and tab) and
+// invisible formatting characters (Unicode's Cf: zero-width spaces,
+// bidirectional controls, …) from every string in v, keys included.
+func sanitize(v any) any {
+	clean := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == '\n' || r == '\t' {
+				return r
+			}
+			if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	switch x := v.(type) {
+	case string:
+		return clean(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = sanitize(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[clean(k)] = sanitize(e)
+		}
+		return out
+	}
+	return v
 }

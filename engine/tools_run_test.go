@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -63,5 +65,58 @@ func TestToolsRun(t *testing.T) {
 		if ran["delete"] != 1 {
 			t.Errorf("the tool outside the block ran %d times, want only without a block", ran["delete"])
 		}
+	}
+}
+
+// TestToolsParametersAndValidation: a tool call gets the block's default
+// Parameters under its own arguments; Validation.Input refuses arguments
+// outside its schema before the tool runs; Validation.Output bounds the
+// result's size and sanitizes its strings.
+func TestToolsParametersAndValidation(t *testing.T) {
+	var got map[string]any
+	result := any(nil)
+	a := agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
+		in := req.Input.(map[string]any)
+		return req.Tools.Run(ctx, in["tool"].(string), in["args"].(map[string]any), func(_ context.Context, args map[string]any) (any, error) {
+			got = args
+			return result, nil
+		})
+	})
+	block := `"Tools":{
+	  "Parameters":{"search":{"limit":10,"lang":"en"}},
+	  "Validation":{
+	    "search":{"Input":{"Schema":{"type":"object","required":["q"],"properties":{"q":{"type":"string"},"limit":{"type":"integer","maximum":50}}}}},
+	    "fetch":{"Output":{"MaxSize":"1K","Sanitize":true}}}},`
+	def := `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"A",` + block + `"End":true}}}`
+	for _, tc := range []struct {
+		name, input string
+		result      any
+		want        string
+		fails       asl.ErrorName
+		cause       string
+	}{
+		{"defaults under the arguments", `{"tool":"search","args":{"q":"go","limit":20}}`, "ok", `"ok"`, "", ""},
+		{"input outside the schema", `{"tool":"search","args":{"q":"go","limit":99}}`, "ok", "", asl.ErrAgentInvalidInput, "Validation.Input.Schema"},
+		{"input missing a field", `{"tool":"search","args":{}}`, "ok", "", asl.ErrAgentInvalidInput, "q"},
+		{"output sanitized", `{"tool":"fetch","args":{}}`, map[string]any{"text": "safe\u200b\u202eevil\u0007 text\n"}, `{"text":"safeevil text\n"}`, "", ""},
+		{"output too big", `{"tool":"fetch","args":{}}`, strings.Repeat("x", 2000), "", asl.ErrAgentToolError, "MaxSize of 1024"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, result = nil, tc.result
+			res := execute(t, def, tc.input, map[string]agents.Agent{"A": a})
+			if tc.fails != "" {
+				wantError(t, res, tc.fails, tc.cause)
+				if tc.fails == asl.ErrAgentInvalidInput && got != nil {
+					t.Errorf("the tool ran with %v", got)
+				}
+				return
+			}
+			wantOutput(t, res, tc.want)
+		})
+	}
+	result = "ok"
+	execute(t, def, `{"tool":"search","args":{"q":"go","limit":20}}`, map[string]agents.Agent{"A": a})
+	if fmt.Sprint(got) != "map[lang:en limit:20 q:go]" {
+		t.Errorf("the tool got %v, want the defaults under its arguments", got)
 	}
 }

@@ -1,10 +1,16 @@
 package states
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/jsonvalue"
@@ -123,6 +129,11 @@ type ToolsConfig struct {
 	RateLimits map[string]RateLimit
 	// Timeout bounds one tool call; 0 means no limit.
 	Timeout time.Duration
+	// Parameters maps a tool name to the arguments it gets by default: the
+	// model's (or agent's) arguments are merged over them.
+	Parameters map[string]map[string]any
+	// Validation maps a tool name to the checks of its calls.
+	Validation map[string]ToolValidation
 
 	// categories is the workflow's ToolCategories, set by Parse.
 	categories map[string][]string
@@ -435,7 +446,19 @@ func (p *parser) contextConfig(o *object, key string) *ContextConfig {
 
 // toolsUnsupported are Tools fields the spec names without semantics this
 // engine can honour.
-var toolsUnsupported = []string{"Sandboxed", "Sandbox", "FileSystem", "Domains", "Hooks", "Validation", "Parameters", "Network", "Audit"}
+var toolsUnsupported = []string{"Sandboxed", "Sandbox", "FileSystem", "Domains", "Hooks", "Network", "Audit"}
+
+// ToolValidation is the Validation of one tool's calls.
+type ToolValidation struct {
+	// Input checks the call's arguments (after Parameters) before the
+	// call; nil when absent.
+	Input *jsonschema.Schema
+	// MaxOutput bounds the result's size in bytes (its JSON); 0 means no
+	// bound. Sanitize removes control and invisible formatting characters
+	// from every string of the result.
+	MaxOutput int64
+	Sanitize  bool
+}
 
 func (p *parser) tools(o *object, key string) *ToolsConfig {
 	to, _ := o.child(key, key)
@@ -449,6 +472,8 @@ func (p *parser) tools(o *object, key string) *ToolsConfig {
 	t.AllowedCategories, t.categoryIndex, _ = to.indexedNames("AllowedCategories", true)
 	t.Timeout, _ = to.duration("Timeout")
 	to.unsupported(key, toolsUnsupported...)
+	t.Parameters = p.toolParameters(to)
+	t.Validation = p.toolValidation(to)
 	lo, _ := to.child("RateLimits", "RateLimits")
 	if lo == nil {
 		return t
@@ -692,4 +717,130 @@ func (p *parser) reasoning(o *object, key string) *ReasoningConfig {
 	r.Store = p.refPath(ro, "Store")
 	ro.done("Reasoning")
 	return r
+}
+
+// toolParameters reads Tools.Parameters: tool name → an object of default
+// arguments.
+func (p *parser) toolParameters(to *object) map[string]map[string]any {
+	po, _ := to.child("Parameters", "Parameters")
+	if po == nil {
+		return nil
+	}
+	out := make(map[string]map[string]any, len(po.m))
+	for _, tool := range sortedKeys(po.m) {
+		po.used[tool] = true
+		args, ok := po.m[tool].(map[string]any)
+		switch {
+		case tool == "" || tool == "*":
+			p.errorf(po.at(tool), po.state, "a Parameters key must name a tool")
+		case !ok:
+			p.errorf(po.at(tool), po.state, "the Parameters of %s must be an object of default arguments, not %s", tool, jsonvalue.TypeName(po.m[tool]))
+		default:
+			out[tool] = args
+		}
+	}
+	return out
+}
+
+// toolValidation reads Tools.Validation: tool name → {Input: {Schema},
+// Output: {MaxSize, Sanitize}}.
+func (p *parser) toolValidation(to *object) map[string]ToolValidation {
+	vo, _ := to.child("Validation", "Validation")
+	if vo == nil {
+		return nil
+	}
+	out := make(map[string]ToolValidation, len(vo.m))
+	for _, tool := range sortedKeys(vo.m) {
+		vo.used[tool] = true
+		if tool == "" || tool == "*" {
+			p.errorf(vo.at(tool), vo.state, "a Validation key must name a tool")
+			continue
+		}
+		o := p.newObject(vo.m[tool], vo.at(tool), vo.state, "the Validation of a tool")
+		if o == nil {
+			continue
+		}
+		var v ToolValidation
+		if io, _ := o.child("Input", "Validation Input"); io != nil {
+			if s, ok := io.get("Schema"); ok {
+				schema, err := compileToolSchema(s)
+				if err != nil {
+					// The validator's last line is the innermost reason.
+					lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+					io.errorf("Schema", "Schema does not compile as JSON Schema 2020-12: %s", strings.TrimLeft(strings.TrimSpace(lines[len(lines)-1]), "- "))
+				}
+				v.Input = schema
+			} else {
+				io.errorf("", "missing required field Schema")
+			}
+			io.done("Validation Input")
+		}
+		if oo, _ := o.child("Output", "Validation Output"); oo != nil {
+			v.MaxOutput = oo.size("MaxSize")
+			v.Sanitize, _ = oo.boolean("Sanitize")
+			oo.done("Validation Output")
+		}
+		o.done("the Validation of a tool")
+		out[tool] = v
+	}
+	return out
+}
+
+// compileToolSchema compiles a tool's input schema (2020-12 unless it
+// says otherwise), refusing references to other documents.
+func compileToolSchema(v any) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refuseLoader{})
+	const url = "urn:aslrun:tool-schema"
+	if err := c.AddResource(url, jsonvalue.Clone(v)); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+}
+
+type refuseLoader struct{}
+
+func (refuseLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("a schema may not refer to another document (%s)", url)
+}
+
+// size reads a byte size: a whole number of bytes, or a string like
+// "256K", "1MB", "2M" or "512" (K and KB are 1024 bytes, M and MB 1024²,
+// G and GB 1024³).
+func (o *object) size(key string) int64 {
+	v, ok := o.get(key)
+	if !ok {
+		return 0
+	}
+	bad := func() int64 {
+		o.errorf(key, `%s must be a size in bytes: a positive whole number, or a string like "256K" or "1MB"`, key)
+		return 0
+	}
+	switch x := v.(type) {
+	case json.Number:
+		n, ok := jsonvalue.Int64(x)
+		if !ok || n < 1 {
+			return bad()
+		}
+		return n
+	case string:
+		s := strings.ToUpper(strings.TrimSpace(x))
+		mult := int64(1)
+		for _, u := range []struct {
+			suffix string
+			m      int64
+		}{{"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+			if strings.HasSuffix(s, u.suffix) {
+				s, mult = strings.TrimSuffix(s, u.suffix), u.m
+				break
+			}
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 || n > math.MaxInt64/mult {
+			return bad()
+		}
+		return n * mult
+	}
+	return bad()
 }
