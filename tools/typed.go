@@ -20,7 +20,9 @@ import (
 // In, which must be a struct (or a map with string keys), and the output
 // schema from Out, with jsonschema.For: exported fields by their JSON
 // names, fields without omitempty or omitzero required, no other
-// properties allowed, a field's `jsonschema:"…"` tag its description. The
+// properties allowed, a field's `jsonschema:"…"` tag its description; a
+// json.Number is a number, a json.RawMessage any value, a []byte a base64
+// string. The
 // arguments are decoded into In through their JSON text, refusing unknown
 // fields and numbers that do not fit (Agent.InvalidInput naming the
 // field); the Out returned is normalised with jsonvalue.Normalize. A
@@ -29,14 +31,14 @@ func Typed[In, Out any](name, description string, fn func(ctx context.Context, i
 	if fn == nil {
 		return Tool{}, &CheckError{Tool: name, Field: "Call", Msg: "no function to call"}
 	}
-	inSchema, err := jsonschema.For[In](nil)
+	inSchema, err := jsonschema.For[In](forOptions())
 	if err != nil {
 		return Tool{}, &CheckError{Tool: name, Field: "Input", Msg: fmt.Sprintf("no JSON Schema for %s: %v", reflect.TypeFor[In](), err)}
 	}
 	if inSchema.Type != "object" {
 		return Tool{}, &CheckError{Tool: name, Field: "Input", Msg: fmt.Sprintf("the arguments are an object: %s is not a struct or a map with string keys", reflect.TypeFor[In]())}
 	}
-	outSchema, err := jsonschema.For[Out](nil)
+	outSchema, err := jsonschema.For[Out](forOptions())
 	if err != nil {
 		return Tool{}, &CheckError{Tool: name, Field: "Output", Msg: fmt.Sprintf("no JSON Schema for %s: %v", reflect.TypeFor[Out](), err)}
 	}
@@ -73,6 +75,17 @@ func Typed[In, Out any](name, description string, fn func(ctx context.Context, i
 		return Tool{}, err
 	}
 	return t, nil
+}
+
+// forOptions gives the schemas of the types whose JSON form is not what
+// their Go kind suggests: a json.Number is a number, a json.RawMessage any
+// JSON value, a []byte a base64 string.
+func forOptions() *jsonschema.ForOptions {
+	return &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.Number]():     {Type: "number"},
+		reflect.TypeFor[json.RawMessage](): {Types: []string{"null", "boolean", "object", "array", "number", "string"}},
+		reflect.TypeFor[[]byte]():          {Types: []string{"null", "string"}, ContentEncoding: "base64"},
+	}}
 }
 
 // decodeArgs decodes a tool's arguments into In through their JSON text.
