@@ -61,6 +61,15 @@ func (h *stateRun) toolSet(cfg *states.ToolsConfig, denied *string) *agents.Tool
 			maps.Copy(merged, input)
 			input = merged
 		}
+		if cfg.Before != nil {
+			verdict, err := h.toolHook(ctx, cfg.Before, "Before", name, map[string]any{"tool": name, "input": anyMap(input)})
+			if err != nil {
+				return nil, err
+			}
+			if in, ok := verdict["input"].(map[string]any); ok {
+				input = in
+			}
+		}
 		v, checked := cfg.Validation[name]
 		if checked && v.Input != nil {
 			if err := v.Input.Validate(anyMap(input)); err != nil {
@@ -76,6 +85,18 @@ func (h *stateRun) toolSet(cfg *states.ToolsConfig, denied *string) *agents.Tool
 		out, err := call(cctx, input)
 		if ctx.Err() == nil && errors.Is(context.Cause(cctx), errToolTimeout) {
 			return nil, asl.Errorf(asl.ErrTimeout, "state '%s': the tool %q did not answer within %s (Tools.Timeout)", h.name(), name, cfg.Timeout)
+		}
+		if err == nil && cfg.After != nil {
+			if out, err = jsonvalue.Normalize(out); err != nil {
+				return nil, asl.Errorf(asl.ErrAgentToolError, "state '%s': the result of tool %q is not JSON: %v", h.name(), name, err)
+			}
+			verdict, herr := h.toolHook(ctx, cfg.After, "After", name, map[string]any{"tool": name, "input": anyMap(input), "output": out})
+			if herr != nil {
+				return nil, herr
+			}
+			if rewritten, ok := verdict["output"]; ok {
+				out = rewritten
+			}
 		}
 		if err != nil || !checked {
 			return out, err
@@ -257,4 +278,34 @@ func sanitize(v any) any {
 		return out
 	}
 	return v
+}
+
+// toolHook calls a Tools hook (when is "Before" or "After") with what it
+// is about (call, which gets the hook's Parameters too) and returns its
+// verdict: an object, empty when it answered null. {"allow": false,
+// "reason"} vetoes the tool call (Agent.ToolError naming the hook); an
+// answer that is neither an object nor null is Agent.InvalidOutput.
+func (h *stateRun) toolHook(ctx context.Context, hook *states.ToolHook, when, tool string, call map[string]any) (map[string]any, error) {
+	if hook.Parameters != nil {
+		call["parameters"] = hook.Parameters
+	}
+	out, _, err := h.callAgent(ctx, &states.Task{Agent: hook.Agent}, "tool-hook-"+strings.ToLower(when)+"/"+tool+"/"+hook.Agent, call, nil, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return map[string]any{}, nil
+	}
+	verdict, ok := out.(map[string]any)
+	if !ok {
+		return nil, asl.Errorf(asl.ErrAgentInvalidOutput, "state '%s': the Tools.Hooks.%s agent %q answered %s for tool %q: want an object ({\"allow\": false, \"reason\"} to veto, {\"input\"} or {\"output\"} to rewrite) or null", h.name(), when, hook.Agent, jsonvalue.TypeName(out), tool)
+	}
+	if allow, ok := verdict["allow"].(bool); ok && !allow {
+		reason, _ := verdict["reason"].(string)
+		if reason == "" {
+			reason = "no reason given"
+		}
+		return nil, asl.Errorf(asl.ErrAgentToolError, "state '%s': the Tools.Hooks.%s agent %q vetoed the call of tool %q: %s", h.name(), when, hook.Agent, tool, reason)
+	}
+	return verdict, nil
 }

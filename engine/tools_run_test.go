@@ -120,3 +120,68 @@ func TestToolsParametersAndValidation(t *testing.T) {
 		t.Errorf("the tool got %v, want the defaults under its arguments", got)
 	}
 }
+
+// TestToolsHooks: a Before hook may let a call go on, rewrite its input
+// or veto it; an After hook may rewrite its output or withhold it; a hook
+// that answers something else fails the call naming it.
+func TestToolsHooks(t *testing.T) {
+	var got map[string]any
+	a := agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
+		in := req.Input.(map[string]any)
+		return req.Tools.Run(ctx, "search", in, func(_ context.Context, args map[string]any) (any, error) {
+			got = args
+			return map[string]any{"hits": 3, "q": args["q"]}, nil
+		})
+	})
+	before := agents.Func(func(_ context.Context, req *agents.Request) (any, error) {
+		call := req.Input.(map[string]any)
+		q := call["input"].(map[string]any)["q"]
+		switch q {
+		case "secret":
+			return map[string]any{"allow": false, "reason": "not that"}, nil
+		case "rewrite":
+			return map[string]any{"input": map[string]any{"q": "rewritten", "by": call["parameters"]}}, nil
+		case "odd":
+			return "yes", nil
+		}
+		return nil, nil
+	})
+	after := agents.Func(func(_ context.Context, req *agents.Request) (any, error) {
+		call := req.Input.(map[string]any)
+		if call["input"].(map[string]any)["q"] == "hide" {
+			return map[string]any{"allow": false, "reason": "withheld"}, nil
+		}
+		out := call["output"].(map[string]any)
+		return map[string]any{"output": map[string]any{"hits": out["hits"], "checked": true}}, nil
+	})
+	def := `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"A","Tools":{"Hooks":{
+	  "Before":{"Agent":"Before","Parameters":{"policy":"p1"}},"After":{"Agent":"After"}}},"End":true}}}`
+	as := map[string]agents.Agent{"A": a, "Before": before, "After": after}
+	for _, tc := range []struct {
+		q, want string
+		fails   asl.ErrorName
+		cause   string
+	}{
+		{"go", `{"hits":3,"checked":true}`, "", ""},
+		{"rewrite", `{"hits":3,"checked":true}`, "", ""},
+		{"secret", "", asl.ErrAgentToolError, `vetoed the call of tool "search": not that`},
+		{"hide", "", asl.ErrAgentToolError, "withheld"},
+		{"odd", "", asl.ErrAgentInvalidOutput, "Tools.Hooks.Before"},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			got = nil
+			res := execute(t, def, `{"q":"`+tc.q+`"}`, as)
+			if tc.fails != "" {
+				wantError(t, res, tc.fails, tc.cause)
+				if tc.q == "secret" && got != nil {
+					t.Errorf("a vetoed tool ran with %v", got)
+				}
+				return
+			}
+			wantOutput(t, res, tc.want)
+			if tc.q == "rewrite" && fmt.Sprint(got) != "map[by:map[policy:p1] q:rewritten]" {
+				t.Errorf("the tool got %v, want the Before hook's input", got)
+			}
+		})
+	}
+}

@@ -134,6 +134,9 @@ type ToolsConfig struct {
 	Parameters map[string]map[string]any
 	// Validation maps a tool name to the checks of its calls.
 	Validation map[string]ToolValidation
+	// Before and After are the hooks run around every tool call; nil
+	// when absent.
+	Before, After *ToolHook
 
 	// categories is the workflow's ToolCategories, set by Parse.
 	categories map[string][]string
@@ -446,7 +449,15 @@ func (p *parser) contextConfig(o *object, key string) *ContextConfig {
 
 // toolsUnsupported are Tools fields the spec names without semantics this
 // engine can honour.
-var toolsUnsupported = []string{"Sandboxed", "Sandbox", "FileSystem", "Domains", "Hooks", "Network", "Audit"}
+var toolsUnsupported = []string{"Sandboxed", "Sandbox", "FileSystem", "Domains", "Network", "Audit"}
+
+// ToolHook is one of Tools.Hooks: an agent called around every tool call
+// (with Parameters as part of its input) that may let it go on, rewrite
+// it or veto it.
+type ToolHook struct {
+	Agent      string
+	Parameters map[string]any
+}
 
 // ToolValidation is the Validation of one tool's calls.
 type ToolValidation struct {
@@ -474,6 +485,13 @@ func (p *parser) tools(o *object, key string) *ToolsConfig {
 	to.unsupported(key, toolsUnsupported...)
 	t.Parameters = p.toolParameters(to)
 	t.Validation = p.toolValidation(to)
+	if ho, _ := to.child("Hooks", "Hooks"); ho != nil {
+		t.Before, t.After = p.toolHook(ho, "Before"), p.toolHook(ho, "After")
+		if t.Before == nil && t.After == nil && len(ho.m) == 0 {
+			ho.errorf("", "Hooks needs Before or After")
+		}
+		ho.done("Hooks")
+	}
 	lo, _ := to.child("RateLimits", "RateLimits")
 	if lo == nil {
 		return t
@@ -843,4 +861,23 @@ func (o *object) size(key string) int64 {
 		return n * mult
 	}
 	return bad()
+}
+
+// toolHook reads Hooks.Before or Hooks.After: {Agent, Parameters}.
+func (p *parser) toolHook(ho *object, key string) *ToolHook {
+	o, _ := ho.child(key, "a tool hook")
+	if o == nil {
+		return nil
+	}
+	defer o.done("a tool hook")
+	h := &ToolHook{}
+	h.Agent, _ = o.name("Agent", true)
+	if v, ok := o.get("Parameters"); ok {
+		params, isObj := v.(map[string]any)
+		if !isObj {
+			o.errorf("Parameters", "Parameters must be an object, not %s", jsonvalue.TypeName(v))
+		}
+		h.Parameters = params
+	}
+	return h
 }

@@ -54,6 +54,14 @@ func (m *Machine) agentRefs(prefix string, out *[]AgentRef) {
 			if c := s.Context; c != nil && c.Summarize != nil {
 				add("Context.Summarize.Using", c.Summarize.Using)
 			}
+			if t := s.Tools; t != nil {
+				if t.Before != nil {
+					add("Tools.Hooks.Before.Agent", t.Before.Agent)
+				}
+				if t.After != nil {
+					add("Tools.Hooks.After.Agent", t.After.Agent)
+				}
+			}
 			if g := s.Guardrails; g != nil {
 				for _, set := range []struct {
 					name string
