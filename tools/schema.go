@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -316,10 +317,14 @@ func show(v any) string {
 	if err != nil {
 		return fmt.Sprintf("%v", v)
 	}
-	if len(data) > 80 {
-		return string(data[:77]) + "..."
+	if len(data) <= 80 {
+		return string(data)
 	}
-	return string(data)
+	cut := 77
+	for cut > 0 && !utf8.RuneStart(data[cut]) {
+		cut--
+	}
+	return string(data[:cut]) + "..."
 }
 
 // ratString writes a schema bound: exactly when it is an integer, else as

@@ -217,9 +217,13 @@ func (t *Tool) ValidateOutput(v any) error {
 	}
 	doc, err := jsonvalue.Normalize(v)
 	if err != nil {
-		return &asl.Error{Name: asl.ErrAgentInvalidOutput, Cause: fmt.Sprintf("tool %q: its result is not a JSON value: %v", t.Name, err), Err: err}
+		return notJSON(t.Name, err)
 	}
 	return t.validate(s, doc, true)
+}
+
+func notJSON(name string, err error) error {
+	return &asl.Error{Name: asl.ErrAgentInvalidOutput, Cause: fmt.Sprintf("tool %q: its result is not a JSON value: %v", name, err), Err: err}
 }
 
 // schema returns the compiled input or output schema, nil when there is
@@ -277,10 +281,16 @@ func (t *Tool) Run(ctx context.Context, req *agents.Request, input map[string]an
 		return nil, callError(ctx, t.Name, err)
 	}
 	if out, err = jsonvalue.Normalize(out); err != nil {
-		return nil, &asl.Error{Name: asl.ErrAgentInvalidOutput, Cause: fmt.Sprintf("tool %q: its result is not a JSON value: %v", t.Name, err), Err: err}
+		return nil, notJSON(t.Name, err)
 	}
-	if err := t.ValidateOutput(out); err != nil {
+	s, err := t.schema(true)
+	if err != nil {
 		return nil, err
+	}
+	if s != nil {
+		if err := t.validate(s, out, true); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

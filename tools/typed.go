@@ -66,7 +66,7 @@ func Typed[In, Out any](name, description string, fn func(ctx context.Context, i
 			}
 			norm, err := jsonvalue.Normalize(res)
 			if err != nil {
-				return nil, &asl.Error{Name: asl.ErrAgentInvalidOutput, Cause: fmt.Sprintf("tool %q: its result is not a JSON value: %v", name, err), Err: err}
+				return nil, notJSON(name, err)
 			}
 			return norm, nil
 		},
