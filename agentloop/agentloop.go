@@ -28,6 +28,7 @@ import (
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/models"
+	"github.com/aslrun/aslrun/tools"
 )
 
 // DefaultMaxTurns is Config.MaxTurns when it is zero.
@@ -46,22 +47,6 @@ type Model struct {
 	Config models.Config
 }
 
-// Tool is a tool the model may call.
-type Tool struct {
-	// Name is the name the model calls it by: letters, digits, '_', '-'
-	// and '.', 1 to 64 of them.
-	Name        string
-	Description string
-	// Schema is the JSON Schema (an object) of its arguments; nil means
-	// any object.
-	Schema json.RawMessage
-	// Call runs it with the call's request and the arguments the model
-	// gave (a decoded JSON object). Its result is sent back to the model
-	// (a string as it is, anything else as JSON); an error is sent back as
-	// the tool's error, for the model to recover from.
-	Call func(ctx context.Context, req *agents.Request, args map[string]any) (any, error)
-}
-
 // Config configures a loop.
 type Config struct {
 	// Models are the models the loop may use, by name; Model names the one
@@ -70,9 +55,10 @@ type Config struct {
 	Model  string
 	// System is the system prompt.
 	System string
-	// Tools are the tools the model may call; a call's Request.Tools
-	// (the Task's Tools block) narrows them further.
-	Tools []Tool
+	// Tools are the tools the model may call (tools.Tool: each checked,
+	// its arguments and result validated against its schemas); a call's
+	// Request.Tools (the Task's Tools block) narrows them further.
+	Tools []tools.Tool
 	// MaxTurns bounds the model turns of one call; 0 means DefaultMaxTurns.
 	MaxTurns int
 	// Generation holds the sampling settings; a Task's Generation
@@ -88,7 +74,7 @@ type Config struct {
 // Agent is the loop; New makes one.
 type Agent struct {
 	cfg    Config
-	tools  map[string]*Tool
+	tools  map[string]*tools.Tool
 	result *jsonschema.Schema // ResultSchema compiled
 }
 
@@ -106,7 +92,8 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxTurns == 0 {
 		cfg.MaxTurns = DefaultMaxTurns
 	}
-	a := &Agent{cfg: cfg, tools: make(map[string]*Tool, len(cfg.Tools))}
+	cfg.Tools = slices.Clone(cfg.Tools) // Check keeps compiled schemas in them
+	a := &Agent{cfg: cfg, tools: make(map[string]*tools.Tool, len(cfg.Tools))}
 	if len(cfg.ResultSchema) > 0 {
 		s, err := compileSchema(cfg.ResultSchema)
 		if err != nil {
@@ -115,34 +102,16 @@ func New(cfg Config) (*Agent, error) {
 		a.result, a.cfg.JSON = s, true
 	}
 	for i := range cfg.Tools {
-		t := &cfg.Tools[i]
-		if !validToolName(t.Name) {
-			return nil, fmt.Errorf("agentloop: tool %q: a name is 1 to 64 letters, digits, '_', '-' and '.'", t.Name)
+		t := &a.cfg.Tools[i]
+		if err := t.Check(); err != nil {
+			return nil, fmt.Errorf("agentloop: %w", err)
 		}
 		if _, dup := a.tools[t.Name]; dup {
 			return nil, fmt.Errorf("agentloop: tool %q given twice", t.Name)
 		}
-		if t.Call == nil {
-			return nil, fmt.Errorf("agentloop: tool %q has no Call", t.Name)
-		}
-		if len(t.Schema) > 0 && !json.Valid(t.Schema) {
-			return nil, fmt.Errorf("agentloop: tool %q: its schema is not JSON", t.Name)
-		}
 		a.tools[t.Name] = t
 	}
 	return a, nil
-}
-
-func validToolName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
 }
 
 // Invoke runs the loop for one call.
@@ -325,7 +294,7 @@ func (a *Agent) runTool(ctx context.Context, req *agents.Request, n, i int, c mo
 			if argsErr != nil {
 				return nil, asl.Errorf(asl.ErrAgentInvalidInput, "tool %q: %v", c.Name, argsErr)
 			}
-			return t.Call(ctx, req, input)
+			return t.Run(ctx, req, input)
 		})
 		if err != nil {
 			return nil, err
@@ -366,7 +335,7 @@ func (a *Agent) toolSpecs(req *agents.Request) []models.ToolSpec {
 		if req.Tools != nil && !req.Tools.Allows(t.Name) {
 			continue
 		}
-		out = append(out, models.ToolSpec{Name: t.Name, Description: t.Description, Schema: t.Schema})
+		out = append(out, models.ToolSpec{Name: t.Name, Description: t.Description, Schema: t.Input})
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aslrun/aslrun/models"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
+	"github.com/aslrun/aslrun/tools"
 )
 
 // scripted is a model that answers turns from a script, by the number of
@@ -58,8 +59,8 @@ type lookups struct {
 	crash func(order string)
 }
 
-func (l *lookups) tool() agentloop.Tool {
-	return agentloop.Tool{Name: "lookup", Description: "Looks an order up.", Schema: json.RawMessage(`{"type":"object","properties":{"order":{"type":"string"}}}`),
+func (l *lookups) tool() tools.Tool {
+	return tools.Tool{Name: "lookup", Description: "Looks an order up.", Input: json.RawMessage(`{"type":"object","properties":{"order":{"type":"string"}}}`),
 		Call: func(ctx context.Context, _ *agents.Request, args map[string]any) (any, error) {
 			order, _ := args["order"].(string)
 			l.mu.Lock()
@@ -123,7 +124,7 @@ func TestModelLoopToolCalls(t *testing.T) {
 	m := &scripted{answer: lookupTurns}
 	l := &lookups{calls: map[string]int{}}
 	reg := loop(t, agentloop.Config{Models: map[string]agentloop.Model{"small": {Model: m, Config: models.Config{InputPrice: 0.001, OutputPrice: 0.002}}}, Model: "small",
-		System: "You answer about orders.", Tools: []agentloop.Tool{l.tool()}})
+		System: "You answer about orders.", Tools: []tools.Tool{l.tool()}})
 	st := store.NewMemory()
 	x := engine.New(engine.Config{Agents: reg, Store: st})
 	res, err := x.Run(context.Background(), parse(t, supportTask), "Where are A-1 and B-2?", engine.StartOptions{ID: "e"})
@@ -175,7 +176,7 @@ func TestModelLoopCrashResume(t *testing.T) {
 					once.Do(cancel)
 				}
 			}}
-			cfg := agentloop.Config{Models: map[string]agentloop.Model{"small": {Model: m}}, Model: "small", Tools: []agentloop.Tool{l.tool()}}
+			cfg := agentloop.Config{Models: map[string]agentloop.Model{"small": {Model: m}}, Model: "small", Tools: []tools.Tool{l.tool()}}
 			x := engine.New(engine.Config{Agents: loop(t, cfg), Store: st})
 			if _, err := x.Run(ctx, parse(t, supportTask), "Where are A-1 and B-2?", engine.StartOptions{ID: "e"}); !errors.Is(err, context.Canceled) {
 				t.Fatalf("run: %v, want context.Canceled", err)
@@ -271,7 +272,7 @@ func TestModelLoopLimitsAndMistakes(t *testing.T) {
 			return &models.Reply{ToolCalls: []models.ToolCall{{ID: fmt.Sprint("c", n), Name: "lookup", Arguments: json.RawMessage(`{"order":"A-1"}`)}}}, nil
 		}}
 		l := &lookups{calls: map[string]int{}}
-		x := engine.New(engine.Config{Agents: loop(t, agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", MaxTurns: 3, Tools: []agentloop.Tool{l.tool()}}), Store: store.NewMemory()})
+		x := engine.New(engine.Config{Agents: loop(t, agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", MaxTurns: 3, Tools: []tools.Tool{l.tool()}}), Store: store.NewMemory()})
 		res, err := x.Run(context.Background(), parse(t, supportTask), "loop", engine.StartOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -312,7 +313,7 @@ func TestModelLoopLimitsAndMistakes(t *testing.T) {
 	t.Run("a tool the state refuses", func(t *testing.T) {
 		m := &scripted{answer: lookupTurns}
 		l := &lookups{calls: map[string]int{}}
-		x := engine.New(engine.Config{Agents: loop(t, agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", Tools: []agentloop.Tool{l.tool()}}), Store: store.NewMemory()})
+		x := engine.New(engine.Config{Agents: loop(t, agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", Tools: []tools.Tool{l.tool()}}), Store: store.NewMemory()})
 		def := `{"StartAt":"A","States":{"A":{"Type":"Task","Agent":"Support","End":true,"Tools":{"Allowed":["search"]}}}}`
 		res, err := x.Run(context.Background(), parse(t, def), "hi", engine.StartOptions{})
 		if err != nil {
@@ -328,8 +329,8 @@ func TestModelLoopLimitsAndMistakes(t *testing.T) {
 // what is wrong.
 func TestModelLoopNew(t *testing.T) {
 	m := agentloop.Model{Model: &scripted{}}
-	tool := func(name string) agentloop.Tool {
-		return agentloop.Tool{Name: name, Call: func(context.Context, *agents.Request, map[string]any) (any, error) { return nil, nil }}
+	tool := func(name string) tools.Tool {
+		return tools.Tool{Name: name, Call: func(context.Context, *agents.Request, map[string]any) (any, error) { return nil, nil }}
 	}
 	for _, tc := range []struct {
 		name string
@@ -339,8 +340,8 @@ func TestModelLoopNew(t *testing.T) {
 		{"no models", agentloop.Config{}, "no models"},
 		{"unknown default", agentloop.Config{Models: map[string]agentloop.Model{"a": m}, Model: "b"}, `model "b"`},
 		{"negative turns", agentloop.Config{Models: map[string]agentloop.Model{"a": m}, Model: "a", MaxTurns: -1}, "MaxTurns -1"},
-		{"bad tool name", agentloop.Config{Models: map[string]agentloop.Model{"a": m}, Model: "a", Tools: []agentloop.Tool{tool("no spaces")}}, `tool "no spaces"`},
-		{"tool twice", agentloop.Config{Models: map[string]agentloop.Model{"a": m}, Model: "a", Tools: []agentloop.Tool{tool("t"), tool("t")}}, "given twice"},
+		{"bad tool name", agentloop.Config{Models: map[string]agentloop.Model{"a": m}, Model: "a", Tools: []tools.Tool{tool("no spaces")}}, `tool "no spaces"`},
+		{"tool twice", agentloop.Config{Models: map[string]agentloop.Model{"a": m}, Model: "a", Tools: []tools.Tool{tool("t"), tool("t")}}, "given twice"},
 		{"schema not JSON", agentloop.Config{Models: map[string]agentloop.Model{"a": m}, Model: "a", ResultSchema: json.RawMessage(`{`)}, "ResultSchema"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -360,7 +361,7 @@ func TestModelLoopBudget(t *testing.T) {
 			Usage: models.Usage{InputTokens: 50, OutputTokens: 10}}, nil
 	}}
 	l := &lookups{calls: map[string]int{}}
-	x := engine.New(engine.Config{Agents: loop(t, agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", Tools: []agentloop.Tool{l.tool()}}), Store: store.NewMemory()})
+	x := engine.New(engine.Config{Agents: loop(t, agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", Tools: []tools.Tool{l.tool()}}), Store: store.NewMemory()})
 	def := `{"StartAt":"A","States":{"A":{"Type":"Task","Agent":"Support","End":true,"Budget":{"MaxTokens":100}}}}`
 	res, err := x.Run(context.Background(), parse(t, def), "hi", engine.StartOptions{})
 	if err != nil {
@@ -386,10 +387,10 @@ func TestModelLoopToolGuardrails(t *testing.T) {
 				}
 				return &models.Reply{Text: "ok"}, nil
 			}}
-			owner := agentloop.Tool{Name: "owner", Call: func(context.Context, *agents.Request, map[string]any) (any, error) {
+			owner := tools.Tool{Name: "owner", Call: func(context.Context, *agents.Request, map[string]any) (any, error) {
 				return map[string]any{"owner": "mail jane@example.com"}, nil
 			}}
-			x := engine.New(engine.Config{Agents: loop(t, agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", Tools: []agentloop.Tool{owner}}), Store: store.NewMemory()})
+			x := engine.New(engine.Config{Agents: loop(t, agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", Tools: []tools.Tool{owner}}), Store: store.NewMemory()})
 			def := `{"StartAt":"A","States":{"A":{"Type":"Task","Agent":"Support","End":true,"Guardrails":{"Output":` + tc.rules + `}}}}`
 			res, err := x.Run(context.Background(), parse(t, def), "whose order?", engine.StartOptions{})
 			if err != nil {

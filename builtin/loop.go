@@ -18,6 +18,7 @@ import (
 	"github.com/aslrun/aslrun/models"
 	"github.com/aslrun/aslrun/models/anthropic"
 	"github.com/aslrun/aslrun/models/openai"
+	"github.com/aslrun/aslrun/tools"
 )
 
 // ModelsKey is the reserved key of an agents file that names the models
@@ -159,16 +160,10 @@ func (p *fieldParser) loop() *loopConfig {
 	return c
 }
 
+// validToolName reports whether s may name a tool (tools.Tool.Check).
 func validToolName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
+	t := tools.Tool{Name: s, Call: func(context.Context, *agents.Request, map[string]any) (any, error) { return nil, nil }}
+	return t.Check() == nil
 }
 
 // buildModels makes the file's models, each reaching the hosts hosts
@@ -200,22 +195,26 @@ func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agen
 	if _, ok := ms[c.model]; !ok {
 		return nil, fmt.Errorf("model %q is not in the file's Models (%s)", c.model, namesOf(ms))
 	}
-	var tools []agentloop.Tool
+	var ts []tools.Tool
 	for _, tool := range c.tools {
 		if tool == name {
 			return nil, fmt.Errorf("tool %q is the agent itself", tool)
 		}
-		tools = append(tools, agentloop.Tool{Name: tool, Description: "the agent " + tool,
-			Call: func(ctx context.Context, req *agents.Request, args map[string]any) (any, error) {
-				a, ok := reg.Lookup(tool)
-				if !ok {
-					return nil, asl.Errorf(asl.ErrAgentToolError, "tool %q: no agent of that name is registered", tool)
-				}
-				return a.Invoke(ctx, &agents.Request{Agent: tool, Execution: req.Execution, State: req.State,
-					Step: req.Step + "/" + tool, Attempt: req.Attempt, Input: args, Tools: req.Tools, OnUsage: req.OnUsage})
-			}})
+		// The agent is looked up when the model calls it: agents of the
+		// file and agents registered from Go alike.
+		t, err := tools.FromAgent(tool, "the agent "+tool, nil, agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
+			a, ok := reg.Lookup(tool)
+			if !ok {
+				return nil, asl.Errorf(asl.ErrAgentToolError, "tool %q: no agent of that name is registered", tool)
+			}
+			return a.Invoke(ctx, req)
+		}))
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, t)
 	}
-	return agentloop.New(agentloop.Config{Models: ms, Model: c.model, System: c.system, Tools: tools,
+	return agentloop.New(agentloop.Config{Models: ms, Model: c.model, System: c.system, Tools: ts,
 		MaxTurns: c.maxTurns, Generation: c.generation, JSON: c.json, ResultSchema: c.schema})
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/aslrun/aslrun/models/openai"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
+	"github.com/aslrun/aslrun/tools"
 )
 
 // toolTurns is how many turns ask for a tool before the model answers.
@@ -92,7 +93,7 @@ func BenchmarkLoop(b *testing.B) {
 		b.Fatal(err)
 	}
 	a, err := agentloop.New(agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m",
-		Tools: []agentloop.Tool{{Name: "lookup", Schema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
+		Tools: []tools.Tool{{Name: "lookup", Input: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
 			Call: func(_ context.Context, _ *agents.Request, args map[string]any) (any, error) { return lookup(args), nil }}}})
 	if err != nil {
 		b.Fatal(err)
