@@ -106,3 +106,35 @@ func TestMCPStreamableHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPStreamableHTTPSessionLost: the server forgets the session (as on
+// its restart); the call fails naming the server, and the client starts a
+// new session.
+func TestMCPStreamableHTTPSessionLost(t *testing.T) {
+	srv := testServer(func(string) {})
+	var h atomic.Pointer[sdk.StreamableHTTPHandler]
+	h.Store(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.Load().ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	// The handler that forgot the old session still holds its stream.
+	defer ts.CloseClientConnections()
+	s, err := Start(context.Background(), ServerConfig{Name: "remote", URL: ts.URL}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	changes := make(chan []tools.Tool, 1)
+	s.OnChange(func(ts []tools.Tool) { changes <- ts })
+
+	// A new handler knows none of the old sessions.
+	h.Store(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	_, err = tool(t, s, "remote.echo").Call(context.Background(), nil, map[string]any{"text": "x"})
+	t.Log(toolError(t, err))
+	waitChange(t, changes)
+	got, err := tool(t, s, "remote.echo").Call(context.Background(), nil, map[string]any{"text": "again"})
+	if err != nil || got != "again" {
+		t.Errorf("echo after a new session = %v, %v; want again", got, err)
+	}
+}

@@ -545,7 +545,8 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, name string, err 
 	if cctx.Err() != nil {
 		return asl.Errorf(asl.ErrAgentToolError, "mcp server %s: tool %s: no result within %s", s.cfg.Name, name, s.timeout())
 	}
-	if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		// The session is ending: wait for the watcher to say why.
 		select {
 		case <-c.done:
