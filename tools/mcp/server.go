@@ -104,6 +104,7 @@ type Server struct {
 	done     chan struct{}  // closed by Close
 	wg       sync.WaitGroup // watchers, restarts and re-lists
 	relistMu sync.Mutex     // one re-list at a time
+	notifyMu sync.Mutex     // held from a new list's installing to OnChange's return
 
 	mu       sync.Mutex
 	cur      *conn // nil while the server is down
@@ -133,6 +134,8 @@ func Start(ctx context.Context, cfg ServerConfig, client *http.Client, log *slog
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	cfg.Command = slices.Clone(cfg.Command)
+	cfg.Env, cfg.Header, cfg.PathArgs = maps.Clone(cfg.Env), maps.Clone(cfg.Header), maps.Clone(cfg.PathArgs)
 	if client == nil {
 		client = http.DefaultClient
 	}
@@ -291,6 +294,8 @@ func (s *Server) tool(t *sdk.Tool) (tools.Tool, error) {
 // install makes c the current session with tools, watches it and tells
 // OnChange when notify is set. It closes c instead when s is closed.
 func (s *Server) install(c *conn, ts []tools.Tool, notify bool) {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -425,6 +430,8 @@ func (s *Server) relist(c *conn) {
 		s.log.Warn("mcp tool list not updated", "error", err.Error())
 		return
 	}
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
 	s.mu.Lock()
 	if s.closed || s.cur != c {
 		s.mu.Unlock()
@@ -456,8 +463,8 @@ func (s *Server) Tools() []tools.Tool {
 
 // OnChange sets f to be called with the new list whenever the tools are
 // listed again: when the server announces a change, and after a restart.
-// Calls of f come one at a time from the goroutine that listed; f must not
-// call Close.
+// Calls of f come one at a time, in the order the lists were taken, from
+// the goroutine that listed; f must not call Close.
 func (s *Server) OnChange(f func([]tools.Tool)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
