@@ -114,6 +114,9 @@ type Server struct {
 	closed   bool
 	delay    time.Duration               // the next restart's wait
 	calls    map[*int]context.CancelFunc // calls in flight, cancelled by Close
+	// early holds a session whose tool list changed before it was
+	// installed (between its listing and its installing).
+	early *sdk.ClientSession
 }
 
 // conn is one session with the server: one process of a stdio server.
@@ -306,6 +309,11 @@ func (s *Server) install(c *conn, ts []tools.Tool, notify bool) {
 	f := s.onChange
 	s.wg.Add(1)
 	go s.watch(c)
+	if s.early == c.sess {
+		s.wg.Add(1)
+		go s.relist(c)
+	}
+	s.early = nil
 	s.mu.Unlock()
 	if notify && f != nil {
 		f(slices.Clone(ts))
@@ -410,7 +418,11 @@ func (s *Server) listChanged(_ context.Context, req *sdk.ToolListChangedRequest)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.cur
-	if s.closed || c == nil || c.sess != req.Session {
+	if s.closed {
+		return
+	}
+	if c == nil || c.sess != req.Session {
+		s.early = req.Session
 		return
 	}
 	s.wg.Add(1)
