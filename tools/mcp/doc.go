@@ -5,7 +5,7 @@
 // A server is either a local program spoken to over its standard input and
 // output (ServerConfig.Command) or a streamable HTTP endpoint
 // (ServerConfig.URL). Start connects, initializes the session and lists the
-// server's tools; each becomes a Tool named "server.tool" whose input schema
+// server's tools; each becomes a tools.Tool named "server.tool" whose input schema
 // is the server's own. A server that announces a changed tool list is
 // listed again and OnChange hears of it. A stdio server that exits, or an
 // HTTP session that ends, fails the calls in flight and every call until it
