@@ -13,6 +13,7 @@ import (
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/models"
+	"github.com/aslrun/aslrun/tools"
 )
 
 // loopFlow runs a model loop (Ask), a Go agent's plain steps (Plain),
@@ -384,14 +385,14 @@ func TestModelLoopPageAgentLoop(t *testing.T) {
 		}
 		return &models.Reply{Text: "1 + 2 = 3", StopReason: "end_turn", Usage: models.Usage{InputTokens: 20, OutputTokens: 1}}, nil
 	})
-	add := agentloop.Tool{Name: "add", Call: func(_ context.Context, _ *agents.Request, args map[string]any) (any, error) {
+	add := tools.Tool{Name: "add", Call: func(_ context.Context, _ *agents.Request, args map[string]any) (any, error) {
 		a, _ := args["a"].(json.Number).Int64()
 		b, _ := args["b"].(json.Number).Int64()
 		return a + b, nil
 	}}
 	prices := models.Config{InputPrice: 0.5, OutputPrice: 1}
 	loop, err := agentloop.New(agentloop.Config{Models: map[string]agentloop.Model{"big": {Model: limited, Config: prices}, "spare": {Model: spare, Config: prices}},
-		Model: "big", Tools: []agentloop.Tool{add}})
+		Model: "big", Tools: []tools.Tool{add}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,8 @@
 // input schema (Agent.InvalidInput naming the JSON Pointer and the rule),
 // calls it, turns a plain Go error into Agent.ToolError naming the tool,
 // and checks the result against the output schema (Agent.InvalidOutput).
-// Its signature is the model loop's, so a registered tool becomes an
-// agentloop.Tool as
-//
-//	agentloop.Tool{Name: t.Name, Description: t.Description, Schema: t.Input, Call: t.Run}
+// The model loop (agentloop) takes tools.Tool values as they are and
+// calls them through Run.
 package tools
 
 import (
