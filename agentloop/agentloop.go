@@ -75,6 +75,10 @@ type Config struct {
 type Agent struct {
 	cfg    Config
 	tools  map[string]*tools.Tool
+	// wire maps the name the model knows a tool by to the tool: the
+	// providers allow only letters, digits, '_' and '-' in a tool's name,
+	// so "fs.read_file" is sent as "fs__read_file" (wireName).
+	wire   map[string]*tools.Tool
 	result *jsonschema.Schema // ResultSchema compiled
 }
 
@@ -93,7 +97,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.MaxTurns = DefaultMaxTurns
 	}
 	cfg.Tools = slices.Clone(cfg.Tools) // Check keeps compiled schemas in them
-	a := &Agent{cfg: cfg, tools: make(map[string]*tools.Tool, len(cfg.Tools))}
+	a := &Agent{cfg: cfg, tools: make(map[string]*tools.Tool, len(cfg.Tools)), wire: make(map[string]*tools.Tool, len(cfg.Tools))}
 	if len(cfg.ResultSchema) > 0 {
 		s, err := compileSchema(cfg.ResultSchema)
 		if err != nil {
@@ -109,10 +113,19 @@ func New(cfg Config) (*Agent, error) {
 		if _, dup := a.tools[t.Name]; dup {
 			return nil, fmt.Errorf("agentloop: tool %q given twice", t.Name)
 		}
+		if other, clash := a.wire[wireName(t.Name)]; clash {
+			return nil, fmt.Errorf("agentloop: tools %q and %q would both be sent to the model as %q", other.Name, t.Name, wireName(t.Name))
+		}
 		a.tools[t.Name] = t
+		a.wire[wireName(t.Name)] = t
 	}
 	return a, nil
 }
+
+// wireName is the name a tool is sent to a model by: its name with each
+// '.' written "__" (OpenAI and Anthropic take only letters, digits, '_'
+// and '-').
+func wireName(name string) string { return strings.ReplaceAll(name, ".", "__") }
 
 // Invoke runs the loop for one call.
 func (a *Agent) Invoke(ctx context.Context, req *agents.Request) (any, error) {
@@ -281,18 +294,23 @@ func (a *Agent) runTool(ctx context.Context, req *agents.Request, n, i int, c mo
 	if args != nil {
 		input = args
 	}
-	spec := agents.StepSpec{Name: fmt.Sprintf("turn %d/tool %s", n, id), Kind: "ToolCall", Input: input, Detail: map[string]any{"turn": n, "tool": c.Name}}
+	tool := c.Name
+	if t, ok := a.wire[c.Name]; ok {
+		tool = t.Name
+	}
+	spec := agents.StepSpec{Name: fmt.Sprintf("turn %d/tool %s", n, id), Kind: "ToolCall", Input: input, Detail: map[string]any{"turn": n, "tool": tool}}
 	out, err := req.Journal(ctx, spec, func(ctx context.Context) (any, error) {
-		t, ok := a.tools[c.Name]
+		t, ok := a.wire[c.Name]
 		if !ok {
 			return nil, asl.Errorf(asl.ErrAgentToolError, "there is no tool %q (the tools are %s)", c.Name, strings.Join(a.allowedNames(req), ", "))
 		}
+		name := t.Name
 		// The state's Tools: a tool outside them fails the call
 		// (States.Permissions, recorded by the engine); rate limits wait;
 		// its Timeout bounds the call.
-		out, err := req.Tools.Run(ctx, c.Name, args, func(ctx context.Context, input map[string]any) (any, error) {
+		out, err := req.Tools.Run(ctx, name, args, func(ctx context.Context, input map[string]any) (any, error) {
 			if argsErr != nil {
-				return nil, asl.Errorf(asl.ErrAgentInvalidInput, "tool %q: %v", c.Name, argsErr)
+				return nil, asl.Errorf(asl.ErrAgentInvalidInput, "tool %q: %v", name, argsErr)
 			}
 			return t.Run(ctx, req, input)
 		})
@@ -301,7 +319,7 @@ func (a *Agent) runTool(ctx context.Context, req *agents.Request, n, i int, c mo
 		}
 		// The state's output guardrails see every tool result before the
 		// model does.
-		return req.CheckToolResult(ctx, c.Name, out)
+		return req.CheckToolResult(ctx, name, out)
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -335,7 +353,7 @@ func (a *Agent) toolSpecs(req *agents.Request) []models.ToolSpec {
 		if req.Tools != nil && !req.Tools.Allows(t.Name) {
 			continue
 		}
-		out = append(out, models.ToolSpec{Name: t.Name, Description: t.Description, Schema: t.Input})
+		out = append(out, models.ToolSpec{Name: wireName(t.Name), Description: t.Description, Schema: t.Input})
 	}
 	return out
 }

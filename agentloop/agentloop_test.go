@@ -473,3 +473,36 @@ func TestModelLoopBudgetFallback(t *testing.T) {
 		t.Errorf("%d %s events, want 1", n, engine.EventBudgetFallback)
 	}
 }
+
+// TestModelLoopWireNames: a tool whose name has a '.' (an MCP server's
+// "fs.read") is offered to the model as "fs__read", which the providers
+// accept, and the model's call of that name runs it under its own name
+// (the state's Tools and the history say "fs.read"); two tools that would
+// share a wire name are refused.
+func TestModelLoopWireNames(t *testing.T) {
+	m := &scripted{answer: func(n int) (*models.Reply, error) {
+		if n == 1 {
+			return &models.Reply{ToolCalls: []models.ToolCall{{ID: "c1", Name: "fs__read", Arguments: json.RawMessage(`{}`)}}}, nil
+		}
+		return &models.Reply{Text: "read"}, nil
+	}}
+	read := tools.Tool{Name: "fs.read", Call: func(context.Context, *agents.Request, map[string]any) (any, error) { return "contents", nil }}
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Agents: loop(t, agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", Tools: []tools.Tool{read}}), Store: st})
+	def := `{"StartAt":"A","States":{"A":{"Type":"Task","Agent":"Support","Tools":{"Allowed":["fs.read"]},"End":true}}}`
+	res, err := x.Run(context.Background(), parse(t, def), "read it", engine.StartOptions{ID: "e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "read" || m.turns[0].Tools[0].Name != "fs__read" || m.turns[1].Messages[2].Content != "contents" {
+		t.Fatalf("%s %v (%s); offered %v; told %q", res.Status, res.Output, res.Cause, m.turns[0].Tools, m.turns[1].Messages[2].Content)
+	}
+	calls := events(t, st, "e", "ToolCallSucceeded")
+	if len(calls) != 1 || calls[0].Detail.(map[string]any)["tool"] != "fs.read" {
+		t.Errorf("tool call events %+v", calls)
+	}
+	clash := tools.Tool{Name: "fs__read", Call: read.Call}
+	if _, err := agentloop.New(agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", Tools: []tools.Tool{read, clash}}); err == nil || !strings.Contains(err.Error(), "both be sent") {
+		t.Errorf("New with clashing wire names = %v", err)
+	}
+}
