@@ -73,8 +73,8 @@ type Config struct {
 
 // Agent is the loop; New makes one.
 type Agent struct {
-	cfg    Config
-	tools  map[string]*tools.Tool
+	cfg   Config
+	tools map[string]*tools.Tool
 	// wire maps the name the model knows a tool by to the tool: the
 	// providers allow only letters, digits, '_' and '-' in a tool's name,
 	// so "fs.read_file" is sent as "fs__read_file" (wireName).
