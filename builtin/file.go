@@ -17,6 +17,7 @@ import (
 	"github.com/aslrun/aslrun/itemio"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/models"
+	"github.com/aslrun/aslrun/tools/mcp"
 )
 
 // maxFileSeconds is the largest TimeoutSeconds an agents file accepts.
@@ -105,6 +106,10 @@ type AgentsFile struct {
 	hosts egress.Config
 	// models is the file's "Models".
 	models map[string]models.Config
+	// mcp is the file's "MCPServers", and started the servers Register
+	// started (Close stops them).
+	mcp     map[string]mcpConfig
+	started map[string]*mcp.Server
 	// raw is the decoded file, for Resolved.
 	raw map[string]any
 }
@@ -178,6 +183,12 @@ func ParseAgentsFile(data []byte) (*AgentsFile, error) {
 			}
 			continue
 		}
+		if name == MCPServersKey {
+			if f.mcp, err = parseMCPServers(ptr, top[name]); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if name == ModelsKey {
 			if f.models, err = parseModels(ptr, top[name]); err != nil {
 				return nil, err
@@ -198,6 +209,13 @@ func ParseAgentsFile(data []byte) (*AgentsFile, error) {
 		if l := f.agents[name].loop; l != nil {
 			if _, ok := f.models[l.model]; !ok {
 				return nil, fileErrorf("/"+jsonvalue.EscapePointer(name)+"/Model", "model %q is not in the file's %s", l.model, ModelsKey)
+			}
+			for i, t := range l.tools {
+				if server, _, isMCP := strings.Cut(t, "."); isMCP {
+					if _, ok := f.mcp[server]; !ok {
+						return nil, fileErrorf(fmt.Sprintf("/%s/Tools/%d", jsonvalue.EscapePointer(name), i), "%q names the MCP server %q, which the file's %s does not declare", t, server, MCPServersKey)
+					}
+				}
 			}
 		}
 	}
@@ -235,11 +253,31 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 			return fmt.Errorf("agents file: %s: %w", ModelsKey, err)
 		}
 	}
+	var needed []string
+	for _, name := range f.names {
+		if l := f.agents[name].loop; l != nil {
+			for _, t := range l.tools {
+				if server, _, isMCP := strings.Cut(t, "."); isMCP {
+					needed = append(needed, server)
+				}
+			}
+		}
+	}
+	servers, err := startMCP(f.mcp, needed, base, hosts, logger)
+	if err != nil {
+		return fmt.Errorf("agents file: %s: %w", MCPServersKey, err)
+	}
+	registered := false
+	defer func() {
+		if !registered {
+			closeAll(servers)
+		}
+	}()
 	for i, name := range f.names {
 		var a agents.Agent
 		var err error
 		if l := f.agents[name].loop; l != nil {
-			a, err = l.build(name, ms, reg)
+			a, err = l.build(name, ms, reg, servers)
 		} else {
 			a, err = f.agents[name].build(base, logger, hosts)
 		}
@@ -277,6 +315,13 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 		if err := reg.RegisterResource(key, f.resources[key]); err != nil {
 			return fmt.Errorf("agents file: %w", err)
 		}
+	}
+	registered = true
+	if len(servers) > 0 {
+		if f.started == nil {
+			f.started = make(map[string]*mcp.Server)
+		}
+		maps.Copy(f.started, servers)
 	}
 	return nil
 }

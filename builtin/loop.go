@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 
 	asl "github.com/aslrun/aslrun"
@@ -19,6 +20,7 @@ import (
 	"github.com/aslrun/aslrun/models/anthropic"
 	"github.com/aslrun/aslrun/models/openai"
 	"github.com/aslrun/aslrun/tools"
+	"github.com/aslrun/aslrun/tools/mcp"
 )
 
 // ModelsKey is the reserved key of an agents file that names the models
@@ -153,6 +155,9 @@ func (p *fieldParser) loop() *loopConfig {
 	c.generation.MaxTokens = p.integer("MaxTokens", 1, 1_000_000)
 	c.generation.StopSequences = p.strList("StopSequences")
 	for i, name := range c.tools {
+		if server, rest, ok := strings.Cut(name, "."); ok && rest == "*" && validServerName(server) {
+			continue // every tool of an MCP server
+		}
 		if !validToolName(name) {
 			p.fail(fmt.Sprintf("Tools/%d", i), "%q is not a tool name: 1 to 64 letters, digits, '_', '-' and '.'", name)
 		}
@@ -191,12 +196,15 @@ func buildModels(cfgs map[string]models.Config, hosts *egress.Policy) (map[strin
 
 // buildLoop makes a loop agent: its tools are agents of reg, looked up
 // when the model calls them (so Go agents and agents of the file alike).
-func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agents.Registry) (agents.Agent, error) {
+func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agents.Registry, servers map[string]*mcp.Server) (agents.Agent, error) {
 	if _, ok := ms[c.model]; !ok {
 		return nil, fmt.Errorf("model %q is not in the file's Models (%s)", c.model, namesOf(ms))
 	}
-	var ts []tools.Tool
-	for _, tool := range c.tools {
+	ts, agentTools, err := mcpTools(c.tools, servers)
+	if err != nil {
+		return nil, err
+	}
+	for _, tool := range agentTools {
 		if tool == name {
 			return nil, fmt.Errorf("tool %q is the agent itself", tool)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aslrun/aslrun/agents"
@@ -157,7 +159,14 @@ func (f agentFlags) load(c *cmdContext) (*agents.Registry, []byte, string, error
 // was started with; the agents of an agents file may reach the hosts
 // stored with it (its Hosts, joined with the flags it was started with)
 // and those hosts adds (the flags of the process continuing it).
+//
+// The agents of one agents file are built once per process and shared by
+// the executions that were started with it: building them starts the
+// file's MCP servers, which then serve every such execution until the
+// process ends.
 func agentsOf(hosts egress.Config) func(e *engine.Execution) (*agents.Registry, error) {
+	var mu sync.Mutex
+	built := make(map[[sha256.Size]byte]*agents.Registry)
 	return func(e *engine.Execution) (*agents.Registry, error) {
 		switch e.AgentsKind {
 		case "":
@@ -165,8 +174,17 @@ func agentsOf(hosts egress.Config) func(e *engine.Execution) (*agents.Registry, 
 		case "mock":
 			return mockAgents(e.Agents, "the execution's mock file")
 		case "agents":
+			key := sha256.Sum256(e.Agents)
+			mu.Lock()
+			defer mu.Unlock()
+			if reg, ok := built[key]; ok {
+				return reg, nil
+			}
 			// Stored resolved: every path in it is absolute.
 			reg, _, err := fileAgents(e.Agents, "the execution's agents file", "", hosts)
+			if err == nil {
+				built[key] = reg
+			}
 			return reg, err
 		}
 		return nil, fmt.Errorf("execution %s was started with %s agents, which this version cannot rebuild", e.ID, e.AgentsKind)
