@@ -508,6 +508,10 @@ func (f *AgentsFile) Resolved(baseDir string) ([]byte, error) {
 		if name == HostsKey {
 			continue // written below, with what WithHosts added
 		}
+		if name == MCPServersKey {
+			out[name] = resolvedMCP(v.(map[string]any), base)
+			continue
+		}
 		fa := f.agents[name]
 		if fa.exec == nil {
 			out[name] = v

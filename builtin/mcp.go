@@ -200,3 +200,29 @@ func (f *AgentsFile) Close() error {
 	f.started = nil
 	return errors.Join(errs...)
 }
+
+// resolvedMCP is the file's MCPServers with each stdio server's Dir made
+// absolute against base, and a Command program given as a relative path
+// with a slash joined to it, as startMCP resolves them.
+func resolvedMCP(servers map[string]any, base string) map[string]any {
+	out := make(map[string]any, len(servers))
+	for name, v := range servers {
+		obj, _ := v.(map[string]any)
+		words, isCmd := obj["Command"].([]any)
+		if !isCmd || len(words) == 0 {
+			out[name] = v
+			continue
+		}
+		obj = maps.Clone(obj)
+		dir, _ := obj["Dir"].(string)
+		dir = resolveDir(base, dir)
+		obj["Dir"] = dir
+		if prog, _ := words[0].(string); strings.ContainsRune(prog, '/') && !filepath.IsAbs(prog) {
+			words = slices.Clone(words)
+			words[0] = filepath.Join(dir, prog)
+			obj["Command"] = words
+		}
+		out[name] = obj
+	}
+	return out
+}

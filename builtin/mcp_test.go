@@ -138,3 +138,40 @@ func TestMCPServersFileErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPServersResolved: the agents file stored with an execution has
+// each stdio server's Dir and relative program made absolute, so that a
+// resume from another directory starts the same server.
+func TestMCPServersResolved(t *testing.T) {
+	f, err := builtin.ParseAgentsFile([]byte(`{"MCPServers": {
+	  "local": {"Command": ["./bin/server", "--root", "data"], "Dir": "srv"},
+	  "npx":   {"Command": ["npx", "some-server"]},
+	  "web":   {"URL": "https://mcp.example.com/mcp"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := f.Resolved("/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		MCPServers map[string]struct {
+			Command []string
+			Dir     string
+			URL     string
+		}
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	local, npx, web := got.MCPServers["local"], got.MCPServers["npx"], got.MCPServers["web"]
+	if local.Dir != "/base/srv" || local.Command[0] != "/base/srv/bin/server" || local.Command[2] != "data" {
+		t.Errorf("local: %+v", local)
+	}
+	if npx.Dir != "/base" || npx.Command[0] != "npx" {
+		t.Errorf("npx: %+v", npx)
+	}
+	if web.URL != "https://mcp.example.com/mcp" || web.Dir != "" {
+		t.Errorf("web: %+v", web)
+	}
+}
