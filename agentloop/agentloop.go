@@ -99,7 +99,7 @@ func New(cfg Config) (*Agent, error) {
 	cfg.Tools = slices.Clone(cfg.Tools) // Check keeps compiled schemas in them
 	a := &Agent{cfg: cfg, tools: make(map[string]*tools.Tool, len(cfg.Tools)), wire: make(map[string]*tools.Tool, len(cfg.Tools))}
 	if len(cfg.ResultSchema) > 0 {
-		s, err := compileSchema(cfg.ResultSchema)
+		s, err := tools.CompileSchema(cfg.ResultSchema)
 		if err != nil {
 			return nil, fmt.Errorf("agentloop: ResultSchema: %w", err)
 		}
@@ -459,30 +459,6 @@ func (a *Agent) answer(req *agents.Request, text string) (any, error) {
 		}
 	}
 	return v, nil
-}
-
-// compileSchema compiles a JSON Schema (2020-12 unless it says otherwise)
-// that refers to no other document.
-func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonvalue.Decode(raw)
-	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noLoader{})
-	const url = "urn:aslrun:result-schema"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
-}
-
-// noLoader refuses every reference to another document.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("the schema may not refer to another document (%s)", url)
 }
 
 // asError is a model's failure as the ASL error it raises.

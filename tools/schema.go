@@ -37,6 +37,23 @@ func (noLoader) Load(url string) (any, error) {
 
 var printer = message.NewPrinter(language.English)
 
+// CompileSchema compiles a JSON Schema as a tool's are compiled (2020-12
+// unless its $schema names another draft the validator knows, no
+// reference to another document), for other schemas of a tool's world
+// (a model loop's ResultSchema); the error names the JSON Pointer of the
+// first problem.
+func CompileSchema(raw []byte) (*jsonschema.Schema, error) {
+	s, problems := compileSchema(raw, false)
+	if len(problems) > 0 {
+		p := problems[0]
+		if p.Pointer != "" {
+			return nil, fmt.Errorf("at %s: %s", p.Pointer, p.Msg)
+		}
+		return nil, errors.New(p.Msg)
+	}
+	return s, nil
+}
+
 // compileSchema compiles a tool's schema (JSON Schema 2020-12 unless its
 // $schema names another draft the validator knows). Nil raw is no schema.
 // An input schema must be an object whose type, if given, is "object".
