@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +60,10 @@ type Config struct {
 	// its arguments and result validated against its schemas); a call's
 	// Request.Tools (the Task's Tools block) narrows them further.
 	Tools []tools.Tool
+	// Dynamic, when set, gives more tools at the start of every call (an
+	// MCP server's list as it is now); they must have passed Check. One
+	// whose name or wire name a tool of Tools has is left out.
+	Dynamic func() []tools.Tool
 	// MaxTurns bounds the model turns of one call; 0 means DefaultMaxTurns.
 	MaxTurns int
 	// Generation holds the sampling settings; a Task's Generation
@@ -143,7 +148,8 @@ func (a *Agent) Invoke(ctx context.Context, req *agents.Request) (any, error) {
 			return nil, asl.Errorf(asl.ErrAgentModelError, "agent %s: model %q is not in the agents file's Models (%s)", req.Agent, n, strings.Join(a.modelNames(), ", "))
 		}
 	}
-	turn := models.Turn{System: a.cfg.System, Tools: a.toolSpecs(req), Generation: a.generation(req), ResultSchema: a.cfg.ResultSchema}
+	ts := a.toolset()
+	turn := models.Turn{System: a.cfg.System, Tools: a.toolSpecs(req, ts), Generation: a.generation(req), ResultSchema: a.cfg.ResultSchema}
 	for n := 1; n <= a.cfg.MaxTurns; n++ {
 		// A budget the call has used up: the turn is not sent.
 		if err := req.CheckBudget(); err != nil {
@@ -158,7 +164,7 @@ func (a *Agent) Invoke(ctx context.Context, req *agents.Request) (any, error) {
 			return a.answer(req, reply.Text)
 		}
 		msgs = append(msgs, models.Message{Role: models.RoleAssistant, Content: reply.Text, ToolCalls: reply.ToolCalls})
-		results, err := a.runTools(ctx, req, n, reply.ToolCalls)
+		results, err := a.runTools(ctx, req, n, reply.ToolCalls, ts)
 		if err != nil {
 			return nil, err
 		}
@@ -252,13 +258,13 @@ func turnInput(t *models.Turn) map[string]any {
 
 // runTools runs turn n's tool calls at once, each a journal step, and
 // returns their results as tool messages in the calls' order.
-func (a *Agent) runTools(ctx context.Context, req *agents.Request, n int, calls []models.ToolCall) ([]models.Message, error) {
+func (a *Agent) runTools(ctx context.Context, req *agents.Request, n int, calls []models.ToolCall, ts *toolset) ([]models.Message, error) {
 	out := make([]models.Message, len(calls))
 	errs := make([]error, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		wg.Go(func() {
-			content, err := a.runTool(ctx, req, n, i, c)
+			content, err := a.runTool(ctx, req, n, i, c, ts)
 			out[i] = models.Message{Role: models.RoleTool, Content: content, ToolCallID: c.ID}
 			errs[i] = err
 		})
@@ -276,7 +282,7 @@ func (a *Agent) runTools(ctx context.Context, req *agents.Request, n int, calls 
 // a failed call), for it to recover from; a tool the state's Tools refuse
 // fails the call (States.Permissions), as a stopping run or a failed
 // commit ends it.
-func (a *Agent) runTool(ctx context.Context, req *agents.Request, n, i int, c models.ToolCall) (string, error) {
+func (a *Agent) runTool(ctx context.Context, req *agents.Request, n, i int, c models.ToolCall, ts *toolset) (string, error) {
 	id := c.ID
 	if id == "" {
 		id = strconv.Itoa(i)
@@ -295,14 +301,14 @@ func (a *Agent) runTool(ctx context.Context, req *agents.Request, n, i int, c mo
 		input = args
 	}
 	tool := c.Name
-	if t, ok := a.wire[c.Name]; ok {
+	if t, ok := ts.wire[c.Name]; ok {
 		tool = t.Name
 	}
 	spec := agents.StepSpec{Name: fmt.Sprintf("turn %d/tool %s", n, id), Kind: "ToolCall", Input: input, Detail: map[string]any{"turn": n, "tool": tool}}
 	out, err := req.Journal(ctx, spec, func(ctx context.Context) (any, error) {
-		t, ok := a.wire[c.Name]
+		t, ok := ts.wire[c.Name]
 		if !ok {
-			return nil, asl.Errorf(asl.ErrAgentToolError, "there is no tool %q (the tools are %s)", c.Name, strings.Join(a.allowedNames(req), ", "))
+			return nil, asl.Errorf(asl.ErrAgentToolError, "there is no tool %q (the tools are %s)", c.Name, strings.Join(a.allowedNames(req, ts), ", "))
 		}
 		name := t.Name
 		// The state's Tools: a tool outside them fails the call
@@ -346,10 +352,45 @@ func (a *Agent) runTool(ctx context.Context, req *agents.Request, n, i int, c mo
 	return string(data), nil
 }
 
+// toolset is the tools of one call: the agent's, and the Dynamic ones
+// as they were when the call started.
+type toolset struct {
+	list []*tools.Tool
+	wire map[string]*tools.Tool
+}
+
+// toolset gathers the tools of a call.
+func (a *Agent) toolset() *toolset {
+	ts := &toolset{wire: a.wire}
+	for i := range a.cfg.Tools {
+		ts.list = append(ts.list, &a.cfg.Tools[i])
+	}
+	if a.cfg.Dynamic == nil {
+		return ts
+	}
+	more := a.cfg.Dynamic()
+	if len(more) == 0 {
+		return ts
+	}
+	ts.wire = maps.Clone(a.wire)
+	for i := range more {
+		t := &more[i]
+		if _, taken := a.tools[t.Name]; taken {
+			continue
+		}
+		if _, taken := ts.wire[wireName(t.Name)]; taken {
+			continue
+		}
+		ts.wire[wireName(t.Name)] = t
+		ts.list = append(ts.list, t)
+	}
+	return ts
+}
+
 // toolSpecs are the tools the call may use, as the model is told of them.
-func (a *Agent) toolSpecs(req *agents.Request) []models.ToolSpec {
+func (a *Agent) toolSpecs(req *agents.Request, ts *toolset) []models.ToolSpec {
 	var out []models.ToolSpec
-	for _, t := range a.cfg.Tools {
+	for _, t := range ts.list {
 		if req.Tools != nil && !req.Tools.Allows(t.Name) {
 			continue
 		}
@@ -358,9 +399,9 @@ func (a *Agent) toolSpecs(req *agents.Request) []models.ToolSpec {
 	return out
 }
 
-func (a *Agent) allowedNames(req *agents.Request) []string {
+func (a *Agent) allowedNames(req *agents.Request, ts *toolset) []string {
 	var out []string
-	for _, t := range a.toolSpecs(req) {
+	for _, t := range a.toolSpecs(req, ts) {
 		out = append(out, t.Name)
 	}
 	if len(out) == 0 {

@@ -506,3 +506,52 @@ func TestModelLoopWireNames(t *testing.T) {
 		t.Errorf("New with clashing wire names = %v", err)
 	}
 }
+
+// TestModelLoopDynamicTools: Dynamic tools are read at the start of every
+// call, so a server's changed list reaches the next call; one that has
+// the name of a fixed tool is left out.
+func TestModelLoopDynamicTools(t *testing.T) {
+	var mu sync.Mutex
+	current := []string{"srv.a"}
+	mk := func(name string) tools.Tool {
+		tl := tools.Tool{Name: name, Call: func(context.Context, *agents.Request, map[string]any) (any, error) { return name, nil }}
+		if err := tl.Check(); err != nil {
+			t.Fatal(err)
+		}
+		return tl
+	}
+	m := &scripted{answer: func(int) (*models.Reply, error) { return &models.Reply{Text: "ok"}, nil }}
+	cfg := agentloop.Config{Models: map[string]agentloop.Model{"m": {Model: m}}, Model: "m", Tools: []tools.Tool{mk("fixed")},
+		Dynamic: func() []tools.Tool {
+			mu.Lock()
+			defer mu.Unlock()
+			var out []tools.Tool
+			for _, n := range current {
+				out = append(out, mk(n))
+			}
+			return out
+		}}
+	x := engine.New(engine.Config{Agents: loop(t, cfg)})
+	offered := func() []string {
+		var names []string
+		for _, s := range m.turns[len(m.turns)-1].Tools {
+			names = append(names, s.Name)
+		}
+		return names
+	}
+	if _, err := x.Run(context.Background(), parse(t, supportTask), "one", engine.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(offered(), ","); got != "fixed,srv__a" {
+		t.Errorf("first call offered %s", got)
+	}
+	mu.Lock()
+	current = []string{"srv.a", "srv.b", "fixed"}
+	mu.Unlock()
+	if _, err := x.Run(context.Background(), parse(t, supportTask), "two", engine.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(offered(), ","); got != "fixed,srv__a,srv__b" {
+		t.Errorf("second call offered %s", got)
+	}
+}

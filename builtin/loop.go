@@ -200,10 +200,11 @@ func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agen
 	if _, ok := ms[c.model]; !ok {
 		return nil, fmt.Errorf("model %q is not in the file's Models (%s)", c.model, namesOf(ms))
 	}
-	ts, agentTools, err := mcpTools(c.tools, servers)
+	dynamic, agentTools, err := mcpTools(c.tools, servers)
 	if err != nil {
 		return nil, err
 	}
+	var ts []tools.Tool
 	for _, tool := range agentTools {
 		if tool == name {
 			return nil, fmt.Errorf("tool %q is the agent itself", tool)
@@ -222,7 +223,7 @@ func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agen
 		}
 		ts = append(ts, t)
 	}
-	return agentloop.New(agentloop.Config{Models: ms, Model: c.model, System: c.system, Tools: ts,
+	return agentloop.New(agentloop.Config{Models: ms, Model: c.model, System: c.system, Tools: ts, Dynamic: dynamic,
 		MaxTurns: c.maxTurns, Generation: c.generation, JSON: c.json, ResultSchema: c.schema})
 }
 

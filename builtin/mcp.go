@@ -159,9 +159,16 @@ func closeAll(servers map[string]*mcp.Server) {
 }
 
 // mcpTools resolves a loop agent's Tools entries that name MCP tools
-// ("server.tool", "server.*") against the started servers; the other
-// entries are agents.
-func mcpTools(entries []string, servers map[string]*mcp.Server) (mcpTools []tools.Tool, agentNames []string, err error) {
+// ("server.tool", "server.*") against the started servers: the function
+// that lists them as the servers have them now (a list change reaches the
+// next call), and the other entries, which are agents. A named tool the
+// server does not have at start is an error.
+func mcpTools(entries []string, servers map[string]*mcp.Server) (dynamic func() []tools.Tool, agentNames []string, err error) {
+	type pick struct {
+		s    *mcp.Server
+		name string // "" for every tool
+	}
+	var picks []pick
 	for _, e := range entries {
 		server, tool, isMCP := strings.Cut(e, ".")
 		if !isMCP {
@@ -172,22 +179,33 @@ func mcpTools(entries []string, servers map[string]*mcp.Server) (mcpTools []tool
 		if !ok {
 			return nil, nil, fmt.Errorf("tool %q: no MCP server %q in the file's %s", e, server, MCPServersKey)
 		}
-		found := false
-		for _, t := range s.Tools() {
-			if tool == "*" || t.Name == e {
-				mcpTools = append(mcpTools, t)
-				found = true
-			}
+		if tool == "*" {
+			picks = append(picks, pick{s: s})
+			continue
 		}
-		if !found && tool != "*" {
-			var names []string
-			for _, t := range s.Tools() {
-				names = append(names, t.Name)
-			}
+		var names []string
+		for _, t := range s.Tools() {
+			names = append(names, t.Name)
+		}
+		if !slices.Contains(names, e) {
 			return nil, nil, fmt.Errorf("tool %q: MCP server %s has no such tool (it has %s)", e, server, strings.Join(names, ", "))
 		}
+		picks = append(picks, pick{s: s, name: e})
 	}
-	return mcpTools, agentNames, nil
+	if len(picks) == 0 {
+		return nil, agentNames, nil
+	}
+	return func() []tools.Tool {
+		var out []tools.Tool
+		for _, p := range picks {
+			for _, t := range p.s.Tools() {
+				if p.name == "" || t.Name == p.name {
+					out = append(out, t)
+				}
+			}
+		}
+		return out
+	}, agentNames, nil
 }
 
 // Close stops the MCP servers Register started; the agents it built then
