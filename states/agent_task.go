@@ -14,6 +14,7 @@ import (
 
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/tools"
 )
 
 // This file holds the agent-native blocks of a Task (and the Memory block a
@@ -781,11 +782,9 @@ func (p *parser) toolValidation(to *object) map[string]ToolValidation {
 		var v ToolValidation
 		if io, _ := o.child("Input", "Validation Input"); io != nil {
 			if s, ok := io.get("Schema"); ok {
-				schema, err := compileToolSchema(s)
+				schema, err := toolSchema(s)
 				if err != nil {
-					// The validator's last line is the innermost reason.
-					lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
-					io.errorf("Schema", "Schema does not compile as JSON Schema 2020-12: %s", strings.TrimLeft(strings.TrimSpace(lines[len(lines)-1]), "- "))
+					io.errorf("Schema", "Schema does not compile as JSON Schema 2020-12: %v", err)
 				}
 				v.Input = schema
 			} else {
@@ -804,23 +803,14 @@ func (p *parser) toolValidation(to *object) map[string]ToolValidation {
 	return out
 }
 
-// compileToolSchema compiles a tool's input schema (2020-12 unless it
-// says otherwise), refusing references to other documents.
-func compileToolSchema(v any) (*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(refuseLoader{})
-	const url = "urn:aslrun:tool-schema"
-	if err := c.AddResource(url, jsonvalue.Clone(v)); err != nil {
+// toolSchema compiles a tool's input schema as the tool registry compiles
+// tools' schemas (tools.CompileSchema).
+func toolSchema(v any) (*jsonschema.Schema, error) {
+	raw, err := jsonvalue.Marshal(v)
+	if err != nil {
 		return nil, err
 	}
-	return c.Compile(url)
-}
-
-type refuseLoader struct{}
-
-func (refuseLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("a schema may not refer to another document (%s)", url)
+	return tools.CompileSchema(raw)
 }
 
 // size reads a byte size: a whole number of bytes, or a string like
