@@ -41,6 +41,10 @@
 // that resolves to several addresses is refused as a whole when any of
 // them is refused.
 //
+// A policy can be narrowed (Policy.Narrow) by a workflow state's Tools
+// Domains: the narrowed policy allows only what both allow, so a
+// definition can never reach a host its owner did not allow.
+//
 // HTTP redirects are checked too: Policy.Client's CheckRedirect checks
 // the target before following it (and the connection to it is checked
 // again when it is dialed). Proxies from the environment (HTTP_PROXY,

@@ -69,8 +69,11 @@ func (c Config) Merge(other Config) Config {
 // with New; the zero Policy is the default policy of the zero Config. A
 // Policy is immutable and safe for concurrent use.
 type Policy struct {
-	allow  []Pattern
-	only   bool
+	allow []Pattern
+	only  bool
+	// narrow are the narrowings (Narrow) a connection must pass too, in
+	// the order they were made.
+	narrow []narrowing
 	lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)
 	dial   func(ctx context.Context, network, address string) (net.Conn, error)
 }
@@ -102,6 +105,73 @@ func (p *Policy) Allowed() []string {
 	return out
 }
 
+// narrowing is one Narrow of a policy.
+type narrowing struct {
+	what        string
+	allow, deny []Pattern
+	allowListed bool
+}
+
+// refuses says why the narrowing refuses a connection, or "".
+func (n narrowing) refuses(host string, addr netip.Addr, port uint16) string {
+	for _, pat := range n.deny {
+		if pat.matches(host, addr, port) {
+			return fmt.Sprintf("%s: it matches Denied %q", n.what, pat.String())
+		}
+	}
+	if !n.allowListed {
+		return ""
+	}
+	for _, pat := range n.allow {
+		if pat.matches(host, addr, port) {
+			return ""
+		}
+	}
+	if len(n.allow) == 0 {
+		return n.what + ": its Allowed list is empty"
+	}
+	return fmt.Sprintf("%s: it is not in Allowed %v", n.what, patternTexts(n.allow))
+}
+
+func patternTexts(ps []Pattern) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
+}
+
+// Narrow returns a policy that allows only what p allows and the
+// narrowing allows too: when allowListed, a host (by its name as written
+// or its address, as Config.Allow matches) must match one of allow (none
+// when allow is empty); and it must match none of deny. A narrowing can
+// never allow what p refuses (a nil p is the default policy). what names the narrowing in a refusal's
+// message (e.g. "the Domains of state 'Research'"). The error is a
+// *PatternError wrapped with the list and index of the pattern that
+// cannot be parsed.
+func (p *Policy) Narrow(what string, allow []string, allowListed bool, deny []string) (*Policy, error) {
+	n := narrowing{what: what, allowListed: allowListed}
+	for _, list := range []struct {
+		name string
+		in   []string
+		out  *[]Pattern
+	}{{"Allowed", allow, &n.allow}, {"Denied", deny, &n.deny}} {
+		for i, s := range list.in {
+			pat, err := ParsePattern(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s %d: %w", list.name, i, err)
+			}
+			*list.out = append(*list.out, pat)
+		}
+	}
+	var q Policy
+	if p != nil {
+		q = *p
+	}
+	q.narrow = append(slices.Clip(q.narrow), n)
+	return &q, nil
+}
+
 // DeniedError reports a connection the policy refused.
 type DeniedError struct {
 	// Host is the host as the caller named it: a name or an IP address.
@@ -114,12 +184,18 @@ type DeniedError struct {
 	// Reason is why Addr is special (SpecialRange), or "" for a public
 	// address refused because the policy is Only.
 	Reason string
+	// Narrowed, when not empty, says which narrowing of the policy
+	// (Narrow) refused the host; the policy itself would have allowed it.
+	Narrowed string
 }
 
 // Error names the host, the address, why it was refused and how to
 // allow it.
 func (e *DeniedError) Error() string {
 	hostPort := net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
+	if e.Narrowed != "" {
+		return fmt.Sprintf("host %s (%s) is refused by %s", hostPort, e.Addr, e.Narrowed)
+	}
 	why := "is not in the allowed hosts, and only they may be reached"
 	if e.Reason != "" {
 		why = "is " + e.Reason + " and not in the allowed hosts"
@@ -134,6 +210,11 @@ func (e *DeniedError) Error() string {
 func (p *Policy) Check(host string, addr netip.Addr, port uint16) error {
 	name := strings.ToLower(strings.TrimSuffix(host, "."))
 	a := addr.WithZone("").Unmap()
+	for _, n := range p.narrow {
+		if why := n.refuses(name, a, port); why != "" {
+			return &DeniedError{Host: host, Port: port, Addr: a, Narrowed: why}
+		}
+	}
 	for _, pat := range p.allow {
 		if pat.matches(name, a, port) {
 			return nil

@@ -395,3 +395,71 @@ func TestDialTriesEachAddress(t *testing.T) {
 		t.Errorf("dialed %v, want %v", fn.dialed, want)
 	}
 }
+
+func TestNarrow(t *testing.T) {
+	ip := netip.MustParseAddr
+	base := Config{Allow: []string{"localhost:8080"}}
+	tests := []struct {
+		name        string
+		allow       []string
+		allowListed bool
+		deny        []string
+		host        string
+		addr        netip.Addr
+		port        uint16
+		want        string // "" allowed, else a part of the refusal
+	}{
+		{"allowed public", []string{"*.example.com"}, true, nil, "api.example.com", ip("93.184.216.34"), 443, ""},
+		{"public not in Allowed", []string{"*.example.com"}, true, nil, "evil.test", ip("93.184.216.35"), 443, `it is not in Allowed [*.example.com]`},
+		{"empty Allowed refuses all", nil, true, nil, "api.example.com", ip("93.184.216.34"), 443, "its Allowed list is empty"},
+		{"no Allowed keeps the owner's", nil, false, nil, "api.example.com", ip("93.184.216.34"), 443, ""},
+		{"denied wins", []string{"*.example.com"}, true, []string{"admin.example.com"}, "admin.example.com", ip("93.184.216.34"), 443, `it matches Denied "admin.example.com"`},
+		{"denied by address", nil, false, []string{"93.184.216.0/24"}, "www.example.org", ip("93.184.216.34"), 443, `Denied "93.184.216.0/24"`},
+		{"cannot widen: loopback the owner did not allow", []string{"127.0.0.1"}, true, nil, "127.0.0.1", ip("127.0.0.1"), 9000, "is loopback"},
+		{"owner's loopback kept when listed", []string{"localhost"}, true, nil, "localhost", ip("127.0.0.1"), 8080, ""},
+		{"owner's loopback narrowed away", []string{"*.example.com"}, true, nil, "localhost", ip("127.0.0.1"), 8080, "not in Allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := p.Narrow("the Domains of state 'S'", tt.allow, tt.allowListed, tt.deny)
+			if err != nil {
+				t.Fatalf("Narrow: %v", err)
+			}
+			err = n.Check(tt.host, tt.addr, tt.port)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Check = %v, want nil", err)
+				}
+				return
+			}
+			var de *DeniedError
+			if !errors.As(err, &de) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Check = %v, want a *DeniedError containing %q", err, tt.want)
+			}
+			// The original policy is not changed by narrowing it.
+			if tt.name == "owner's loopback narrowed away" {
+				if err := p.Check(tt.host, tt.addr, tt.port); err != nil {
+					t.Fatalf("the narrowed policy changed the original: %v", err)
+				}
+			}
+		})
+	}
+	if _, err := (&Policy{}).Narrow("x", []string{"bad host/"}, true, nil); err == nil || !strings.Contains(err.Error(), "Allowed 0") {
+		t.Fatalf("Narrow with a bad pattern = %v, want an error naming Allowed 0", err)
+	}
+	var nilPolicy *Policy
+	n, err := nilPolicy.Narrow("x", nil, false, []string{"example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Check("example.com", ip("93.184.216.34"), 443); err == nil {
+		t.Fatal("a narrowed nil policy allowed a denied host")
+	}
+	if err := n.Check("127.0.0.1", ip("127.0.0.1"), 80); err == nil {
+		t.Fatal("a narrowed nil policy allowed loopback, which the default policy refuses")
+	}
+}
