@@ -138,6 +138,16 @@ type ToolsConfig struct {
 	// Before and After are the hooks run around every tool call; nil
 	// when absent.
 	Before, After *ToolHook
+	// Domains narrows the hosts a tool may reach; nil when absent.
+	Domains *DomainsConfig
+	// FileSystem narrows the files a tool may open; nil when absent.
+	FileSystem *FileSystemConfig
+	// Sandboxed runs the processes of tools in a sandbox, confined as
+	// Sandbox says: Sandbox is set exactly when Sandboxed is ("Sandboxed":
+	// true alone gives the defaults: Environment "process", no network,
+	// no mounts, no limits of its own).
+	Sandboxed bool
+	Sandbox   *SandboxConfig
 
 	// categories is the workflow's ToolCategories, set by Parse.
 	categories map[string][]string
@@ -448,10 +458,6 @@ func (p *parser) contextConfig(o *object, key string) *ContextConfig {
 	return c
 }
 
-// toolsUnsupported are Tools fields the spec names without semantics this
-// engine can honour.
-var toolsUnsupported = []string{"Sandboxed", "Sandbox", "FileSystem", "Domains", "Network", "Audit"}
-
 // ToolHook is one of Tools.Hooks: an agent called around every tool call
 // (with Parameters as part of its input) that may let it go on, rewrite
 // it or veto it.
@@ -483,7 +489,7 @@ func (p *parser) tools(o *object, key string) *ToolsConfig {
 	t.Denied, _ = to.names("Denied", false)
 	t.AllowedCategories, t.categoryIndex, _ = to.indexedNames("AllowedCategories", true)
 	t.Timeout, _ = to.duration("Timeout")
-	to.unsupported(key, toolsUnsupported...)
+	p.toolLimits(to, t, key)
 	t.Parameters = p.toolParameters(to)
 	t.Validation = p.toolValidation(to)
 	if ho, _ := to.child("Hooks", "Hooks"); ho != nil {
