@@ -445,3 +445,32 @@ func BenchmarkDirectTrue(b *testing.B) {
 		}
 	}
 }
+
+func TestCgroupParent(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		control string // "" means no cgroup.subtree_control file
+		want    string // a part of the message, or "" for success
+	}{
+		{"not a cgroup", "", "not a cgroup v2 directory"},
+		{"no controllers", "\n", "does not enable memory"},
+		{"memory only", "cpu memory\n", "does not enable pids"},
+		{"memory and pids", "cpu memory pids\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.control != "" {
+				if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(tc.control), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := cgroupParent(dir)
+			switch {
+			case tc.want == "" && (err != nil || got != dir):
+				t.Errorf("cgroupParent(%s) = %q, %v; want %q, nil", tc.name, got, err, dir)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("cgroupParent(%s) = %q, %v; want an error naming %q", tc.name, got, err, tc.want)
+			}
+		})
+	}
+}
