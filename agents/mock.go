@@ -37,9 +37,23 @@ type mockResponse struct {
 	// delay is how long the agent takes to answer; heartbeat how often it
 	// sends a heartbeat meanwhile (0: never).
 	delay, heartbeat time.Duration
-	// usage is reported before answering; tools are used, in order, first.
+	// usage is reported before answering; tools are used or called, in
+	// order, first.
 	usage *Usage
-	tools []string
+	tools []mockTool
+}
+
+// mockTool is one entry of a response's Tools: a tool name only used
+// (Tools.Use), or, in the object form, a call run through Tools.Run.
+type mockTool struct {
+	name string
+	// run is set by the object form: the tool is called with input, and
+	// answers output (or err) after delay.
+	run    bool
+	input  map[string]any
+	output any
+	err    *asl.Error
+	delay  time.Duration
 }
 
 // parseMockUsage reads {"InputTokens", "OutputTokens", "Tokens", "Cost"}.
@@ -179,32 +193,38 @@ func parseMockResponse(ptr, key string, v any) (mockResponse, error) {
 	if tv, ok := obj["Tools"]; ok {
 		list, isArr := tv.([]any)
 		if !isArr {
-			return r, mockErrorf(ptr+"/Tools", "Tools must be an array of tool names, not %s", jsonvalue.TypeName(tv))
+			return r, mockErrorf(ptr+"/Tools", "Tools must be an array of tool names or tool calls, not %s", jsonvalue.TypeName(tv))
 		}
 		for i, n := range list {
-			name, isStr := n.(string)
-			if !isStr || name == "" {
-				return r, mockErrorf(fmt.Sprintf("%s/Tools/%d", ptr, i), "a tool name must be a non-empty string")
+			t, err := parseMockTool(fmt.Sprintf("%s/Tools/%d", ptr, i), n)
+			if err != nil {
+				return r, err
 			}
-			r.tools = append(r.tools, name)
+			r.tools = append(r.tools, t)
 		}
 	}
 	if hasReturn {
 		r.result = ret
 		return r, nil
 	}
-	t, ok := throw.(map[string]any)
+	r.err, err = parseMockThrow(ptr+"/Throw", throw)
+	return r, err
+}
+
+// parseMockThrow reads {"Error", "Cause"}; Error is required.
+func parseMockThrow(ptr string, v any) (*asl.Error, error) {
+	t, ok := v.(map[string]any)
 	if !ok {
-		return r, mockErrorf(ptr+"/Throw", "Throw must be an object with Error and Cause, not %s", jsonvalue.TypeName(throw))
+		return nil, mockErrorf(ptr, "Throw must be an object with Error and Cause, not %s", jsonvalue.TypeName(v))
 	}
 	e := &asl.Error{}
-	for k, fv := range t {
-		s, isStr := fv.(string)
+	for _, k := range sortedKeys(t) {
+		s, isStr := t[k].(string)
 		switch {
 		case k != "Error" && k != "Cause":
-			return r, mockErrorf(ptr+"/Throw/"+k, "unknown field %q (Throw has Error and Cause)", k)
+			return nil, mockErrorf(ptr+"/"+k, "unknown field %q (Throw has Error and Cause)", k)
 		case !isStr:
-			return r, mockErrorf(ptr+"/Throw/"+k, "%s must be a string, not %s", k, jsonvalue.TypeName(fv))
+			return nil, mockErrorf(ptr+"/"+k, "%s must be a string, not %s", k, jsonvalue.TypeName(t[k]))
 		case k == "Error":
 			e.Name = asl.ErrorName(s)
 		default:
@@ -212,10 +232,78 @@ func parseMockResponse(ptr, key string, v any) (mockResponse, error) {
 		}
 	}
 	if e.Name == "" {
-		return r, mockErrorf(ptr+"/Throw", "missing Error")
+		return nil, mockErrorf(ptr, "missing Error")
 	}
-	r.err = e
-	return r, nil
+	return e, nil
+}
+
+// parseMockTool reads one entry of a response's Tools: a tool name, or a
+// tool call {"Name", "Input", "Output" or "Throw", "DelaySeconds",
+// "Comment"}.
+func parseMockTool(ptr string, v any) (mockTool, error) {
+	if name, isStr := v.(string); isStr {
+		if name == "" {
+			return mockTool{}, mockErrorf(ptr, "a tool name must not be empty")
+		}
+		return mockTool{name: name}, nil
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return mockTool{}, mockErrorf(ptr, "a tool must be a tool name or a tool call object with Name, not %s", jsonvalue.TypeName(v))
+	}
+	t := mockTool{run: true}
+	for _, k := range sortedKeys(obj) {
+		fv := obj[k]
+		switch k {
+		case "Name":
+			name, isStr := fv.(string)
+			if !isStr || name == "" {
+				return t, mockErrorf(ptr+"/Name", "Name must be a non-empty string, not %s", jsonName(fv))
+			}
+			t.name = name
+		case "Input":
+			in, isObj := fv.(map[string]any)
+			if !isObj {
+				return t, mockErrorf(ptr+"/Input", "Input must be an object (the tool's arguments), not %s", jsonvalue.TypeName(fv))
+			}
+			t.input = in
+		case "Output":
+			t.output = fv
+		case "Throw":
+			e, err := parseMockThrow(ptr+"/Throw", fv)
+			if err != nil {
+				return t, err
+			}
+			t.err = e
+		case "DelaySeconds":
+			d, err := mockSeconds(obj, k, ptr)
+			if err != nil {
+				return t, err
+			}
+			t.delay = d
+		case "Comment":
+			if _, isStr := fv.(string); !isStr {
+				return t, mockErrorf(ptr+"/Comment", "Comment must be a string, not %s", jsonvalue.TypeName(fv))
+			}
+		default:
+			return t, mockErrorf(ptr+"/"+k, "unknown field %q (a tool call has Name, and optionally Input, Output or Throw, DelaySeconds and Comment)", k)
+		}
+	}
+	if t.name == "" {
+		return t, mockErrorf(ptr, "a tool call needs a Name")
+	}
+	if _, hasOutput := obj["Output"]; hasOutput && t.err != nil {
+		return t, mockErrorf(ptr, "a tool call has Output or Throw, not both")
+	}
+	return t, nil
+}
+
+// jsonName names v's JSON type, or quotes it when it is an empty string.
+func jsonName(v any) string {
+	if s, isStr := v.(string); isStr && s == "" {
+		return `""`
+	}
+	return jsonvalue.TypeName(v)
 }
 
 // mockSeconds reads an optional non-negative number of seconds.
@@ -293,7 +381,13 @@ func (m *Mock) Invoke(ctx context.Context, req *Request) (any, error) {
 	}
 	r := m.responses[i]
 	for _, tool := range r.tools {
-		release, err := req.Tools.Use(ctx, tool)
+		if tool.run {
+			if _, err := req.Tools.Run(ctx, tool.name, tool.input, r.call(req, tool)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		release, err := req.Tools.Use(ctx, tool.name)
 		if err != nil {
 			return nil, err
 		}
@@ -313,13 +407,33 @@ func (m *Mock) Invoke(ctx context.Context, req *Request) (any, error) {
 
 var _ Agent = (*Mock)(nil)
 
+// call is the scripted tool call t: it takes t's delay (sending the
+// response's heartbeats meanwhile), then answers t's output or error.
+func (r *mockResponse) call(req *Request, t mockTool) ToolCall {
+	return func(ctx context.Context, _ map[string]any) (any, error) {
+		if err := r.sleep(ctx, req, t.delay); err != nil {
+			return nil, err
+		}
+		if t.err != nil {
+			return nil, &asl.Error{Name: t.err.Name, Cause: t.err.Cause}
+		}
+		return t.output, nil
+	}
+}
+
 // wait spends the response's delay, sending heartbeats as scripted, and
 // returns early with the context's error when the call is cancelled.
 func (r *mockResponse) wait(ctx context.Context, req *Request) error {
-	if r.delay <= 0 {
+	return r.sleep(ctx, req, r.delay)
+}
+
+// sleep waits for delay, sending the response's heartbeats meanwhile, and
+// returns early with the context's error when ctx ends.
+func (r *mockResponse) sleep(ctx context.Context, req *Request, delay time.Duration) error {
+	if delay <= 0 {
 		return nil
 	}
-	done := time.NewTimer(r.delay)
+	done := time.NewTimer(delay)
 	defer done.Stop()
 	var beat <-chan time.Time
 	if r.heartbeat > 0 {
