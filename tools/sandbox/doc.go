@@ -19,8 +19,9 @@
 //     their backups and /etc/ssl/private are hidden; other files in
 //     /etc readable by the server's user (such as SSH host keys when the
 //     server runs as root) are not.
-//   - a fresh /dev (null, zero, full, random, urandom, tty, pts, shm)
-//     and a fresh /proc of its own PID namespace.
+//   - a fresh /dev (null, zero, full, random, urandom, tty, pts, shm:
+//     bwrap's own writable tmpfs, gone with the process) and a fresh
+//     /proc of its own PID namespace. There is no /sys.
 //   - /tmp: an empty writable tmpfs that disappears with the process
 //     (its size is bounded only by the machine's memory and the cgroup).
 //   - each Mount of the limits at its Target: read-write, or read-only
@@ -29,8 +30,8 @@
 //
 // Everything else — /root, /home, /var, /srv, /opt, /work, /run, /sys,
 // the server's own files and other mounts of the machine — is not there.
-// The root itself is read-only: the process can write only to /tmp and
-// to read-write mounts.
+// The root itself is read-only: the process can write only to /tmp,
+// /dev (/dev/shm) and read-write mounts, and only the mounts outlive it.
 //
 // The process runs as the server's user (uid 0 inside when the server
 // runs as root) in a user namespace of its own, with every capability
@@ -41,8 +42,9 @@
 // Network. Without Limits.Network the process has a network namespace
 // of its own holding only a loopback interface: it reaches no host, not
 // even the machine's own 127.0.0.1. With Network it shares the
-// machine's network (every host and port the machine can reach:
-// confining hosts is the Domains limit's job, not this package's).
+// machine's network (every host and port the machine can reach, its
+// loopback services and abstract Unix sockets included: confining hosts
+// is the Domains limit's job, not this package's).
 //
 // Processes. The process is PID 1's child in a PID namespace of its own
 // (it sees and signals only its own descendants), in new IPC, UTS and

@@ -226,7 +226,7 @@ func bwrapArgs(spec Spec, argv []string) ([]string, error) {
 		case err != nil:
 			continue
 		case fi.IsDir():
-			args = append(args, "--tmpfs", h)
+			args = append(args, "--tmpfs", h, "--remount-ro", h)
 		default:
 			args = append(args, "--ro-bind", os.DevNull, h)
 		}

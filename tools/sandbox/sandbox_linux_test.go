@@ -168,6 +168,8 @@ func TestFiles(t *testing.T) {
 		{"see the test binary", "ls " + os.Args[0], false},
 		{"read /etc/shadow", "test -s /etc/shadow && cat /etc/shadow", false},
 		{"read /etc/passwd", "grep -q root /etc/passwd", true},
+		{"write /etc/ssl/private", "mkdir -p /etc/ssl/private/x", false},
+		{"write /dev/shm", "echo x > /dev/shm/x", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errOut, err := run(t, t.Context(), spec, "sh", "-c", tc.script)
