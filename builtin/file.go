@@ -116,10 +116,14 @@ type AgentsFile struct {
 
 // fileAgent is one agent of the file; exactly one configuration is set.
 type fileAgent struct {
-	llm  *LLMConfig
-	exec *ExecConfig
-	http *HTTPConfig
-	loop *loopConfig
+	llm     *LLMConfig
+	exec    *ExecConfig
+	http    *HTTPConfig
+	request *HTTPRequestConfig
+	loop    *loopConfig
+	// meta is what a loop agent offering this agent as a tool tells the
+	// model.
+	meta toolMeta
 }
 
 // FileError reports a problem in an agents file at a JSON Pointer, like
@@ -273,18 +277,26 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 			closeAll(servers)
 		}
 	}()
-	for i, name := range f.names {
-		var a agents.Agent
-		var err error
-		if l := f.agents[name].loop; l != nil {
-			a, err = l.build(name, ms, reg, servers)
-		} else {
-			a, err = f.agents[name].build(base, logger, hosts)
+	// The loop agents last: they describe the agents they call as tools.
+	byName := make(map[string]agents.Agent, len(f.names))
+	for _, loops := range []bool{false, true} {
+		for i, name := range f.names {
+			l := f.agents[name].loop
+			if (l != nil) != loops {
+				continue
+			}
+			var a agents.Agent
+			var err error
+			if l != nil {
+				a, err = l.build(name, ms, reg, servers, func(tool string) (string, json.RawMessage) { return f.toolOf(tool, byName) })
+			} else {
+				a, err = f.agents[name].build(base, logger, hosts)
+			}
+			if err != nil {
+				return fmt.Errorf("agents file: agent %q: %w", name, err)
+			}
+			built[i], byName[name] = a, a
 		}
-		if err != nil {
-			return fmt.Errorf("agents file: agent %q: %w", name, err)
-		}
-		built[i] = a
 	}
 	for _, name := range f.names {
 		if _, taken := reg.Lookup(name); taken {
@@ -553,6 +565,10 @@ func (fa fileAgent) build(base string, logger *slog.Logger, hosts *egress.Policy
 		cfg := *fa.http
 		cfg.Hosts = hosts
 		return HTTP(cfg)
+	case fa.request != nil:
+		cfg := *fa.request
+		cfg.Hosts = hosts
+		return HTTPRequest(cfg)
 	}
 	cfg := *fa.exec
 	cfg.Logger = logger
@@ -581,9 +597,9 @@ func (c *ExecConfig) resolve(base string) (dir string, command []string) {
 
 // The fields each type accepts, for the unknown-field message.
 const (
-	llmFields  = "Type, Comment, BaseURL, Model, APIKey, APIKeyEnv, System, Temperature, MaxTokens, JSON, TimeoutSeconds, MaxRetries, InputCostPerMTok, OutputCostPerMTok"
-	execFields = "Type, Comment, Command, Dir, Env, TimeoutSeconds"
-	httpFields = "Type, Comment, URL, Headers, TimeoutSeconds"
+	llmFields  = "Type, Comment, Description, InputSchema, BaseURL, Model, APIKey, APIKeyEnv, System, Temperature, MaxTokens, JSON, TimeoutSeconds, MaxRetries, InputCostPerMTok, OutputCostPerMTok"
+	execFields = "Type, Comment, Description, InputSchema, Command, Dir, Env, TimeoutSeconds"
+	httpFields = "Type, Comment, Description, InputSchema, URL, Headers, TimeoutSeconds"
 )
 
 // parseAgent reads one agent's configuration.
@@ -609,7 +625,11 @@ func parseAgent(ptr string, v any) (fileAgent, error) {
 	case "exec":
 		fa.exec = p.exec()
 	case "http":
-		fa.http = p.http()
+		if _, hasURL := obj["URL"]; hasURL {
+			fa.http = p.http()
+		} else {
+			fa.request = p.request()
+		}
 	case "loop":
 		fa.loop = p.loop()
 	default:
@@ -618,6 +638,7 @@ func parseAgent(ptr string, v any) (fileAgent, error) {
 		}
 		return fileAgent{}, fileErrorf(ptr+"/Type", "Type must be a string (llm, loop, exec or http), not %s", jsonvalue.TypeName(typ))
 	}
+	fa.meta = p.toolMeta()
 	if p.err != nil {
 		return fileAgent{}, p.err
 	}
@@ -745,14 +766,7 @@ func (p *fieldParser) http() *HTTPConfig {
 			p.fail("URL", "%v", err)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
-		rel := "Headers/" + jsonvalue.EscapePointer(name)
-		if err := checkHeader(name, c.Headers[name]); err != nil {
-			p.fail(rel, "%v", err)
-		} else if secretName(name) && !refersToSecret(c.Headers[name]) {
-			p.failSecret(rel, `header %s carries a secret, and the agents file is stored with every execution: write the secret as a reference read from the environment when the agent is called, like "Bearer ${TOKEN}" or "${VAR}"%s`, name, besideHint(c.Headers[name]))
-		}
-	}
+	p.headers(c.Headers)
 	return c
 }
 

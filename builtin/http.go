@@ -154,7 +154,12 @@ func (a *httpAgent) Invoke(ctx context.Context, req *agents.Request) (any, error
 	}
 	hr.Header.Set("Idempotency-Key", req.IdempotencyKey())
 
-	status, header, data, err := roundTrip(a.client, hr)
+	client, done, err := clientFor(ctx, a.client, a.cfg.Hosts, a.cfg.HTTPClient != nil)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	status, header, data, err := roundTrip(client, hr)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

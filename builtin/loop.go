@@ -44,7 +44,7 @@ const ModelsKey = "Models"
 
 const (
 	modelFields = "Provider, Comment, Model, BaseURL, APIKey, APIKeyEnv, InputCostPerMTok, OutputCostPerMTok, TimeoutSeconds, MaxRetries"
-	loopFields  = "Type, Comment, Model, System, Tools, MaxTurns, Temperature, TopP, MaxTokens, StopSequences, JSON, ResultSchema"
+	loopFields  = "Type, Comment, Description, InputSchema, Model, System, Tools, MaxTurns, Temperature, TopP, MaxTokens, StopSequences, JSON, ResultSchema"
 )
 
 // defaultModelRetries is a model's MaxRetries when the file leaves it out.
@@ -196,7 +196,7 @@ func buildModels(cfgs map[string]models.Config, hosts *egress.Policy) (map[strin
 
 // buildLoop makes a loop agent: its tools are agents of reg, looked up
 // when the model calls them (so Go agents and agents of the file alike).
-func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agents.Registry, servers map[string]*mcp.Server) (agents.Agent, error) {
+func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agents.Registry, servers map[string]*mcp.Server, describe func(string) (string, json.RawMessage)) (agents.Agent, error) {
 	if _, ok := ms[c.model]; !ok {
 		return nil, fmt.Errorf("model %q is not in the file's Models (%s)", c.model, namesOf(ms))
 	}
@@ -211,7 +211,8 @@ func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agen
 		}
 		// The agent is looked up when the model calls it: agents of the
 		// file and agents registered from Go alike.
-		t, err := tools.FromAgent(tool, "the agent "+tool, nil, agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
+		description, schema := describe(tool)
+		t, err := tools.FromAgent(tool, description, schema, agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
 			a, ok := reg.Lookup(tool)
 			if !ok {
 				return nil, asl.Errorf(asl.ErrAgentToolError, "tool %q: no agent of that name is registered", tool)
