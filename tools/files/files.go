@@ -185,6 +185,29 @@ type call struct {
 // ctx (agents.ToolLimitsFrom). See the package documentation for the
 // results and the errors.
 func (t *Tool) Invoke(ctx context.Context, req *agents.Request) (any, error) {
+	if req == nil {
+		return t.run(ctx, "", nil, false)
+	}
+	return t.run(ctx, req.State, req.Input, true)
+}
+
+// Call runs one operation as Invoke does, with the input given apart
+// from the request (which may be nil): it has the shape of tools.Tool's
+// Call, so that the tool registers as
+//
+//	tools.Tool{Name: "file", Description: t.Description(), Input: schemaJSON, Call: t.Call}
+func (t *Tool) Call(ctx context.Context, req *agents.Request, input map[string]any) (any, error) {
+	state := ""
+	if req != nil {
+		state = req.State
+	}
+	return t.run(ctx, state, input, true)
+}
+
+// run runs one operation on input for the state named state (for
+// messages when ctx carries no limits); hasInput is false when there was
+// no request at all.
+func (t *Tool) run(ctx context.Context, state string, v any, hasInput bool) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -192,13 +215,13 @@ func (t *Tool) Invoke(ctx context.Context, req *agents.Request) (any, error) {
 	if l := agents.ToolLimitsFrom(ctx); l != nil {
 		c.limits, c.state = l.Files, l.State
 	}
-	if req == nil {
+	if c.state == "" {
+		c.state = state
+	}
+	if !hasInput {
 		return nil, c.failed(nil, "no request")
 	}
-	if c.state == "" {
-		c.state = req.State
-	}
-	in, err := c.decode(req.Input)
+	in, err := c.decode(v)
 	if err != nil {
 		return nil, err
 	}

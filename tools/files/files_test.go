@@ -16,6 +16,7 @@ import (
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/tools"
 	"github.com/aslrun/aslrun/tools/files"
 )
 
@@ -544,4 +545,44 @@ func FuzzFilesInput(f *testing.F) {
 			t.Fatalf("after Invoke(%v) the root's parent holds %d entries", input, len(des))
 		}
 	})
+}
+
+// TestAsRegisteredTool registers the file tool in a tools.Registry by
+// its Call, and runs it through tools.Run: its input schema compiles and
+// refuses what Invoke would.
+func TestAsRegisteredTool(t *testing.T) {
+	root, _ := testRoot(t)
+	ft := newTool(t, files.Config{Root: root})
+	schema, err := json.Marshal(ft.InputSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tools.NewRegistry()
+	if err := reg.Register(tools.Tool{Name: "file", Description: ft.Description(), Input: schema, Call: ft.Call}); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	tool, _ := reg.Lookup("file")
+	tests := []struct {
+		input map[string]any
+		want  asl.ErrorName // "" for success
+	}{
+		{in("read", "notes/a.md"), ""},
+		{in("write", "x.md"), asl.ErrAgentInvalidInput}, // not in the enum
+		{map[string]any{"operation": "read", "path": "a", "x": 1}, asl.ErrAgentInvalidInput},
+		{in("read", ""), asl.ErrAgentInvalidInput},
+		{in("read", "../x"), asl.ErrPermissions},
+	}
+	for _, tt := range tests {
+		_, err := tool.Run(context.Background(), &agents.Request{State: "S"}, tt.input)
+		var ae *asl.Error
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("Run(%v) = %v, want success", tt.input, err)
+		case tt.want != "" && (!errors.As(err, &ae) || ae.Name != tt.want):
+			t.Errorf("Run(%v) = %v, want %s", tt.input, err, tt.want)
+		}
+	}
+	if _, err := ft.Call(context.Background(), nil, in("read", "notes/a.md")); err != nil {
+		t.Errorf("Call without a request: %v", err)
+	}
 }
