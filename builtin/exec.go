@@ -213,11 +213,21 @@ func (a *execAgent) Invoke(ctx context.Context, req *agents.Request) (any, error
 		cmd.WaitDelay = waitDelay
 		return cmd
 	}
-	used, err := runCommand(newCmd, a.isolation)
-	if a.isolation == isolateAuto && used == isolateGroup {
-		a.warned.Do(func() {
-			a.log.Warn("the system refuses PID namespaces: exec agents run in process groups, and the processes a command leaves running outlive aslrun if it is killed", "agent", req.Agent)
-		})
+	if limits := agents.ToolLimitsFrom(ctx); limits != nil && limits.Sandbox != nil {
+		err = a.runSandboxed(runCtx, limits, env, in, stdout, stderr)
+		var ae *asl.Error
+		if errors.As(err, &ae) && ctx.Err() == nil && runCtx.Err() == nil {
+			return nil, err
+		}
+	} else {
+		env = append(os.Environ(), env...)
+		var used isolation
+		used, err = runCommand(newCmd, a.isolation)
+		if a.isolation == isolateAuto && used == isolateGroup {
+			a.warned.Do(func() {
+				a.log.Warn("the system refuses PID namespaces: exec agents run in process groups, and the processes a command leaves running outlive aslrun if it is killed", "agent", req.Agent)
+			})
+		}
 	}
 	stderr.flush()
 	if ctx.Err() != nil {
@@ -265,9 +275,11 @@ func inputFile(input []byte) (*os.File, error) {
 	return f, nil
 }
 
-// environ returns the command's environment.
+// environ returns the command's own environment: the agent's Env
+// (expanded) and the ASLRUN_ variables, added to aslrun's environment
+// (but in a sandbox).
 func (a *execAgent) environ(req *agents.Request) ([]string, error) {
-	env := os.Environ()
+	var env []string
 	for _, k := range slices.Sorted(maps.Keys(a.cfg.Env)) {
 		v, err := expand(a.cfg.Env[k], os.LookupEnv)
 		if err != nil {

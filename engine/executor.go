@@ -324,6 +324,9 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSandboxes(m, reg); err != nil {
+		return nil, err
+	}
 	e := &Execution{
 		ID: opts.ID, MachineName: opts.MachineName, Input: input, Status: StatusRunning,
 		StartedAt: time.Now().UTC(), Agents: opts.AgentsFile, AgentsKind: opts.AgentsKind,

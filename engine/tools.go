@@ -13,8 +13,10 @@ import (
 
 	"github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/itemio"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/tools/sandbox"
 )
 
 // Own history events of tools and budgets.
@@ -36,6 +38,7 @@ func (h *stateRun) toolSet(cfg *states.ToolsConfig, denied *string) *agents.Tool
 	}
 	all, names := cfg.Effective()
 	t := &agents.Tools{All: all, Names: names, Permits: cfg.Permits}
+	limits, limitsErr := h.toolLimits(cfg)
 	var mu sync.Mutex
 	t.OnUse = func(ctx context.Context, name string) (func(), error) {
 		if !cfg.Permits(name) {
@@ -56,6 +59,9 @@ func (h *stateRun) toolSet(cfg *states.ToolsConfig, denied *string) *agents.Tool
 			return nil, err
 		}
 		defer release()
+		if limitsErr != nil {
+			return nil, limitsErr
+		}
 		if defaults := cfg.Parameters[name]; len(defaults) > 0 {
 			merged := maps.Clone(defaults)
 			maps.Copy(merged, input)
@@ -81,6 +87,9 @@ func (h *stateRun) toolSet(cfg *states.ToolsConfig, denied *string) *agents.Tool
 			var cancel context.CancelFunc
 			cctx, cancel = context.WithTimeoutCause(ctx, cfg.Timeout, errToolTimeout)
 			defer cancel()
+		}
+		if limits != nil {
+			cctx = agents.WithToolLimits(cctx, limits)
 		}
 		out, err := call(cctx, input)
 		if ctx.Err() == nil && errors.Is(context.Cause(cctx), errToolTimeout) {
@@ -115,6 +124,84 @@ func (h *stateRun) toolSet(cfg *states.ToolsConfig, denied *string) *agents.Tool
 		return out, nil
 	}
 	return t
+}
+
+// toolLimits is what cfg narrows for each tool call beyond the tool set
+// (Domains, FileSystem, Sandbox), with each Sandbox mount's bucket
+// resolved to its folder; nil when it narrows nothing. The error, a
+// mount whose bucket is not a folder of the owner's, fails every tool
+// call of the state.
+func (h *stateRun) toolLimits(cfg *states.ToolsConfig) (*agents.ToolLimits, error) {
+	if cfg.Domains == nil && cfg.FileSystem == nil && !cfg.Sandboxed {
+		return nil, nil
+	}
+	l := &agents.ToolLimits{State: h.name()}
+	if d := cfg.Domains; d != nil {
+		l.Domains = &agents.DomainLimits{Allowed: d.Allowed, HasAllowed: d.HasAllowed, Denied: d.Denied}
+	}
+	if f := cfg.FileSystem; f != nil {
+		l.Files = &agents.FileLimits{AllowedPaths: f.AllowedPaths, DeniedPaths: f.DeniedPaths, AllowedExtensions: f.AllowedExtensions, MaxFileSize: f.MaxFileSize}
+	}
+	if sb := cfg.Sandbox; cfg.Sandboxed && sb != nil {
+		l.Sandbox = &agents.SandboxLimits{Network: sb.Network, Memory: sb.Memory, CPU: sb.CPU, Timeout: sb.Timeout}
+		for _, m := range sb.Mounts {
+			dir, err := mountDir(h.r.agents, m.Bucket)
+			if err != nil {
+				return nil, asl.Errorf(asl.ErrPermissions, "state '%s': the Tools.Sandbox mount %s: %v", h.name(), m.Target, err)
+			}
+			l.Sandbox.Mounts = append(l.Sandbox.Mounts, agents.Mount{Target: m.Target, Dir: dir, Bucket: m.Bucket, ReadOnly: m.ReadOnly})
+		}
+	}
+	return l, nil
+}
+
+// mountDir is the folder of the bucket a Sandbox mount names: a bucket
+// the owner mapped to a folder (the agents file's Buckets, or an
+// itemio.Dir registered from Go).
+func mountDir(reg *agents.Registry, bucket string) (string, error) {
+	b, ok := reg.Bucket(bucket)
+	if !ok {
+		return "", fmt.Errorf("bucket %q is not configured: map it to a folder in the agents file's Buckets", bucket)
+	}
+	dir, ok := b.(itemio.Dir)
+	if !ok {
+		return "", fmt.Errorf("bucket %q is not a folder on this machine (%T), and only a folder can be mounted", bucket, b)
+	}
+	return string(dir), nil
+}
+
+// sandboxAvailable says whether this machine can run sandboxed tools;
+// tests replace it.
+var sandboxAvailable = sandbox.Available
+
+// checkSandboxes refuses to start m when it sandboxes tools (Tools
+// Sandboxed) and this machine cannot, or a Sandbox mounts a bucket reg
+// does not map to a folder: one problem per Tools block or mount, at its
+// JSON Pointer. A sandboxed tool never runs unsandboxed.
+func checkSandboxes(m *states.Machine, reg *agents.Registry) error {
+	uses := m.Sandboxes()
+	if len(uses) == 0 {
+		return nil
+	}
+	var list states.ErrorList
+	if err := sandboxAvailable(); err != nil {
+		for _, u := range uses {
+			list = append(list, &states.ValidationError{Pointer: u.Pointer, State: u.State, Msg: fmt.Sprintf(
+				"the Tools block runs its tools in a sandbox (Sandboxed), and this machine cannot sandbox: %v; a sandboxed tool never runs unsandboxed", err)})
+		}
+		return list
+	}
+	for _, u := range uses {
+		for _, mt := range u.Config.Sandbox.Mounts {
+			if _, err := mountDir(reg, mt.Bucket); err != nil {
+				list = append(list, &states.ValidationError{Pointer: mt.Pointer, State: u.State, Msg: fmt.Sprintf("the Sandbox mount %s: %v", mt.Target, err)})
+			}
+		}
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return list
 }
 
 // errToolTimeout ends a tool call at its Tools.Timeout.
