@@ -120,6 +120,7 @@ type fileAgent struct {
 	exec    *ExecConfig
 	http    *HTTPConfig
 	request *HTTPRequestConfig
+	file    *fileToolConfig
 	loop    *loopConfig
 	// meta is what a loop agent offering this agent as a tool tells the
 	// model.
@@ -271,6 +272,7 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 	if err != nil {
 		return fmt.Errorf("agents file: %s: %w", MCPServersKey, err)
 	}
+	guards := mcpGuards(f.mcp, base, hosts)
 	registered := false
 	defer func() {
 		if !registered {
@@ -288,7 +290,7 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 			var a agents.Agent
 			var err error
 			if l != nil {
-				a, err = l.build(name, ms, reg, servers, func(tool string) (string, json.RawMessage) { return f.toolOf(tool, byName) })
+				a, err = l.build(name, ms, reg, servers, guards, func(tool string) (string, json.RawMessage) { return f.toolOf(tool, byName) })
 			} else {
 				a, err = f.agents[name].build(base, logger, hosts)
 			}
@@ -525,6 +527,12 @@ func (f *AgentsFile) Resolved(baseDir string) ([]byte, error) {
 			continue
 		}
 		fa := f.agents[name]
+		if fa.file != nil {
+			obj := maps.Clone(v.(map[string]any))
+			obj["Root"] = resolveDir(base, fa.file.root)
+			out[name] = obj
+			continue
+		}
 		if fa.exec == nil {
 			out[name] = v
 			continue
@@ -569,6 +577,8 @@ func (fa fileAgent) build(base string, logger *slog.Logger, hosts *egress.Policy
 		cfg := *fa.request
 		cfg.Hosts = hosts
 		return HTTPRequest(cfg)
+	case fa.file != nil:
+		return fa.file.build(base)
 	}
 	cfg := *fa.exec
 	cfg.Logger = logger
@@ -610,7 +620,7 @@ func parseAgent(ptr string, v any) (fileAgent, error) {
 	}
 	typ, ok := obj["Type"]
 	if !ok {
-		return fileAgent{}, fileErrorf(ptr+"/Type", "Type is required: llm, loop, exec or http")
+		return fileAgent{}, fileErrorf(ptr+"/Type", "Type is required: llm, loop, exec, http or file")
 	}
 	if c, ok := obj["Comment"]; ok {
 		if _, isStr := c.(string); !isStr {
@@ -630,13 +640,15 @@ func parseAgent(ptr string, v any) (fileAgent, error) {
 		} else {
 			fa.request = p.request()
 		}
+	case "file":
+		fa.file = p.file()
 	case "loop":
 		fa.loop = p.loop()
 	default:
 		if s, isStr := typ.(string); isStr {
-			return fileAgent{}, fileErrorf(ptr+"/Type", "unknown agent type %q: llm, loop, exec or http", s)
+			return fileAgent{}, fileErrorf(ptr+"/Type", "unknown agent type %q: llm, loop, exec, http or file", s)
 		}
-		return fileAgent{}, fileErrorf(ptr+"/Type", "Type must be a string (llm, loop, exec or http), not %s", jsonvalue.TypeName(typ))
+		return fileAgent{}, fileErrorf(ptr+"/Type", "Type must be a string (llm, loop, exec, http or file), not %s", jsonvalue.TypeName(typ))
 	}
 	fa.meta = p.toolMeta()
 	if p.err != nil {

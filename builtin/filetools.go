@@ -8,7 +8,9 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/tools"
+	"github.com/aslrun/aslrun/tools/files"
 )
 
 // toolMeta is what an agent of the file tells a model when a loop agent
@@ -19,11 +21,16 @@ type toolMeta struct {
 }
 
 // describedTool is an agent that describes itself as a tool (the request
-// and file tools do).
+// and file tools do), its input schema as JSON text or as a decoded
+// object.
 type describedTool interface {
 	Description() string
-	InputSchema() json.RawMessage
 }
+
+type (
+	rawSchema interface{ InputSchema() json.RawMessage }
+	mapSchema interface{ InputSchema() map[string]any }
+)
 
 // toolMeta reads the optional Description and InputSchema of an agent.
 func (p *fieldParser) toolMeta() toolMeta {
@@ -59,12 +66,16 @@ func (p *fieldParser) toolMeta() toolMeta {
 func (f *AgentsFile) toolOf(name string, built map[string]agents.Agent) (description string, schema json.RawMessage) {
 	meta := f.agents[name].meta
 	description, schema = meta.description, meta.schema
-	if d, ok := built[name].(describedTool); ok {
-		if description == "" {
-			description = d.Description()
-		}
-		if schema == nil {
+	a := built[name]
+	if d, ok := a.(describedTool); ok && description == "" {
+		description = d.Description()
+	}
+	if schema == nil {
+		switch d := a.(type) {
+		case rawSchema:
 			schema = d.InputSchema()
+		case mapSchema:
+			schema, _ = jsonvalue.Marshal(d.InputSchema())
 		}
 	}
 	if description == "" {
@@ -116,4 +127,49 @@ func (p *fieldParser) headers(h map[string]string) {
 			p.failSecret(rel, `header %s carries a secret, and the agents file is stored with every execution: write the secret as a reference read from the environment when the agent is called, like "Bearer ${TOKEN}" or "${VAR}"%s`, name, besideHint(h[name]))
 		}
 	}
+}
+
+// fileFields are the fields of a file tool.
+const fileFields = "Type, Comment, Description, InputSchema, Root, Operations, MaxFileSize"
+
+// fileToolConfig is a file tool of the file: Root as written (relative
+// to the file's directory).
+type fileToolConfig struct {
+	root        string
+	operations  []string
+	maxFileSize int64
+}
+
+// file reads a file tool (files.Config).
+func (p *fieldParser) file() *fileToolConfig {
+	p.unknown("file", fileFields)
+	c := &fileToolConfig{root: p.str("Root", true), operations: p.strList("Operations")}
+	for i, op := range c.operations {
+		if !slices.Contains(fileOperations, op) {
+			p.fail(fmt.Sprintf("Operations/%d", i), "%q is not an operation of the file tool (%v)", op, fileOperations)
+		}
+	}
+	if v, ok := p.obj["MaxFileSize"]; ok && p.err == nil {
+		n, valid := int64(0), false
+		switch x := v.(type) {
+		case json.Number:
+			n, valid = jsonvalue.Int64(x)
+			valid = valid && n > 0
+		case string:
+			n, valid = states.ParseSize(x)
+		}
+		if !valid {
+			p.fail("MaxFileSize", `MaxFileSize must be a size in bytes: a positive whole number, or a string like "256K" or "10MB", not %s`, describe(v))
+		}
+		c.maxFileSize = n
+	}
+	return c
+}
+
+// fileOperations are the operations a file tool may be granted.
+var fileOperations = []string{"read", "write", "list", "stat"}
+
+// build makes the file tool, its Root resolved against base.
+func (c *fileToolConfig) build(base string) (agents.Agent, error) {
+	return files.New(files.Config{Root: resolveDir(base, c.root), Operations: c.operations, MaxFileSize: c.maxFileSize})
 }

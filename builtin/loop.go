@@ -196,11 +196,11 @@ func buildModels(cfgs map[string]models.Config, hosts *egress.Policy) (map[strin
 
 // buildLoop makes a loop agent: its tools are agents of reg, looked up
 // when the model calls them (so Go agents and agents of the file alike).
-func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agents.Registry, servers map[string]*mcp.Server, describe func(string) (string, json.RawMessage)) (agents.Agent, error) {
+func (c *loopConfig) build(name string, ms map[string]agentloop.Model, reg *agents.Registry, servers map[string]*mcp.Server, guards map[string]*mcpGuard, describe func(string) (string, json.RawMessage)) (agents.Agent, error) {
 	if _, ok := ms[c.model]; !ok {
 		return nil, fmt.Errorf("model %q is not in the file's Models (%s)", c.model, namesOf(ms))
 	}
-	dynamic, agentTools, err := mcpTools(c.tools, servers)
+	dynamic, agentTools, err := mcpTools(c.tools, servers, guards)
 	if err != nil {
 		return nil, err
 	}

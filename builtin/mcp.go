@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,11 +34,16 @@ import (
 // by one or all of a server's as "server.*".
 const MCPServersKey = "MCPServers"
 
-const mcpFields = "Comment, Command, Env, Dir, URL, Headers, TimeoutSeconds"
+const mcpFields = "Comment, Command, Env, Dir, URL, Headers, TimeoutSeconds, PathArgs, PathRoot"
 
 // mcpConfig is one server of the file, as written.
 type mcpConfig struct {
 	cfg mcp.ServerConfig
+	// pathArgs maps a tool to its path arguments and their kind ("file"
+	// or "dir"); pathRoot, as written, is the folder they are relative
+	// to (see mcpGuard).
+	pathArgs map[string]map[string]string
+	pathRoot string
 }
 
 // parseMCPServers reads the file's MCPServers.
@@ -83,12 +89,60 @@ func parseMCPServers(ptr string, v any) (map[string]mcpConfig, error) {
 				p.failSecret(rel, `header %s carries a secret, and the agents file is stored with every execution: write it as a reference, like "Bearer ${TOKEN}"`, h)
 			}
 		}
+		pathArgs, pathRoot := p.pathArgs(), p.str("PathRoot", false)
+		switch {
+		case p.err != nil:
+		case pathArgs != nil && c.URL != "":
+			p.fail("PathArgs", "PathArgs is for stdio servers, whose files are on this machine under a PathRoot")
+		case pathArgs != nil && pathRoot == "":
+			p.fail("PathRoot", "PathRoot is required with PathArgs: the folder the server's paths are relative to")
+		case pathArgs == nil && pathRoot != "":
+			p.fail("PathArgs", "PathArgs is required with PathRoot: which arguments of which tools are paths")
+		}
 		if p.err != nil {
 			return nil, p.err
 		}
-		out[name] = mcpConfig{cfg: c}
+		for tool, args := range pathArgs {
+			if c.PathArgs == nil {
+				c.PathArgs = make(map[string][]string)
+			}
+			c.PathArgs[tool] = slices.Sorted(maps.Keys(args))
+		}
+		out[name] = mcpConfig{cfg: c, pathArgs: pathArgs, pathRoot: pathRoot}
 	}
 	return out, nil
+}
+
+// pathArgs reads a server's PathArgs: {tool: {argument: "file" | "dir"}}.
+func (p *fieldParser) pathArgs() map[string]map[string]string {
+	v, ok := p.obj["PathArgs"]
+	if !ok || p.err != nil {
+		return nil
+	}
+	obj, isObj := v.(map[string]any)
+	if !isObj || len(obj) == 0 {
+		p.fail("PathArgs", `PathArgs must be a non-empty object mapping tools to their path arguments, like {"read_text_file": {"path": "file"}}, not %s`, describe(v))
+		return nil
+	}
+	out := make(map[string]map[string]string, len(obj))
+	for _, tool := range slices.Sorted(maps.Keys(obj)) {
+		rel := "PathArgs/" + jsonvalue.EscapePointer(tool)
+		args, isObj := obj[tool].(map[string]any)
+		if !isObj || len(args) == 0 {
+			p.fail(rel, `the path arguments of a tool must be a non-empty object mapping each argument to "file" or "dir", not %s`, describe(obj[tool]))
+			return nil
+		}
+		out[tool] = make(map[string]string, len(args))
+		for _, arg := range slices.Sorted(maps.Keys(args)) {
+			kind, _ := args[arg].(string)
+			if kind != "file" && kind != "dir" {
+				p.fail(rel+"/"+jsonvalue.EscapePointer(arg), `the kind of a path argument is "file" or "dir", not %s`, describe(args[arg]))
+				return nil
+			}
+			out[tool][arg] = kind
+		}
+	}
+	return out
 }
 
 func validServerName(s string) bool {
@@ -137,6 +191,23 @@ func startMCP(servers map[string]mcpConfig, needed []string, base string, hosts 
 	return out, nil
 }
 
+// mcpGuards makes the guard of each server (see mcpGuard), PathRoot
+// resolved against base.
+func mcpGuards(servers map[string]mcpConfig, base string, hosts *egress.Policy) map[string]*mcpGuard {
+	out := make(map[string]*mcpGuard, len(servers))
+	for name, c := range servers {
+		g := &mcpGuard{server: name, hosts: hosts, pathArgs: c.pathArgs}
+		if c.cfg.URL != "" {
+			g.url, _ = url.Parse(c.cfg.URL) // parseMCPServers checked it
+		}
+		if c.pathRoot != "" {
+			g.root = resolveDir(base, c.pathRoot)
+		}
+		out[name] = g
+	}
+	return out
+}
+
 func expandAll(m map[string]string) (map[string]string, error) {
 	if len(m) == 0 {
 		return m, nil
@@ -163,9 +234,10 @@ func closeAll(servers map[string]*mcp.Server) {
 // that lists them as the servers have them now (a list change reaches the
 // next call), and the other entries, which are agents. A named tool the
 // server does not have at start is an error.
-func mcpTools(entries []string, servers map[string]*mcp.Server) (dynamic func() []tools.Tool, agentNames []string, err error) {
+func mcpTools(entries []string, servers map[string]*mcp.Server, guards map[string]*mcpGuard) (dynamic func() []tools.Tool, agentNames []string, err error) {
 	type pick struct {
 		s    *mcp.Server
+		g    *mcpGuard
 		name string // "" for every tool
 	}
 	var picks []pick
@@ -180,7 +252,7 @@ func mcpTools(entries []string, servers map[string]*mcp.Server) (dynamic func() 
 			return nil, nil, fmt.Errorf("tool %q: no MCP server %q in the file's %s", e, server, MCPServersKey)
 		}
 		if tool == "*" {
-			picks = append(picks, pick{s: s})
+			picks = append(picks, pick{s: s, g: guards[server]})
 			continue
 		}
 		var names []string
@@ -190,7 +262,7 @@ func mcpTools(entries []string, servers map[string]*mcp.Server) (dynamic func() 
 		if !slices.Contains(names, e) {
 			return nil, nil, fmt.Errorf("tool %q: MCP server %s has no such tool (it has %s)", e, server, strings.Join(names, ", "))
 		}
-		picks = append(picks, pick{s: s, name: e})
+		picks = append(picks, pick{s: s, g: guards[server], name: e})
 	}
 	if len(picks) == 0 {
 		return nil, agentNames, nil
@@ -200,7 +272,7 @@ func mcpTools(entries []string, servers map[string]*mcp.Server) (dynamic func() 
 		for _, p := range picks {
 			for _, t := range p.s.Tools() {
 				if p.name == "" || t.Name == p.name {
-					out = append(out, t)
+					out = append(out, p.g.wrap(t))
 				}
 			}
 		}
@@ -219,8 +291,8 @@ func (f *AgentsFile) Close() error {
 	return errors.Join(errs...)
 }
 
-// resolvedMCP is the file's MCPServers with each stdio server's Dir made
-// absolute against base, and a Command program given as a relative path
+// resolvedMCP is the file's MCPServers with each stdio server's Dir and
+// PathRoot made absolute against base, and a Command program given as a relative path
 // with a slash joined to it, as startMCP resolves them.
 func resolvedMCP(servers map[string]any, base string) map[string]any {
 	out := make(map[string]any, len(servers))
@@ -232,6 +304,9 @@ func resolvedMCP(servers map[string]any, base string) map[string]any {
 			continue
 		}
 		obj = maps.Clone(obj)
+		if root, ok := obj["PathRoot"].(string); ok {
+			obj["PathRoot"] = resolveDir(base, root)
+		}
 		dir, _ := obj["Dir"].(string)
 		dir = resolveDir(base, dir)
 		obj["Dir"] = dir

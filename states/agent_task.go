@@ -839,24 +839,35 @@ func (o *object) size(key string) int64 {
 		}
 		return n
 	case string:
-		s := strings.ToUpper(strings.TrimSpace(x))
-		mult := int64(1)
-		for _, u := range []struct {
-			suffix string
-			m      int64
-		}{{"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
-			if strings.HasSuffix(s, u.suffix) {
-				s, mult = strings.TrimSuffix(s, u.suffix), u.m
-				break
-			}
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 1 || n > math.MaxInt64/mult {
+		n, ok := ParseSize(x)
+		if !ok {
 			return bad()
 		}
-		return n * mult
+		return n
 	}
 	return bad()
+}
+
+// ParseSize reads a byte size written as a string: "256K", "1MB", "2M",
+// "512" or "512B" (K and KB are 1024 bytes, M and MB 1024², G and GB
+// 1024³); false when s is none, or not positive.
+func ParseSize(s string) (int64, bool) {
+	s = strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 || n > math.MaxInt64/mult {
+		return 0, false
+	}
+	return n * mult, true
 }
 
 // toolHook reads Hooks.Before or Hooks.After: {Agent, Parameters}.
