@@ -25,14 +25,28 @@ const maxFileSeconds = 86400
 
 // AgentsFile is a parsed agents file: the built-in agents the command line
 // runs a workflow with, by name. The file is a JSON object mapping each
-// agent name to its configuration, whose "Type" is "llm", "exec" or
-// "http":
+// agent name to its configuration, whose "Type" is "llm", "loop", "exec",
+// "http" or "file":
 //
 //	{
 //	  "Classifier": {"Type": "llm", "Model": "gpt-4o-mini", "APIKeyEnv": "OPENAI_API_KEY", "JSON": true},
 //	  "Linter":     {"Type": "exec", "Command": ["python3", "lint.py"], "TimeoutSeconds": 30},
-//	  "Notify":     {"Type": "http", "URL": "https://hooks.example.com/x", "Headers": {"Authorization": "Bearer ${HOOK_TOKEN}"}}
+//	  "Notify":     {"Type": "http", "URL": "https://hooks.example.com/x", "Headers": {"Authorization": "Bearer ${HOOK_TOKEN}"}},
+//	  "Web":        {"Type": "http", "Methods": ["GET"], "Description": "Read a web page"},
+//	  "Notes":      {"Type": "file", "Root": "./notes", "Operations": ["read", "list"]}
 //	}
+//
+// An http agent without a URL is a request tool the model directs
+// (HTTPRequestConfig: Methods, URLPrefixes, Headers, MaxBytes); a file
+// agent is the file tool of package tools/files over Root (relative to
+// the file's directory), with Operations (read, write, list, stat;
+// default read, list and stat) and MaxFileSize (bytes, or "10MB"). Any
+// agent may say how a loop agent offers it to a model as a tool, with
+// "Description" and "InputSchema" (a JSON Schema of an object); the
+// request and file tools describe themselves. The keys "Models" and
+// "MCPServers" are reserved too: the models of loop agents (see
+// ModelsKey) and the MCP servers whose tools they call (see
+// MCPServersKey).
 //
 // The key "Resources" is reserved: it maps the Resource ARNs of Task
 // states written for AWS Step Functions, and Lambda functions (by name or

@@ -31,7 +31,13 @@ import (
 // HTTP URL (with Headers, secrets as references; its host must be one the
 // file's Hosts grants), and TimeoutSeconds for each call (default 60).
 // Its tools are named "server.tool"; a loop agent's Tools names them one
-// by one or all of a server's as "server.*".
+// by one or all of a server's as "server.*". A stdio server over files
+// says which arguments of which tools are paths, and the folder they are
+// relative to, so that a state's Tools.FileSystem is checked on them
+// before the call (see mcpGuard):
+//
+//	"fs": {"Command": ["npx", "@modelcontextprotocol/server-filesystem", "./data"], "PathRoot": "./data",
+//	       "PathArgs": {"read_text_file": {"path": "file"}, "list_directory": {"path": "dir"}}}
 const MCPServersKey = "MCPServers"
 
 const mcpFields = "Comment, Command, Env, Dir, URL, Headers, TimeoutSeconds, PathArgs, PathRoot"
