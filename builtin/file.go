@@ -304,7 +304,7 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 			var a agents.Agent
 			var err error
 			if l != nil {
-				a, err = l.build(name, ms, reg, servers, guards, func(tool string) (string, json.RawMessage) { return f.toolOf(tool, byName) })
+				a, err = l.build(name, ms, reg, servers, guards, func(tool string) (string, json.RawMessage) { return f.toolOf(tool, byName, reg) })
 			} else {
 				a, err = f.agents[name].build(base, logger, hosts)
 			}

@@ -61,12 +61,16 @@ func (p *fieldParser) toolMeta() toolMeta {
 }
 
 // toolOf describes the agent name of the file (or, with no entry in the
-// file, an agent registered from Go) as a loop agent offers it: its
-// Description and InputSchema from the file, else the agent's own.
-func (f *AgentsFile) toolOf(name string, built map[string]agents.Agent) (description string, schema json.RawMessage) {
+// file, an agent already registered from Go in reg) as a loop agent
+// offers it: its Description and InputSchema from the file, else the
+// agent's own (Description and InputSchema methods).
+func (f *AgentsFile) toolOf(name string, built map[string]agents.Agent, reg *agents.Registry) (description string, schema json.RawMessage) {
 	meta := f.agents[name].meta
 	description, schema = meta.description, meta.schema
-	a := built[name]
+	a, ok := built[name]
+	if !ok {
+		a, _ = reg.Lookup(name)
+	}
 	if d, ok := a.(describedTool); ok && description == "" {
 		description = d.Description()
 	}

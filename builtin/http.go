@@ -159,6 +159,7 @@ func (a *httpAgent) Invoke(ctx context.Context, req *agents.Request) (any, error
 		return nil, err
 	}
 	defer done()
+	client = guardRedirects(client, slices.Collect(maps.Keys(a.cfg.Headers)), nil)
 	status, header, data, err := roundTrip(client, hr)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -230,6 +231,7 @@ func (t *requestTool) Invoke(ctx context.Context, req *agents.Request) (any, err
 		return nil, err
 	}
 	defer done()
+	client = guardRedirects(client, slices.Collect(maps.Keys(t.cfg.Headers)), t.admits)
 	callCtx := ctx
 	if t.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -263,6 +265,10 @@ func (t *requestTool) Invoke(ctx context.Context, req *agents.Request) (any, err
 	}
 	if e := denied(in.method, in.url.Redacted(), err); e != nil {
 		return nil, e
+	}
+	var rr *redirectRefused
+	if errors.As(err, &rr) {
+		return nil, asl.Errorf(asl.ErrPermissions, "%s: %v", target, rr)
 	}
 	if err != nil {
 		return nil, asl.Errorf(asl.ErrAgentToolError, "%s: %v", target, err)
@@ -302,6 +308,42 @@ func clientFor(ctx context.Context, base *http.Client, hosts *egress.Policy, cus
 	}
 	c = p.Client()
 	return c, c.CloseIdleConnections, nil
+}
+
+// redirectRefused is a redirect a request tool refused to follow.
+type redirectRefused struct{ to string }
+
+func (e *redirectRefused) Error() string {
+	return fmt.Sprintf("the redirect to %s leaves the tool's URLPrefixes", e.to)
+}
+
+// guardRedirects returns a copy of c that, beside c's own checks, refuses
+// a redirect admits refuses (nil: none), and drops the owner's headers
+// (whose names are given: they may carry secrets) from a redirect to
+// another scheme or host, as net/http drops Authorization and cookies.
+func guardRedirects(c *http.Client, headers []string, admits func(*url.URL) bool) *http.Client {
+	g := *c
+	check := c.CheckRedirect
+	g.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if check != nil {
+			if err := check(req, via); err != nil {
+				return err
+			}
+		} else if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		if admits != nil && !admits(req.URL) {
+			return &redirectRefused{to: req.URL.Redacted()}
+		}
+		first := via[0].URL
+		if !strings.EqualFold(req.URL.Scheme, first.Scheme) || !strings.EqualFold(req.URL.Host, first.Host) {
+			for _, h := range headers {
+				req.Header.Del(h)
+			}
+		}
+		return nil
+	}
+	return &g
 }
 
 // responseBody is a response body as a tool result: JSON decoded when the

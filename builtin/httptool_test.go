@@ -179,3 +179,50 @@ func TestHTTPAgentDomains(t *testing.T) {
 		t.Fatalf("Invoke of a Go client's agent under Domains = %v, want States.Permissions naming HTTPClient", err)
 	}
 }
+
+// TestHTTPRedirectsKeepSecrets: a request tool does not follow a redirect
+// out of its URLPrefixes, and neither http agent forwards the owner's
+// headers to another host.
+func TestHTTPRedirectsKeepSecrets(t *testing.T) {
+	t.Setenv("ASLRUN_TEST_API_KEY", "k-123")
+	var seen []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Header.Get("X-Api-Key"))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok": true}`)
+	}))
+	defer other.Close()
+	trusted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") != "k-123" {
+			t.Errorf("the trusted host got X-Api-Key %q", r.Header.Get("X-Api-Key"))
+		}
+		http.Redirect(w, r, other.URL+"/landing", http.StatusFound)
+	}))
+	defer trusted.Close()
+	hosts, err := egress.New(egress.Config{Allow: []string{strings.TrimPrefix(trusted.URL, "http://"), strings.TrimPrefix(other.URL, "http://")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	headers := map[string]string{"X-Api-Key": "${ASLRUN_TEST_API_KEY}"}
+	tool, err := HTTPRequest(HTTPRequestConfig{URLPrefixes: []string{trusted.URL + "/api/"}, Headers: headers, Hosts: hosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tool.Invoke(context.Background(), &agents.Request{Input: decode(t, `{"url": "`+trusted.URL+`/api/x"}`)})
+	if errName(err) != asl.ErrPermissions || !strings.Contains(errCause(err), "leaves the tool's URLPrefixes") {
+		t.Fatalf("Invoke redirected out of the prefixes = %v, want States.Permissions", err)
+	}
+	if len(seen) != 0 {
+		t.Fatalf("the other host was reached %d times", len(seen))
+	}
+	a, err := HTTP(HTTPConfig{URL: trusted.URL + "/hook", Headers: headers, Hosts: hosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Invoke(context.Background(), httpRequest(t, `{}`)); err != nil {
+		t.Fatalf("Invoke: %v", err)
+	}
+	if len(seen) != 1 || seen[0] != "" {
+		t.Fatalf("the other host got X-Api-Key %q, want the redirect followed without it", seen)
+	}
+}

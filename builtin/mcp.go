@@ -100,10 +100,10 @@ func parseMCPServers(ptr string, v any) (map[string]mcpConfig, error) {
 		case p.err != nil:
 		case pathArgs != nil && c.URL != "":
 			p.fail("PathArgs", "PathArgs is for stdio servers, whose files are on this machine under a PathRoot")
-		case pathArgs != nil && pathRoot == "":
-			p.fail("PathRoot", "PathRoot is required with PathArgs: the folder the server's paths are relative to")
-		case pathArgs == nil && pathRoot != "":
-			p.fail("PathArgs", "PathArgs is required with PathRoot: which arguments of which tools are paths")
+		case hasPaths(pathArgs) && pathRoot == "":
+			p.fail("PathRoot", "PathRoot is required with path arguments in PathArgs: the folder the server's paths are relative to")
+		case !hasPaths(pathArgs) && pathRoot != "":
+			p.fail("PathArgs", "PathRoot needs PathArgs naming the path arguments of the server's tools")
 		}
 		if p.err != nil {
 			return nil, p.err
@@ -119,7 +119,8 @@ func parseMCPServers(ptr string, v any) (map[string]mcpConfig, error) {
 	return out, nil
 }
 
-// pathArgs reads a server's PathArgs: {tool: {argument: "file" | "dir"}}.
+// pathArgs reads a server's PathArgs: {tool: {argument: "file" | "dir"}},
+// {} for a tool that takes no path.
 func (p *fieldParser) pathArgs() map[string]map[string]string {
 	v, ok := p.obj["PathArgs"]
 	if !ok || p.err != nil {
@@ -134,8 +135,8 @@ func (p *fieldParser) pathArgs() map[string]map[string]string {
 	for _, tool := range slices.Sorted(maps.Keys(obj)) {
 		rel := "PathArgs/" + jsonvalue.EscapePointer(tool)
 		args, isObj := obj[tool].(map[string]any)
-		if !isObj || len(args) == 0 {
-			p.fail(rel, `the path arguments of a tool must be a non-empty object mapping each argument to "file" or "dir", not %s`, describe(obj[tool]))
+		if !isObj {
+			p.fail(rel, `the path arguments of a tool must be an object mapping each argument to "file" or "dir" ({} for a tool that takes no path), not %s`, describe(obj[tool]))
 			return nil
 		}
 		out[tool] = make(map[string]string, len(args))
@@ -149,6 +150,16 @@ func (p *fieldParser) pathArgs() map[string]map[string]string {
 		}
 	}
 	return out
+}
+
+// hasPaths reports whether a PathArgs names any path argument.
+func hasPaths(pathArgs map[string]map[string]string) bool {
+	for _, args := range pathArgs {
+		if len(args) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func validServerName(s string) bool {

@@ -28,8 +28,10 @@ import (
 //   - FileSystem: each path argument the file's PathArgs names is checked
 //     against them, relative to the server's PathRoot, and an existing
 //     file's size (opened through os.Root, so a link cannot lead out)
-//     against MaxFileSize; a tool of a server with PathArgs that names
-//     none is refused, as its paths cannot be checked;
+//     against MaxFileSize; a stdio server's tool that PathArgs does not
+//     list (as taking paths, or none: {}) is refused, as a local process
+//     reaches the machine's files and its paths could not be checked (an
+//     HTTP server's files are not this machine's);
 //   - Sandbox: a stdio server is a process aslrun started outside any
 //     state's sandbox, so a sandboxed state cannot call its tools.
 type mcpGuard struct {
@@ -75,7 +77,7 @@ func (g *mcpGuard) check(ctx context.Context, l *agents.ToolLimits, tool string,
 			return nil, err
 		}
 	}
-	if l.Files != nil && g.pathArgs != nil {
+	if l.Files != nil && g.url == nil {
 		return g.checkPaths(l, tool, input)
 	}
 	return input, nil
@@ -113,7 +115,7 @@ func (g *mcpGuard) checkHost(ctx context.Context, l *agents.ToolLimits) error {
 func (g *mcpGuard) checkPaths(l *agents.ToolLimits, tool string, input map[string]any) (map[string]any, error) {
 	args, ok := g.pathArgs[tool]
 	if !ok {
-		return nil, asl.Errorf(asl.ErrPermissions, "state '%s' limits files (Tools.FileSystem), and the tool %s.%s has no PathArgs in the agents file, so its paths cannot be checked", l.State, g.server, tool)
+		return nil, asl.Errorf(asl.ErrPermissions, "state '%s' limits files (Tools.FileSystem), and the tool %s.%s has no PathArgs in the agents file, so its paths cannot be checked (a tool that takes no path is declared with {})", l.State, g.server, tool)
 	}
 	out := maps.Clone(input)
 	for _, arg := range slices.Sorted(maps.Keys(args)) {

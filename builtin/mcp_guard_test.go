@@ -87,9 +87,10 @@ func TestMCPFileSystemLimits(t *testing.T) {
 	  "Hosts": {"Allow": [%q]},
 	  "Models": {"m": {"Provider": "openai", "Model": "x", "BaseURL": %q, "MaxRetries": 0}},
 	  "MCPServers": {"fs": {"Command": ["node", %q, %q], "PathRoot": %q,
-	    "PathArgs": {"read_text_file": {"path": "file"}, "list_directory": {"path": "dir"}}}},
-	  "Reader": {"Type": "loop", "Model": "m", "Tools": ["fs.*"]}
-	}`, strings.TrimPrefix(chat.URL, "http://"), chat.URL+"/v1", node, dir, dir)
+	    "PathArgs": {"read_text_file": {"path": "file"}, "list_directory": {"path": "dir"}, "list_allowed_directories": {}}},
+	    "bare": {"Command": ["node", %q, %q]}},
+	  "Reader": {"Type": "loop", "Model": "m", "Tools": ["fs.*", "bare.*"]}
+	}`, strings.TrimPrefix(chat.URL, "http://"), chat.URL+"/v1", node, dir, dir, node, dir)
 	f, err := builtin.ParseAgentsFile([]byte(file))
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +126,10 @@ func TestMCPFileSystemLimits(t *testing.T) {
 		if res.Status != engine.StatusSucceeded || !strings.Contains(fmt.Sprint(res.Output), "alpha") {
 			t.Fatalf("relative: %s %v (%s: %s), want the file's text", res.Status, res.Output, res.Error, res.Cause)
 		}
+		res = run(t, limits, "fs__list_allowed_directories", map[string]any{})
+		if res.Status != engine.StatusSucceeded {
+			t.Fatalf("a tool declared as taking no path: %s (%s: %s)", res.Status, res.Error, res.Cause)
+		}
 		res = run(t, limits, "fs__list_directory", map[string]any{"path": filepath.Join(dir, "notes")})
 		if res.Status != engine.StatusSucceeded || !strings.Contains(fmt.Sprint(res.Output), "a.md") {
 			t.Fatalf("list: %s %v (%s: %s)", res.Status, res.Output, res.Error, res.Cause)
@@ -142,6 +147,7 @@ func TestMCPFileSystemLimits(t *testing.T) {
 		{"relative escape", "fs__read_text_file", map[string]any{"path": "../o.md"}, "o.md"},
 		{"a link leading out", "fs__read_text_file", map[string]any{"path": filepath.Join(dir, "notes/link.md")}, "cannot be opened inside the server's PathRoot"},
 		{"a tool without PathArgs", "fs__get_file_info", map[string]any{"path": filepath.Join(dir, "notes/a.md")}, "has no PathArgs"},
+		{"a stdio server without PathArgs", "bare__list_allowed_directories", map[string]any{}, "tool bare.list_allowed_directories has no PathArgs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := run(t, limits, tc.tool, tc.args)
@@ -163,7 +169,8 @@ func TestMCPFileSystemLimits(t *testing.T) {
 func TestMCPPathArgsFileErrors(t *testing.T) {
 	for _, tc := range []struct{ name, server, ptr string }{
 		{"PathArgs not an object", `{"Command": ["x"], "PathRoot": ".", "PathArgs": []}`, "/MCPServers/fs/PathArgs"},
-		{"a tool's arguments empty", `{"Command": ["x"], "PathRoot": ".", "PathArgs": {"read": {}}}`, "/MCPServers/fs/PathArgs/read"},
+		{"a tool's arguments not an object", `{"Command": ["x"], "PathRoot": ".", "PathArgs": {"read": ["path"]}}`, "/MCPServers/fs/PathArgs/read"},
+		{"PathRoot with no path argument", `{"Command": ["x"], "PathRoot": ".", "PathArgs": {"search": {}}}`, "/MCPServers/fs/PathArgs"},
 		{"a bad kind", `{"Command": ["x"], "PathRoot": ".", "PathArgs": {"read": {"path": "folder"}}}`, "/MCPServers/fs/PathArgs/read/path"},
 		{"no PathRoot", `{"Command": ["x"], "PathArgs": {"read": {"path": "file"}}}`, "/MCPServers/fs/PathRoot"},
 		{"PathRoot alone", `{"Command": ["x"], "PathRoot": "."}`, "/MCPServers/fs/PathArgs"},
