@@ -67,6 +67,9 @@ type execAgent struct {
 	isolation isolation
 	// warned logs, once, that the system refused namespaces.
 	warned sync.Once
+	// cgroupWarned logs, once, that sandboxed commands run without a
+	// cgroup of their own.
+	cgroupWarned sync.Once
 }
 
 // isolation is how an exec agent's command is confined (see runCommand).

@@ -39,6 +39,11 @@ func (a *execAgent) runSandboxed(ctx context.Context, limits *agents.ToolLimits,
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, stdout, stderr
 	err = cmd.Run()
+	if _, skipped := cmd.Cgroup(); skipped != nil {
+		a.cgroupWarned.Do(func() {
+			a.log.Warn("sandboxed commands run without a cgroup of their own: Memory bounds each process's address space (RLIMIT_AS), not the sandbox as a whole, and the number of processes is not bounded", "agent", a.display(), "reason", skipped.Error())
+		})
+	}
 	if errors.Is(err, sandbox.ErrTimeout) {
 		return asl.Errorf(asl.ErrTimeout, "command %s did not finish within %s (the state's Tools.Sandbox.Timeout)", a.display(), l.Timeout)
 	}
