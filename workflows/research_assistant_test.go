@@ -357,7 +357,7 @@ func TestResearchAssistantDefinition(t *testing.T) {
 			offered = append(offered, name.(string))
 		}
 		if task.Tools == nil || !slices.Equal(task.Tools.Allowed, offered) {
-			t.Errorf("state %s allows %v, want the tools its agent %s offers: %v", state, task.Tools, agent, offered)
+			t.Fatalf("state %s allows %v, want the tools its agent %s offers: %v", state, task.Tools, agent, offered)
 		}
 		if task.Tools.FileSystem == nil || len(task.Tools.FileSystem.AllowedPaths) == 0 {
 			t.Errorf("state %s has no Tools.FileSystem.AllowedPaths", state)
