@@ -52,12 +52,16 @@ func (g *mcpGuard) wrap(t tools.Tool) tools.Tool {
 	call := t.Call
 	name := strings.TrimPrefix(t.Name, g.server+".")
 	t.Call = func(ctx context.Context, req *agents.Request, input map[string]any) (any, error) {
-		if l := agents.ToolLimitsFrom(ctx); l != nil {
+		l := agents.ToolLimitsFrom(ctx)
+		if l != nil {
 			checked, err := g.check(ctx, l, name, input)
 			if err != nil {
 				return nil, err
 			}
 			input = checked
+		}
+		if l == nil || l.Files == nil {
+			input = g.absolute(name, input)
 		}
 		return call(ctx, req, input)
 	}
@@ -107,6 +111,36 @@ func (g *mcpGuard) checkHost(ctx context.Context, l *agents.ToolLimits) error {
 		return asl.Errorf(asl.ErrAgentToolError, "the MCP server %s: %v", g.server, err)
 	}
 	return nil
+}
+
+// absolute returns input with each relative path argument of tool
+// joined to PathRoot, as checkPaths sends them, so that a path means the
+// same with or without a state's FileSystem.
+func (g *mcpGuard) absolute(tool string, input map[string]any) map[string]any {
+	args := g.pathArgs[tool]
+	if len(args) == 0 || g.root == "" {
+		return input
+	}
+	join := func(v any) any {
+		if p, ok := v.(string); ok && p != "" && !filepath.IsAbs(p) {
+			return filepath.Join(g.root, filepath.FromSlash(p))
+		}
+		return v
+	}
+	out := maps.Clone(input)
+	for arg := range args {
+		switch x := input[arg].(type) {
+		case string:
+			out[arg] = join(x)
+		case []any:
+			list := make([]any, len(x))
+			for i, e := range x {
+				list[i] = join(e)
+			}
+			out[arg] = list
+		}
+	}
+	return out
 }
 
 // checkPaths checks the tool's path arguments against the state's

@@ -156,6 +156,12 @@ func TestMCPFileSystemLimits(t *testing.T) {
 			}
 		})
 	}
+	t.Run("relative without FileSystem", func(t *testing.T) {
+		res := run(t, `"Allowed": ["fs.read_text_file"]`, "fs__read_text_file", map[string]any{"path": "notes/b.txt"})
+		if res.Status != engine.StatusSucceeded || !strings.Contains(fmt.Sprint(res.Output), "beta") {
+			t.Fatalf("%s %v (%s: %s), want the file's text: a relative path is relative to PathRoot without limits too", res.Status, res.Output, res.Error, res.Cause)
+		}
+	})
 	t.Run("sandboxed state", func(t *testing.T) {
 		res := run(t, `"Sandboxed": true`, "fs__read_text_file", map[string]any{"path": filepath.Join(dir, "notes/a.md")})
 		if res.Status != engine.StatusFailed || res.Error != "States.Permissions" || !strings.Contains(res.Cause, "outside any sandbox") {

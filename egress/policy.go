@@ -141,6 +141,28 @@ func patternTexts(ps []Pattern) []string {
 	return out
 }
 
+// refusesName says why the narrowing refuses host at port whatever it
+// resolves to, or "" when that depends on its addresses: a Denied name
+// pattern matches it, or it matches no Allowed pattern and every Allowed
+// pattern is a name (so no address could match). Resolve asks this
+// before looking host up, so a refused name is never sent to DNS.
+func (n narrowing) refusesName(host string, port uint16) string {
+	for _, pat := range n.deny {
+		if (pat.kind == kindName || pat.kind == kindWildcard || pat.kind == kindAny) && pat.matches(host, netip.Addr{}, port) {
+			return fmt.Sprintf("%s: it matches Denied %q", n.what, pat.String())
+		}
+	}
+	if !n.allowListed {
+		return ""
+	}
+	for _, pat := range n.allow {
+		if pat.kind == kindPrefix || pat.matches(host, netip.Addr{}, port) {
+			return ""
+		}
+	}
+	return n.refuses(host, netip.Addr{}, port)
+}
+
 // Narrow returns a policy that allows only what p allows and the
 // narrowing allows too: when allowListed, a host (by its name as written
 // or its address, as Config.Allow matches) must match one of allow (none
@@ -185,7 +207,9 @@ type DeniedError struct {
 	// address refused because the policy is Only.
 	Reason string
 	// Narrowed, when not empty, says which narrowing of the policy
-	// (Narrow) refused the host; the policy itself would have allowed it.
+	// (Narrow) refused the host; the policy itself may have allowed it.
+	// Addr is then the zero Addr when the host was refused by its name,
+	// before it was looked up.
 	Narrowed string
 }
 
@@ -193,6 +217,9 @@ type DeniedError struct {
 // allow it.
 func (e *DeniedError) Error() string {
 	hostPort := net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
+	if e.Narrowed != "" && !e.Addr.IsValid() {
+		return fmt.Sprintf("host %s is refused by %s", hostPort, e.Narrowed)
+	}
 	if e.Narrowed != "" {
 		return fmt.Sprintf("host %s (%s) is refused by %s", hostPort, e.Addr, e.Narrowed)
 	}
@@ -243,6 +270,12 @@ func (p *Policy) Resolve(ctx context.Context, network, host string, port uint16)
 	if a, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{a}
 	} else {
+		name := strings.ToLower(strings.TrimSuffix(host, "."))
+		for _, n := range p.narrow {
+			if why := n.refusesName(name, port); why != "" {
+				return nil, &DeniedError{Host: host, Port: port, Narrowed: why}
+			}
+		}
 		lookup := p.lookup
 		if lookup == nil {
 			lookup = net.DefaultResolver.LookupNetIP

@@ -463,3 +463,45 @@ func TestNarrow(t *testing.T) {
 		t.Fatal("a narrowed nil policy allowed loopback, which the default policy refuses")
 	}
 }
+
+// TestNarrowRefusesNamesBeforeDNS: a name a narrowing refuses whatever it
+// resolves to is refused without a lookup (the name never reaches DNS);
+// one it may allow is looked up and checked.
+func TestNarrowRefusesNamesBeforeDNS(t *testing.T) {
+	var looked []string
+	p, err := New(Config{LookupNetIP: func(_ context.Context, _, host string) ([]netip.Addr, error) {
+		looked = append(looked, host)
+		return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		allow, deny []string
+		host        string
+		lookup      bool
+		refused     string
+	}{
+		{"not in name-only Allowed", []string{"*.example.com", "docs.python.org"}, nil, "leak.attacker.test", false, "is refused by D: it is not in Allowed"},
+		{"denied name", nil, []string{"*.attacker.test"}, "x.attacker.test", false, `Denied "*.attacker.test"`},
+		{"allowed name", []string{"*.example.com"}, nil, "api.example.com", true, ""},
+		{"an address pattern needs the lookup", []string{"93.184.216.0/24"}, nil, "www.example.org", true, ""},
+		{"a denied block needs the lookup", nil, []string{"93.184.216.0/24"}, "www.example.org", true, `Denied "93.184.216.0/24"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			looked = nil
+			n, err := p.Narrow("D", tc.allow, tc.allow != nil, tc.deny)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = n.Resolve(context.Background(), "tcp", tc.host, 443)
+			if (len(looked) > 0) != tc.lookup {
+				t.Errorf("looked up %v, want a lookup: %v", looked, tc.lookup)
+			}
+			if tc.refused == "" && err != nil || tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)) {
+				t.Errorf("Resolve = %v, want %q", err, tc.refused)
+			}
+		})
+	}
+}
