@@ -13,7 +13,8 @@ type AgentRef struct {
 	State string
 	// Field says which field names the agent: "Agent", "Agents",
 	// "Consensus.Arbiter", "Context.Summarize.Using",
-	// "Guardrails.Input.Validator", "Guardrails.Output.Rules[2].Validator"…
+	// "Guardrails.Input.Validator", "Guardrails.Output.Rules[2].Validator",
+	// "Streaming.Callbacks.OnChunk"…
 	Field string
 	// Agent is the name. For a Resource (Field "Resource") it is the
 	// agent the resource runs by default (a Lambda function's name), and
@@ -75,6 +76,11 @@ func (m *Machine) agentRefs(prefix string, out *[]AgentRef) {
 						add("Guardrails."+set.name+".Rules["+strconv.Itoa(i)+"].Validator", r.Validator)
 					}
 				}
+			}
+			if st := s.Streaming; st != nil {
+				add("Streaming.Callbacks.OnChunk", st.OnChunk)
+				add("Streaming.Callbacks.OnComplete", st.OnComplete)
+				add("Streaming.Callbacks.OnError", st.OnError)
 			}
 		case *Debate:
 			for _, a := range s.Agents {

@@ -18,7 +18,7 @@ const downgrade = "'QueryLanguage' can not be 'JSONPath' if set to 'JSONata' for
 // there: their fields are JSONPath paths.
 var jsonataStateFields = map[string][]string{
 	"Pass":       {"Next", "End", "Assign", "Output", "WritePolicy"},
-	"Task":       {"Next", "End", "Assign", "Output", "Agent", "Resource", "Credentials", "Arguments", "TimeoutSeconds", "HeartbeatSeconds", "Retry", "Catch", "Tools", "Budget", "Model", "Generation", "WritePolicy"},
+	"Task":       {"Next", "End", "Assign", "Output", "Agent", "Resource", "Credentials", "Arguments", "TimeoutSeconds", "HeartbeatSeconds", "Retry", "Catch", "Tools", "Budget", "Model", "Generation", "Streaming", "WritePolicy"},
 	"Choice":     {"Assign", "Output", "Choices", "Default"},
 	"Wait":       {"Next", "End", "Assign", "Output", "Seconds", "Timestamp"},
 	"Succeed":    {"Output"},
@@ -267,6 +267,7 @@ func (p *parser) jsonataTask(o *object, c Common) *Task {
 	s.Budget = p.budget(o, "Budget")
 	s.Model = p.model(o, "Model")
 	s.Generation = p.generation(o, "Generation", true)
+	s.Streaming = p.streaming(o)
 	return s
 }
 

@@ -67,7 +67,7 @@ var unsupportedStateFields = map[string]string{
 	"Feedback":    "Feedback is not supported",
 	"Cache":       "Cache is not supported",
 	"Audit":       "Audit is not supported",
-	"Streaming":   "Streaming is not supported",
+	"Streaming":   "only a Task streams its agent's output",
 	"Idempotent":  "Idempotent is not supported (every agent call receives an idempotency key)",
 	"Metadata":    "Metadata is not supported",
 	"Model":       "only a Task chooses a model",
@@ -304,7 +304,7 @@ func StateTypes() []string {
 // Comment and QueryLanguage.
 var stateFields = map[string][]string{
 	"Pass":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Result", "ResultPath", "Parameters", "Memory", "WritePolicy"},
-	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Resource", "Credentials", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "Model", "Generation", "WritePolicy"},
+	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Resource", "Credentials", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "Model", "Generation", "Streaming", "WritePolicy"},
 	"Choice":     {"InputPath", "OutputPath", "Assign", "Choices", "Default"},
 	"Wait":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
 	"Succeed":    {"InputPath", "OutputPath"},
@@ -653,6 +653,7 @@ func (p *parser) task(o *object, c Common) *Task {
 	s.Reasoning = p.reasoning(o, "Reasoning")
 	s.Model = p.model(o, "Model")
 	s.Generation = p.generation(o, "Generation", false)
+	s.Streaming = p.streaming(o)
 	return s
 }
 

@@ -210,6 +210,9 @@ type Task struct {
 	// Generation holds the sampling settings of the agent's calls; nil
 	// when absent (the agent's own settings).
 	Generation *Generation
+	// Streaming says how the agent's text is streamed as it is
+	// generated; nil when absent (the agent's text is not streamed).
+	Streaming *StreamingConfig
 }
 
 // Choice routes to the Next of the first matching rule, or to Default.
