@@ -203,9 +203,15 @@ func (a *Agent) send(ctx context.Context, req *agents.Request, n int, turn *mode
 	spec := agents.StepSpec{Name: "turn " + strconv.Itoa(n), Kind: "ModelTurn", Input: turnInput(turn), Detail: map[string]any{"turn": n, "model": names[0]}}
 	out, err := req.Journal(ctx, spec, func(ctx context.Context) (any, error) {
 		rec := &turnRecord{}
+		var stream func(string)
+		if req.Streaming() {
+			// The state streams: the provider's deltas go out as they
+			// come (a fallback model's text follows a failed one's).
+			stream = func(delta string) { req.StreamText(n, delta) }
+		}
 		for i, name := range names {
 			m := a.cfg.Models[name]
-			reply, err := m.Model.Send(ctx, turn, nil)
+			reply, err := m.Model.Send(ctx, turn, stream)
 			if err != nil {
 				var me *models.Error
 				if errors.As(err, &me) && i+1 < len(names) && slices.Contains(fallbackOn, me.Name) && ctx.Err() == nil {

@@ -94,6 +94,9 @@ type Request struct {
 	// OnToolResult is set by the engine when the state has output
 	// guardrails; call CheckToolResult rather than this field.
 	OnToolResult func(ctx context.Context, tool string, result any) (any, error)
+	// OnStream is set by the engine when the state streams (its
+	// Streaming block); call Stream or StreamText rather than this field.
+	OnStream func(turn int, text string)
 }
 
 // CheckToolResult passes a tool's result through the state's output

@@ -139,6 +139,9 @@ type Executor struct {
 	// pathBounds is Config.JSONPathBounds.
 	pathBounds jsonpath.Bounds
 
+	// live holds the executions' live feeds of streamed text (live.go).
+	live liveHub
+
 	mu     sync.Mutex
 	active map[string]*held // executions held in this process (stop.go)
 	// slots are Serve's while it serves a Dispatcher store (serve.go).

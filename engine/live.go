@@ -1,0 +1,241 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+)
+
+// Live chunks: the text agents stream while their states run (a Task's
+// Streaming block). They are not history — only a state's result is
+// committed — and live in the memory of the process running the state:
+// each execution has a feed, a bounded ring of its latest chunks with
+// their own sequence numbers, that any number of readers follow (one
+// feed, however many subscribers).
+
+// Kinds of chunks.
+const (
+	// ChunkText is text the agent streamed.
+	ChunkText = "chunk"
+	// ChunkStart opens a state's stream: its first attempt.
+	ChunkStart = "start"
+	// ChunkRestart opens the stream of a state that streamed before in
+	// this feed (a retry): what came before of that state is void.
+	ChunkRestart = "restart"
+	// ChunkEnd closes a state's stream; Error is set when the agent
+	// failed.
+	ChunkEnd = "end"
+)
+
+// Chunk is one event of an execution's live feed.
+type Chunk struct {
+	// Seq numbers the feed's chunks from 1, in order, without gaps.
+	Seq int64 `json:"seq"`
+	// Kind is ChunkText, ChunkStart, ChunkRestart or ChunkEnd.
+	Kind string `json:"kind"`
+	// State is the state (qualified inside Map items and Parallel
+	// branches, as agents.Request.State) and Step its visit.
+	State string `json:"state"`
+	Step  string `json:"step"`
+	// Attempt is the state's attempt (its retries count).
+	Attempt int `json:"attempt"`
+	// Turn is the model turn the text belongs to (0 for an agent without
+	// turns).
+	Turn int `json:"turn,omitempty"`
+	// Text is the chunk's text (ChunkText).
+	Text string `json:"text,omitempty"`
+	// Error is the error a ChunkEnd reports the agent failed with.
+	Error string    `json:"error,omitempty"`
+	At    time.Time `json:"at"`
+}
+
+// Feed bounds. A feed keeps its latest liveKeep chunks and at most
+// liveKeepBytes of their text; a reader that falls further behind is told
+// how many it missed. A feed nobody wrote to for liveIdle after its
+// execution's run ended is dropped.
+const (
+	liveKeep      = 4096
+	liveKeepBytes = 1 << 20
+	liveIdle      = 5 * time.Minute
+)
+
+// LiveRead is what Executor.Live returns.
+type LiveRead struct {
+	// Epoch identifies the feed: a resumed execution (another process,
+	// or this one after the feed was dropped) has a feed of another
+	// epoch, whose sequence starts again at 1.
+	Epoch string
+	// Chunks are the feed's chunks after the sequence number asked for,
+	// oldest first.
+	Chunks []Chunk
+	// Missed counts the chunks after the number asked for that the feed
+	// no longer holds (dropped from its ring, or of another epoch).
+	Missed int64
+	// Changed is closed when the feed gains a chunk after these.
+	Changed <-chan struct{}
+}
+
+// liveHub holds the executor's feeds.
+type liveHub struct {
+	mu    sync.Mutex
+	feeds map[string]*liveFeed
+}
+
+// liveFeed is one execution's feed.
+type liveFeed struct {
+	mu      sync.Mutex
+	epoch   string
+	ring    []Chunk // oldest first
+	bytes   int
+	next    int64 // the next chunk's Seq
+	changed chan struct{}
+	// streamed are the steps that streamed in this feed, for
+	// ChunkRestart.
+	streamed map[string]bool
+	// running counts the states streaming now; touched is the last
+	// write.
+	running int
+	touched time.Time
+}
+
+// feed returns the execution's feed, made when create is set (nil
+// otherwise when there is none). Making one drops the feeds left idle.
+func (hub *liveHub) feed(id string, create bool) *liveFeed {
+	hub.mu.Lock()
+	defer hub.mu.Unlock()
+	f := hub.feeds[id]
+	if f != nil || !create {
+		return f
+	}
+	now := time.Now()
+	for k, old := range hub.feeds {
+		old.mu.Lock()
+		idle := old.running == 0 && now.Sub(old.touched) > liveIdle
+		old.mu.Unlock()
+		if idle {
+			delete(hub.feeds, k)
+		}
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	f = &liveFeed{epoch: hex.EncodeToString(b[:]), next: 1, changed: make(chan struct{}), streamed: make(map[string]bool), touched: now}
+	if hub.feeds == nil {
+		hub.feeds = make(map[string]*liveFeed)
+	}
+	hub.feeds[id] = f
+	return f
+}
+
+// Live returns the chunks of execution id's live feed after sequence
+// number after (0: all it holds) in epoch (empty: the current one; an
+// epoch that is not the feed's reads from its start and counts the
+// reader's position as missed), and the channel closed when more come.
+// An execution with no feed in this process (not streaming here, or
+// long ended) reads as an empty feed whose Changed is closed when one is
+// made.
+func (x *Executor) Live(id, epoch string, after int64) LiveRead {
+	f := x.live.feed(id, true)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := LiveRead{Epoch: f.epoch, Changed: f.changed}
+	if epoch != "" && epoch != f.epoch {
+		r.Missed, after = after, 0
+	}
+	if after < 0 {
+		after = 0
+	}
+	first := f.next - int64(len(f.ring))
+	if after+1 < first {
+		r.Missed += first - after - 1
+		after = first - 1
+	}
+	if n := f.next - 1 - after; n > 0 {
+		r.Chunks = append([]Chunk(nil), f.ring[len(f.ring)-int(n):]...)
+	}
+	return r
+}
+
+// append adds a chunk, dropping the oldest beyond the bounds, and wakes
+// the readers.
+func (f *liveFeed) append(c Chunk) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c.Seq, c.At = f.next, time.Now().UTC()
+	f.next++
+	f.ring = append(f.ring, c)
+	f.bytes += len(c.Text)
+	for len(f.ring) > liveKeep || f.bytes > liveKeepBytes && len(f.ring) > 1 {
+		f.bytes -= len(f.ring[0].Text)
+		f.ring[0] = Chunk{}
+		f.ring = f.ring[1:]
+	}
+	f.touched = c.At
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// liveStream is one agent call's stream into its execution's feed.
+type liveStream struct {
+	f    *liveFeed
+	base Chunk // State, Step, Attempt
+	ch   *chunker
+	mu   sync.Mutex
+	done bool
+}
+
+// startStream opens the stream of an agent call of state (qualified) at
+// step and attempt, shaped by shape.
+func (x *Executor) startStream(execution, state, step string, attempt int, shape streamShape) *liveStream {
+	f := x.live.feed(execution, true)
+	s := &liveStream{f: f, base: Chunk{State: state, Step: step, Attempt: attempt}}
+	f.mu.Lock()
+	kind := ChunkStart
+	if f.streamed[step] {
+		kind = ChunkRestart
+	}
+	f.streamed[step] = true
+	f.running++
+	f.mu.Unlock()
+	open := s.base
+	open.Kind = kind
+	f.append(open)
+	s.ch = newChunker(shape, s.emit)
+	return s
+}
+
+// emit adds one chunk of text of turn.
+func (s *liveStream) emit(turn int, text string) {
+	c := s.base
+	c.Kind, c.Turn, c.Text = ChunkText, turn, text
+	s.f.append(c)
+}
+
+// write is agents.Request.OnStream.
+func (s *liveStream) write(turn int, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return
+	}
+	s.ch.write(turn, text)
+}
+
+// end flushes what the chunker holds and closes the stream with the
+// agent's error ("" on success).
+func (s *liveStream) end(errName string) {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return
+	}
+	s.done = true
+	s.ch.close()
+	s.mu.Unlock()
+	c := s.base
+	c.Kind, c.Error = ChunkEnd, errName
+	s.f.append(c)
+	s.f.mu.Lock()
+	s.f.running--
+	s.f.mu.Unlock()
+}
