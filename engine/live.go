@@ -156,9 +156,9 @@ func (x *Executor) Live(id, epoch string, after int64) LiveRead {
 	return r
 }
 
-// append adds a chunk, dropping the oldest beyond the bounds, and wakes
+// append adds a chunk (numbered and timed: the result), dropping the oldest beyond the bounds, and wakes
 // the readers.
-func (f *liveFeed) append(c Chunk) {
+func (f *liveFeed) append(c Chunk) Chunk {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c.Seq, c.At = f.next, time.Now().UTC()
@@ -173,6 +173,7 @@ func (f *liveFeed) append(c Chunk) {
 	f.touched = c.At
 	close(f.changed)
 	f.changed = make(chan struct{})
+	return c
 }
 
 // liveStream is one agent call's stream into its execution's feed.
@@ -180,8 +181,10 @@ type liveStream struct {
 	f    *liveFeed
 	base Chunk // State, Step, Attempt
 	ch   *chunker
-	mu   sync.Mutex
-	done bool
+	// onChunk, when set, gets each text chunk once it is in the feed.
+	onChunk func(Chunk)
+	mu      sync.Mutex
+	done    bool
 }
 
 // startStream opens the stream of an agent call of state (qualified) at
@@ -208,7 +211,10 @@ func (x *Executor) startStream(execution, state, step string, attempt int, shape
 func (s *liveStream) emit(turn int, text string) {
 	c := s.base
 	c.Kind, c.Turn, c.Text = ChunkText, turn, text
-	s.f.append(c)
+	c = s.f.append(c)
+	if s.onChunk != nil {
+		s.onChunk(c)
+	}
 }
 
 // write is agents.Request.OnStream.

@@ -240,11 +240,18 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 			req.Model = &agents.ModelChoice{Models: []string{fb}}
 		}
 	}
+	var stream *taskStream
+	if sc := s.Streaming; sc != nil && sc.Enabled && states.State(s) == h.st {
+		stream = h.startTaskStream(ctx, sc, req)
+	}
 	r.event(Event{Type: EventTaskStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	start := time.Now()
 	p := pauseTurn(ctx) // the agent may take a while: others go on
 	result, err := invoke(ctx, a, req, timeout, heartbeat)
 	p.resume()
+	if stream != nil {
+		stream.end(ctx, err)
+	}
 	if f := r.x.hooks.AgentCalled; f != nil {
 		herr := err
 		if err != nil && ctx.Err() == nil {
