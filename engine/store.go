@@ -222,6 +222,10 @@ type Commit struct {
 	// Memory are agent memory writes, applied in order (a store that keeps
 	// memory implements MemoryStore; see ApplyMemoryWrite).
 	Memory []MemoryWrite
+	// Outbox are events to deliver to the workflow's webhook channels,
+	// written with the commit (a store that keeps them implements
+	// OutboxStore; one that does not refuses a commit carrying any).
+	Outbox []OutboxEntry
 	// Checkpoint is a named snapshot written by this commit, if any.
 	Checkpoint *Checkpoint
 	// Rollback marks history superseded (a rollback to a checkpoint).
