@@ -2,8 +2,10 @@
 // are appended to the timeline, and the page's live part (status, usage,
 // approvals, graph, controls, debates, model loops, checkpoints) is
 // fetched again from the server when the execution may have changed, so
-// that the controls shown are always those its status allows. Without
-// this script the page is the same, as of its loading.
+// that the controls shown are always those its status allows. The text
+// states stream while they run grows in the Streaming section. Without
+// this script the page is the same, as of its loading (streamed text is
+// not history: a state's result is, once it ends).
 "use strict";
 (function () {
   var timeline = document.getElementById("timeline");
@@ -171,6 +173,99 @@
     if (ev.type === "ApprovalDecided" || ev.type === "ExecutionResumed" || ev.type === "ExecutionRedriven") setStatus("RUNNING");
     refresh(changesControls(ev.type) ? soon : later);
   }
+  // Streamed text: what a state's agent streams while it runs, one
+  // panel per state visit (its step), the text of each turn growing as
+  // chunks come, a caret while it runs. A restart (a retry, or the run
+  // resumed elsewhere) voids what came before; the end marks it done, or
+  // failed with its error. Text is only ever set as text.
+  var streams = document.getElementById("streams");
+  var panels = {}, lastChunk = 0;
+  function panel(c) {
+    var key = c.step || c.state;
+    var p = panels[key];
+    if (p) return p;
+    var art = add(streams, "article", "stream running");
+    art.dataset.state = c.state;
+    art.dataset.step = key;
+    var h = add(art, "h3", "", c.state);
+    var st = add(h, "span", "stream-state", "");
+    p = panels[key] = { art: art, status: st, turns: {}, last: null };
+    streams.hidden = false;
+    return p;
+  }
+  function running(p, c, text) {
+    p.art.className = "stream running";
+    p.status.textContent = " " + text + attemptText(c);
+  }
+  // attemptText names a retry's attempt (a chunk's attempt counts from 0).
+  function attemptText(c) {
+    return c.attempt > 0 ? " (attempt " + (c.attempt + 1) + ")" : "";
+  }
+  function caretOff(p) {
+    var carets = p.art.querySelectorAll(".caret");
+    for (var i = 0; i < carets.length; i++) carets[i].remove();
+  }
+  function turnOf(p, n) {
+    var t = p.turns[n];
+    if (t) return t;
+    var div = add(p.art, "div", "stream-turn");
+    div.dataset.turn = String(n);
+    if (n > 0) add(div, "h4", "", "Turn " + n);
+    var pre = add(div, "pre", "stream-text");
+    t = p.turns[n] = { text: add(pre, "span", "text", ""), pre: pre };
+    return t;
+  }
+  function onChunk(kind, c) {
+    // A reconnection sends nothing twice, but a chunk seen is not shown again.
+    if (c.seq && kind !== "stream-start" && kind !== "restart" && c.seq <= lastChunk) return;
+    lastChunk = c.seq || lastChunk;
+    var p = panel(c);
+    switch (kind) {
+      case "stream-start":
+        running(p, c, "streaming…");
+        break;
+      case "restart":
+        // What came before is void: the turns go, a note says why.
+        caretOff(p);
+        Array.prototype.forEach.call(p.art.querySelectorAll(".stream-turn, .event-error"), function (el) { el.remove(); });
+        p.turns = {};
+        p.last = null;
+        add(p.art, "p", "stream-note", "restarted" + attemptText(c) + ": the text so far was dropped");
+        running(p, c, "streaming…");
+        break;
+      case "chunk":
+        var t = turnOf(p, c.turn || 0);
+        if (p.last && p.last !== t) caretOff(p);
+        t.text.appendChild(document.createTextNode(c.text || ""));
+        if (!t.pre.querySelector(".caret")) add(t.pre, "span", "caret");
+        p.last = t;
+        if (!/running/.test(p.art.className)) running(p, c, "streaming…");
+        break;
+      case "stream-end":
+        caretOff(p);
+        if (c.error) {
+          p.art.className = "stream failed";
+          p.status.textContent = " failed";
+          var err = add(p.art, "div", "event-error");
+          add(err, "span", "error-name", c.error);
+        } else {
+          p.art.className = "stream done";
+          p.status.textContent = " done";
+        }
+        break;
+    }
+  }
+  if (streams) {
+    ["stream-start", "restart", "chunk", "stream-end"].forEach(function (kind) {
+      source.addEventListener(kind, function (msg) { onChunk(kind, JSON.parse(msg.data)); });
+    });
+    source.addEventListener("chunks-missed", function (msg) {
+      var m = JSON.parse(msg.data);
+      streams.hidden = false;
+      add(streams, "p", "stream-note", (m.count || 0) + " streamed chunks were missed (the page fell behind): the states' results are in the timeline when they end.");
+    });
+  }
+
   timeline.dataset.events.split(" ").forEach(function (t) {
     source.addEventListener(t, onEvent);
   });
