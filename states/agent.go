@@ -36,6 +36,9 @@ type Extensions struct {
 	// Governance is the compiled Governance block (DESIGN.md §4): the
 	// guard, the workflow's write policy and OnViolation; nil when absent.
 	Governance *governance.Rules
+	// Events is the top-level Events block: the channels and which
+	// changes go to them; nil when absent.
+	Events *WorkflowEvents
 }
 
 // WorkflowBudget is the top-level Budget block: limits on the whole
@@ -255,6 +258,9 @@ func (p *parser) extensions(o *object) *Extensions {
 	}
 	if t := p.tools(o, "DefaultTools"); t != nil {
 		e.DefaultTools, set = t, true
+	}
+	if ev := p.workflowEvents(o); ev != nil {
+		e.Events, set = ev, true
 	}
 	if co, _ := o.child("ToolCategories", "ToolCategories"); co != nil {
 		e.ToolCategories, set = make(map[string][]string, len(co.m)), true

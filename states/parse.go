@@ -38,6 +38,7 @@ func ParseValue(v any) (*Machine, error) {
 	}
 	if m != nil {
 		p.checkDefinition(m)
+		p.checkEvents(m)
 	}
 	if err := p.errs.Err(); err != nil {
 		return nil, err
@@ -73,7 +74,6 @@ var unsupportedStateFields = map[string]string{
 	"Model":       "only a Task chooses a model",
 	"Generation":  "only a Task has Generation settings",
 	"Progress":    "Progress is not supported",
-	"Events":      "Events is not supported",
 }
 
 func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
@@ -94,7 +94,7 @@ func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
 			m.TimeoutSeconds = n
 		}
 		m.Extensions = p.extensions(o)
-		for _, k := range []string{"Checkpointing", "Imports", "Progress", "Events", "RealTime"} {
+		for _, k := range []string{"Checkpointing", "Imports", "Progress", "RealTime"} {
 			if o.has(k) {
 				o.errorf(k, "top-level %s is not supported", k)
 			}
@@ -354,7 +354,7 @@ func (p *parser) state(v any, ptr, name string) State {
 	// Fields not allowed for this type: report them before the type's own
 	// parsing marks what it reads.
 	for _, k := range sortedKeys(o.m) {
-		if k == "Type" || k == "Comment" || k == "QueryLanguage" || allow[k] {
+		if k == "Type" || k == "Comment" || k == "QueryLanguage" || k == "Events" || allow[k] {
 			continue
 		}
 		o.used[k] = true
@@ -385,6 +385,9 @@ func (p *parser) state(v any, ptr, name string) State {
 	}
 	if allow["Output"] {
 		c.Output = p.jsonataTemplate(o, "Output")
+	}
+	if c.Events = p.stateEvents(o); c.Events != nil {
+		c.eventsPtr = o.at("Events")
 	}
 	if v, ok := o.get("WritePolicy"); ok {
 		policy, err := governance.CompilePolicy(v)

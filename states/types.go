@@ -77,6 +77,10 @@ type Common struct {
 	Next string
 	// End marks a terminal state.
 	End bool
+	// Events are the events the state emits (OnEnter, OnExit, OnError);
+	// nil when absent. eventsPtr locates the block.
+	Events    *StateEvents
+	eventsPtr string
 	// Assign sets variables after the state ran; nil when absent.
 	Assign *jsonpath.Template
 	// WritePolicy is the state's own write policy (Task, Pass, Map,
