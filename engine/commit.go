@@ -266,6 +266,7 @@ func (h *stateRun) exit(res *stepResult, c *Commit) bool {
 	}
 	h.commitMemory()
 	r.event(Event{Type: eventType(h.st.Base().Type, false), State: h.name(), Scope: sc.prefix, Output: res.output, Document: res.output})
+	r.emitState("exited", h.st.Base(), sc.prefix, res.output)
 	if f := r.x.hooks.StateExited; f != nil {
 		f(r.exec.ID, h.qualified())
 	}
@@ -348,9 +349,9 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 		q.pending = nil
 		r.seq++
 		next.Execution, next.Seq = r.exec.ID, r.seq
-		next.Events = r.events
+		next.Events, next.Outbox = r.events, r.outbox
 		next.LastEvent, next.LastOwnEvent = r.lastEvent, r.lastOwn
-		r.events = nil
+		r.events, r.outbox = nil, nil
 		r.mu.Unlock()
 		err := r.storeCommit(ctx, next)
 		r.mu.Lock()
@@ -361,7 +362,8 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 			// Its history alone would record a completion whose scope
 			// does not move past it: a resume would run the state again.
 			r.events = append(next.Events, r.events...)
-			next.Events = nil
+			r.outbox = append(next.Outbox, r.outbox...)
+			next.Events, next.Outbox = nil, nil
 			if q.pending == nil {
 				q.pending = next
 			} else {

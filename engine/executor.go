@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -111,6 +113,9 @@ type Config struct {
 	// the agents registry, and how much of an object they hold at once;
 	// the zero value refuses "file://" buckets and has the default limits.
 	Buckets BucketAccess
+	// EventsOut is where the stdout channels of workflows' Events write,
+	// one event per line; nil means os.Stdout.
+	EventsOut io.Writer
 }
 
 // Executor runs executions of state machines. It is safe for concurrent
@@ -141,6 +146,8 @@ type Executor struct {
 
 	// live holds the executions' live feeds of streamed text (live.go).
 	live liveHub
+	// eventsOut is Config.EventsOut.
+	eventsOut io.Writer
 
 	mu     sync.Mutex
 	active map[string]*held // executions held in this process (stop.go)
@@ -192,6 +199,10 @@ func New(cfg Config) *Executor {
 	x.buckets = cfg.Buckets
 	if x.batchWindow <= 0 {
 		x.batchWindow = DefaultBatchWindow
+	}
+	x.eventsOut = cfg.EventsOut
+	if x.eventsOut == nil {
+		x.eventsOut = os.Stdout
 	}
 	if x.log == nil {
 		x.log = slog.Default()
@@ -328,6 +339,9 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		return nil, err
 	}
 	if err := checkSandboxes(m, reg); err != nil {
+		return nil, err
+	}
+	if err := x.checkChannels(m); err != nil {
 		return nil, err
 	}
 	e := &Execution{

@@ -10,6 +10,11 @@ import (
 // several goroutines at once (Map items, Parallel branches, executions):
 // they must be fast and safe for concurrent use, and must not block.
 type Hooks struct {
+	// Emitted is called for each event an execution emits to one of its
+	// workflow's Events channels (by the channel's name and type), when
+	// it is emitted (for a webhook, before its commit): the server
+	// counts a prometheus channel's events with it.
+	Emitted func(workflow, channel, channelType, eventType string)
 	// ExecutionStarted is called when a new execution was created (Run,
 	// Fork), with a store once the store created it, before its first
 	// state runs. A resumed, rolled back or decided execution is not new.

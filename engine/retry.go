@@ -70,6 +70,7 @@ func (h *stateRun) withRetry(ctx context.Context, raw any, retry []states.Retrie
 			}
 		}
 		if i := matchCatcher(catch, ae.Name); i >= 0 {
+			h.r.emitState("failed", h.st.Base(), h.sc.prefix, map[string]any{"Error": string(ae.Name), "Cause": ae.Cause})
 			return h.caught(ctx, &catch[i], raw, ae)
 		}
 		return stepResult{}, ae

@@ -36,6 +36,9 @@ type run struct {
 
 	mu          sync.Mutex
 	events      []Event // recorded since the last commit
+	// outbox are the webhook events emitted since the last commit
+	// (events.go), written with the next.
+	outbox []OutboxEntry
 	lastEvent   int64   // id of the last AWS-numbered event
 	lastOwn     int64   // number of the last own event
 	invocations map[string]int
@@ -291,14 +294,17 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		// machines included, the execution ends as ABORTED.
 		res.Status, res.Error, res.Cause = StatusAborted, stop.errName, stop.cause
 		r.event(Event{Type: EventExecutionAborted, Error: res.Error, Cause: res.Cause, Document: top.Doc})
+		r.emitEnd(res)
 	case errors.Is(err, errParked):
 		return r.parkExecution(ctx, res)
 	case err == nil:
 		res.Status, res.Output = StatusSucceeded, out
 		r.event(Event{Type: EventExecutionSucceeded, Output: out, Document: out})
+		r.emitEnd(res)
 	case errors.Is(context.Cause(ctx), errExecutionTimeout):
 		res.Status, res.Error, res.Cause = StatusTimedOut, string(asl.ErrTimeout), "the execution timed out"
 		r.event(Event{Type: EventExecutionTimedOut, Error: res.Error, Cause: res.Cause, Document: top.Doc})
+		r.emitEnd(res)
 	default:
 		var ae *asl.Error
 		if !errors.As(err, &ae) {
@@ -328,6 +334,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 			e.Detail = map[string]any{"state": res.Payload.State, "size": jsonvalue.IntNumber(int64(res.Payload.Size)), "limit": jsonvalue.IntNumber(int64(res.Payload.Limit))}
 		}
 		r.event(e)
+		r.emitEnd(res)
 	}
 	c := &Commit{
 		Status: res.Status, Output: res.Output, Error: res.Error, Cause: res.Cause, StoppedAt: time.Now().UTC(),
@@ -440,6 +447,7 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		entered = progress.Entered
 	} else {
 		entered = r.eventAt(Event{Type: eventType(c.Type, true), Timestamp: now, State: c.Name, Scope: sc.prefix, Input: input, Document: input})
+		r.emitState("entered", c, sc.prefix, input)
 	}
 	h := &stateRun{r: r, sc: sc, entered: entered, st: st, inSize: size, visit: visit, progress: progress, raw: input}
 	h.envData = env{r: r, sc: sc, state: c.Name, entered: now, item: sc.item}
@@ -495,6 +503,10 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		h.assign, h.memWrites = nil, nil
 		res = stepResult{output: input, proposed: input, next: c.Next, size: size}
 		err = h.complete(ctx, &res)
+	}
+	var ae *asl.Error
+	if err != nil && errors.As(err, &ae) && ctx.Err() == nil {
+		r.emitState("failed", c, sc.prefix, map[string]any{"Error": string(ae.Name), "Cause": ae.Cause})
 	}
 	if f := r.x.hooks.StateEnded; f != nil {
 		waiting, failed := errors.Is(err, errParked), err

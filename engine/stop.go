@@ -366,6 +366,7 @@ func (x *Executor) abortHeld(ctx context.Context, id string, req *stopRequest) (
 		return nil, err
 	}
 	r.event(Event{Type: EventExecutionAborted, Error: res.Error, Cause: res.Cause, Document: doc})
+	r.emitEnd(res)
 	if err := r.commit(ctx, nil, c); err != nil {
 		return nil, err
 	}
