@@ -34,13 +34,13 @@ type run struct {
 	// the machine it belongs to when that machine starts again.
 	loaded map[string]*Scope
 
-	mu          sync.Mutex
-	events      []Event // recorded since the last commit
+	mu     sync.Mutex
+	events []Event // recorded since the last commit
 	// outbox are the webhook events emitted since the last commit
 	// (events.go), written with the next.
-	outbox []OutboxEntry
-	lastEvent   int64   // id of the last AWS-numbered event
-	lastOwn     int64   // number of the last own event
+	outbox      []OutboxEntry
+	lastEvent   int64 // id of the last AWS-numbered event
+	lastOwn     int64 // number of the last own event
 	invocations map[string]int
 	seq         int64
 	queue       commitQueue
