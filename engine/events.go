@@ -160,7 +160,7 @@ func (r *run) emit(c *states.EventChannel, ev EmittedEvent) {
 	switch c.Type {
 	case states.ChannelWebhook:
 		r.mu.Lock()
-		r.outbox = append(r.outbox, OutboxEntry{ID: ev.ID, Execution: r.exec.ID, Channel: c.Name, URL: c.URL, Type: ev.Type, Body: body, CreatedAt: ev.Time})
+		r.outbox = append(r.outbox, OutboxEntry{ID: ev.ID, Execution: r.exec.ID, Channel: c.Name, URL: c.URL, SecretEnv: c.SecretEnv, Type: ev.Type, Body: body, CreatedAt: ev.Time})
 		r.mu.Unlock()
 	case states.ChannelStdout:
 		line := string(body)

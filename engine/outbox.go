@@ -35,6 +35,9 @@ type OutboxEntry struct {
 	Execution string
 	Channel   string
 	URL       string
+	// SecretEnv names the environment variable holding the channel's
+	// signing secret ("": the server's default secret).
+	SecretEnv string
 	// Type is the event's type, like "state.entered", "execution.succeeded".
 	Type string
 	// Body is the JSON the receiver gets.
