@@ -147,6 +147,10 @@ type AppliedCommit struct {
 	MemoryRead []MemoryWrite
 	// Namespaces are memory namespaces the execution now uses.
 	Namespaces []string
+	// Outbox are the commit's outbox entries (CheckOutbox), to write
+	// pending and due at their CreatedAt; an id already stored fails the
+	// commit (engine.ErrExists).
+	Outbox []engine.OutboxEntry
 }
 
 // CheckpointWrite is a checkpoint to write, replacing the execution's of
@@ -207,7 +211,7 @@ func (p *prepared) apply(head []byte, history [][]byte, get func([]byte) []byte)
 		return nil, err
 	}
 	p.applyHead(h)
-	a := &AppliedCommit{FirstEvent: h.Events + 1, DropScopes: slices.Clone(p.drop), Namespaces: p.namespaces}
+	a := &AppliedCommit{FirstEvent: h.Events + 1, DropScopes: slices.Clone(p.drop), Namespaces: p.namespaces, Outbox: p.outboxed}
 	if p.rollback != nil {
 		n := 0
 		for i, rec := range history {

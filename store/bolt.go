@@ -23,7 +23,8 @@ import (
 
 // The format of the database: the meta bucket holds formatKey =
 // formatMarker and versionKey = formatVersion (decimal), written when the
-// database is created. Format 6 wrote history records of format 1, whose
+// database is created. Format 7 had no outbox (OpenBolt adds its
+// buckets). Format 6 wrote history records of format 1, whose
 // events held their documents, and heads as sealed JSON. Format 5 had no workflow registry and no machines
 // index, format 4 also stored heads and checkpoints as bare JSON (no seal,
 // no binding to the history), format 3 had no namespaces bucket either,
@@ -32,7 +33,7 @@ import (
 // the new buckets, migrateV5, migrateV6, migrateV7).
 const (
 	formatMarker  = "aslrun"
-	formatVersion = 7
+	formatVersion = 8
 )
 
 var (
@@ -309,8 +310,8 @@ func checkFormat(db *bbolt.DB, path string, readOnly bool) error {
 				}
 			}
 			// Formats 3 and 4 added agent memory and the namespaces each
-			// execution used.
-			for _, name := range [][]byte{bucketMemory, bucketMemExpiry, bucketNamespaces} {
+			// execution used, format 8 the outbox.
+			for _, name := range append([][]byte{bucketMemory, bucketMemExpiry, bucketNamespaces}, outboxBuckets...) {
 				if _, err := t.CreateBucketIfNotExists(name); err != nil {
 					return err
 				}
@@ -325,8 +326,10 @@ func checkFormat(db *bbolt.DB, path string, readOnly bool) error {
 					return err
 				}
 			}
-			if err := migrateV7(t); err != nil {
-				return err
+			if v < 7 {
+				if err := migrateV7(t); err != nil {
+					return err
+				}
 			}
 			return t.Bucket(bucketMeta).Put(versionKey, []byte(strconv.Itoa(formatVersion)))
 		})
@@ -339,11 +342,11 @@ func checkFormat(db *bbolt.DB, path string, readOnly bool) error {
 
 // createBuckets makes the buckets of a new database and writes its format.
 func createBuckets(tx *bbolt.Tx) error {
-	for _, name := range [][]byte{
+	for _, name := range append([][]byte{
 		bucketMeta, bucketExecutions, bucketHeads, bucketStatus, bucketStarted, bucketScopes, bucketEvents,
 		bucketTimers, bucketCheckpoints, bucketExpiry, bucketDefinitions, bucketBlobs, bucketBlobRefs, bucketOrphans,
 		bucketMemory, bucketMemExpiry, bucketNamespaces, bucketMachines, bucketWorkflows,
-	} {
+	}, outboxBuckets...) {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}

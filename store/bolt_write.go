@@ -406,6 +406,15 @@ func (x *tx) apply(p *prepared) error {
 			return reject(err)
 		}
 	}
+	var outbox *boltOutbox
+	if len(p.outbox) > 0 {
+		if outbox, err = x.outbox(); err != nil {
+			return reject(err)
+		}
+		if err := outbox.checkOutbox(p.outbox); err != nil {
+			return reject(err)
+		}
+	}
 
 	if h.Status != oldStatus {
 		if err := x.status.Delete(statusKey(oldStatus, p.id)); err != nil {
@@ -486,6 +495,11 @@ func (x *tx) apply(p *prepared) error {
 	for _, ns := range p.namespaces {
 		if err := x.namespaces.Put(idKey(p.id, ns), nil); err != nil {
 			return fmt.Errorf("memory namespace %q: %w", ns, err)
+		}
+	}
+	if outbox != nil {
+		if err := outbox.insert(p.outbox); err != nil {
+			return err
 		}
 	}
 	return x.putHead(p.id, h)

@@ -40,6 +40,8 @@ type prepared struct {
 	checkpoint   *preparedCheckpoint
 	memory       []memWrite
 	namespaces   []string
+	outbox       []outboxWrite
+	outboxed     []engine.OutboxEntry // outbox, as AppliedCommit gives it
 	redriven     time.Time
 
 	// docs and memo are what the commit's history record holds, for the
@@ -136,6 +138,11 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec, cache *docCach
 		}
 	}
 	p.namespaces = slices.Clone(c.AddNamespaces)
+	if len(c.Outbox) > 0 {
+		if p.outboxed, p.outbox, err = prepareOutbox(c.Execution, c.Outbox); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
 }
 

@@ -49,7 +49,7 @@
 // 8-byte big-endian Unix nanoseconds; n is an 8-byte big-endian number.
 //
 //	bucket       key                             value
-//	meta         "format", "version"             "aslrun", "7"
+//	meta         "format", "version"             "aslrun", "8"
 //	executions   id                              what never changes: machine name, definition hash, input, start, parent, agents
 //	heads        id                              seal, then where it stands: status, output, error, wake-up, counters, history length, last hash and last record
 //	status       status \x00 id                  (empty) — Unfinished and List by status are prefix scans
@@ -68,6 +68,10 @@
 //	memory       namespace \x00 key               agent memory record: value, when and by which execution it was written, expiry
 //	memexpiry    expiresAt \x00 namespace \x00 key (empty) — GC removes expired memory
 //	namespaces   id \x00 namespace               (empty) the memory namespaces an execution used — its checkpoints snapshot them
+//	outbox       event id                        an outbox delivery: the entry a commit wrote (execution, channel, URL, type, body, creation) and where its delivery stands
+//	outboxstatus status \x00 id                  (empty) — claims read the PENDING ones in id order
+//	outboxexec   execution \x00 id               (empty) — ListDeliveries of one execution
+//	outboxdone   deliveredAt \x00 id             (empty) for DELIVERED ones — pruning reads it from the start
 //
 // History records are appended: their keys only grow, so the bucket's
 // pages are filled completely (FillPercent 1, as for the start-time index
@@ -106,6 +110,21 @@
 // pages: bbolt writes each changed page with a call of its own, and
 // larger pages make far fewer calls per transaction.
 //
+// # The outbox
+//
+// Memory and Bolt implement engine.OutboxStore (outbox.go): a commit's
+// Outbox entries are written in the commit's transaction, pending and
+// due at their CreatedAt, so an entry exists exactly when its commit
+// does; a commit carrying a body over MaxOutboxBody (256 KiB), or an
+// entry that is otherwise not valid, is refused whole (ErrOutboxEntry),
+// and one whose entry id is taken fails with engine.ErrExists. Claims
+// take the oldest (by id) pending deliveries that are due and whose lease
+// is free or ran out. Retention: a DELIVERED entry is kept
+// DeliveredRetention (7 days) after its delivery, then pruned by the next
+// claim or finish that writes; PENDING and FAILED entries are never
+// pruned. The outbox is not history: no hash chain covers it, and
+// VerifyHistory and Export leave it out.
+//
 // # Faults
 //
 // A write that fails (a full disk, a failed fsync) fails the commits of its
@@ -129,7 +148,8 @@
 // status index for each execution it passes, or, when at most 256
 // executions have the status, reads those and sorts them.
 //
-// Format 7 is this layout. Format 6 stored heads as sealed JSON and
+// Format 8 is this layout. Format 7 had no outbox (OpenBolt adds its
+// buckets). Format 6 stored heads as sealed JSON and
 // history records of format 1, whose events held their documents inline
 // (OpenBolt rewrites the heads; the old records are read as they are).
 // Format 5 had no workflows and machines buckets

@@ -35,6 +35,7 @@ type Memory struct {
 	refs        map[string]int // checkpoints referencing each blob
 	orphans     map[string]bool
 	memory      map[string][]byte // agent memory records by "namespace \x00 key"
+	outbox      map[string][]byte // outbox records by id
 	workflows   map[string][]memWorkflow
 	codecs      Codecs
 	migrations  Migrations
@@ -62,6 +63,7 @@ func NewMemory() *Memory {
 		refs:        make(map[string]int),
 		orphans:     make(map[string]bool),
 		memory:      make(map[string][]byte),
+		outbox:      make(map[string][]byte),
 		workflows:   make(map[string][]memWorkflow),
 	}
 }
@@ -133,6 +135,9 @@ func (m *Memory) apply(p *prepared) error {
 	if err != nil {
 		return err
 	}
+	if err := m.checkOutbox(p.outbox); err != nil {
+		return err
+	}
 	var oldBlob string
 	if cp := a.Checkpoint; cp != nil {
 		if old, ok := x.checkpoints[cp.Name]; ok {
@@ -181,6 +186,7 @@ func (m *Memory) apply(p *prepared) error {
 			m.memory[k] = w.Record
 		}
 	}
+	m.writeOutbox(p.outbox)
 	return nil
 }
 
@@ -506,6 +512,6 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	m.execs, m.definitions, m.blobs, m.refs, m.orphans, m.memory, m.workflows = nil, nil, nil, nil, nil, nil, nil
+	m.execs, m.definitions, m.blobs, m.refs, m.orphans, m.memory, m.workflows, m.outbox = nil, nil, nil, nil, nil, nil, nil, nil
 	return nil
 }

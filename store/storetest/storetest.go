@@ -83,6 +83,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			tt.test(t, open(t))
 		})
 	}
+	t.Run("Outbox", func(t *testing.T) { runOutbox(t, open) })
 }
 
 // t0 is the suite's reference time, in a zone that is not UTC so that
