@@ -30,11 +30,19 @@ type Metrics struct {
 	commits     prometheus.Histogram
 	agentCalls  *prometheus.HistogramVec
 	agentErrors *prometheus.CounterVec
+	emitted     *prometheus.CounterVec
 
 	mu     sync.RWMutex
 	agents map[string]agentSeries // by agent name, at most maxAgentLabels
 	other  agentSeries
+	// events are the series of emitted events, by workflow, channel and
+	// type, at most maxEventLabels.
+	events map[[3]string]prometheus.Counter
 }
+
+// maxEventLabels bounds the series of aslrun_events_emitted_total; the
+// events of label sets past it are counted under "other".
+const maxEventLabels = 500
 
 // agentSeries are the series of one agent label value.
 type agentSeries struct {
@@ -82,7 +90,12 @@ func NewMetrics(reg prometheus.Registerer, pending, due func() int) *Metrics {
 			Name: "aslrun_agent_call_errors_total",
 			Help: "Agent invocations that failed or timed out, by agent (agents past the first 200 names are counted as \"other\").",
 		}, []string{"agent"})),
+		emitted: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aslrun_events_emitted_total",
+			Help: "Events emitted to workflows' prometheus channels (ASL Events), by workflow, channel and event type (label sets past the first 500 are counted as \"other\").",
+		}, []string{"workflow", "channel", "type"})),
 		agents: make(map[string]agentSeries),
+		events: make(map[[3]string]prometheus.Counter),
 	}
 	for _, s := range []engine.Status{engine.StatusSucceeded, engine.StatusFailed, engine.StatusTimedOut, engine.StatusAborted} {
 		// Every status is exported from the start, at 0.
@@ -146,6 +159,14 @@ func (m *Metrics) Hooks(next engine.Hooks) engine.Hooks {
 				next.Committed(d, err)
 			}
 		},
+		Emitted: func(workflow, channel, channelType, eventType string) {
+			if channelType == "prometheus" {
+				m.event(workflow, channel, eventType).Inc()
+			}
+			if next.Emitted != nil {
+				next.Emitted(workflow, channel, channelType, eventType)
+			}
+		},
 		AgentCalled: func(ctx context.Context, id, agent string, d time.Duration, u engine.Usage, err error) {
 			s := m.agent(agent)
 			s.duration.Observe(d.Seconds())
@@ -157,6 +178,29 @@ func (m *Metrics) Hooks(next engine.Hooks) engine.Hooks {
 			}
 		},
 	}
+}
+
+// event returns the counter of events of a workflow's channel and type,
+// or the "other" one past maxEventLabels label sets.
+func (m *Metrics) event(workflow, channel, typ string) prometheus.Counter {
+	key := [3]string{workflow, channel, typ}
+	m.mu.RLock()
+	c, ok := m.events[key]
+	m.mu.RUnlock()
+	if ok {
+		return c
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.events[key]; ok {
+		return c
+	}
+	if len(m.events) >= maxEventLabels {
+		return m.emitted.WithLabelValues(otherAgent, otherAgent, otherAgent)
+	}
+	c = m.emitted.WithLabelValues(workflow, channel, typ)
+	m.events[key] = c
+	return c
 }
 
 // agent returns the series of an agent: its own for the first

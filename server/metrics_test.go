@@ -292,3 +292,29 @@ func TestMetricsRegisteredTwice(t *testing.T) {
 		t.Errorf("aslrun_executions_started_total = %v, want 2", got)
 	}
 }
+
+// TestMetricsEventsEmitted: events of prometheus channels are counted by
+// workflow, channel and type, other channels' not at all, and label sets
+// past the cap under "other".
+func TestMetricsEventsEmitted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := NewMetrics(reg, nil, nil).Hooks(engine.Hooks{})
+	h.Emitted("orders", "count", "prometheus", "state.entered")
+	h.Emitted("orders", "count", "prometheus", "state.entered")
+	h.Emitted("orders", "hooks", "webhook", "state.entered")
+	for i := range maxEventLabels + 3 {
+		h.Emitted("wf"+strconv.Itoa(i), "count", "prometheus", "execution.succeeded")
+	}
+	got := newScraper(t, reg).scrape()
+	for series, want := range map[string]float64{
+		`aslrun_events_emitted_total{channel="count",type="state.entered",workflow="orders"}`: 2,
+		`aslrun_events_emitted_total{channel="other",type="other",workflow="other"}`:         4,
+	} {
+		if g, ok := got[series]; !ok || g != want {
+			t.Errorf("%s = %v (exported: %t), want %v", series, g, ok, want)
+		}
+	}
+	if _, ok := got[`aslrun_events_emitted_total{channel="hooks",type="state.entered",workflow="orders"}`]; ok {
+		t.Error("a webhook channel's events were counted")
+	}
+}
