@@ -308,7 +308,7 @@ func TestMetricsEventsEmitted(t *testing.T) {
 	got := newScraper(t, reg).scrape()
 	for series, want := range map[string]float64{
 		`aslrun_events_emitted_total{channel="count",type="state.entered",workflow="orders"}`: 2,
-		`aslrun_events_emitted_total{channel="other",type="other",workflow="other"}`:         4,
+		`aslrun_events_emitted_total{channel="other",type="other",workflow="other"}`:          4,
 	} {
 		if g, ok := got[series]; !ok || g != want {
 			t.Errorf("%s = %v (exported: %t), want %v", series, g, ok, want)
