@@ -80,7 +80,7 @@ type cmdContext struct {
 func commands() []*command {
 	return []*command{
 		{name: "validate", usage: "validate FILE...", summary: "check workflow definitions and report every problem", run: cmdValidate},
-		{name: "run", usage: "run FILE [--input JSON|@FILE|-] [--mock FILE | --agents FILE [--allow-host PATTERN]... [--only-allowed-hosts]] [--name ID] [--no-prompt] [--max-payload BYTES] [--allow-file-buckets] [--max-item-bytes BYTES] [--max-listed-objects N] [--durability strict|batched|none] [--db PATH|:memory:]", summary: "run a workflow durably and print its output", run: cmdRun},
+		{name: "run", usage: "run FILE [--input JSON|@FILE|-] [--mock FILE | --agents FILE [--allow-host PATTERN]... [--only-allowed-hosts]] [--name ID] [--follow] [--no-prompt] [--max-payload BYTES] [--allow-file-buckets] [--max-item-bytes BYTES] [--max-listed-objects N] [--durability strict|batched|none] [--db PATH|:memory:]", summary: "run a workflow durably and print its output", run: cmdRun},
 		{name: "resume", usage: "resume ID [--from-checkpoint NAME [--fork [--name ID]] [--restore document|memory|both]] [--mock FILE | --agents FILE] [--max-payload BYTES] [--allow-file-buckets] [--max-item-bytes BYTES] [--max-listed-objects N] [--db PATH]", summary: "continue an execution, or roll it back or fork it from a checkpoint", run: cmdResume},
 		{name: "approve", usage: "approve ID --decision OPTION [--by WHO] [--comment TEXT] [--edit JSON|@FILE|-] [--approval ID] [--digest D] [--mock FILE | --agents FILE] [--max-payload BYTES] [--allow-file-buckets] [--max-item-bytes BYTES] [--max-listed-objects N] [--db PATH]", summary: "decide a pending approval and continue the execution", run: cmdApprove},
 		{name: "task-success", usage: "task-success TOKEN --output JSON|@FILE|- [--mock FILE | --agents FILE] [--max-payload BYTES] [--db PATH]", summary: "answer a task token with the Task's result and continue the execution", run: cmdTaskSuccess},
@@ -89,6 +89,7 @@ func commands() []*command {
 		{name: "activity-poll", usage: "activity-poll NAME [--worker NAME] [--wait DURATION] [--db PATH]", summary: "wait for the next task of an activity and print it with its task token (a worker's poll)", run: cmdActivityPoll},
 		{name: "list", usage: "list [--status S] [--limit N] [--json] [--db PATH]", summary: "list executions, newest first", run: cmdList},
 		{name: "status", usage: "status ID [--json] [--db PATH]", summary: "show where an execution stands", run: cmdStatus},
+		{name: "watch", usage: "watch ID [--db PATH]", summary: "follow an execution until it ends: its history events, one line each, and the text its states stream", run: cmdWatch},
 		{name: "history", usage: "history ID [--json] [--verify] [--db PATH]", summary: "show an execution's history, or verify it is untampered", run: cmdHistory},
 		{name: "map-runs", usage: "map-runs ID [--children] [--json] [--db PATH]", summary: "list an execution's Distributed Map runs and their child executions", run: cmdMapRuns},
 		{name: "checkpoints", usage: "checkpoints ID [--json] [--db PATH]", summary: "list an execution's checkpoints", run: cmdCheckpoints},

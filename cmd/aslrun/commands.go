@@ -95,6 +95,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	bf := newBucketFlags(fs, true)
 	name := fs.String("name", "", "execution `ID` (default a new UUIDv7)")
 	noPrompt := fs.Bool("no-prompt", false, "at an Approval, exit 3 instead of asking on the terminal")
+	follow := fs.Bool("follow", false, "print the text streaming states stream (a Task's Streaming block) as it comes, before the output")
 	maxPayload := runPayloadFlag(fs)
 	durability := durabilityFlag(fs, "stored with the execution: every later resume, approve or serve keeps it")
 	db := dbFlag(fs)
@@ -134,7 +135,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 		if err != nil {
 			return err
 		}
-		return runInMemory(ctx, c, pos[0], m, in, opts, *maxPayload, access)
+		return runInMemory(ctx, c, pos[0], m, in, opts, *maxPayload, access, *follow)
 	}
 	h, err := c.open(ctx, *db, accessRun, holderInfo{API: apiReads, Socket: socketPath(*db)})
 	if err != nil {
@@ -159,7 +160,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 			// the server would refuse leaves it "StateMachine").
 			req.MachineName = opts.MachineName
 		}
-		return runRemote(ctx, c, h, req, in, *noPrompt)
+		return runRemote(ctx, c, h, req, in, *noPrompt, *follow)
 	}
 	in, err := c.readInput(*input, localLimit)
 	if err != nil {
@@ -186,8 +187,11 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 		id = created
 		printf(c.stderr, "execution: %s\n", id)
 	}
+	stopFollow := followRun(c, x, &opts, *follow)
+	defer stopFollow()
 	res, err := x.Run(ctx, m, in, opts)
 	if err != nil {
+		stopFollow()
 		if err := interrupted(ctx, id); err != nil {
 			return err
 		}
@@ -198,18 +202,20 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 			return x.Decide(ctx, res.ID, d, engine.ResumeOptions{})
 		}
 		if res, err = decideInteractively(c, res, decide); err != nil {
+			stopFollow()
 			if err := interrupted(ctx, id); err != nil {
 				return err
 			}
 			return engineError(err)
 		}
 	}
+	stopFollow()
 	return printResult(c, res)
 }
 
 // runInMemory runs an execution without a database (durability none): it
 // cannot be resumed, and a workflow that could park is refused at start.
-func runInMemory(ctx context.Context, c *cmdContext, file string, m *states.Machine, in any, opts engine.StartOptions, maxPayload int, access engine.BucketAccess) error {
+func runInMemory(ctx context.Context, c *cmdContext, file string, m *states.Machine, in any, opts engine.StartOptions, maxPayload int, access engine.BucketAccess, follow bool) error {
 	if opts.Agents == nil {
 		opts.Agents = agents.NewRegistry()
 	}
@@ -220,7 +226,9 @@ func runInMemory(ctx context.Context, c *cmdContext, file string, m *states.Mach
 		return err
 	}
 	x := engine.New(engine.Config{MaxPayloadSize: maxPayload, Buckets: access})
+	stopFollow := followRun(c, x, &opts, follow)
 	res, err := x.Run(ctx, m, in, opts)
+	stopFollow()
 	if err != nil {
 		if errors.Is(err, engine.ErrDurability) {
 			return usageErrorf("run: %v", err)
@@ -234,9 +242,9 @@ func runInMemory(ctx context.Context, c *cmdContext, file string, m *states.Mach
 }
 
 // runRemote starts an execution through the API of the server holding the
-// database, waits until it is no longer RUNNING and prints it as a local
-// run does.
-func runRemote(ctx context.Context, c *cmdContext, h *handle, req api.StartExecution, in any, noPrompt bool) error {
+// database, waits until it is no longer RUNNING (printing its streamed
+// text meanwhile when follow) and prints it as a local run does.
+func runRemote(ctx context.Context, c *cmdContext, h *handle, req api.StartExecution, in any, noPrompt, follow bool) error {
 	var err error
 	if req.Input, err = jsonvalue.Marshal(in); err != nil {
 		return err
@@ -249,6 +257,9 @@ func runRemote(ctx context.Context, c *cmdContext, h *handle, req api.StartExecu
 		return remoteError(h, err)
 	}
 	printf(c.stderr, "execution: %s\n", e.ID)
+	if follow {
+		return runFollowRemote(ctx, c, h, e.ID, noPrompt)
+	}
 	return waitAndPrint(ctx, c, h, e.ID, noPrompt)
 }
 
