@@ -253,7 +253,9 @@ func TestRunFollow(t *testing.T) {
 			hold := fake.holding(true)
 			out, errOut := newWatchedWriter(), newWatchedWriter()
 			code := make(chan int, 1)
-			go func() { code <- invokeWith(context.Background(), out, errOut, "run", wf, "--agents", agentsFile, "--follow", "--db", db) }()
+			go func() {
+				code <- invokeWith(context.Background(), out, errOut, "run", wf, "--agents", agentsFile, "--follow", "--db", db)
+			}()
 			out.waitFor(t, "Hello, ")
 			if got := out.String(); got != "── Ask (turn 1)\nHello, " {
 				t.Errorf("while the model streams, stdout is %q", got)
