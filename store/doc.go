@@ -68,10 +68,10 @@
 //	memory       namespace \x00 key               agent memory record: value, when and by which execution it was written, expiry
 //	memexpiry    expiresAt \x00 namespace \x00 key (empty) — GC removes expired memory
 //	namespaces   id \x00 namespace               (empty) the memory namespaces an execution used — its checkpoints snapshot them
-//	outbox       event id                        an outbox delivery: the entry a commit wrote (execution, channel, URL, type, body, creation) and where its delivery stands
-//	outboxstatus status \x00 id                  (empty) — claims read the PENDING ones in id order
-//	outboxexec   execution \x00 id               (empty) — ListDeliveries of one execution
-//	outboxdone   deliveredAt \x00 id             (empty) for DELIVERED ones — pruning reads it from the start
+//	outbox       'r' event id                    an outbox delivery: the entry a commit wrote (execution, channel, URL, type, body, creation) and where its delivery stands
+//	             's' status \x00 id              (empty) — claims read the PENDING ones in id order
+//	             'e' execution \x00 id           (empty) — ListDeliveries of one execution
+//	             'd' deliveredAt \x00 id         (empty) for DELIVERED ones — pruning reads them from the start
 //
 // History records are appended: their keys only grow, so the bucket's
 // pages are filled completely (FillPercent 1, as for the start-time index

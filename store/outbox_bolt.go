@@ -12,42 +12,63 @@ import (
 	"github.com/aslrun/aslrun/engine"
 )
 
-// Bolt's outbox: the records under their ids in bucket outbox, and three
-// indexes of empty values: by status (status NUL id, so that a claim
+// Bolt's outbox is one bucket, outbox, so that a commit with entries
+// changes the pages of one bucket: the records under 'r' id, and three
+// indexes of empty values, by status ('s' status NUL id, so that a claim
 // reads the pending deliveries in id order and nothing else), by
-// execution (execution NUL id) and, for the DELIVERED ones, by delivery
-// time (deliveredAt NUL id, which pruning reads from its start).
+// execution ('e' execution NUL id) and, for the DELIVERED ones, by
+// delivery time ('d' deliveredAt NUL id, which pruning reads from its
+// start). Its keys grow (ids are UUIDv7) within each part.
 var (
-	bucketOutbox       = []byte("outbox")
-	bucketOutboxStatus = []byte("outboxstatus")
-	bucketOutboxExec   = []byte("outboxexec")
-	bucketOutboxDone   = []byte("outboxdone")
+	bucketOutbox = []byte("outbox")
 
 	// outboxBuckets are the outbox's buckets (format 8 added them).
-	outboxBuckets = [][]byte{bucketOutbox, bucketOutboxStatus, bucketOutboxExec, bucketOutboxDone}
+	outboxBuckets = [][]byte{bucketOutbox}
 )
 
-// boltOutbox is a transaction's outbox buckets.
-type boltOutbox struct {
-	entries, status, execs, done *bbolt.Bucket
+// outboxPart is one part of the outbox bucket: the keys under a prefix.
+type outboxPart struct {
+	b      *bbolt.Bucket
+	prefix byte
 }
 
-// outbox returns the transaction's outbox buckets; a missing one means
-// the database is damaged.
-func (x *tx) outbox() (*boltOutbox, error) {
-	t := x.heads.Tx()
-	o := &boltOutbox{}
-	for _, b := range []struct {
-		dst  **bbolt.Bucket
-		name []byte
-	}{{&o.entries, bucketOutbox}, {&o.status, bucketOutboxStatus}, {&o.execs, bucketOutboxExec}, {&o.done, bucketOutboxDone}} {
-		if *b.dst = t.Bucket(b.name); *b.dst == nil {
-			return nil, fmt.Errorf("bucket %s is missing", b.name)
+func (p outboxPart) key(k []byte) []byte {
+	return append([]byte{p.prefix}, k...)
+}
+
+func (p outboxPart) Get(k []byte) []byte { return p.b.Get(p.key(k)) }
+
+func (p outboxPart) Put(k, v []byte) error { return p.b.Put(p.key(k), v) }
+
+func (p outboxPart) Delete(k []byte) error { return p.b.Delete(p.key(k)) }
+
+// each calls f with the keys of the part (without the prefix) from the
+// first at or after from, in order, until f returns false or an error.
+func (p outboxPart) each(from []byte, f func(k []byte) (bool, error)) error {
+	c := p.b.Cursor()
+	for k, _ := c.Seek(p.key(from)); len(k) > 0 && k[0] == p.prefix; k, _ = c.Next() {
+		more, err := f(k[1:])
+		if err != nil || !more {
+			return err
 		}
 	}
-	// Ids are UUIDv7: they grow, as the history's keys do.
-	o.entries.FillPercent, o.execs.FillPercent = appendFill, appendFill
-	return o, nil
+	return nil
+}
+
+// boltOutbox is a transaction's outbox: its records and indexes.
+type boltOutbox struct {
+	entries, status, execs, done outboxPart
+}
+
+// outbox returns the transaction's outbox; a missing bucket means the
+// database is damaged.
+func (x *tx) outbox() (*boltOutbox, error) {
+	b := x.heads.Tx().Bucket(bucketOutbox)
+	if b == nil {
+		return nil, fmt.Errorf("bucket %s is missing", bucketOutbox)
+	}
+	b.FillPercent = appendFill
+	return &boltOutbox{entries: outboxPart{b, 'r'}, status: outboxPart{b, 's'}, execs: outboxPart{b, 'e'}, done: outboxPart{b, 'd'}}, nil
 }
 
 // checkOutbox refuses a commit's outbox entries whose ids are taken.
@@ -115,9 +136,13 @@ func (o *boltOutbox) put(id string, old, r *outboxRecord) error {
 }
 
 // prunable reports whether a delivery is due to be pruned at now.
-func (o *boltOutbox) prunable(now time.Time) bool {
-	k, _ := o.done.Cursor().First()
-	return len(k) >= 8 && binary.BigEndian.Uint64(k) <= timeKey(now.Add(-DeliveredRetention))
+func (o *boltOutbox) prunable(now time.Time) (bool, error) {
+	var due bool
+	err := o.done.each(nil, func(k []byte) (bool, error) {
+		due = len(k) >= 8 && binary.BigEndian.Uint64(k) <= timeKey(now.Add(-DeliveredRetention))
+		return false, nil
+	})
+	return due, err
 }
 
 // prune removes up to pruneBatch deliveries delivered DeliveredRetention
@@ -125,12 +150,15 @@ func (o *boltOutbox) prunable(now time.Time) bool {
 func (o *boltOutbox) prune(now time.Time) error {
 	limit := timeKey(now.Add(-DeliveredRetention))
 	var keys [][]byte
-	c := o.done.Cursor()
-	for k, _ := c.First(); k != nil && len(keys) < pruneBatch; k, _ = c.Next() {
-		if len(k) < 9 || binary.BigEndian.Uint64(k) > limit {
-			break
+	err := o.done.each(nil, func(k []byte) (bool, error) {
+		if len(k) < 9 || binary.BigEndian.Uint64(k) > limit || len(keys) == pruneBatch {
+			return false, nil
 		}
 		keys = append(keys, bytes.Clone(k))
+		return true, nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, k := range keys {
 		id := string(k[9:])
@@ -145,10 +173,10 @@ func (o *boltOutbox) prune(now time.Time) error {
 			continue
 		}
 		for _, del := range []struct {
-			b *bbolt.Bucket
+			p outboxPart
 			k []byte
 		}{{o.entries, []byte(id)}, {o.status, idKey(r.Status, id)}, {o.execs, idKey(r.Execution, id)}} {
-			if err := del.b.Delete(del.k); err != nil {
+			if err := del.p.Delete(del.k); err != nil {
 				return err
 			}
 		}
@@ -161,21 +189,23 @@ func (o *boltOutbox) claimable(n int, now time.Time) ([]string, []*outboxRecord,
 	var ids []string
 	var recs []*outboxRecord
 	prefix := idKey(engine.DeliveryPending, "")
-	c := o.status.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(ids) < n; k, _ = c.Next() {
+	err := o.status.each(prefix, func(k []byte) (bool, error) {
+		if !bytes.HasPrefix(k, prefix) || len(ids) == n {
+			return false, nil
+		}
 		id := string(k[len(prefix):])
 		r, err := o.get(id)
-		if err != nil {
-			return nil, nil, err
-		}
-		if r == nil {
-			return nil, nil, fmt.Errorf("bucket %s: delivery %q has no record", bucketOutboxStatus, id)
-		}
-		if r.claimable(now) {
+		switch {
+		case err != nil:
+			return false, err
+		case r == nil:
+			return false, fmt.Errorf("bucket %s: pending delivery %q has no record", bucketOutbox, id)
+		case r.claimable(now):
 			ids, recs = append(ids, id), append(recs, r)
 		}
-	}
-	return ids, recs, nil
+		return true, nil
+	})
+	return ids, recs, err
 }
 
 var _ engine.OutboxStore = (*Bolt)(nil)
@@ -198,7 +228,11 @@ func (b *Bolt) ClaimDeliveries(ctx context.Context, owner string, n int, now tim
 			return err
 		}
 		ids, _, err := o.claimable(1, now)
-		work = len(ids) > 0 || o.prunable(now)
+		if err != nil || len(ids) > 0 {
+			work = len(ids) > 0
+			return err
+		}
+		work, err = o.prunable(now)
 		return err
 	})
 	if err != nil || !work {
@@ -289,32 +323,33 @@ func (b *Bolt) ListDeliveries(ctx context.Context, f engine.DeliveryFilter) ([]e
 		if err != nil {
 			return err
 		}
-		bkt, name, prefix := o.entries, bucketOutbox, []byte(nil)
+		part, prefix := o.entries, []byte(nil)
 		switch {
 		case f.Execution != "":
-			bkt, name, prefix = o.execs, bucketOutboxExec, idKey(f.Execution, "")
+			part, prefix = o.execs, idKey(f.Execution, "")
 		case f.Status != "":
-			bkt, name, prefix = o.status, bucketOutboxStatus, idKey(f.Status, "")
+			part, prefix = o.status, idKey(f.Status, "")
 		}
-		c := bkt.Cursor()
 		start := append(bytes.Clone(prefix), f.After...)
-		for k, _ := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, _ = c.Next() {
+		return part.each(start, func(k []byte) (bool, error) {
+			if !bytes.HasPrefix(k, prefix) || len(out) == limit {
+				return false, nil
+			}
 			if f.After != "" && bytes.Equal(k, start) {
-				continue
+				return true, nil
 			}
 			id := string(k[len(prefix):])
 			r, err := o.get(id)
-			if err != nil {
-				return err
-			}
-			if r == nil {
-				return fmt.Errorf("bucket %s: delivery %q has no record", name, id)
-			}
-			if r.listed(f) {
+			switch {
+			case err != nil:
+				return false, err
+			case r == nil:
+				return false, fmt.Errorf("bucket %s: delivery %q has no record", bucketOutbox, id)
+			case r.listed(f):
 				out = append(out, r.delivery(id))
 			}
-		}
-		return nil
+			return true, nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)

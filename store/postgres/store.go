@@ -336,6 +336,9 @@ func (db *DB) commit(ctx context.Context, c *engine.Commit) error {
 		case code == codeFenced:
 			db.heads.drop(id)
 			return fmt.Errorf("commit execution %s: %w", id, db.fenced(context.WithoutCancel(ctx), db.pool, id, epoch))
+		case outboxConflict(err) != nil:
+			db.heads.drop(id)
+			return fmt.Errorf("commit execution %s: %w", id, outboxConflict(err))
 		case code == codeConflict && attempt < maxConflicts:
 			// Another process committed to the execution since this one
 			// last did: what the execution's history holds is read again.
@@ -502,6 +505,7 @@ ON CONFLICT (execution, name) DO UPDATE SET blob = EXCLUDED.blob, doc_hash = EXC
 ON CONFLICT (namespace, key) DO UPDATE SET value = EXCLUDED.value, updated_ns = EXCLUDED.updated_ns, expires_ns = EXCLUDED.expires_ns, execution = EXCLUDED.execution`,
 			m.Namespace, m.Key, m.Record, store.TimeKey(m.UpdatedAt), nsOrNull(m.ExpiresAt), m.Execution)
 	}
+	queueOutbox(b, a.Outbox)
 }
 
 // Load returns an execution as last committed; ErrNotFound when there is
