@@ -57,6 +57,7 @@ type outboxRecord struct {
 	Execution   string    `json:"execution"`
 	Channel     string    `json:"channel"`
 	URL         string    `json:"url"`
+	SecretEnv   string    `json:"secretEnv,omitempty"`
 	Type        string    `json:"type"`
 	Body        []byte    `json:"body"`
 	CreatedAt   time.Time `json:"createdAt"`
@@ -134,7 +135,7 @@ func prepareOutbox(execution string, entries []engine.OutboxEntry) ([]engine.Out
 	ws := make([]outboxWrite, len(es))
 	for i, e := range es {
 		r := outboxRecord{
-			Execution: e.Execution, Channel: e.Channel, URL: e.URL, Type: e.Type, Body: e.Body,
+			Execution: e.Execution, Channel: e.Channel, URL: e.URL, SecretEnv: e.SecretEnv, Type: e.Type, Body: e.Body,
 			CreatedAt: e.CreatedAt, Status: engine.DeliveryPending, NextAt: e.CreatedAt,
 		}
 		data, err := marshalRecord(&r)
@@ -233,7 +234,7 @@ func decodeOutbox(id string, data []byte) (*outboxRecord, error) {
 // delivery is the record of delivery id as the store's callers see it.
 func (r *outboxRecord) delivery(id string) engine.Delivery {
 	return engine.Delivery{
-		OutboxEntry: engine.OutboxEntry{ID: id, Execution: r.Execution, Channel: r.Channel, URL: r.URL, Type: r.Type, Body: slices.Clone(r.Body), CreatedAt: r.CreatedAt},
+		OutboxEntry: engine.OutboxEntry{ID: id, Execution: r.Execution, Channel: r.Channel, URL: r.URL, SecretEnv: r.SecretEnv, Type: r.Type, Body: slices.Clone(r.Body), CreatedAt: r.CreatedAt},
 		Status:      r.Status, Attempts: r.Attempts, LastError: r.LastError,
 		NextAt: r.NextAt, DeliveredAt: r.DeliveredAt, Owner: r.Owner, LeaseUntil: r.LeaseUntil,
 	}

@@ -17,11 +17,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/builtin"
+	"github.com/aslrun/aslrun/egress"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/server"
 	"github.com/aslrun/aslrun/store"
 	"github.com/aslrun/aslrun/store/postgres"
 	"github.com/aslrun/aslrun/tracing"
+	"github.com/aslrun/aslrun/webhook"
 )
 
 // The timeouts of every connection the server accepts.
@@ -63,6 +66,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	grace := fs.Duration("grace", shutdownGrace, "on SIGINT or SIGTERM, how long requests in flight and running states get to finish before they are cancelled at their last commit")
 	logFormat := fs.String("log-format", "text", "the log's `FORMAT`: text or json")
 	agentsFile := fs.String("agents", "", "the server's own agents `FILE` (built-in llm, exec and http agents) for executions started without a mock")
+	webhookTimeout := fs.Duration("webhook-timeout", webhook.DefaultTimeout, "how long one webhook delivery attempt may take (a process that dies while delivering delays those deliveries twice that)")
 	hosts := hostFlags(fs)
 	bf := newBucketFlags(fs, false)
 	maxPayload := payloadFlag(fs)
@@ -128,10 +132,16 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 
 	var serverAgents *agents.Registry
 	var resolvedAgents []byte
+	// The hosts webhook deliveries may reach: --allow-host and the agents
+	// file's Hosts, as its agents'.
+	webhookHosts := *hosts
 	if *agentsFile != "" {
 		data, err := os.ReadFile(*agentsFile)
 		if err != nil {
 			return usageErrorf("serve: %v", err)
+		}
+		if f, err := builtin.ParseAgentsFile(data); err == nil {
+			webhookHosts = f.Hosts().Merge(webhookHosts)
 		}
 		if serverAgents, resolvedAgents, err = fileAgents(data, *agentsFile, filepath.Dir(*agentsFile), *hosts); err != nil {
 			return usageErrorf("serve: %v", err)
@@ -225,6 +235,22 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 			errs <- err
 		}
 	}()
+	if outbox, ok := st.(engine.OutboxStore); ok {
+		// Deliver the events of workflows' webhook channels (ASL Events).
+		policy, err := egress.New(webhookHosts)
+		if err != nil {
+			return usageErrorf("serve: %v", err)
+		}
+		d, err := webhook.New(webhook.Config{Store: outbox, Hosts: policy, Logger: log, Timeout: *webhookTimeout})
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.Run(runCtx)
+		}()
+	}
 	log.Info("serving", "db", dbPath, "socket", sock, "listen", *listen, "tls", *tlsCert != "")
 	var failure error
 	select {

@@ -31,17 +31,17 @@ const pruneLimit = 256
 
 // The outbox's statements.
 const (
-	insertOutbox = `INSERT INTO outbox (id, execution, channel, url, type, body, created_ns, next_ns)
-SELECT i, e, c, u, t, b, n, n FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::bigint[]) AS x(i, e, c, u, t, b, n)`
+	insertOutbox = `INSERT INTO outbox (id, execution, channel, url, secret_env, type, body, created_ns, next_ns)
+SELECT i, e, c, u, s, t, b, n, n FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::bigint[]) AS x(i, e, c, u, s, t, b, n)`
 
-	deliveryColumns = `id, execution, channel, url, type, body, created_ns, status, attempts, last_error, next_ns, delivered_ns, owner, lease_ns`
+	deliveryColumns = `id, execution, channel, url, secret_env, type, body, created_ns, status, attempts, last_error, next_ns, delivered_ns, owner, lease_ns`
 
 	// claimOutbox leases to $1 until $2 up to $4 deliveries due at $3.
 	claimOutbox = `UPDATE outbox o SET owner = $1, lease_ns = $2, attempts = o.attempts + 1
 FROM (SELECT id FROM outbox WHERE status = 'PENDING' AND next_ns <= $3 AND (owner = '' OR lease_ns <= $3)
       ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) c
 WHERE o.id = c.id
-RETURNING o.id, o.execution, o.channel, o.url, o.type, o.body, o.created_ns, o.status, o.attempts, o.last_error, o.next_ns, o.delivered_ns, o.owner, o.lease_ns`
+RETURNING o.id, o.execution, o.channel, o.url, o.secret_env, o.type, o.body, o.created_ns, o.status, o.attempts, o.last_error, o.next_ns, o.delivered_ns, o.owner, o.lease_ns`
 
 	// pruneOutbox deletes the deliveries delivered at or before $1.
 	pruneOutbox = `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE status = 'DELIVERED' AND delivered_ns <= $1
@@ -66,13 +66,13 @@ func queueOutbox(b *pgx.Batch, es []engine.OutboxEntry) {
 		return
 	}
 	n := len(es)
-	ids, execs, chans, urls, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ids, execs, chans, urls, secrets, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	bodies, created := make([][]byte, n), make([]int64, n)
 	for i, e := range es {
-		ids[i], execs[i], chans[i], urls[i], types[i] = e.ID, e.Execution, e.Channel, e.URL, e.Type
+		ids[i], execs[i], chans[i], urls[i], secrets[i], types[i] = e.ID, e.Execution, e.Channel, e.URL, e.SecretEnv, e.Type
 		bodies[i], created[i] = e.Body, store.TimeKey(e.CreatedAt)
 	}
-	b.Queue(insertOutbox, ids, execs, chans, urls, types, bodies, created)
+	b.Queue(insertOutbox, ids, execs, chans, urls, secrets, types, bodies, created)
 }
 
 // outboxConflict returns the error of a commit refused because one of its
@@ -219,7 +219,7 @@ func collectDeliveries(rows pgx.Rows) ([]engine.Delivery, error) {
 		var d engine.Delivery
 		var created int64
 		var next, delivered, lease *int64
-		err := r.Scan(&d.ID, &d.Execution, &d.Channel, &d.URL, &d.Type, &d.Body, &created, &d.Status, &d.Attempts, &d.LastError, &next, &delivered, &d.Owner, &lease)
+		err := r.Scan(&d.ID, &d.Execution, &d.Channel, &d.URL, &d.SecretEnv, &d.Type, &d.Body, &created, &d.Status, &d.Attempts, &d.LastError, &next, &delivered, &d.Owner, &lease)
 		d.CreatedAt, d.NextAt, d.DeliveredAt, d.LeaseUntil = nsTime(&created), nsTime(next), nsTime(delivered), nsTime(lease)
 		return d, err
 	})

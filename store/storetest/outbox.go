@@ -47,7 +47,7 @@ func runOutbox(t *testing.T, open func(t *testing.T) store.Store) {
 // created at c.
 func entry(id, exec string, c time.Time) engine.OutboxEntry {
 	return engine.OutboxEntry{
-		ID: id, Execution: exec, Channel: "hooks", URL: "https://example.com/hook", Type: "state.entered",
+		ID: id, Execution: exec, Channel: "hooks", URL: "https://example.com/hook", SecretEnv: "HOOK_SECRET", Type: "state.entered",
 		Body: []byte(`{"id":"` + id + `", "n": 1.50}`), CreatedAt: c,
 	}
 }
@@ -125,7 +125,7 @@ func testOutboxWritten(t *testing.T, s store.Store, o engine.OutboxStore) {
 	}
 	for i, want := range []engine.OutboxEntry{e1, e2} {
 		d := ds[i]
-		if d.Execution != "e1" || d.Channel != want.Channel || d.URL != want.URL || d.Type != want.Type || string(d.Body) != string(want.Body) || !d.CreatedAt.Equal(want.CreatedAt) {
+		if d.Execution != "e1" || d.Channel != want.Channel || d.URL != want.URL || d.SecretEnv != want.SecretEnv || d.Type != want.Type || string(d.Body) != string(want.Body) || !d.CreatedAt.Equal(want.CreatedAt) {
 			t.Errorf("delivery %d = %+v, want the entry %+v of execution e1", i, d.OutboxEntry, want)
 		}
 		if d.Status != engine.DeliveryPending || d.Attempts != 0 || d.LastError != "" || !d.NextAt.Equal(want.CreatedAt) || !d.DeliveredAt.IsZero() || d.Owner != "" || !d.LeaseUntil.IsZero() {

@@ -12,6 +12,7 @@ CREATE TABLE outbox (
     execution    text COLLATE "C" NOT NULL,
     channel      text NOT NULL,
     url          text NOT NULL,
+    secret_env   text NOT NULL DEFAULT '',
     type         text NOT NULL,
     body         bytea NOT NULL,
     created_ns   bigint NOT NULL,
