@@ -2,6 +2,7 @@ package engine
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -67,25 +68,35 @@ func TestChunker(t *testing.T) {
 // stops the timer.
 func TestChunkerFlushInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex // the interval's flush runs on a goroutine of its own
 		var out []string
-		c := newChunker(streamShape{mode: "line", flushEvery: 100 * time.Millisecond}, func(_ int, text string) { out = append(out, text) })
+		chunks := func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			return strings.Join(out, "|")
+		}
+		c := newChunker(streamShape{mode: "line", flushEvery: 100 * time.Millisecond}, func(_ int, text string) {
+			mu.Lock()
+			out = append(out, text)
+			mu.Unlock()
+		})
 		c.write(0, "partial")
 		time.Sleep(99 * time.Millisecond)
 		synctest.Wait()
-		if len(out) != 0 {
-			t.Fatalf("flushed %q before the interval", out)
+		if got := chunks(); got != "" {
+			t.Fatalf("flushed %q before the interval", got)
 		}
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		if strings.Join(out, "|") != "partial" {
-			t.Fatalf("after the interval: %q", out)
+		if got := chunks(); got != "partial" {
+			t.Fatalf("after the interval: %q", got)
 		}
 		c.write(0, "a\n")
 		time.Sleep(time.Second)
 		synctest.Wait()
 		c.close()
-		if strings.Join(out, "|") != "partial|a\n" {
-			t.Fatalf("chunks %q", out)
+		if got := chunks(); got != "partial|a\n" {
+			t.Fatalf("chunks %q", got)
 		}
 	})
 }
