@@ -541,7 +541,13 @@ func cmdWatch(ctx context.Context, c *cmdContext, args []string) error {
 		}
 		if h.api != nil {
 			h.close()
-			return watchRemote(ctx, c, h, p, id, after)
+			var gone bool
+			if after, gone, err = watchRemote(ctx, h, p, id, after); !gone {
+				return err
+			}
+			// The holder went away (a run that ended): read the
+			// database again.
+			continue
 		}
 		e, err := h.st.Load(ctx, id)
 		var events []engine.Event
@@ -580,14 +586,16 @@ func cmdWatch(ctx context.Context, c *cmdContext, args []string) error {
 }
 
 // watchRemote follows execution id through the API of the process
-// holding the database, from after its history event after.
-func watchRemote(ctx context.Context, c *cmdContext, h *handle, p *chunkPrinter, id string, after int64) error {
+// holding the database, from after its history event after. It returns
+// the last history event seen and, when the process went away before the
+// execution ended (its socket no longer answers), gone.
+func watchRemote(ctx context.Context, h *handle, p *chunkPrinter, id string, after int64) (last int64, gone bool, err error) {
 	var end error
 	from := ""
 	if after > 0 {
 		from = fmt.Sprint(after)
 	}
-	err := followSocket(ctx, h.sock, id, from, func(ev sseEvent) error {
+	err = followSocket(ctx, h.sock, id, from, func(ev sseEvent) error {
 		if ok, err := streamChunk(p, ev); ok || err != nil {
 			return err
 		}
@@ -606,22 +614,28 @@ func watchRemote(ctx context.Context, c *cmdContext, h *handle, p *chunkPrinter,
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
 			return fmt.Errorf("event %s %s: %w", ev.Event, ev.ID, err)
 		}
-		p.history(eventLine(e.Seq, e.Timestamp, e.Type, e.Scope+e.State, e.Error, e.Cause))
+		if e.Seq > after {
+			p.history(eventLine(e.Seq, e.Timestamp, e.Type, e.Scope+e.State, e.Error, e.Cause))
+			after = e.Seq
+		}
 		return nil
 	})
 	p.finish()
 	if err != nil {
 		if err := remoteInterrupted(ctx, id); err != nil {
-			return err
+			return after, false, err
 		}
 		var se *streamError
 		if errors.As(err, &se) {
 			if se.p.Status == http.StatusNotFound {
-				return &exitError{code: exitUsage, msg: fmt.Sprintf("watch: %s", se.Error())}
+				return after, false, &exitError{code: exitUsage, msg: fmt.Sprintf("watch: %s", se.Error())}
 			}
-			return fmt.Errorf("watch %s: the API at %s: %w", id, h.sock, err)
+			return after, false, fmt.Errorf("watch %s: the API at %s: %w", id, h.sock, err)
 		}
-		return fmt.Errorf("watch %s: %w", id, err)
+		if !answers(ctx, h.sock) {
+			return after, true, nil
+		}
+		return after, false, fmt.Errorf("watch %s: %w", id, err)
 	}
-	return end
+	return after, false, end
 }

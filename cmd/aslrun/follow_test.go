@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -397,4 +398,63 @@ func TestWatchServe(t *testing.T) {
 	if !ok || text != "── Ask (turn 1)\nHello, streamed world." || !jsonEqual(t, "{"+doc, `{"answer":"Hello, streamed world."}`) {
 		t.Errorf("run --follow through serve printed %q", out)
 	}
+}
+
+// TestWatchHolderGoes: watch follows an execution through the socket of
+// an `aslrun approve` process that continues it, and when that process
+// exits with the execution waiting again, goes on reading the database,
+// each event printed once, until it ends.
+func TestWatchHolderGoes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts aslrun approve")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "h.db")
+	wf := writeFile(t, dir, "two.json", `{"StartAt":"A","States":{
+		"A":{"Type":"Approval","Prompt":"first?","Options":["yes"],"Next":"Work"},
+		"Work":{"Type":"Task","Agent":"Worker","ResultPath":"$.w","Next":"B"},
+		"B":{"Type":"Approval","Prompt":"second?","Options":["yes"],"End":true}}}`)
+	mock := writeFile(t, dir, "mock.json", `{"Worker":{"0":{"Return":1,"DelaySeconds":2}}}`)
+	if code, _, errOut := invoke(t, "", "run", wf, "--mock", mock, "--name", "h", "--no-prompt", "--db", db); code != exitWaiting {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	out, errOut := newWatchedWriter(), newWatchedWriter()
+	code := make(chan int, 1)
+	go func() { code <- invokeWith(context.Background(), out, errOut, "watch", "h", "--db", db) }()
+	out.waitFor(t, "ApprovalRequested")
+	approve := aslrunCmd("approve", "h", "--decision", "yes", "--db", db)
+	if b, err := approve.CombinedOutput(); err != nil && !strings.Contains(string(b), "waits for a decision") {
+		t.Fatalf("approve A: %v: %s", err, b)
+	}
+	out.waitFor(t, "ApprovalStateEntered  B")
+	if c, o, e := invoke(t, "", "approve", "h", "--decision", "yes", "--db", db); c != 0 {
+		t.Fatalf("approve B: exit %d: %s %s; watch printed %s", c, o, e, out)
+	}
+	if c := <-code; c != 0 {
+		t.Fatalf("watch: exit %d, stderr %s", c, errOut)
+	}
+	got := out.String()
+	if n := strings.Count(got, "ApprovalDecided"); n != 2 || !strings.HasSuffix(got, "execution h SUCCEEDED\n") {
+		t.Errorf("watch printed %d ApprovalDecided (want 2, each once): %q", n, got)
+	}
+	if n := strings.Count(got, "TaskSucceeded"); n != 1 {
+		t.Errorf("watch printed TaskSucceeded %d times, want once: %q", n, got)
+	}
+}
+
+// Example_chunkPrinter: what run --follow and watch print of a state's
+// stream into a file or a pipe.
+func Example_chunkPrinter() {
+	p := newChunkPrinter(os.Stdout)
+	p.chunk(engine.ChunkStart, engine.Chunk{State: "Draft"})
+	p.chunk(engine.ChunkText, engine.Chunk{State: "Draft", Turn: 1, Text: "Dear team,\nthe release "})
+	p.chunk(engine.ChunkText, engine.Chunk{State: "Draft", Turn: 1, Text: "ships today."})
+	p.chunk(engine.ChunkEnd, engine.Chunk{State: "Draft"})
+	p.history(eventLine(9, time.Date(2025, 1, 2, 15, 4, 5, 0, time.UTC), "TaskSucceeded", "Draft", "", ""))
+	// Output:
+	// ── Draft (turn 1)
+	// Dear team,
+	// the release ships today.
+	//    9  15:04:05.000  TaskSucceeded  Draft
 }
