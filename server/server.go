@@ -225,6 +225,7 @@ func (s *Server) table() []route {
 		{"GET /v1/memory/{namespace}", RoleViewer, s.listMemory},
 		// Server-Sent Events streams (stream.go).
 		{"GET /v1/executions/{id}/events", RoleViewer, s.streamHistory},
+		{"GET /v1/executions/{id}/ws", RoleViewer, s.streamHistoryWS},
 		{"GET /v1/approvals/events", RoleViewer, s.streamApprovals},
 		{"GET /v1/execution-events", RoleViewer, s.streamExecutions},
 		// Redrive: restart a failed execution from the state that failed.

@@ -64,6 +64,8 @@ type streams struct {
 	// keep bounds the events a history feed holds; 0 means feedKeep
 	// (tests lower it).
 	keep int64
+	// ws counts the WebSocket streams closed as too slow (stream_live.go).
+	ws wsStreams
 }
 
 // enter counts a stream in: it returns the channel closed when streams
@@ -191,10 +193,7 @@ func (o *sse) flush() error {
 // resumePoint reads where a stream resumes: after the Last-Event-ID
 // header's id or, without it, after ?after=; false when neither is given.
 func resumePoint(r *http.Request) (int64, bool, error) {
-	v, what := r.Header.Get("Last-Event-ID"), "the Last-Event-ID header"
-	if v == "" {
-		v, what = r.URL.Query().Get("after"), "after"
-	}
+	v, what := resumeValue(r)
 	if v == "" {
 		return 0, false, nil
 	}
@@ -205,96 +204,38 @@ func resumePoint(r *http.Request) (int64, bool, error) {
 	return n, true, nil
 }
 
+// resumeValue is the Last-Event-ID header or, without it, ?after=, and
+// which of them it is.
+func resumeValue(r *http.Request) (v, what string) {
+	v, what = r.Header.Get("Last-Event-ID"), "the Last-Event-ID header"
+	if v == "" {
+		v, what = r.URL.Query().Get("after"), "after"
+	}
+	return v, what
+}
+
 // errStopping answers a stream asked for while the server stops.
 var errStopping = &problem{status: http.StatusServiceUnavailable, kind: "stopping", title: "the server is stopping", detail: "the server is stopping: connect again later"}
 
 // streamHistory is GET /v1/executions/{id}/events: the execution's
-// committed events in order, each with its seq as its id, then `end`
-// once the execution has ended. Every stream of an execution follows one
-// historyFeed: one reader of the store per execution, however many
-// watch it. A stream that resumes from before what the feed holds reads
-// the part it lacks itself, a page at a time.
+// committed events in order and, interleaved as they happen, the chunks
+// its agents stream (followExecution), then `end` once the execution has
+// ended. Every stream of an execution follows one historyFeed: one
+// reader of the store per execution, however many watch it. A stream
+// that resumes from before what the feed holds reads the part it lacks
+// itself, a page at a time.
 func (s *Server) streamHistory(w http.ResponseWriter, r *http.Request) error {
-	ctx, id := r.Context(), r.PathValue("id")
-	after, _, err := resumePoint(r)
+	es, err := s.openExecutionStream(r)
 	if err != nil {
 		return err
 	}
-	if _, err := s.st.Load(ctx, id); err != nil {
-		return err
-	}
-	p, _ := principalOf(ctx)
-	release, err := s.streams.histories.admit(p.Name, "history")
-	if err != nil {
-		return err
-	}
-	defer release()
-	stop, every, ok := s.streams.enter()
-	if !ok {
-		return errStopping
-	}
-	defer s.streams.open.Done()
-	f := s.streams.follow(s.st, id)
-	defer s.streams.unfollow(f)
+	defer es.close()
 	out, err := startSSE(w)
 	if err != nil {
 		return nil
 	}
-	keepalive := time.NewTicker(every)
-	defer keepalive.Stop()
-	for {
-		events, floor, changed, end, err := f.since(after)
-		if after < floor {
-			// Behind what the feed holds: read the gap from the store.
-			page, _, err := s.st.HistoryRange(ctx, id, after, min(historyCatchUp, int(floor-after)))
-			if err == nil && len(page) == 0 {
-				err = fmt.Errorf("execution %s: history event %d: %w", id, after+1, engine.ErrNotFound)
-			}
-			if err != nil {
-				if ctx.Err() == nil {
-					out.fail(err)
-				}
-				return nil
-			}
-			for _, e := range page {
-				after++
-				ev := eventOf(after, e)
-				if out.send(strconv.FormatInt(after, 10), ev.Type, ev) != nil {
-					return nil
-				}
-			}
-			continue
-		}
-		for _, ev := range events {
-			if out.sendRaw(strconv.FormatInt(ev.seq, 10), ev.typ, ev.data) != nil {
-				return nil
-			}
-			after = ev.seq
-		}
-		switch {
-		case err != nil:
-			if ctx.Err() == nil {
-				out.fail(err)
-			}
-			return nil
-		case end != nil:
-			out.sendRaw("", "end", end)
-			return nil
-		case len(events) > 0:
-			continue
-		}
-		select {
-		case <-stop:
-			return nil
-		case <-ctx.Done():
-			return nil
-		case <-keepalive.C:
-			if out.comment("keepalive") != nil {
-				return nil
-			}
-		case <-changed:
-		}
-	}
+	s.followExecution(r.Context(), es, out)
+	return nil
 }
 
 // inbox follows the approval inbox for the approval streams. Each stream
@@ -818,10 +759,12 @@ func (f *historyFeed) add(after int64, page []engine.Event) error {
 		f.events = slices.Clone(f.events[drop:])
 		f.floor += int64(drop)
 	}
-	f.started = true
-	if len(encoded) > 0 {
+	// The first read wakes the streams even when it read nothing: they
+	// wait for it before they send the live feed's chunks.
+	if len(encoded) > 0 || !f.started {
 		f.signal()
 	}
+	f.started = true
 	return nil
 }
 
