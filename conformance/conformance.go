@@ -446,8 +446,22 @@ func RunWith(ctx context.Context, c *Case, opts Options) error {
 
 // ErrNeedsStore is returned (wrapped) by a case run under DurabilityNone
 // that the engine refused at start because it could park (an Approval, a
-// long Wait), or that seeds or checks agent memory: it needs a store.
+// long Wait), that seeds or checks agent memory, or whose Events have a
+// webhook channel: it needs a store.
 var ErrNeedsStore = errors.New("the case needs a store")
+
+// hasWebhook reports whether m's Events have a webhook channel.
+func hasWebhook(m *states.Machine) bool {
+	if m.Extensions == nil || m.Extensions.Events == nil {
+		return false
+	}
+	for _, c := range m.Extensions.Events.Channels {
+		if c.Type == states.ChannelWebhook {
+			return true
+		}
+	}
+	return false
+}
 
 // run runs a case as opts say. Under DurabilityNone there is no store: the
 // history and the memory are not checked (there are none), only how the
@@ -483,6 +497,8 @@ func run(ctx context.Context, c *Case, opts Options) error {
 	switch {
 	case mode == engine.DurabilityNone && (c.Memory != nil || c.Expect.Memory != nil):
 		return fmt.Errorf("%w: it seeds or checks agent memory", ErrNeedsStore)
+	case mode == engine.DurabilityNone && hasWebhook(m):
+		return fmt.Errorf("%w: its Events have a webhook channel, whose deliveries go to the store's outbox", ErrNeedsStore)
 	case mode == engine.DurabilityNone:
 	case opts.NewStore != nil:
 		s, done, err := opts.NewStore(ctx)
