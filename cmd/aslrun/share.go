@@ -274,6 +274,9 @@ func (c *cmdContext) startReads(st store.Store, x *engine.Executor, sock string)
 	r := &readsServer{st: st, srv: srv, done: make(chan struct{}), decided: map[string]bool{}}
 	r.hs = &http.Server{Handler: r.restricted(srv.Handler()), ConnContext: server.ConnContext,
 		ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, IdleTimeout: idleTimeout}
+	// Shutdown does not end event streams itself (a watcher's would hold
+	// the process until the grace ran out).
+	r.hs.RegisterOnShutdown(srv.StopStreams)
 	go func() {
 		defer close(r.done)
 		r.hs.Serve(ln)
