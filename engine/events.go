@@ -87,19 +87,45 @@ func (r *run) emitState(kind string, c *states.Common, scope string, doc any) {
 		ev.Data = included(nil, doc, kind == "failed")
 		r.emit(w.Channels[w.OnStateChange], ev)
 	}
+	if ch := r.realTimeCallback("state"); ch != "" && ch != w.OnStateChange {
+		r.emit(w.Channels[ch], EmittedEvent{Type: typ, State: c.Name, Scope: scope, Data: included(nil, doc, kind == "failed")})
+	}
+}
+
+// realTimeCallback is the webhook channel a RealTime "callback" sends
+// events of kind ("state", "end") to, or "".
+func (r *run) realTimeCallback(kind string) string {
+	m := r.m
+	if m == nil || m.Extensions == nil {
+		return ""
+	}
+	rt := m.Extensions.RealTime
+	if rt == nil || !rt.Enabled || rt.Transport != states.TransportCallback {
+		return ""
+	}
+	if len(rt.Events) > 0 && !slices.Contains(rt.Events, kind) {
+		return ""
+	}
+	return rt.Channel
 }
 
 // emitEnd emits the execution's end to the workflow's OnComplete channel.
 func (r *run) emitEnd(res *Result) {
 	w := r.workflowEvents()
-	if w == nil || w.OnComplete == "" {
+	if w == nil {
 		return
 	}
 	data := map[string]any{"status": string(res.Status)}
 	if res.Error != "" {
 		data["error"], data["cause"] = res.Error, res.Cause
 	}
-	r.emit(w.Channels[w.OnComplete], EmittedEvent{Type: emitExecution + strings.ToLower(string(res.Status)), Data: data})
+	typ := emitExecution + strings.ToLower(string(res.Status))
+	if w.OnComplete != "" {
+		r.emit(w.Channels[w.OnComplete], EmittedEvent{Type: typ, Data: data})
+	}
+	if ch := r.realTimeCallback("end"); ch != "" && ch != w.OnComplete {
+		r.emit(w.Channels[ch], EmittedEvent{Type: typ, Data: data})
+	}
 }
 
 func (r *run) workflowEvents() *states.WorkflowEvents {

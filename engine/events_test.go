@@ -12,6 +12,7 @@ import (
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/store"
 )
 
 // TestEventsStdout: a workflow's OnStateChange and OnComplete events and a
@@ -81,5 +82,34 @@ func TestEventsWebhookNeedsOutbox(t *testing.T) {
 	var list states.ErrorList
 	if !errors.As(err, &list) || list[0].Pointer != "/Events/Channels/hooks" || !strings.Contains(list[0].Msg, "no store") {
 		t.Fatalf("Run = %v, want a problem at the channel", err)
+	}
+}
+
+// TestRealTimeCallback: a RealTime "callback" transport sends the state
+// changes and the end (the kinds its Events keep) to its webhook channel,
+// once per event even when OnStateChange names the same channel.
+func TestRealTimeCallback(t *testing.T) {
+	var out bytes.Buffer
+	x := engine.New(engine.Config{EventsOut: &out})
+	def := `{"StartAt": "P",
+	  "Events": {"Channels": {"log": {"Type": "stdout", "Format": "text"}, "hooks": {"Type": "webhook", "Url": "https://hooks.example.com/x"}}},
+	  "RealTime": {"Transport": "callback", "Channel": "hooks", "Events": ["end"]},
+	  "States": {"P": {"Type": "Pass", "End": true}}}`
+	m := mustParse(t, def)
+	if rt := m.Extensions.RealTime; rt.Transport != "callback" || rt.Channel != "hooks" || !rt.Enabled {
+		t.Fatalf("RealTime %+v", rt)
+	}
+	st := store.NewMemory()
+	res, err := engine.New(engine.Config{Store: st, EventsOut: &out}).Run(context.Background(), m, nil, engine.StartOptions{ID: "rt"})
+	if err != nil || res.Status != engine.StatusSucceeded {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	list, err := st.ListDeliveries(context.Background(), engine.DeliveryFilter{})
+	if err != nil || len(list) != 1 || list[0].Type != "execution.succeeded" || list[0].Channel != "hooks" {
+		t.Fatalf("deliveries %+v, %v; want the end only", list, err)
+	}
+	// Without a store the webhook channel is refused: the callback is one.
+	if _, err := x.Run(context.Background(), m, nil, engine.StartOptions{}); err == nil || !strings.Contains(err.Error(), `webhook channel "hooks" cannot deliver`) {
+		t.Fatalf("Run = %v", err)
 	}
 }

@@ -39,6 +39,9 @@ type Extensions struct {
 	// Events is the top-level Events block: the channels and which
 	// changes go to them; nil when absent.
 	Events *WorkflowEvents
+	// RealTime is the top-level RealTime block: how clients follow an
+	// execution live; nil when absent.
+	RealTime *RealTimeConfig
 }
 
 // WorkflowBudget is the top-level Budget block: limits on the whole
@@ -261,6 +264,9 @@ func (p *parser) extensions(o *object) *Extensions {
 	}
 	if ev := p.workflowEvents(o); ev != nil {
 		e.Events, set = ev, true
+	}
+	if rt := p.realTime(o); rt != nil {
+		e.RealTime, set = rt, true
 	}
 	if co, _ := o.child("ToolCategories", "ToolCategories"); co != nil {
 		e.ToolCategories, set = make(map[string][]string, len(co.m)), true

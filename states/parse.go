@@ -39,6 +39,7 @@ func ParseValue(v any) (*Machine, error) {
 	if m != nil {
 		p.checkDefinition(m)
 		p.checkEvents(m)
+		p.checkRealTime(m)
 	}
 	if err := p.errs.Err(); err != nil {
 		return nil, err
@@ -94,7 +95,7 @@ func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
 			m.TimeoutSeconds = n
 		}
 		m.Extensions = p.extensions(o)
-		for _, k := range []string{"Checkpointing", "Imports", "Progress", "RealTime"} {
+		for _, k := range []string{"Checkpointing", "Imports", "Progress"} {
 			if o.has(k) {
 				o.errorf(k, "top-level %s is not supported", k)
 			}
