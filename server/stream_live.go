@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/states"
 )
 
 // Events of an execution's stream that come from its live feed, by
@@ -159,8 +161,11 @@ func (o *sse) keepalive() error { return o.comment("keepalive") }
 // executionStream is an execution's stream admitted (within the bounds,
 // the server not stopping), before it answers.
 type executionStream struct {
-	id    string
-	from  streamPos
+	id   string
+	from streamPos
+	// kinds are the kinds of events the client gets (see
+	// states.RealTimeEventKinds); nil means all.
+	kinds []string
 	feed  *historyFeed
 	stop  <-chan struct{} // closed when the server stops its streams
 	every time.Duration   // the keepalive interval
@@ -176,7 +181,12 @@ func (s *Server) openExecutionStream(r *http.Request) (*executionStream, error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.st.Load(ctx, id); err != nil {
+	e, err := s.st.Load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	kinds, err := s.streamKinds(r, e)
+	if err != nil {
 		return nil, err
 	}
 	p, _ := principalOf(ctx)
@@ -190,7 +200,7 @@ func (s *Server) openExecutionStream(r *http.Request) (*executionStream, error) 
 		return nil, errStopping
 	}
 	f := s.streams.follow(s.st, id)
-	return &executionStream{id: id, from: from, feed: f, stop: stop, every: every, close: func() {
+	return &executionStream{id: id, from: from, kinds: kinds, feed: f, stop: stop, every: every, close: func() {
 		s.streams.unfollow(f)
 		s.streams.open.Done()
 		release()
@@ -219,6 +229,9 @@ const (
 // a client the feed's ring outran gets `chunks-missed`.
 func (s *Server) followExecution(ctx context.Context, es *executionStream, out emitter) streamEnd {
 	pos, f := es.from, es.feed
+	if es.kinds != nil {
+		out = kindFilter{out, es.kinds}
+	}
 	keepalive := time.NewTicker(es.every)
 	defer keepalive.Stop()
 	fail := func(err error) streamEnd {
@@ -563,4 +576,61 @@ func headerHas(h http.Header, name, token string) bool {
 		}
 	}
 	return false
+}
+
+// streamKinds are the kinds of events a stream sends: the request's
+// ?events= (a comma-separated list of states.RealTimeEventKinds: 400 on
+// another), else its workflow's RealTime Events; with RealTime Enabled
+// false, no streamed text unless the request asks for it. nil means all.
+func (s *Server) streamKinds(r *http.Request, e *engine.Execution) ([]string, error) {
+	if q, ok := r.URL.Query()["events"]; ok {
+		var kinds []string
+		for _, v := range q {
+			for k := range strings.SplitSeq(v, ",") {
+				if !slices.Contains(states.RealTimeEventKinds, k) {
+					return nil, badRequest("/events", "events: %q is not a kind of event (%s)", k, strings.Join(states.RealTimeEventKinds, ", "))
+				}
+				kinds = append(kinds, k)
+			}
+		}
+		return kinds, nil
+	}
+	m, err := s.machines.Parse(e.Definition)
+	if err != nil || m.Extensions == nil || m.Extensions.RealTime == nil {
+		return nil, nil
+	}
+	rt := m.Extensions.RealTime
+	switch {
+	case len(rt.Events) > 0:
+		return rt.Events, nil
+	case !rt.Enabled:
+		return []string{"history", "state", "end"}, nil
+	}
+	return nil, nil
+}
+
+// kindFilter passes on the events of its kinds: "end" and "error"
+// always, the streamed text's as "chunk", states entered and exited as
+// "state" (and "history"), other history events as "history".
+type kindFilter struct {
+	emitter
+	kinds []string
+}
+
+func (k kindFilter) event(id, name string, data []byte) error {
+	kind := "history"
+	switch {
+	case name == "end" || name == "error":
+		return k.emitter.event(id, name, data)
+	case name == "chunk" || name == eventRestart || name == eventChunksMissed || strings.HasPrefix(name, "stream-"):
+		kind = "chunk"
+	case strings.HasSuffix(name, "StateEntered") || strings.HasSuffix(name, "StateExited"):
+		if slices.Contains(k.kinds, "state") {
+			return k.emitter.event(id, name, data)
+		}
+	}
+	if !slices.Contains(k.kinds, kind) {
+		return nil
+	}
+	return k.emitter.event(id, name, data)
 }

@@ -733,3 +733,31 @@ func newBenchServer(b *testing.B, reg *agents.Registry) *testServer {
 	}
 	return ts
 }
+
+// TestStreamEventKinds: ?events= narrows what a stream sends ("end"
+// always), and an unknown kind is a 400 naming the parameter.
+func TestStreamEventKinds(t *testing.T) {
+	texts := make(chan string)
+	ts := liveServer(t, liveWriter(texts), "k1")
+	_, chunks := ts.stream(t, ts.URL, RoleViewer, "/v1/executions/k1/events?events=chunk", "")
+	_, states := ts.stream(t, ts.URL, RoleViewer, "/v1/executions/k1/events?events=state", "")
+	texts <- "only text"
+	close(texts)
+	var names []string
+	for _, ev := range readLive(t, chunks, nil) {
+		names = append(names, ev.Event)
+	}
+	if want := []string{"stream-start", "chunk", "stream-end", "end"}; !slices.Equal(names, want) {
+		t.Errorf("?events=chunk sent %q, want %q", names, want)
+	}
+	names = nil
+	for _, ev := range readLive(t, states, nil) {
+		names = append(names, ev.Event)
+	}
+	if want := []string{"TaskStateEntered", "TaskStateExited", "end"}; !slices.Equal(names, want) {
+		t.Errorf("?events=state sent %q, want %q", names, want)
+	}
+	if code, body := ts.call(t, RoleViewer, "GET", "/v1/executions/k1/events?events=chunk,progress", nil, nil); code != 400 || !strings.Contains(string(body), `events: \"progress\" is not a kind of event`) {
+		t.Errorf("an unknown kind: %d %s", code, body)
+	}
+}
