@@ -35,7 +35,7 @@ const executionsPerPage = 50
 var pageTemplates = func() map[string]*template.Template {
 	funcs := template.FuncMap{"when": formatTime, "pathEscape": url.PathEscape}
 	m := map[string]*template.Template{}
-	for _, name := range []string{"signin", "executions", "execution", "inbox", "error", "workflows", "workflow", "confirm", "checkpoint-diff"} {
+	for _, name := range []string{"signin", "executions", "execution", "inbox", "error", "workflows", "workflow", "confirm", "checkpoint-diff", "deliveries"} {
 		m[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return m
@@ -69,15 +69,18 @@ func (s *Server) pageRoutes() []route {
 		{"POST /executions/{id}/stop", RoleOperator, s.stopPage},
 		{"POST /executions/{id}/resume", RoleOperator, s.resumePage},
 		{"POST /executions/{id}/redrive", RoleOperator, s.redrivePage},
+		// The webhook deliveries (pages_deliveries.go).
+		{"GET /deliveries", RoleViewer, s.deliveriesPage},
+		{"POST /deliveries/{id}/retry", RoleOperator, s.retryPage},
 	}
 }
 
 // isPage tells a page's path from the API's.
 func isPage(path string) bool {
-	if path == "/" || path == "/signin" || path == "/signout" || path == "/executions" || path == "/inbox" || path == "/workflows" {
+	if path == "/" || path == "/signin" || path == "/signout" || path == "/executions" || path == "/inbox" || path == "/workflows" || path == "/deliveries" {
 		return true
 	}
-	for _, p := range []string{"/executions/", "/inbox/", "/static/", "/workflows/"} {
+	for _, p := range []string{"/executions/", "/inbox/", "/static/", "/workflows/", "/deliveries/"} {
 		if strings.HasPrefix(path, p) {
 			return true
 		}

@@ -242,6 +242,9 @@ func (s *Server) table() []route {
 		{"POST /v1/task-tokens/heartbeat", RoleWorker, s.taskHeartbeat},
 		{"POST /v1/activities/{name}/poll", RoleWorker, s.pollActivity},
 		{"GET /v1/activities", RoleViewer, s.listActivities},
+		// The webhook deliveries of ASL Events (deliveries.go).
+		{"GET /v1/deliveries", RoleViewer, s.listDeliveries},
+		{"POST /v1/deliveries/{id}/retry", RoleOperator, s.retryDelivery},
 	}
 }
 
