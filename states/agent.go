@@ -42,6 +42,9 @@ type Extensions struct {
 	// RealTime is the top-level RealTime block: how clients follow an
 	// execution live; nil when absent.
 	RealTime *RealTimeConfig
+	// Progress is the top-level Progress block: how the execution's
+	// percentage is counted; nil when absent.
+	Progress *WorkflowProgress
 }
 
 // WorkflowBudget is the top-level Budget block: limits on the whole
@@ -267,6 +270,9 @@ func (p *parser) extensions(o *object) *Extensions {
 	}
 	if rt := p.realTime(o); rt != nil {
 		e.RealTime, set = rt, true
+	}
+	if pr := p.workflowProgress(o); pr != nil {
+		e.Progress, set = pr, true
 	}
 	if co, _ := o.child("ToolCategories", "ToolCategories"); co != nil {
 		e.ToolCategories, set = make(map[string][]string, len(co.m)), true

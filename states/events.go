@@ -32,9 +32,10 @@ type WorkflowEvents struct {
 	// Channels are the channels by name.
 	Channels map[string]*EventChannel
 	// OnStateChange is the channel every state's entering and exiting
-	// goes to ("" when absent); OnComplete the channel of the execution's
-	// end. (OnProgress is refused until Progress runs.)
-	OnStateChange, OnComplete string
+	// goes to ("" when absent); OnProgress the channel of progress
+	// updates (the execution's percentage, states' milestones reached);
+	// OnComplete the channel of the execution's end.
+	OnStateChange, OnProgress, OnComplete string
 }
 
 // EventChannel is one of the workflow's channels.
@@ -153,11 +154,8 @@ func (p *parser) workflowEvents(o *object) *WorkflowEvents {
 		return ch
 	}
 	w.OnStateChange = route("OnStateChange")
+	w.OnProgress = route("OnProgress")
 	w.OnComplete = route("OnComplete")
-	if eo.has("OnProgress") {
-		eo.used["OnProgress"] = true
-		eo.errorf("OnProgress", "OnProgress is not supported yet: Progress does not run")
-	}
 	return w
 }
 

@@ -61,7 +61,7 @@ func TestEventsRefused(t *testing.T) {
 		{"a Format on a webhook", top(`{"Channels": {"x": {"Type": "webhook", "Url": "https://h/x", "Format": "json"}}}`), "/Events/Channels/x/Format", ""},
 		{"a bad channel name", top(`{"Channels": {"a.b": {"Type": "stdout"}}}`), "/Events/Channels/a.b", "channel name"},
 		{"a route to no channel", top(`{"Channels": {"x": {"Type": "stdout"}}, "OnComplete": {"Channel": "y"}}`), "/Events/OnComplete/Channel", `no channel "y"`},
-		{"OnProgress", top(`{"Channels": {"x": {"Type": "stdout"}}, "OnProgress": {"Channel": "x"}}`), "/Events/OnProgress", "Progress does not run"},
+		{"OnProgress to no channel", top(`{"Channels": {"x": {"Type": "stdout"}}, "OnProgress": {"Channel": "y"}}`), "/Events/OnProgress/Channel", `no channel "y"`},
 		{"an empty state block", task(`{}`), "/States/T/Events", "needs OnEnter, OnExit or OnError"},
 		{"a bad event type", task(`{"OnEnter": {"Type": "has space"}}`), "/States/T/Events/OnEnter/Type", "dotted words"},
 		{"Include not an array", task(`{"OnEnter": {"Include": "$.a"}}`), "/States/T/Events/OnEnter/Include", "array of 1 to 32"},

@@ -74,7 +74,6 @@ var unsupportedStateFields = map[string]string{
 	"Metadata":    "Metadata is not supported",
 	"Model":       "only a Task chooses a model",
 	"Generation":  "only a Task has Generation settings",
-	"Progress":    "Progress is not supported",
 }
 
 func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
@@ -95,7 +94,7 @@ func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
 			m.TimeoutSeconds = n
 		}
 		m.Extensions = p.extensions(o)
-		for _, k := range []string{"Checkpointing", "Imports", "Progress"} {
+		for _, k := range []string{"Checkpointing", "Imports"} {
 			if o.has(k) {
 				o.errorf(k, "top-level %s is not supported", k)
 			}
@@ -355,7 +354,7 @@ func (p *parser) state(v any, ptr, name string) State {
 	// Fields not allowed for this type: report them before the type's own
 	// parsing marks what it reads.
 	for _, k := range sortedKeys(o.m) {
-		if k == "Type" || k == "Comment" || k == "QueryLanguage" || k == "Events" || allow[k] {
+		if k == "Type" || k == "Comment" || k == "QueryLanguage" || k == "Events" || k == "Progress" || allow[k] {
 			continue
 		}
 		o.used[k] = true
@@ -390,6 +389,7 @@ func (p *parser) state(v any, ptr, name string) State {
 	if c.Events = p.stateEvents(o); c.Events != nil {
 		c.eventsPtr = o.at("Events")
 	}
+	c.Progress = p.stateProgress(o, typ)
 	if v, ok := o.get("WritePolicy"); ok {
 		policy, err := governance.CompilePolicy(v)
 		p.governanceProblems(o.at("WritePolicy"), name, err)

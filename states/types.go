@@ -81,6 +81,10 @@ type Common struct {
 	// nil when absent. eventsPtr locates the block.
 	Events    *StateEvents
 	eventsPtr string
+	// Progress is how the state's progress is followed (its milestones,
+	// where its agent reports a percentage, how a Map's items or a
+	// Parallel's branches add up); nil when absent.
+	Progress *StateProgress
 	// Assign sets variables after the state ran; nil when absent.
 	Assign *jsonpath.Template
 	// WritePolicy is the state's own write policy (Task, Pass, Map,
