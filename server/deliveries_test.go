@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
@@ -577,4 +579,35 @@ func (ts *testServer) checkDelivery(t *testing.T, id, status string) {
 	if err != nil || d.Status != status {
 		t.Errorf("delivery %s is %q (%v), want %s", id, d.Status, err, status)
 	}
+}
+
+// FuzzDeliveryQuery: parseDeliveryQuery never panics, and what it takes
+// is a filter the store takes, of text a page shows as it is.
+func FuzzDeliveryQuery(f *testing.F) {
+	for _, s := range []string{"", "status=failed&limit=5", "limit=1001", "limit=-1", "body=1&after=01-a", "execution=%1b", "execution=%ff", "status=a&status=b", "x=1", "limit=99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		dq, err := parseDeliveryQuery(q)
+		if err != nil {
+			var p *problem
+			if !errors.As(err, &p) || p.status != http.StatusBadRequest {
+				t.Fatalf("parseDeliveryQuery(%q) = %v, want a 400 problem", raw, err)
+			}
+			return
+		}
+		limit, err := store.CheckDeliveryFilter(dq.filter)
+		if err != nil || limit != dq.limit || limit < 1 || limit > store.MaxDeliveryLimit {
+			t.Fatalf("parseDeliveryQuery(%q) = %+v: the store says %d, %v", raw, dq, limit, err)
+		}
+		for _, v := range []string{dq.filter.Execution, dq.filter.After} {
+			if !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) || len(v) > maxExecutionID {
+				t.Fatalf("parseDeliveryQuery(%q) took %q", raw, v)
+			}
+		}
+	})
 }
