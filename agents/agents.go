@@ -97,6 +97,9 @@ type Request struct {
 	// OnStream is set by the engine when the state streams (its
 	// Streaming block); call Stream or StreamText rather than this field.
 	OnStream func(turn int, text string)
+	// OnProgress is set by the engine when the state follows progress
+	// (its Progress block); call ReportProgress rather than this field.
+	OnProgress func(report any)
 }
 
 // CheckToolResult passes a tool's result through the state's output

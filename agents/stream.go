@@ -37,3 +37,17 @@ func (w turnWriter) Write(p []byte) (int, error) {
 	w.r.StreamText(0, string(p))
 	return len(p), nil
 }
+
+// ReportProgress tells the engine how far the agent is: a number is its
+// percentage (0 to 100); any other JSON value is a report whose
+// percentage the state's Progress Path selects ("$.percentage" by
+// default), the whole report shown to whoever follows the execution.
+// The engine passes it to the execution's live feed (not history),
+// records the state's Progress Milestones it reaches, and counts it as a
+// heartbeat when the state's Progress says HeartbeatOnUpdate. A no-op
+// when the state does not follow progress.
+func (r *Request) ReportProgress(report any) {
+	if r.OnProgress != nil {
+		r.OnProgress(report)
+	}
+}

@@ -26,6 +26,9 @@ const (
 	// ChunkEnd closes a state's stream; Error is set when the agent
 	// failed.
 	ChunkEnd = "end"
+	// ChunkProgress reports how far a state is (Progress): an agent's
+	// report, a milestone reached, a Map's or a Parallel's counts.
+	ChunkProgress = "progress"
 )
 
 // Chunk is one event of an execution's live feed.
@@ -46,8 +49,10 @@ type Chunk struct {
 	// Text is the chunk's text (ChunkText).
 	Text string `json:"text,omitempty"`
 	// Error is the error a ChunkEnd reports the agent failed with.
-	Error string    `json:"error,omitempty"`
-	At    time.Time `json:"at"`
+	Error string `json:"error,omitempty"`
+	// Progress is a ChunkProgress's report.
+	Progress *ProgressReport `json:"progress,omitempty"`
+	At       time.Time       `json:"at"`
 }
 
 // Feed bounds. A feed keeps its latest liveKeep chunks and at most

@@ -203,6 +203,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 	prefix := h.qualified() + "/"
 	key := h.nestedKey()
 	h.drop = append(h.drop, h.nestedPrefix())
+	progress := h.newCounts(len(arr))
 	for i, item := range arr {
 		if gctx.Err() != nil {
 			break
@@ -232,6 +233,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 				itemInput, size = v, n
 			}
 			r.event(Event{Type: EventMapIterationStart, State: h.name(), Scope: h.sc.prefix, Input: itemInput, Document: itemInput, Detail: r.indexDetail(i)})
+			progress.start()
 			n := itoa(i) + "/"
 			child := &scope{parent: parent, key: key + n, prefix: prefix + n, item: mi, discard: discard}
 			out, err := h.nested(gctx, s.Processor, child, itemInput, size)
@@ -255,10 +257,12 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 				mu.Lock()
 				failed++
 				mu.Unlock()
+				progress.end(true)
 				results[i] = errorOutput(ae)
 				return nil
 			}
 			r.event(Event{Type: EventMapIterationOK, State: h.name(), Scope: h.sc.prefix, Document: out, Detail: r.indexDetail(i)})
+			progress.end(false)
 			if !discard {
 				results[i] = out
 			}

@@ -244,6 +244,9 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 	if sc := s.Streaming; sc != nil && sc.Enabled && states.State(s) == h.st {
 		stream = h.startTaskStream(ctx, sc, req)
 	}
+	if sp := s.Progress; sp != nil && sp.Enabled && states.State(s) == h.st {
+		req.OnProgress = h.progressReporter(sp, req)
+	}
 	r.event(Event{Type: EventTaskStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
 	start := time.Now()
 	p := pauseTurn(ctx) // the agent may take a while: others go on
