@@ -172,13 +172,15 @@ func (s *Server) retry(r *http.Request, id string) (engine.Delivery, error) {
 		}
 		return engine.Delivery{}, err
 	}
+	// Logged even when the read back fails: the retry is made.
 	d, err := findDelivery(ctx, o, id)
-	if err != nil {
-		return engine.Delivery{}, err
+	attrs := []any{"delivery", id}
+	if err == nil {
+		attrs = append(attrs, "execution", d.Execution, "channel", d.Channel)
 	}
 	p, _ := principalOf(ctx)
-	s.log.Info("delivery retried", "delivery", id, "execution", d.Execution, "channel", d.Channel, "caller", p.Name, "role", p.Role.String())
-	return d, nil
+	s.log.Info("delivery retried", append(attrs, "caller", p.Name, "role", p.Role.String())...)
+	return d, err
 }
 
 // findDelivery reads delivery id, an error wrapping ErrNotFound when
