@@ -81,6 +81,10 @@ type DeliveryFilter struct {
 // hold (another server claimed it, or its lease ran out).
 var ErrDeliveryLease = errors.New("the delivery is not leased to this owner")
 
+// ErrNotParked reports a retry of a delivery that is not parked
+// (DeliveryFailed): it is pending or delivered already.
+var ErrNotParked = errors.New("the delivery is not parked")
+
 // OutboxStore is a store that keeps the outbox (memory, bbolt,
 // PostgreSQL). A Commit's Outbox entries are written in the same
 // transaction as the rest of the commit, pending and due at once.
@@ -98,7 +102,7 @@ type OutboxStore interface {
 	// ListDeliveries lists deliveries by ID order.
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
 	// RetryDelivery makes a parked (DeliveryFailed) delivery pending and
-	// due at now; ErrNotFound for an unknown id, and an error naming the
-	// status for one that is not parked.
+	// due at now; ErrNotFound for an unknown id, and ErrNotParked (in an
+	// error naming the status) for one that is not parked.
 	RetryDelivery(ctx context.Context, id string, now time.Time) error
 }

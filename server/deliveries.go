@@ -164,10 +164,7 @@ func (s *Server) retry(r *http.Request, id string) (engine.Delivery, error) {
 		if errors.Is(err, engine.ErrNotFound) {
 			return engine.Delivery{}, err
 		}
-		// The store refuses a delivery that is not FAILED with an error
-		// naming its status but no sentinel: the status read back tells
-		// a refusal from a failure of the store.
-		if d, ferr := findDelivery(ctx, o, id); ferr == nil && d.Status != engine.DeliveryFailed {
+		if errors.Is(err, engine.ErrNotParked) {
 			return engine.Delivery{}, &problem{status: http.StatusConflict, kind: "not-failed", title: "only a FAILED delivery is retried", detail: err.Error()}
 		}
 		return engine.Delivery{}, err

@@ -214,7 +214,7 @@ func CheckDeliveryFilter(f engine.DeliveryFilter) (int, error) {
 // RetryRefused is RetryDelivery's error for a delivery of status that is
 // not parked.
 func RetryRefused(id, status string) error {
-	return fmt.Errorf("retry delivery %q: it is %s, only a %s delivery is retried", id, status, engine.DeliveryFailed)
+	return fmt.Errorf("retry delivery %q: it is %s, only a %s delivery is retried: %w", id, status, engine.DeliveryFailed, engine.ErrNotParked)
 }
 
 // deliveryNotFound is the error for an unknown delivery id.

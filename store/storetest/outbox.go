@@ -350,12 +350,12 @@ func testOutboxParkRetry(t *testing.T, s store.Store, o engine.OutboxStore) {
 	}
 	// Only a parked delivery is retried.
 	for _, id := range []string{"ev-01", "ev-02"} {
-		if err := o.RetryDelivery(t.Context(), id, at(time.Hour)); err == nil || errors.Is(err, engine.ErrNotFound) {
+		if err := o.RetryDelivery(t.Context(), id, at(time.Hour)); !errors.Is(err, engine.ErrNotParked) {
 			t.Errorf("RetryDelivery(%s), pending = %v, want an error naming its status", id, err)
 		}
 	}
 	finish(t, o, "ev-01", "b", at(time.Hour), "", time.Time{}, false)
-	if err := o.RetryDelivery(t.Context(), "ev-01", at(time.Hour)); err == nil || errors.Is(err, engine.ErrNotFound) {
+	if err := o.RetryDelivery(t.Context(), "ev-01", at(time.Hour)); !errors.Is(err, engine.ErrNotParked) {
 		t.Errorf("RetryDelivery of a delivered one = %v, want an error naming its status", err)
 	}
 	if err := o.RetryDelivery(t.Context(), "ev-99", at(time.Hour)); !errors.Is(err, engine.ErrNotFound) {
