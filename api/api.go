@@ -124,6 +124,20 @@ type Execution struct {
 	// Durability is the execution's own durability, absent when it runs
 	// with the server's.
 	Durability string `json:"durability,omitempty"`
+	// Progress is how far the execution is, as its history shows: only
+	// on GET /v1/executions/{id}, and only when its workflow has an
+	// enabled top-level Progress block (it costs a read of the history).
+	Progress *ExecutionProgress `json:"progress,omitempty"`
+}
+
+// ExecutionProgress is how far an execution is: the distinct top-level
+// states completed (Completed) over the workflow's Progress TotalStates or
+// its top-level states (Total), as a Percentage from 0 to 100 (by the
+// states' WeightedProgress when given; 100 once it succeeded).
+type ExecutionProgress struct {
+	Percentage float64 `json:"percentage"`
+	Completed  int     `json:"completed"`
+	Total      int     `json:"total"`
 }
 
 // ExecutionList is a page of GET /v1/executions; Next, when set, is the

@@ -336,8 +336,35 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, executionOf(e))
+	out := executionOf(e)
+	if out.Progress, err = s.progressOf(r.Context(), e); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// progressOf is how far e is (engine.ProgressOf over its history) when
+// its workflow has an enabled top-level Progress block; nil otherwise,
+// without reading the history. A definition that no longer parses has
+// none.
+func (s *Server) progressOf(ctx context.Context, e *engine.Execution) (*api.ExecutionProgress, error) {
+	m, err := s.machines.Parse(e.Definition)
+	if err != nil || !progressEnabled(m) {
+		return nil, nil
+	}
+	history, err := s.st.History(ctx, e.ID)
+	if err != nil {
+		return nil, fmt.Errorf("the progress of execution %s: %w", e.ID, err)
+	}
+	p := engine.ProgressOf(m, history)
+	return &api.ExecutionProgress{Percentage: p.Percentage, Completed: p.Completed, Total: p.Total}, nil
+}
+
+// progressEnabled reports whether m has an enabled top-level Progress
+// block.
+func progressEnabled(m *states.Machine) bool {
+	return m != nil && m.Extensions != nil && m.Extensions.Progress != nil && m.Extensions.Progress.Enabled
 }
 
 func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) error {

@@ -34,6 +34,9 @@ const (
 	eventRestart      = "restart"
 	eventStreamEnd    = "stream-end"
 	eventChunksMissed = "chunks-missed"
+	// eventProgress carries a progress report (engine.ChunkProgress):
+	// an agent's, a milestone reached, a Map's item counts.
+	eventProgress = "progress"
 )
 
 // chunkEvent names the event of a chunk of kind.
@@ -45,6 +48,8 @@ func chunkEvent(kind string) string {
 		return eventRestart
 	case engine.ChunkEnd:
 		return eventStreamEnd
+	case engine.ChunkProgress:
+		return eventProgress
 	}
 	return eventChunk
 }
@@ -610,8 +615,9 @@ func (s *Server) streamKinds(r *http.Request, e *engine.Execution) ([]string, er
 }
 
 // kindFilter passes on the events of its kinds: "end" and "error"
-// always, the streamed text's as "chunk", states entered and exited as
-// "state" (and "history"), other history events as "history".
+// always, the streamed text's and the progress reports ("progress") as
+// "chunk", states entered and exited as "state" (and "history"), other
+// history events as "history".
 type kindFilter struct {
 	emitter
 	kinds []string
@@ -622,7 +628,7 @@ func (k kindFilter) event(id, name string, data []byte) error {
 	switch {
 	case name == "end" || name == "error":
 		return k.emitter.event(id, name, data)
-	case name == "chunk" || name == eventRestart || name == eventChunksMissed || strings.HasPrefix(name, "stream-"):
+	case name == eventChunk || name == eventProgress || name == eventRestart || name == eventChunksMissed || strings.HasPrefix(name, "stream-"):
 		kind = "chunk"
 	case strings.HasSuffix(name, "StateEntered") || strings.HasSuffix(name, "StateExited"):
 		if slices.Contains(k.kinds, "state") {
