@@ -3,7 +3,8 @@ package main
 // Following executions as they run: `aslrun run --follow` prints the text
 // streaming states stream (a Task's Streaming block) as it comes, and
 // `aslrun watch ID` prints an execution's history events one line each,
-// with the streamed text inline, until it ends.
+// with the streamed text inline, until it ends. Both print the progress
+// states report (agents, milestones, Maps' item counts) as it comes.
 
 import (
 	"bufio"
@@ -18,6 +19,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -70,19 +73,38 @@ type chunkPrinter struct {
 	state   string
 	turn    int
 	midLine bool
+	// Progress reports (see progress): on a terminal, bar is the line
+	// rewritten in place (shown while barShown), one part per state in
+	// the order they first reported; else printed is when each state's
+	// last line was printed, now the clock.
+	bar      []progressPart
+	barShown bool
+	printed  map[string]time.Time
+	now      func() time.Time
 }
+
+// progressPart is a state's part of the progress line.
+type progressPart struct {
+	state, text string
+}
+
+// progressEvery is the least time between two progress lines of one
+// state when the output is not a terminal (milestones and final counts
+// always print).
+const progressEvery = time.Second
 
 // newChunkPrinter prints to w, styled when w is a terminal and NO_COLOR
 // is not set.
 func newChunkPrinter(w io.Writer) *chunkPrinter {
 	f, ok := w.(*os.File)
 	styled := ok && term.IsTerminal(int(f.Fd())) && os.Getenv("NO_COLOR") == ""
-	return &chunkPrinter{w: w, styled: styled}
+	return &chunkPrinter{w: w, styled: styled, printed: map[string]time.Time{}, now: time.Now}
 }
 
 // line prints one line of its own (a header, a note), in style when
 // styled.
 func (p *chunkPrinter) line(style, text string) {
+	p.clearBar()
 	if p.midLine {
 		fmt.Fprintln(p.w)
 		p.midLine = false
@@ -114,11 +136,17 @@ func (p *chunkPrinter) chunk(kind string, c engine.Chunk) {
 			p.state, p.turn = c.State, c.Turn
 		}
 		text := streamSafe(c.Text)
+		if p.barShown {
+			p.clearBar()
+			p.line(styleHeader, "── "+name)
+		}
 		fmt.Fprint(p.w, text)
 		p.midLine = !strings.HasSuffix(text, "\n")
 	case engine.ChunkRestart:
 		p.line(styleNote, fmt.Sprintf("── %s restarted (attempt %d): the text above is void", name, c.Attempt+1))
 		p.state = ""
+	case engine.ChunkProgress:
+		p.progress(c)
 	case engine.ChunkEnd:
 		if c.Error != "" {
 			p.line(styleError, fmt.Sprintf("── %s failed: %s", name, termSafe(c.Error)))
@@ -147,10 +175,132 @@ func (p *chunkPrinter) history(text string) {
 	p.state = ""
 }
 
-// finish ends a line the text left open.
+// progress prints a progress report: a milestone on a line of its own;
+// another report, on a terminal, in the progress line rewritten in place
+// (\r), else on a line of its own, at most one a progressEvery per state
+// but for the last of a Map's items.
+func (p *chunkPrinter) progress(c engine.Chunk) {
+	r := c.Progress
+	if r == nil {
+		return
+	}
+	name := termSafe(c.State)
+	if r.Milestone != "" {
+		p.line(styleNote, fmt.Sprintf("── %s reached milestone %s%s", name, termSafe(r.Milestone), percentText(r.Percentage)))
+		p.state = ""
+		return
+	}
+	text := progressText(r)
+	if !p.styled {
+		final := r.Total > 0 && r.Completed+r.Failed == r.Total
+		now := p.now()
+		if last, ok := p.printed[c.State]; ok && now.Sub(last) < progressEvery && !final {
+			return
+		}
+		p.printed[c.State] = now
+		p.line("", "── "+name+": "+text)
+		p.state = ""
+		return
+	}
+	i := slices.IndexFunc(p.bar, func(b progressPart) bool { return b.state == c.State })
+	if i < 0 {
+		p.bar = append(p.bar, progressPart{state: c.State})
+		i = len(p.bar) - 1
+	}
+	p.bar[i].text = name + ": " + text
+	if p.midLine {
+		fmt.Fprintln(p.w)
+		p.midLine = false
+		p.state = ""
+	}
+	parts := make([]string, len(p.bar))
+	for i, b := range p.bar {
+		parts[i] = b.text
+	}
+	fmt.Fprintf(p.w, "\r\x1b[K%s%s%s", styleNote, clip(strings.Join(parts, "  ·  "), termWidth(p.w)-1), styleReset)
+	p.barShown = true
+}
+
+// clearBar wipes the progress line from a terminal, before another line
+// takes its place (the next report shows it again).
+func (p *chunkPrinter) clearBar() {
+	if p.barShown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.barShown = false
+	}
+}
+
+// maxReportText bounds an agent's report on a progress line.
+const maxReportText = 60
+
+// progressText is a report as a progress line shows it: a Map's counts
+// ("12/20 done, 1 failed, 3 running (65%)"), or an agent's percentage
+// and report.
+func progressText(r *engine.ProgressReport) string {
+	if r.Total > 0 {
+		text := fmt.Sprintf("%d/%d done", r.Completed, r.Total)
+		if r.Failed > 0 {
+			text += fmt.Sprintf(", %d failed", r.Failed)
+		}
+		if r.InProgress > 0 {
+			text += fmt.Sprintf(", %d running", r.InProgress)
+		}
+		return text + percentText(r.Percentage)
+	}
+	var parts []string
+	if r.Percentage != nil {
+		parts = append(parts, strconv.FormatFloat(*r.Percentage, 'f', -1, 64)+"%")
+	}
+	if r.Report != nil {
+		var report string
+		if s, ok := r.Report.(string); ok {
+			report = s
+		} else if data, err := json.Marshal(r.Report); err == nil {
+			report = string(data)
+		}
+		parts = append(parts, clip(termSafe(report), maxReportText))
+	}
+	if len(parts) == 0 {
+		return "working"
+	}
+	return strings.Join(parts, " ")
+}
+
+// percentText is " (N%)", or "" without a percentage.
+func percentText(pct *float64) string {
+	if pct == nil {
+		return ""
+	}
+	return " (" + strconv.FormatFloat(*pct, 'f', 0, 64) + "%)"
+}
+
+// clip cuts s to n runes, the last one "…" when cut.
+func clip(s string, n int) string {
+	if n < 1 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// termWidth is w's width when it is a terminal, else 80.
+func termWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 1 {
+			return cols
+		}
+	}
+	return 80
+}
+
+// finish ends a line the text or the progress line left open.
 func (p *chunkPrinter) finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.barShown {
+		fmt.Fprintln(p.w)
+		p.barShown = false
+	}
 	if p.midLine {
 		fmt.Fprintln(p.w)
 		p.midLine = false
@@ -187,6 +337,10 @@ type liveFollower struct {
 // called.
 func followLive(x *engine.Executor, id string, p *chunkPrinter) *liveFollower {
 	f := &liveFollower{stop: make(chan struct{}), done: make(chan struct{})}
+	// The feed exists from now on: what the run reports before the
+	// goroutine first reads is kept for it (a feed nobody reads keeps
+	// nothing).
+	x.Live(id, "", 0)
 	go func() {
 		defer close(f.done)
 		epoch, after := "", int64(0)
@@ -417,6 +571,7 @@ func isDrop(err error) bool {
 // chunkEvents maps the stream's chunk events to their chunks' kinds.
 var chunkEvents = map[string]string{
 	"chunk": engine.ChunkText, "stream-start": engine.ChunkStart, "restart": engine.ChunkRestart, "stream-end": engine.ChunkEnd,
+	"progress": engine.ChunkProgress,
 }
 
 // streamChunk prints ev when it is one of the stream's chunk events; ok

@@ -67,6 +67,81 @@ func TestChunkPrinter(t *testing.T) {
 	}
 }
 
+// TestProgressLines: progress reports into a file or a pipe are lines
+// of their own, at most one a second per state but for a Map's last and
+// every milestone; on a terminal, one line rewritten in place (\r), one
+// part per state, wiped for other lines and ended at the finish.
+func TestProgressLines(t *testing.T) {
+	pct := func(f float64) *float64 { return &f }
+	items := func(done, failed, running int64) engine.Chunk {
+		return engine.Chunk{Kind: engine.ChunkProgress, State: "Each", Progress: &engine.ProgressReport{Percentage: pct(float64(100 * (done + failed) / 20)),
+			Total: 20, Completed: done, Failed: failed, InProgress: running, Pending: 20 - done - failed - running}}
+	}
+	agent := func(p float64, report any) engine.Chunk {
+		return engine.Chunk{Kind: engine.ChunkProgress, State: "Work", Progress: &engine.ProgressReport{Percentage: pct(p), Report: report}}
+	}
+	milestone := engine.Chunk{Kind: engine.ChunkProgress, State: "Work", Progress: &engine.ProgressReport{Percentage: pct(50), Milestone: "half"}}
+	type step struct {
+		after time.Duration // the clock moves first
+		c     engine.Chunk
+	}
+	for _, tc := range []struct {
+		name   string
+		styled bool
+		steps  []step
+		want   string
+	}{
+		{"plain, throttled per state", false, []step{
+			{0, items(1, 0, 3)}, {100 * time.Millisecond, items(2, 0, 3)}, {0, agent(10, nil)}, {time.Second, items(5, 1, 3)},
+			{0, agent(50, map[string]any{"page": 5})}, {0, milestone}, {10 * time.Millisecond, items(19, 1, 0)}, {0, agent(60, nil)},
+		}, "── Each: 1/20 done, 3 running (5%)\n── Work: 10%\n── Each: 5/20 done, 1 failed, 3 running (30%)\n" +
+			"── Work: 50% {\"page\":5}\n── Work reached milestone half (50%)\n── Each: 19/20 done, 1 failed (100%)\n"},
+		{"plain, a report as text", false, []step{{0, agent(20, "reading \x1b[2Jpage 2")}, {0, agent(0, nil)}, {0, engine.Chunk{Kind: engine.ChunkProgress, State: "Work"}}},
+			"── Work: 20% reading \\x1b[2Jpage 2\n"},
+		{"terminal, one line in place", true, []step{{0, items(1, 0, 3)}, {0, agent(10, nil)}, {0, items(2, 0, 3)}},
+			"\r\x1b[K" + styleNote + "Each: 1/20 done, 3 running (5%)" + styleReset +
+				"\r\x1b[K" + styleNote + "Each: 1/20 done, 3 running (5%)  ·  Work: 10%" + styleReset +
+				"\r\x1b[K" + styleNote + "Each: 2/20 done, 3 running (10%)  ·  Work: 10%" + styleReset + "\n"},
+		{"terminal, a milestone wipes it", true, []step{{0, agent(10, nil)}, {0, milestone}},
+			"\r\x1b[K" + styleNote + "Work: 10%" + styleReset + "\r\x1b[K" + styleNote + "── Work reached milestone half (50%)" + styleReset + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			p := newChunkPrinter(&b)
+			p.styled = tc.styled
+			now := time.Date(2025, 1, 2, 15, 4, 5, 0, time.UTC)
+			p.now = func() time.Time { return now }
+			for _, s := range tc.steps {
+				now = now.Add(s.after)
+				p.chunk(s.c.Kind, s.c)
+			}
+			p.finish()
+			if got := b.String(); got != tc.want {
+				t.Errorf("printed\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRunFollowProgress: run --follow prints a Map's item counts; the
+// last report, all items done, always goes.
+func TestRunFollowProgress(t *testing.T) {
+	wf := filepath.Join(t.TempDir(), "map.json")
+	def := `{"StartAt": "Each", "States": {"Each": {"Type": "Map", "End": true,
+	  "ItemProcessor": {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}}}}`
+	if err := os.WriteFile(wf, []byte(def), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := invoke(t, "", "run", wf, "--input", "[1, 2, 3]", "--follow", "--db", ":memory:")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	lines, doc, _ := strings.Cut(out, "\n[")
+	if !strings.HasSuffix(lines, "── Each: 3/3 done (100%)") || !jsonEqual(t, "["+doc, "[1, 2, 3]") {
+		t.Errorf("stdout %q, want the Map's last count, then the output", out)
+	}
+}
+
 // TestReadSSE: events with their ids, names and multi-line data; comments
 // and data-less events skipped; an id carried to the next events; an
 // event cut by the stream's end dropped; a line past the bound refused.
