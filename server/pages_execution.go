@@ -107,6 +107,9 @@ type executionData struct {
 	// and Budget the workflow's Budget (nil when none).
 	Usage  *usageView
 	Budget *budgetView
+	// Progress is how far the execution is (engine.ProgressOf), when its
+	// workflow has an enabled Progress block; nil otherwise.
+	Progress *engine.ExecutionProgress
 	// Debates are the transcripts of its Debate states.
 	Debates []debateView
 	// Loops are the agent calls of its Task states that ran durable
@@ -202,6 +205,10 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 			s.log.Warn("draw the execution's graph", "execution", id, "error", err)
 		}
 		data.Debates = debates(m, events, currency)
+		if progressEnabled(m) {
+			p := engine.ProgressOf(m, events)
+			data.Progress = &p
+		}
 	}
 	if data.MapRuns, err = s.mapRunViews(r.Context(), id); err != nil {
 		return executionData{}, err

@@ -5,7 +5,9 @@
 // that the controls shown are always those its status allows. The text
 // states stream while they run grows in the Streaming section. Without
 // this script the page is the same, as of its loading (streamed text is
-// not history: a state's result is, once it ends).
+// not history: a state's result is, once it ends). The progress states
+// report shows as bars in the Progress section, the execution's own bar
+// in the live part.
 "use strict";
 (function () {
   var timeline = document.getElementById("timeline");
@@ -264,6 +266,87 @@
       streams.hidden = false;
       add(streams, "p", "stream-note", (m.count || 0) + " streamed chunks were missed (the page fell behind): the states' results are in the timeline when they end.");
     });
+  }
+
+  // Progress: a panel per state visit (its step) from the progress
+  // events, its bar and facts set again at each report — a Map's counts,
+  // failed items, its rate over the last reports and an estimated end; an
+  // agent's percentage and its latest report; the milestones reached,
+  // listed. Text is only ever set as text.
+  var progressLive = document.getElementById("progress-live");
+  var bars = {};
+  function progressPanel(c) {
+    var key = c.step || c.state;
+    var b = bars[key];
+    if (b) return b;
+    var art = add(progressLive, "article", "progress-state running");
+    art.dataset.state = c.state;
+    art.dataset.step = key;
+    add(art, "h3", "", c.state);
+    var bar = add(art, "progress");
+    bar.max = 100;
+    bar.setAttribute("aria-label", "Progress of " + c.state);
+    var facts = add(art, "p", "facts");
+    b = bars[key] = {
+      art: art, bar: bar, pct: add(facts, "span", "percentage", ""), counts: add(facts, "span", "counts", ""),
+      failed: add(facts, "span", "failed", ""), rate: add(facts, "span", "rate", ""), eta: add(facts, "span", "eta", ""),
+      report: add(art, "p", "report", ""), milestones: null, seen: []
+    };
+    progressLive.hidden = false;
+    return b;
+  }
+  function setText(el, text) {
+    el.textContent = text;
+    el.hidden = text === "";
+  }
+  // seconds writes a duration as "45 s", "3 min", "2 h".
+  function seconds(s) {
+    if (s < 90) return Math.max(1, Math.round(s)) + " s";
+    if (s < 5400) return Math.round(s / 60) + " min";
+    return Math.round(s / 3600) + " h";
+  }
+  function onProgress(c) {
+    var p = c.progress;
+    if (!p) return;
+    var b = progressPanel(c);
+    if (p.milestone) {
+      if (!b.milestones) b.milestones = add(b.art, "ul", "milestones");
+      add(b.milestones, "li", "milestone", p.milestone + (typeof p.percentage === "number" ? " (" + p.percentage + "%)" : ""));
+      return;
+    }
+    if (typeof p.percentage === "number") {
+      b.bar.value = p.percentage;
+      setText(b.pct, Math.round(p.percentage) + "%");
+    }
+    if (p.total) {
+      var done = (p.completed || 0) + (p.failed || 0);
+      b.art.dataset.completed = String(p.completed || 0);
+      b.art.dataset.total = String(p.total);
+      b.art.dataset.failed = String(p.failed || 0);
+      setText(b.counts, (p.completed || 0) + "/" + p.total + " done" + (p.inProgress ? ", " + p.inProgress + " running" : ""));
+      setText(b.failed, p.failed ? p.failed + " failed" : "");
+      // The rate over the last reports (at most 10), from the server's
+      // times; the end it gives.
+      var at = Date.parse(c.at);
+      b.seen.push({ at: at, done: done });
+      if (b.seen.length > 10) b.seen.shift();
+      var first = b.seen[0], secs = (at - first.at) / 1000;
+      if (done >= p.total) {
+        setText(b.rate, "");
+        setText(b.eta, "all done");
+        b.art.className = "progress-state done";
+      } else if (secs > 0 && done > first.done) {
+        var rate = (done - first.done) / secs;
+        setText(b.rate, (rate >= 10 ? Math.round(rate) : rate.toFixed(1)) + " items/s");
+        setText(b.eta, "about " + seconds((p.total - done) / rate) + " left");
+      }
+    }
+    if (p.report !== undefined && p.report !== null) {
+      setText(b.report, typeof p.report === "string" ? p.report : JSON.stringify(p.report));
+    }
+  }
+  if (progressLive) {
+    source.addEventListener("progress", function (msg) { onProgress(JSON.parse(msg.data)); });
   }
 
   timeline.dataset.events.split(" ").forEach(function (t) {
