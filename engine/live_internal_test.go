@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // TestLiveFeed: a reader gets the chunks after its position, is woken
@@ -59,4 +62,41 @@ func TestLiveFeed(t *testing.T) {
 	if last := r.Chunks[len(r.Chunks)-1]; last.Seq != int64(6+1+liveKeep+10) {
 		t.Errorf("the last chunk is %d", last.Seq)
 	}
+}
+
+// TestProgressCountsTrailing: a Map's count that comes within the
+// interval of the last report is sent when the interval ends, once, and
+// the final count at once.
+func TestProgressCountsTrailing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		x := New(Config{})
+		x.Live("e", "", 0)
+		c := &counts{x: x, id: "e", state: "Each", step: "Each#1", total: 3}
+		reports := func() []string {
+			var out []string
+			for _, ch := range x.Live("e", "", 0).Chunks {
+				out = append(out, fmt.Sprintf("%d/%d", ch.Progress.Completed, ch.Progress.Total))
+			}
+			return out
+		}
+		c.start()
+		c.start()
+		c.end(false) // reported at once
+		c.end(false) // within the interval: held back
+		if got := fmt.Sprint(reports()); got != "[1/3]" {
+			t.Fatalf("reports %s, want the first only", got)
+		}
+		time.Sleep(progressEvery)
+		synctest.Wait()
+		if got := fmt.Sprint(reports()); got != "[1/3 2/3]" {
+			t.Fatalf("after the interval: %s", got)
+		}
+		c.start()
+		c.end(false) // the last: at once, though within the interval
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := fmt.Sprint(reports()); got != "[1/3 2/3 3/3]" {
+			t.Fatalf("reports %s", got)
+		}
+	})
 }

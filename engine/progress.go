@@ -68,6 +68,10 @@ type counts struct {
 	completed int64
 	failed    int64
 	last      time.Time
+	// trailing is set while a report held back by the interval waits;
+	// lastDone when the last report sent had every item done.
+	trailing bool
+	lastDone bool
 }
 
 func (h *stateRun) newCounts(total int) *counts {
@@ -91,16 +95,42 @@ func (c *counts) end(failed bool) {
 	}
 	now := time.Now()
 	done := c.completed+c.failed == c.total
-	if !done && now.Sub(c.last) < progressEvery {
+	if wait := progressEvery - now.Sub(c.last); !done && wait > 0 {
+		// Too soon after the last report: the counts go out when the
+		// interval ends (once), so a Map whose next item takes long does
+		// not show stale counts meanwhile.
+		if !c.trailing {
+			c.trailing = true
+			time.AfterFunc(wait, c.flush)
+		}
 		c.mu.Unlock()
 		return
 	}
-	c.last = now
-	pct := 100 * float64(c.completed+c.failed) / float64(max(c.total, 1))
-	p := &ProgressReport{Percentage: &pct, Total: c.total, Completed: c.completed, InProgress: c.running, Failed: c.failed,
-		Pending: c.total - c.completed - c.failed - c.running}
+	p := c.reportLocked(now)
 	c.mu.Unlock()
 	c.x.reportProgress(c.id, c.state, c.step, p)
+}
+
+// flush sends the counts held back by the interval.
+func (c *counts) flush() {
+	c.mu.Lock()
+	c.trailing = false
+	if c.completed+c.failed == c.total && !c.last.IsZero() && c.lastDone {
+		c.mu.Unlock()
+		return // the last count went out already
+	}
+	p := c.reportLocked(time.Now())
+	c.mu.Unlock()
+	c.x.reportProgress(c.id, c.state, c.step, p)
+}
+
+// reportLocked is the report of the counts now (c.mu held).
+func (c *counts) reportLocked(now time.Time) *ProgressReport {
+	c.last = now
+	c.lastDone = c.completed+c.failed == c.total
+	pct := 100 * float64(c.completed+c.failed) / float64(max(c.total, 1))
+	return &ProgressReport{Percentage: &pct, Total: c.total, Completed: c.completed, InProgress: c.running, Failed: c.failed,
+		Pending: c.total - c.completed - c.failed - c.running}
 }
 
 // ExecutionProgress is how far an execution is, as its history shows.
