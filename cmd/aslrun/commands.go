@@ -268,6 +268,13 @@ func runRemote(ctx context.Context, c *cmdContext, h *handle, req api.StartExecu
 // local command does.
 func waitAndPrint(ctx context.Context, c *cmdContext, h *handle, id string, noPrompt bool) error {
 	res, err := h.wait(ctx, id)
+	return decideAndPrint(ctx, c, h, id, res, err, noPrompt)
+}
+
+// decideAndPrint asks the terminal for the decisions the execution id
+// waits for (res, err: where a wait left it) unless noPrompt, and prints
+// it as a local command does.
+func decideAndPrint(ctx context.Context, c *cmdContext, h *handle, id string, res *engine.Result, err error, noPrompt bool) error {
 	if err == nil && len(res.Approvals) > 0 && !noPrompt && isTerminal(c.stdin) {
 		decide := func(d engine.Decision) (*engine.Result, error) { return remoteDecide(ctx, h, id, d) }
 		res, err = decideInteractively(c, res, decide)

@@ -629,17 +629,7 @@ func runFollowRemote(ctx context.Context, c *cmdContext, h *handle, id string, n
 	}
 	cancel()
 	p.finish()
-	if err == nil && len(res.Approvals) > 0 && !noPrompt && isTerminal(c.stdin) {
-		decide := func(d engine.Decision) (*engine.Result, error) { return remoteDecide(ctx, h, id, d) }
-		res, err = decideInteractively(c, res, decide)
-	}
-	if err != nil {
-		if err := remoteInterrupted(ctx, id); err != nil {
-			return err
-		}
-		return engineError(err)
-	}
-	return printResult(c, res)
+	return decideAndPrint(ctx, c, h, id, res, err, noPrompt)
 }
 
 // eventLine is a history event as watch prints it: its number, time,
