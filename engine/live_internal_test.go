@@ -81,8 +81,8 @@ func TestProgressCountsTrailing(t *testing.T) {
 		}
 		c.start()
 		c.start()
-		c.end(false) // reported at once
-		c.end(false) // within the interval: held back
+		c.end(0, false) // reported at once
+		c.end(1, false) // within the interval: held back
 		if got := fmt.Sprint(reports()); got != "[1/3]" {
 			t.Fatalf("reports %s, want the first only", got)
 		}
@@ -92,11 +92,33 @@ func TestProgressCountsTrailing(t *testing.T) {
 			t.Fatalf("after the interval: %s", got)
 		}
 		c.start()
-		c.end(false) // the last: at once, though within the interval
+		c.end(2, false) // the last: at once, though within the interval
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if got := fmt.Sprint(reports()); got != "[1/3 2/3 3/3]" {
 			t.Fatalf("reports %s", got)
 		}
 	})
+}
+
+// TestProgressCombines: the parts of a Map or Parallel combine by count,
+// average, minimum or weights.
+func TestProgressCombines(t *testing.T) {
+	parts := map[int]float64{0: 100, 1: 50, 2: 0}
+	for _, tc := range []struct {
+		how     string
+		weights []float64
+		want    float64
+	}{
+		{"count", nil, 100.0 / 3}, // one of three ended
+		{"average", nil, 50},
+		{"minimum", nil, 0},
+		{"weighted", []float64{1, 2, 1}, 50},
+		{"weighted", []float64{2, 1, 1}, 62.5},
+	} {
+		c := &counts{how: tc.how, weights: tc.weights, total: 3, completed: 1, parts: parts}
+		if got := c.percentLocked(); fmt.Sprintf("%.4f", got) != fmt.Sprintf("%.4f", tc.want) {
+			t.Errorf("%s %v: %v, want %v", tc.how, tc.weights, got, tc.want)
+		}
+	}
 }

@@ -203,7 +203,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 	prefix := h.qualified() + "/"
 	key := h.nestedKey()
 	h.drop = append(h.drop, h.nestedPrefix())
-	progress := h.newCounts(len(arr))
+	progress := h.newCounts(len(arr), s.Progress)
 	for i, item := range arr {
 		if gctx.Err() != nil {
 			break
@@ -235,7 +235,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 			r.event(Event{Type: EventMapIterationStart, State: h.name(), Scope: h.sc.prefix, Input: itemInput, Document: itemInput, Detail: r.indexDetail(i)})
 			progress.start()
 			n := itoa(i) + "/"
-			child := &scope{parent: parent, key: key + n, prefix: prefix + n, item: mi, discard: discard}
+			child := &scope{parent: parent, key: key + n, prefix: prefix + n, item: mi, discard: discard, agg: progress, slot: i}
 			out, err := h.nested(gctx, s.Processor, child, itemInput, size)
 			if errors.Is(err, errParked) {
 				// The item waits (an Approval): the others go on.
@@ -257,12 +257,12 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 				mu.Lock()
 				failed++
 				mu.Unlock()
-				progress.end(true)
+				progress.end(i, true)
 				results[i] = errorOutput(ae)
 				return nil
 			}
 			r.event(Event{Type: EventMapIterationOK, State: h.name(), Scope: h.sc.prefix, Document: out, Detail: r.indexDetail(i)})
-			progress.end(false)
+			progress.end(i, false)
 			if !discard {
 				results[i] = out
 			}

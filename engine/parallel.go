@@ -39,9 +39,11 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 	prefix := h.qualified() + "/"
 	key := h.nestedKey()
 	h.drop = append(h.drop, h.nestedPrefix())
+	progress := h.newCounts(len(s.Branches), s.Progress)
 	for i, b := range s.Branches {
 		g.Go(func() error {
-			child := &scope{parent: h.sc, key: key + itoa(i) + "/", prefix: prefix + itoa(i) + "/", item: h.sc.item}
+			child := &scope{parent: h.sc, key: key + itoa(i) + "/", prefix: prefix + itoa(i) + "/", item: h.sc.item, agg: progress, slot: i}
+			progress.start()
 			out, err := h.nested(gctx, b, child, input, size)
 			if errors.Is(err, errParked) {
 				// The branch waits (an Approval): the others go on.
@@ -49,8 +51,10 @@ func (h *stateRun) parallel(ctx context.Context, s *states.Parallel, raw any) (s
 				return nil
 			}
 			if err != nil {
+				progress.end(i, true)
 				return err
 			}
+			progress.end(i, false)
 			results[i] = out
 			return nil
 		})

@@ -39,6 +39,9 @@ type ProgressReport struct {
 	InProgress int64 `json:"inProgress,omitempty"`
 	Pending    int64 `json:"pending,omitempty"`
 	Failed     int64 `json:"failed,omitempty"`
+	// Parts are each item's (branch's) percentage, with the Map's
+	// PerItem (the Parallel's PerBranch), up to 1000 of them.
+	Parts []float64 `json:"parts,omitempty"`
 }
 
 // progressEvery is the least time between two count reports of one Map
@@ -56,36 +59,69 @@ func (x *Executor) reportProgress(id, state, step string, p *ProgressReport) {
 	f.append(Chunk{Kind: ChunkProgress, State: state, Step: step, Progress: p})
 }
 
-// counts follows a Map's items or a Parallel's branches for progress
-// reports.
+// maxParts bounds the parts (items, branches) a report lists with
+// PerItem or PerBranch.
+const maxParts = 1000
+
+// counts follows a Map's items or a Parallel's branches (its parts) for
+// progress reports: how many are done, running and failed, and, for a
+// percentage other than by count, how far each part is (100 once it
+// ended, else what an agent in it last reported, else 0).
 type counts struct {
 	x         *Executor
 	id, state string
 	step      string
+	// how is "count" (done parts over all), "average", "minimum" or
+	// "weighted" (by weights); perPart lists each part's percentage.
+	how     string
+	weights []float64
+	perPart bool
+
 	mu        sync.Mutex
 	total     int64
 	running   int64
 	completed int64
 	failed    int64
+	parts     map[int]float64
 	last      time.Time
 	// trailing is set while a report held back by the interval waits;
-	// lastDone when the last report sent had every item done.
+	// lastDone when the last report sent had every part done.
 	trailing bool
 	lastDone bool
 }
 
-func (h *stateRun) newCounts(total int) *counts {
-	return &counts{x: h.r.x, id: h.r.exec.ID, state: h.qualified(), step: h.step(), total: int64(total)}
+// newCounts follows total parts of the state, as its Progress block says
+// (nil: by count).
+func (h *stateRun) newCounts(total int, sp *states.StateProgress) *counts {
+	c := &counts{x: h.r.x, id: h.r.exec.ID, state: h.qualified(), step: h.step(), total: int64(total), how: "count"}
+	if sp != nil && sp.Enabled {
+		switch {
+		case sp.AggregateBy == states.AggregateAverage:
+			c.how = "average"
+		case sp.Aggregation == states.AggregationMinimum:
+			c.how = "minimum"
+		case sp.Aggregation == states.AggregationWeighted:
+			c.how, c.weights = "weighted", sp.Weights
+		case sp.Aggregation == states.AggregationAverage:
+			c.how = "average"
+		}
+		c.perPart = (sp.PerItem || sp.PerBranch) && total <= maxParts
+	}
+	if c.how != "count" || c.perPart {
+		c.parts = make(map[int]float64)
+	}
+	return c
 }
 
-// start counts one item started; end one ended (failed or not).
+// start counts one part started.
 func (c *counts) start() {
 	c.mu.Lock()
 	c.running++
 	c.mu.Unlock()
 }
 
-func (c *counts) end(failed bool) {
+// end counts part slot ended (failed or not) and reports.
+func (c *counts) end(slot int, failed bool) {
 	c.mu.Lock()
 	c.running--
 	if failed {
@@ -93,12 +129,31 @@ func (c *counts) end(failed bool) {
 	} else {
 		c.completed++
 	}
+	if c.parts != nil {
+		c.parts[slot] = 100
+	}
+	c.changedLocked()
+}
+
+// part records how far part slot is, as an agent in it reported.
+func (c *counts) part(slot int, pct float64) {
+	c.mu.Lock()
+	if c.parts == nil || c.parts[slot] == 100 {
+		c.mu.Unlock()
+		return
+	}
+	c.parts[slot] = pct
+	c.changedLocked()
+}
+
+// changedLocked reports the counts (c.mu held; it releases it): at once,
+// or, within progressEvery of the last report, when the interval ends
+// (once), so that a Map whose next part takes long never shows stale
+// counts; the last count always at once.
+func (c *counts) changedLocked() {
 	now := time.Now()
 	done := c.completed+c.failed == c.total
 	if wait := progressEvery - now.Sub(c.last); !done && wait > 0 {
-		// Too soon after the last report: the counts go out when the
-		// interval ends (once), so a Map whose next item takes long does
-		// not show stale counts meanwhile.
 		if !c.trailing {
 			c.trailing = true
 			time.AfterFunc(wait, c.flush)
@@ -115,7 +170,7 @@ func (c *counts) end(failed bool) {
 func (c *counts) flush() {
 	c.mu.Lock()
 	c.trailing = false
-	if c.completed+c.failed == c.total && !c.last.IsZero() && c.lastDone {
+	if c.lastDone {
 		c.mu.Unlock()
 		return // the last count went out already
 	}
@@ -128,9 +183,50 @@ func (c *counts) flush() {
 func (c *counts) reportLocked(now time.Time) *ProgressReport {
 	c.last = now
 	c.lastDone = c.completed+c.failed == c.total
-	pct := 100 * float64(c.completed+c.failed) / float64(max(c.total, 1))
-	return &ProgressReport{Percentage: &pct, Total: c.total, Completed: c.completed, InProgress: c.running, Failed: c.failed,
+	pct := c.percentLocked()
+	p := &ProgressReport{Percentage: &pct, Total: c.total, Completed: c.completed, InProgress: c.running, Failed: c.failed,
 		Pending: c.total - c.completed - c.failed - c.running}
+	if c.perPart {
+		p.Parts = make([]float64, c.total)
+		for i := range p.Parts {
+			p.Parts[i] = c.parts[i]
+		}
+	}
+	return p
+}
+
+// percentLocked combines the parts as c.how says.
+func (c *counts) percentLocked() float64 {
+	n := max(c.total, 1)
+	switch c.how {
+	case "average":
+		var sum float64
+		for _, v := range c.parts {
+			sum += v
+		}
+		return sum / float64(n)
+	case "minimum":
+		least := 100.0
+		for i := range int(c.total) {
+			least = min(least, c.parts[i])
+		}
+		return least
+	case "weighted":
+		var sum, all float64
+		for i := range int(c.total) {
+			w := 1.0
+			if i < len(c.weights) {
+				w = c.weights[i]
+			}
+			sum += w * c.parts[i]
+			all += w
+		}
+		if all == 0 {
+			return 0
+		}
+		return sum / all
+	}
+	return 100 * float64(c.completed+c.failed) / float64(n)
 }
 
 // ExecutionProgress is how far an execution is, as its history shows.
@@ -241,6 +337,13 @@ func (h *stateRun) progressReporter(sp *states.StateProgress, req *agents.Reques
 		}
 		if !ok {
 			return
+		}
+		// The Map item or Parallel branch the state runs in is that far.
+		for sc := h.sc; sc != nil; sc = sc.parent {
+			if sc.agg != nil {
+				sc.agg.part(sc.slot, pct)
+				break
+			}
 		}
 		mu.Lock()
 		var passed []states.Milestone

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
@@ -160,4 +162,41 @@ func TestProgressOf(t *testing.T) {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestProgressParallelWeighted: a Parallel with Aggregation weighted
+// combines its branches' progress — 100 for an ended branch, else what
+// an agent in it last reported — by their Weights, each branch's listed
+// with PerBranch.
+func TestProgressParallelWeighted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := agents.NewRegistry()
+		reg.Register("Quick", agents.Func(func(context.Context, *agents.Request) (any, error) { return 1, nil }))
+		reg.Register("Slow", agents.Func(func(_ context.Context, req *agents.Request) (any, error) {
+			time.Sleep(10 * time.Millisecond) // after the quick branch ended
+			req.ReportProgress(50)
+			time.Sleep(time.Second)
+			return 2, nil
+		}))
+		x := engine.New(engine.Config{Agents: reg})
+		x.Live("pp", "", 0)
+		def := `{"StartAt": "Both", "States": {"Both": {"Type": "Parallel", "End": true,
+		  "Progress": {"Aggregation": "weighted", "Weights": [3, 1], "PerBranch": true},
+		  "Branches": [
+		    {"StartAt": "S", "States": {"S": {"Type": "Task", "Agent": "Slow", "End": true, "Progress": {}}}},
+		    {"StartAt": "Q", "States": {"Q": {"Type": "Task", "Agent": "Quick", "End": true}}}]}}}`
+		res, err := x.Run(context.Background(), mustParse(t, def), nil, engine.StartOptions{ID: "pp"})
+		if err != nil || res.Status != engine.StatusSucceeded {
+			t.Fatalf("Run = %+v, %v", res, err)
+		}
+		var got []string
+		for _, c := range x.Live("pp", "", 0).Chunks {
+			if c.Kind == engine.ChunkProgress && c.State == "Both" {
+				got = append(got, fmt.Sprintf("%g %v", *c.Progress.Percentage, c.Progress.Parts))
+			}
+		}
+		if want := "[25 [0 100] 62.5 [50 100] 100 [100 100]]"; fmt.Sprint(got) != want {
+			t.Errorf("the Parallel's reports %v, want %s", got, want)
+		}
+	})
 }

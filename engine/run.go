@@ -105,6 +105,11 @@ type scope struct {
 	visits map[string]int
 	// item is the Map item being processed, nil outside a Map.
 	item *mapItem
+	// agg, on a Map item's or a Parallel branch's scope, is the counts of
+	// its Map or Parallel, and slot its index there: the progress its
+	// agents report goes there (progress.go).
+	agg  *counts
+	slot int
 	// top is true for the execution's own machine.
 	top bool
 	// discard is set on the items of a Map that keeps no results: their
