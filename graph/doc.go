@@ -16,14 +16,16 @@
 //     holding its label.
 //   - An edge that spans layers gets a bend point in each layer it
 //     crosses, so it runs between boxes rather than through them.
-//   - Two barycenter sweeps (down, then up) order each layer to cut
-//     crossings, and two more pull each item over its neighbours, packing
-//     every row from both sides so nothing overlaps.
+//   - Rounds of barycenter sweeps (down, then up), each followed by swaps
+//     of neighbours that cut crossings, order each layer; the order with
+//     the fewest crossings seen is kept. Two more sweeps pull each item
+//     over its neighbours, packing every row from both sides so nothing
+//     overlaps.
 //   - Back edges climb in lanes on the right of their block.
 //
-// What it does not do: it does not count crossings or promise a minimum,
-// long edges bend at every layer they cross, a back edge's first leg can
-// cross boxes on its source's row, an edge into a cluster crosses the
+// What it does not do: it cuts crossings but does not promise their
+// minimum, long edges bend at every layer they cross, a back edge's first
+// leg can cross boxes on its source's row, an edge into a cluster crosses the
 // cluster's border (and sometimes its label), and text widths are
 // estimated from the label's length, not measured.
 package graph

@@ -68,6 +68,10 @@ type block struct {
 	boxes    map[string]rect
 	clusters map[int]rect
 	routes   map[int]route // by index in Graph.edges
+	// crossings counts the edges that cross between adjacent layers, in
+	// this block and the blocks nested in it (back edges, drawn in lanes,
+	// left out).
+	crossings int
 }
 
 func (b *block) shift(dx, dy float64, into *block) {
@@ -154,7 +158,7 @@ func (g *Graph) labels(notes map[string]string) []string {
 
 func (g *Graph) layoutLabelled(labels []string) *block {
 	b := g.layout(-1, labels)
-	out := &block{w: b.w + 2*margin, h: b.h + 2*margin, boxes: map[string]rect{}, clusters: map[int]rect{}, routes: map[int]route{}}
+	out := &block{w: b.w + 2*margin, h: b.h + 2*margin, boxes: map[string]rect{}, clusters: map[int]rect{}, routes: map[int]route{}, crossings: b.crossings}
 	b.shift(margin, margin, out)
 	return out
 }
@@ -349,12 +353,32 @@ func (g *Graph) layout(blk int, labels []string) *block {
 		}
 		renumber(l)
 	}
-	for range 2 {
+	// Eight rounds of sweeps (fewer when there is no crossing left), each
+	// followed by swaps of neighbours that cut crossings further; the
+	// best order seen is kept.
+	best, bestOrder := crossings(layers, down, items), saveOrder(layers)
+	for round := 0; round < 8 && best > 0; round++ {
 		for k := 1; k < nLayers; k++ {
 			bary(layers[k], up)
 		}
 		for k := nLayers - 2; k >= 0; k-- {
 			bary(layers[k], down)
+		}
+		transpose(layers, up, down, items)
+		if c := crossings(layers, down, items); c < best {
+			best, bestOrder = c, saveOrder(layers)
+		}
+	}
+	for k, l := range bestOrder {
+		copy(layers[k], l)
+		for n, i := range layers[k] {
+			items[i].pos = float64(n)
+		}
+	}
+	b.crossings = best
+	for _, it := range items {
+		if it.sub != nil {
+			b.crossings += it.sub.crossings
 		}
 	}
 
@@ -467,7 +491,7 @@ func (g *Graph) layout(blk int, labels []string) *block {
 	if blk >= 0 {
 		b.clusters[blk] = rect{0, 0, width + 2*clusterPad, height + 2*clusterPad + clusterTop}
 		inner := b
-		b = &block{boxes: map[string]rect{}, clusters: map[int]rect{}, routes: map[int]route{}}
+		b = &block{boxes: map[string]rect{}, clusters: map[int]rect{}, routes: map[int]route{}, crossings: inner.crossings}
 		inner.shift(clusterPad, clusterPad+clusterTop, b)
 		b.clusters[blk] = inner.clusters[blk]
 		width, height = width+2*clusterPad, height+2*clusterPad+clusterTop
@@ -523,6 +547,70 @@ func (g *Graph) layout(blk int, labels []string) *block {
 	}
 	b.w, b.h = lane, height
 	return b
+}
+
+// saveOrder copies the order of each layer.
+func saveOrder(layers [][]int) [][]int {
+	out := make([][]int, len(layers))
+	for k, l := range layers {
+		out[k] = append([]int(nil), l...)
+	}
+	return out
+}
+
+// transpose swaps neighbours of a layer when that cuts the crossings of
+// their edges (with the layers above and below), until no swap does.
+func transpose(layers [][]int, up, down [][]int, items []*item) {
+	// cross counts the crossings of u's edges with v's when u is left of v.
+	cross := func(u, v int, nb [][]int) int {
+		n := 0
+		for _, a := range nb[u] {
+			for _, b := range nb[v] {
+				if items[a].pos > items[b].pos {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	for improved, rounds := true, 0; improved && rounds < 10; rounds++ {
+		improved = false
+		for _, l := range layers {
+			for n := 0; n+1 < len(l); n++ {
+				u, v := l[n], l[n+1]
+				if cross(u, v, up)+cross(u, v, down) > cross(v, u, up)+cross(v, u, down) {
+					l[n], l[n+1] = v, u
+					items[u].pos, items[v].pos = float64(n+1), float64(n)
+					improved = true
+				}
+			}
+		}
+	}
+}
+
+// crossings counts the pairs of edge segments that cross between each
+// two adjacent layers, from the items' order (pos) in their layers; down
+// lists each item's neighbours in the layer below.
+func crossings(layers [][]int, down [][]int, items []*item) int {
+	n := 0
+	for _, l := range layers {
+		type seg struct{ a, b float64 }
+		var segs []seg
+		for _, u := range l {
+			for _, v := range down[u] {
+				segs = append(segs, seg{items[u].pos, items[v].pos})
+			}
+		}
+		for i := range segs {
+			for j := i + 1; j < len(segs); j++ {
+				s, t := segs[i], segs[j]
+				if (s.a-t.a)*(s.b-t.b) < 0 {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // style is the picture's own stylesheet; a page that includes the picture
