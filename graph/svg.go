@@ -25,6 +25,13 @@ type SVGOptions struct {
 	Unstyled bool
 	// Link returns the href of a state's node, "" for none. Nil: no links.
 	Link func(state string) string
+	// Focusable makes each state's node a control a page's script opens
+	// the state with: its <g> gets data-state (the qualified name),
+	// tabindex 0, role button and an aria-label naming the state, its
+	// type and status, and a link inside it leaves the tab order (the
+	// node takes the focus once). The picture is then a group named
+	// "Workflow graph", not an image, so that its nodes are reachable.
+	Focusable bool
 	// Notes maps a Map or Parallel state's qualified name to a note drawn
 	// after the label of its clusters, like "128 items, 2 failed": a Map's
 	// iterations are one cluster, whatever their number.
@@ -646,8 +653,12 @@ func (g *Graph) WriteSVG(w io.Writer, opts SVGOptions) error {
 			io.WriteString(ew, s)
 		}
 	}
+	role := `role="img"`
+	if opts.Focusable {
+		role = `role="group" aria-label="Workflow graph"`
+	}
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="`, num(l.w), `" height="`, num(l.h), `" viewBox="0 0 `, num(l.w), " ", num(l.h),
-		`" font-family="Helvetica, Arial, sans-serif" font-size="`, strconv.Itoa(fontSize), `" role="img">`, "\n")
+		`" font-family="Helvetica, Arial, sans-serif" font-size="`, strconv.Itoa(fontSize), `" `, role, `>`, "\n")
 	if !opts.Unstyled {
 		p(style)
 	}
@@ -688,22 +699,30 @@ func (g *Graph) WriteSVG(w io.Writer, opts SVGOptions) error {
 	}
 	for _, n := range g.nodes {
 		r := l.boxes[n.id]
-		class := "node"
+		class, status := "node", ""
 		switch s := opts.Status[n.name]; {
 		case n.name == "":
 		case s == "visited", s == "current", s == "failed", s == "stopped":
 			class += " " + s
+			status = ", " + s
 		}
 		title := n.typ
 		if n.name != "" {
 			title = n.name + " (" + n.typ + ")"
 		}
-		p(`<g class="`, class, `"><title>`, esc(title), "</title>")
+		focusable := opts.Focusable && n.name != ""
+		p(`<g class="`, class, `"`)
+		if focusable {
+			p(` data-state="`, esc(n.name), `" tabindex="0" role="button" aria-label="`, esc(title+status), `"`)
+		}
+		p(`><title>`, esc(title), "</title>")
 		href := ""
 		if opts.Link != nil && n.name != "" {
 			href = opts.Link(n.name)
 		}
-		if href != "" {
+		if href != "" && focusable {
+			p(`<a href="`, esc(href), `" tabindex="-1">`)
+		} else if href != "" {
 			p(`<a href="`, esc(href), `">`)
 		}
 		p(shape(n.shape, r))
