@@ -20,9 +20,9 @@ func TestSVGFocusable(t *testing.T) {
 	}{
 		{"focusable", SVGOptions{Focusable: true, Status: map[string]string{"Each": "failed"}, Link: func(s string) string { return "#" + s }},
 			[]string{`role="group" aria-label="Workflow graph"`,
-				`<g class="node" data-state="A&lt;&amp;&#34;" tabindex="0" role="button" aria-label="A&lt;&amp;&#34; (Pass)">`,
-				`<g class="node failed" data-state="Each" tabindex="0" role="button" aria-label="Each (Map), failed">`,
-				`data-state="Each/*/W"`, `<a href="#Each" tabindex="-1">`, `<g class="node"><title>Start</title>`},
+				`<g class="node"><title>A&lt;&amp;&#34; (Pass)</title><g class="state" data-state="A&lt;&amp;&#34;" tabindex="0" role="button" aria-label="A&lt;&amp;&#34; (Pass)">`,
+				`<g class="node failed"><title>Each (Map)</title><g class="state" data-state="Each" tabindex="0" role="button" aria-label="Each (Map), failed"><a href="#Each" tabindex="-1">`,
+				`data-state="Each/*/W"`, `<g class="node"><title>Start</title><circle`},
 			[]string{`role="img"`}},
 		{"plain", SVGOptions{Link: func(s string) string { return "#" + s }},
 			[]string{`role="img"`, `<a href="#Each">`},

@@ -26,10 +26,11 @@ type SVGOptions struct {
 	// Link returns the href of a state's node, "" for none. Nil: no links.
 	Link func(state string) string
 	// Focusable makes each state's node a control a page's script opens
-	// the state with: its <g> gets data-state (the qualified name),
-	// tabindex 0, role button and an aria-label naming the state, its
-	// type and status, and a link inside it leaves the tab order (the
-	// node takes the focus once). The picture is then a group named
+	// the state with: inside the node's <g class="node …">, after its
+	// title, a <g class="state"> holds the drawing, with data-state (the
+	// qualified name), tabindex 0, role button and an aria-label naming
+	// the state, its type and status; a link inside it leaves the tab
+	// order (the node takes the focus once). The picture is then a group named
 	// "Workflow graph", not an image, so that its nodes are reachable.
 	Focusable bool
 	// Notes maps a Map or Parallel state's qualified name to a note drawn
@@ -711,11 +712,10 @@ func (g *Graph) WriteSVG(w io.Writer, opts SVGOptions) error {
 			title = n.name + " (" + n.typ + ")"
 		}
 		focusable := opts.Focusable && n.name != ""
-		p(`<g class="`, class, `"`)
+		p(`<g class="`, class, `"><title>`, esc(title), "</title>")
 		if focusable {
-			p(` data-state="`, esc(n.name), `" tabindex="0" role="button" aria-label="`, esc(title+status), `"`)
+			p(`<g class="state" data-state="`, esc(n.name), `" tabindex="0" role="button" aria-label="`, esc(title+status), `">`)
 		}
-		p(`><title>`, esc(title), "</title>")
 		href := ""
 		if opts.Link != nil && n.name != "" {
 			href = opts.Link(n.name)
@@ -733,6 +733,9 @@ func (g *Graph) WriteSVG(w io.Writer, opts SVGOptions) error {
 		}
 		if href != "" {
 			p("</a>")
+		}
+		if focusable {
+			p("</g>")
 		}
 		p("</g>\n")
 	}
