@@ -15,6 +15,10 @@ type Hooks struct {
 	// it is emitted (for a webhook, before its commit): the server
 	// counts a prometheus channel's events with it.
 	Emitted func(workflow, channel, channelType, eventType string)
+	// PartsMoved is called when a Map item or a Parallel branch of an
+	// execution of workflow starts (running +1) or ends (running -1, and
+	// completed or failed +1), for progress gauges per workflow.
+	PartsMoved func(workflow string, running, completed, failed int64)
 	// ExecutionStarted is called when a new execution was created (Run,
 	// Fork), with a store once the store created it, before its first
 	// state runs. A resumed, rolled back or decided execution is not new.

@@ -71,6 +71,7 @@ type counts struct {
 	x         *Executor
 	id, state string
 	step      string
+	workflow  string
 	// how is "count" (done parts over all), "average", "minimum" or
 	// "weighted" (by weights); perPart lists each part's percentage.
 	how     string
@@ -93,7 +94,7 @@ type counts struct {
 // newCounts follows total parts of the state, as its Progress block says
 // (nil: by count).
 func (h *stateRun) newCounts(total int, sp *states.StateProgress) *counts {
-	c := &counts{x: h.r.x, id: h.r.exec.ID, state: h.qualified(), step: h.step(), total: int64(total), how: "count"}
+	c := &counts{x: h.r.x, id: h.r.exec.ID, state: h.qualified(), step: h.step(), workflow: h.r.exec.MachineName, total: int64(total), how: "count"}
 	if sp != nil && sp.Enabled {
 		switch {
 		case sp.AggregateBy == states.AggregateAverage:
@@ -118,10 +119,20 @@ func (c *counts) start() {
 	c.mu.Lock()
 	c.running++
 	c.mu.Unlock()
+	if f := c.x.hooks.PartsMoved; f != nil {
+		f(c.workflow, 1, 0, 0)
+	}
 }
 
 // end counts part slot ended (failed or not) and reports.
 func (c *counts) end(slot int, failed bool) {
+	if f := c.x.hooks.PartsMoved; f != nil {
+		if failed {
+			f(c.workflow, -1, 0, 1)
+		} else {
+			f(c.workflow, -1, 1, 0)
+		}
+	}
 	c.mu.Lock()
 	c.running--
 	if failed {

@@ -200,3 +200,30 @@ func TestProgressParallelWeighted(t *testing.T) {
 		}
 	})
 }
+
+// TestProgressPartsMoved: the hook hears each Map item start and end, by
+// workflow (whether or not anyone follows the execution).
+func TestProgressPartsMoved(t *testing.T) {
+	reg := agents.NewRegistry()
+	reg.Register("W", agents.Func(func(_ context.Context, req *agents.Request) (any, error) {
+		if req.Input == "bad" {
+			return nil, fmt.Errorf("bad item")
+		}
+		return "ok", nil
+	}))
+	var running, completed, failed int64
+	x := engine.New(engine.Config{Agents: reg, Hooks: engine.Hooks{PartsMoved: func(workflow string, r, c, f int64) {
+		if workflow != "orders" {
+			t.Errorf("workflow %q", workflow)
+		}
+		running, completed, failed = running+r, completed+c, failed+f
+	}}})
+	def := `{"StartAt": "Each", "States": {"Each": {"Type": "Map", "MaxConcurrency": 1, "ToleratedFailureCount": 1, "End": true,
+	  "ItemProcessor": {"StartAt": "W", "States": {"W": {"Type": "Task", "Agent": "W", "End": true}}}}}}`
+	if _, err := x.Run(context.Background(), mustParse(t, def), mustJSON(t, `["a", "bad", "c"]`), engine.StartOptions{MachineName: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	if running != 0 || completed != 2 || failed != 1 {
+		t.Errorf("running %d, completed %d, failed %d; want 0, 2, 1", running, completed, failed)
+	}
+}

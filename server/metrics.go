@@ -31,6 +31,8 @@ type Metrics struct {
 	agentCalls  *prometheus.HistogramVec
 	agentErrors *prometheus.CounterVec
 	emitted     *prometheus.CounterVec
+	partsNow    *prometheus.GaugeVec
+	partsDone   *prometheus.CounterVec
 
 	mu     sync.RWMutex
 	agents map[string]agentSeries // by agent name, at most maxAgentLabels
@@ -38,7 +40,14 @@ type Metrics struct {
 	// events are the series of emitted events, by workflow, channel and
 	// type, at most maxEventLabels.
 	events map[[3]string]prometheus.Counter
+	// workflows are the workflow label values of the parts series, at
+	// most maxWorkflowLabels.
+	workflows map[string]bool
 }
+
+// maxWorkflowLabels bounds the workflow label values of the parts
+// series; the workflows past it are counted as "other".
+const maxWorkflowLabels = 500
 
 // maxEventLabels bounds the series of aslrun_events_emitted_total; the
 // events of label sets past it are counted under "other".
@@ -94,8 +103,17 @@ func NewMetrics(reg prometheus.Registerer, pending, due func() int) *Metrics {
 			Name: "aslrun_events_emitted_total",
 			Help: "Events emitted to workflows' prometheus channels (ASL Events), by workflow, channel and event type (label sets past the first 500 are counted as \"other\").",
 		}, []string{"workflow", "channel", "type"})),
-		agents: make(map[string]agentSeries),
-		events: make(map[[3]string]prometheus.Counter),
+		partsNow: register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "aslrun_parts_in_progress",
+			Help: "Map items and Parallel branches running now, by workflow (workflows past the first 500 are counted as \"other\").",
+		}, []string{"workflow"})),
+		partsDone: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aslrun_parts_finished_total",
+			Help: "Map items and Parallel branches that ended, by workflow and status (completed or failed).",
+		}, []string{"workflow", "status"})),
+		agents:    make(map[string]agentSeries),
+		events:    make(map[[3]string]prometheus.Counter),
+		workflows: make(map[string]bool),
 	}
 	for _, s := range []engine.Status{engine.StatusSucceeded, engine.StatusFailed, engine.StatusTimedOut, engine.StatusAborted} {
 		// Every status is exported from the start, at 0.
@@ -167,6 +185,19 @@ func (m *Metrics) Hooks(next engine.Hooks) engine.Hooks {
 				next.Emitted(workflow, channel, channelType, eventType)
 			}
 		},
+		PartsMoved: func(workflow string, running, completed, failed int64) {
+			w := m.workflow(workflow)
+			m.partsNow.WithLabelValues(w).Add(float64(running))
+			if completed > 0 {
+				m.partsDone.WithLabelValues(w, "completed").Add(float64(completed))
+			}
+			if failed > 0 {
+				m.partsDone.WithLabelValues(w, "failed").Add(float64(failed))
+			}
+			if next.PartsMoved != nil {
+				next.PartsMoved(workflow, running, completed, failed)
+			}
+		},
 		AgentCalled: func(ctx context.Context, id, agent string, d time.Duration, u engine.Usage, err error) {
 			s := m.agent(agent)
 			s.duration.Observe(d.Seconds())
@@ -178,6 +209,27 @@ func (m *Metrics) Hooks(next engine.Hooks) engine.Hooks {
 			}
 		},
 	}
+}
+
+// workflow returns the workflow label value of name: its own for the
+// first maxWorkflowLabels names seen, "other" after that.
+func (m *Metrics) workflow(name string) string {
+	m.mu.RLock()
+	ok := m.workflows[name]
+	m.mu.RUnlock()
+	if ok {
+		return name
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.workflows[name] {
+		return name
+	}
+	if len(m.workflows) >= maxWorkflowLabels {
+		return otherAgent
+	}
+	m.workflows[name] = true
+	return name
 }
 
 // event returns the counter of events of a workflow's channel and type,

@@ -318,3 +318,25 @@ func TestMetricsEventsEmitted(t *testing.T) {
 		t.Error("a webhook channel's events were counted")
 	}
 }
+
+// TestMetricsParts: Map items and Parallel branches running and ended
+// are counted by workflow.
+func TestMetricsParts(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := NewMetrics(reg, nil, nil).Hooks(engine.Hooks{})
+	h.PartsMoved("orders", 1, 0, 0)
+	h.PartsMoved("orders", 1, 0, 0)
+	h.PartsMoved("orders", -1, 1, 0)
+	h.PartsMoved("orders", 1, 0, 0)
+	h.PartsMoved("orders", -1, 0, 1)
+	got := newScraper(t, reg).scrape()
+	for series, want := range map[string]float64{
+		`aslrun_parts_in_progress{workflow="orders"}`:                       1,
+		`aslrun_parts_finished_total{status="completed",workflow="orders"}`: 1,
+		`aslrun_parts_finished_total{status="failed",workflow="orders"}`:    1,
+	} {
+		if g, ok := got[series]; !ok || g != want {
+			t.Errorf("%s = %v (exported: %t), want %v", series, g, ok, want)
+		}
+	}
+}
