@@ -557,6 +557,9 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(limit)
 	out := &mapRunOutcome{}
+	// The children's progress, as an inline Map's items' (by count: a
+	// child's own agents report in its own execution).
+	progress := h.newCounts(0, nil)
 	var (
 		mu       sync.Mutex
 		exceeded bool
@@ -581,6 +584,7 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 		}
 		out.total++
 		mu.Unlock()
+		progress.grow()
 		g.Go(func() error {
 			cctx, abort, release := childContext(gctx)
 			defer release()
@@ -596,6 +600,13 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 				mu.Unlock()
 				return nil
 			}
+			progress.start()
+			ended := false
+			defer func() {
+				if !ended {
+					progress.abandon() // waiting, aborted or stopped
+				}
+			}()
 			turn, terr := r.x.fair.acquire(cctx, r.exec.ID)
 			tctx := cctx
 			if terr == nil {
@@ -623,6 +634,8 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 			switch res.Status {
 			case StatusSucceeded:
 				out.succeeded++
+				ended = true
+				progress.end(index, false)
 				if keep {
 					out.outputs[index] = res.Output
 				}
@@ -642,6 +655,8 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 				fallthrough
 			default:
 				out.failed++
+				ended = true
+				progress.end(index, true)
 				if keep {
 					out.outputs[index] = errorOutput(&asl.Error{Name: asl.ErrorName(res.Error), Cause: res.Cause})
 				}

@@ -124,6 +124,25 @@ func (c *counts) start() {
 	}
 }
 
+// grow counts one more part (a Distributed Map learns its items as it
+// reads them).
+func (c *counts) grow() {
+	c.mu.Lock()
+	c.total++
+	c.mu.Unlock()
+}
+
+// abandon counts a part that started and stops without ending (a child
+// execution waiting, or aborted with its map run).
+func (c *counts) abandon() {
+	c.mu.Lock()
+	c.running--
+	c.mu.Unlock()
+	if f := c.x.hooks.PartsMoved; f != nil {
+		f(c.workflow, -1, 0, 0)
+	}
+}
+
 // end counts part slot ended (failed or not) and reports.
 func (c *counts) end(slot int, failed bool) {
 	if f := c.x.hooks.PartsMoved; f != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -225,5 +226,31 @@ func TestProgressPartsMoved(t *testing.T) {
 	}
 	if running != 0 || completed != 2 || failed != 1 {
 		t.Errorf("running %d, completed %d, failed %d; want 0, 2, 1", running, completed, failed)
+	}
+}
+
+// TestProgressDistributedMap: a followed Distributed Map reports its
+// children's counts as an inline Map its items'.
+func TestProgressDistributedMap(t *testing.T) {
+	var mu sync.Mutex // the children end on goroutines of their own
+	var running, done int64
+	x := engine.New(engine.Config{Store: store.NewMemory(), Hooks: engine.Hooks{PartsMoved: func(_ string, r, c, f int64) {
+		mu.Lock()
+		running, done = running+r, done+c+f
+		mu.Unlock()
+	}}})
+	x.Live("dm", "", 0)
+	def := `{"StartAt":"Each","States":{"Each":{"Type":"Map","ItemsPath":"$.items","ResultPath":null,
+		"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED"},"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"End":true}}}`
+	res, err := x.Run(context.Background(), mustParse(t, def), mustJSON(t, `{"items": [1, 2, 3, 4]}`), engine.StartOptions{ID: "dm"})
+	if err != nil || res.Status != engine.StatusSucceeded {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	got := progressChunks(x, "dm")
+	if len(got) == 0 || got[len(got)-1] != "Each 100% 4/4 failed 0" {
+		t.Errorf("progress %q, want it to end with 4 of 4", got)
+	}
+	if running != 0 || done != 4 {
+		t.Errorf("parts: %d running, %d done; want 0 and 4", running, done)
 	}
 }
