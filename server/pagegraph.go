@@ -2,10 +2,15 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"html"
 	"html/template"
+	"net/url"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/graph"
@@ -58,7 +63,7 @@ func executionGraph(m *states.Machine, e *engine.Execution, events []engine.Even
 		}
 	}
 	var buf bytes.Buffer
-	err := graph.Build(m).WriteSVG(&buf, graph.SVGOptions{Unstyled: true, Status: status, Notes: mapNotes(m, events, e.Status.Ended()), Link: func(state string) string {
+	err := graph.Build(m).WriteSVG(&buf, graph.SVGOptions{Unstyled: true, Focusable: true, Status: status, Notes: mapNotes(m, events, e.Status.Ended()), Link: func(state string) string {
 		if seq, ok := first[state]; ok {
 			return "#event-" + strconv.Itoa(seq)
 		}
@@ -67,7 +72,181 @@ func executionGraph(m *states.Machine, e *engine.Execution, events []engine.Even
 	if err != nil {
 		return "", err
 	}
+	// The side panel's data: JSON in an attribute, HTML-escaped (the
+	// page's one script element stays its own).
+	data, err := json.Marshal(graphPanel(m, events, "/executions/"+url.PathEscape(e.ID)+"/events/"))
+	if err != nil {
+		return "", fmt.Errorf("the graph's panel data: %w", err)
+	}
+	buf.WriteString(`<div id="graph-data" data-json="`)
+	buf.WriteString(html.EscapeString(string(data)))
+	buf.WriteString(`" hidden></div>` + "\n")
 	return template.HTML(buf.String()), nil
+}
+
+// panelShown is how many bytes of a payload the graph's side panel
+// shows; panelVisits how many visits of one node it lists (the last).
+const (
+	panelShown  = 2 << 10
+	panelVisits = 20
+)
+
+// panelState is what the graph's side panel shows of one node: the
+// visits of its state (for a node in a Map's processor, those of every
+// item), the last panelVisits of them, and how many earlier ones are
+// left out.
+type panelState struct {
+	Visits  []*panelVisit `json:"visits"`
+	Earlier int           `json:"earlier,omitempty"`
+}
+
+// panelVisit is one visit of a state: from its entered event to its
+// exited one (none yet, or none when it failed).
+type panelVisit struct {
+	// State is the state's qualified name ("Each/3/Work"), Seq its
+	// entered event's number (the timeline's anchor, #event-{seq}).
+	State   string     `json:"state"`
+	Seq     int64      `json:"seq"`
+	Entered time.Time  `json:"entered"`
+	Exited  time.Time  `json:"exited,omitzero"`
+	Input   *panelText `json:"input,omitempty"`
+	Output  *panelText `json:"output,omitempty"`
+	// Failures are the state's failed attempts (Task, Activity, Map,
+	// Parallel, Approval failures and timeouts): retries, or caught, when
+	// the visit went on to its exit; Error and Cause the last one when
+	// the visit ended in it.
+	Failures []panelFailure `json:"failures,omitempty"`
+	Error    string         `json:"error,omitempty"`
+	Cause    string         `json:"cause,omitempty"`
+	// Calls are its agent's durable steps: model turns, tool calls and
+	// plain steps, in the order they ended.
+	Calls []panelCall `json:"calls,omitempty"`
+}
+
+// panelText is a payload cut to panelShown bytes; Cut and Href, when it
+// was cut, how many bytes were left out and where the whole is.
+type panelText struct {
+	Text string `json:"text"`
+	Cut  int    `json:"cut,omitempty"`
+	Href string `json:"href,omitempty"`
+}
+
+// panelFailure is one failed attempt of a state.
+type panelFailure struct {
+	Seq   int64     `json:"seq"`
+	Type  string    `json:"type"`
+	Time  time.Time `json:"time"`
+	Error string    `json:"error,omitempty"`
+	Cause string    `json:"cause,omitempty"`
+}
+
+// panelCall is a durable step of a state's agent.
+type panelCall struct {
+	Seq int64 `json:"seq"`
+	// Kind is ModelTurn, ToolCall or Step; Name the step's name, Tool a
+	// tool call's tool, Model a turn's model.
+	Kind   string     `json:"kind"`
+	Name   string     `json:"name,omitempty"`
+	Tool   string     `json:"tool,omitempty"`
+	Model  string     `json:"model,omitempty"`
+	Input  *panelText `json:"input,omitempty"`
+	Output *panelText `json:"output,omitempty"`
+	Failed bool       `json:"failed,omitempty"`
+	Error  string     `json:"error,omitempty"`
+	Cause  string     `json:"cause,omitempty"`
+}
+
+// graphPanel gathers, by graph node (graphName), the visits of each
+// state from the history: each entered event opens a visit of its
+// qualified state, the exited event closes it; failures and durable
+// steps of that state between the two go into it. Events an operator
+// rolled back over are left out. base is the raw event route's prefix
+// ("/executions/{id}/events/"), for the links to whole payloads.
+func graphPanel(m *states.Machine, events []engine.Event, base string) map[string]*panelState {
+	out := map[string]*panelState{}
+	open := map[string]*panelVisit{} // qualified state → its open visit
+	for i, ev := range events {
+		if ev.Superseded || ev.State == "" {
+			continue
+		}
+		seq, q := int64(i+1), ev.Scope+ev.State
+		at := base + strconv.FormatInt(seq, 10) + "/"
+		switch {
+		case strings.HasSuffix(ev.Type, "StateEntered"):
+			v := &panelVisit{State: q, Seq: seq, Entered: ev.Timestamp, Input: panelPayload(ev.Input, at+"input")}
+			name := graphName(m, q)
+			if out[name] == nil {
+				out[name] = &panelState{}
+			}
+			out[name].Visits = append(out[name].Visits, v)
+			open[q] = v
+			continue
+		}
+		v := open[q]
+		if v == nil {
+			continue
+		}
+		if kind, failed, ok := journalKind(ev.Type); ok {
+			v.Calls = append(v.Calls, panelCallOf(ev, seq, kind, failed, at))
+			continue
+		}
+		switch {
+		case strings.HasSuffix(ev.Type, "StateExited"):
+			v.Exited, v.Output = ev.Timestamp, panelPayload(ev.Output, at+"output")
+			v.Error, v.Cause = "", ""
+			delete(open, q)
+		case strings.HasSuffix(ev.Type, "Failed") || strings.HasSuffix(ev.Type, "TimedOut"):
+			v.Failures = append(v.Failures, panelFailure{Seq: seq, Type: ev.Type, Time: ev.Timestamp, Error: ev.Error, Cause: ev.Cause})
+			v.Error, v.Cause = ev.Error, ev.Cause
+		}
+	}
+	for _, st := range out {
+		if n := len(st.Visits); n > panelVisits {
+			st.Earlier = n - panelVisits
+			st.Visits = st.Visits[n-panelVisits:]
+		}
+	}
+	return out
+}
+
+// panelCallOf reads a durable step's event for the panel.
+func panelCallOf(ev engine.Event, seq int64, kind string, failed bool, at string) panelCall {
+	detail, _ := ev.Detail.(map[string]any)
+	c := panelCall{Seq: seq, Kind: kind, Failed: failed, Error: ev.Error, Cause: ev.Cause}
+	c.Name, _ = detail["name"].(string)
+	c.Tool, _ = detail["tool"].(string)
+	c.Model, _ = detail["model"].(string)
+	c.Input = panelPayload(ev.Input, at+"input")
+	if !failed {
+		c.Output = panelPayload(ev.Output, at+"output")
+		if rec, ok := ev.Output.(map[string]any); ok && kind == engine.StepKindModelTurn {
+			if m, ok := rec["model"].(string); ok && m != "" {
+				c.Model = m
+			}
+		}
+	}
+	return c
+}
+
+// panelPayload is v as the panel shows it: a string as it is, anything
+// else as indented JSON, cut to panelShown bytes (on a character
+// boundary) with href as the link to the whole; nil for no value.
+func panelPayload(v any, href string) *panelText {
+	if v == nil {
+		return nil
+	}
+	text, ok := v.(string)
+	if !ok {
+		text = pretty(v)
+	}
+	if len(text) <= panelShown {
+		return &panelText{Text: text}
+	}
+	n := panelShown
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return &panelText{Text: text[:n], Cut: len(text) - n, Href: href}
 }
 
 // stoppedAt is the top-level state a stopped execution was at: the one
