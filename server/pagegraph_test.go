@@ -242,3 +242,33 @@ func TestGraphPanelEscaped(t *testing.T) {
 		t.Errorf("the graph's nodes are not focusable:\n%s", s)
 	}
 }
+
+// FuzzGraphPanel: any step event (its type, detail, input and output as
+// an agent recorded them) gives panel data that encodes as JSON, never a
+// panic.
+func FuzzGraphPanel(f *testing.F) {
+	f.Add("ToolCallSucceeded", "Each/1/", `{"name":"turn 1/tool c1","tool":"weather"}`, `{"city":"Paris"}`, `"sunny"`)
+	f.Add("ModelTurnSucceeded", "", `{"model":7}`, `[]`, `{"model":"m"}`)
+	f.Add("TaskFailed", "Nope/x/", `null`, `1`, `"\u2028</script>"`)
+	m, err := states.Parse([]byte(`{"StartAt":"Each","States":{"Each":{"Type":"Map","ItemProcessor":{"StartAt":"W","States":{"W":{"Type":"Pass","End":true}}},"End":true}}}`))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, typ, scope, detail, input, output string) {
+		decode := func(s string) any {
+			var v any
+			if json.Unmarshal([]byte(s), &v) != nil {
+				return s
+			}
+			return v
+		}
+		events := []engine.Event{
+			{Type: "PassStateEntered", State: "W", Scope: scope, Input: decode(input)},
+			{Type: typ, State: "W", Scope: scope, Detail: decode(detail), Input: decode(input), Output: decode(output)},
+			{Type: "PassStateExited", State: "W", Scope: scope, Output: decode(output)},
+		}
+		if _, err := json.Marshal(graphPanel(m, events, "/executions/x/events/")); err != nil {
+			t.Fatalf("the panel data does not encode: %v", err)
+		}
+	})
+}
