@@ -208,9 +208,9 @@ func TestPagesRender(t *testing.T) {
 				t.Errorf("GET %s: %s in\n%s", tc.path, w, body)
 			}
 		}
-		// The one script element is ours.
-		if n := strings.Count(body, "<script"); n > 1 {
-			t.Errorf("GET %s: %d script elements", tc.path, n)
+		// Every script element is ours: a file of /static/.
+		if n, ours := strings.Count(body, "<script"), strings.Count(body, `<script src="/static/`); n != ours {
+			t.Errorf("GET %s: %d script elements, %d of them ours", tc.path, n, ours)
 		}
 	}
 	// The timeline is well-formed: every event is an element.
