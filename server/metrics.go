@@ -42,7 +42,7 @@ type Metrics struct {
 	events map[[3]string]prometheus.Counter
 	// workflows are the workflow label values of the parts series, at
 	// most maxWorkflowLabels.
-	workflows map[string]bool
+	workflows map[string]string
 }
 
 // maxWorkflowLabels bounds the workflow label values of the parts
@@ -113,7 +113,7 @@ func NewMetrics(reg prometheus.Registerer, pending, due func() int) *Metrics {
 		}, []string{"workflow", "status"})),
 		agents:    make(map[string]agentSeries),
 		events:    make(map[[3]string]prometheus.Counter),
-		workflows: make(map[string]bool),
+		workflows: make(map[string]string),
 	}
 	for _, s := range []engine.Status{engine.StatusSucceeded, engine.StatusFailed, engine.StatusTimedOut, engine.StatusAborted} {
 		// Every status is exported from the start, at 0.
@@ -211,70 +211,47 @@ func (m *Metrics) Hooks(next engine.Hooks) engine.Hooks {
 	}
 }
 
-// workflow returns the workflow label value of name: its own for the
-// first maxWorkflowLabels names seen, "other" after that.
-func (m *Metrics) workflow(name string) string {
+// capped returns what set holds under key, made by mk and kept when set
+// holds fewer than max entries, else other (not kept): the label values
+// of a series stay bounded however many names come. m.mu guards set.
+func capped[K comparable, V any](m *Metrics, set map[K]V, key K, max int, mk func() V, other func() V) V {
 	m.mu.RLock()
-	ok := m.workflows[name]
+	v, ok := set[key]
 	m.mu.RUnlock()
 	if ok {
-		return name
+		return v
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.workflows[name] {
-		return name
+	if v, ok := set[key]; ok {
+		return v
 	}
-	if len(m.workflows) >= maxWorkflowLabels {
-		return otherAgent
+	if len(set) >= max {
+		return other()
 	}
-	m.workflows[name] = true
-	return name
+	v = mk()
+	set[key] = v
+	return v
+}
+
+// workflow returns the workflow label value of name: its own for the
+// first maxWorkflowLabels names seen, "other" after that.
+func (m *Metrics) workflow(name string) string {
+	return capped(m, m.workflows, name, maxWorkflowLabels, func() string { return name }, func() string { return otherAgent })
 }
 
 // event returns the counter of events of a workflow's channel and type,
 // or the "other" one past maxEventLabels label sets.
 func (m *Metrics) event(workflow, channel, typ string) prometheus.Counter {
-	key := [3]string{workflow, channel, typ}
-	m.mu.RLock()
-	c, ok := m.events[key]
-	m.mu.RUnlock()
-	if ok {
-		return c
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c, ok := m.events[key]; ok {
-		return c
-	}
-	if len(m.events) >= maxEventLabels {
-		return m.emitted.WithLabelValues(otherAgent, otherAgent, otherAgent)
-	}
-	c = m.emitted.WithLabelValues(workflow, channel, typ)
-	m.events[key] = c
-	return c
+	return capped(m, m.events, [3]string{workflow, channel, typ}, maxEventLabels,
+		func() prometheus.Counter { return m.emitted.WithLabelValues(workflow, channel, typ) },
+		func() prometheus.Counter { return m.emitted.WithLabelValues(otherAgent, otherAgent, otherAgent) })
 }
 
 // agent returns the series of an agent: its own for the first
 // maxAgentLabels names seen, the "other" ones after that.
 func (m *Metrics) agent(name string) agentSeries {
-	m.mu.RLock()
-	s, ok := m.agents[name]
-	m.mu.RUnlock()
-	if ok {
-		return s
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s, ok := m.agents[name]; ok {
-		return s
-	}
-	if len(m.agents) >= maxAgentLabels {
-		return m.other
-	}
-	s = m.series(name)
-	m.agents[name] = s
-	return s
+	return capped(m, m.agents, name, maxAgentLabels, func() agentSeries { return m.series(name) }, func() agentSeries { return m.other })
 }
 
 func (m *Metrics) series(agent string) agentSeries {
