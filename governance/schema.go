@@ -3,11 +3,11 @@ package governance
 import (
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/aslrun/aslrun/internal/schemaword"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -266,7 +266,7 @@ func collect(e *jsonschema.ValidationError, out *[]issue) {
 			below(p, "is not allowed")
 		}
 	default:
-		at(kindMessage(e.ErrorKind))
+		at(schemaword.Kind(e.ErrorKind))
 	}
 }
 
@@ -295,116 +295,8 @@ func alternatives(at []string, causes []*jsonschema.ValidationError, keyword str
 	case len(msgs) == 0:
 		return none
 	case types:
-		return "must be " + typeList(want)
+		return "must be " + schemaword.TypeList(want)
 	}
 	return strings.Join(msgs, " or ")
 }
 
-// kindMessage words one failed keyword, as what the value must be.
-func kindMessage(k jsonschema.ErrorKind) string {
-	switch k := k.(type) {
-	case *kind.Type:
-		return "must be " + typeList(k.Want)
-	case *kind.Enum:
-		return "must be " + oneOf(k.Want)
-	case *kind.Const:
-		return "must be " + show(k.Want)
-	case *kind.FalseSchema:
-		return "is not allowed"
-	case *kind.Not:
-		return "must not match the schema of not"
-	case *kind.MinLength:
-		return fmt.Sprintf("must be at least %d characters long", k.Want)
-	case *kind.MaxLength:
-		return fmt.Sprintf("must be at most %d characters long", k.Want)
-	case *kind.Pattern:
-		return "must match the pattern " + show(k.Want)
-	case *kind.Format:
-		if k.Err != nil {
-			return "must be a valid " + k.Want + " (" + oneLine(k.Err.Error()) + ")"
-		}
-		return "must be a valid " + k.Want
-	case *kind.Minimum:
-		return "must be at least " + ratString(k.Want)
-	case *kind.Maximum:
-		return "must be at most " + ratString(k.Want)
-	case *kind.ExclusiveMinimum:
-		return "must be greater than " + ratString(k.Want)
-	case *kind.ExclusiveMaximum:
-		return "must be less than " + ratString(k.Want)
-	case *kind.MultipleOf:
-		return "must be a multiple of " + ratString(k.Want)
-	case *kind.MinItems:
-		return fmt.Sprintf("must have at least %d items", k.Want)
-	case *kind.MaxItems:
-		return fmt.Sprintf("must have at most %d items", k.Want)
-	case *kind.MinProperties:
-		return fmt.Sprintf("must have at least %d properties", k.Want)
-	case *kind.MaxProperties:
-		return fmt.Sprintf("must have at most %d properties", k.Want)
-	case *kind.UniqueItems:
-		return fmt.Sprintf("must not repeat items, but items %d and %d are equal", k.Duplicates[0], k.Duplicates[1])
-	case *kind.Contains:
-		return "must contain an item that matches the schema of contains"
-	case *kind.MinContains:
-		return fmt.Sprintf("must contain at least %d items that match the schema of contains", k.Want)
-	case *kind.MaxContains:
-		return fmt.Sprintf("must contain at most %d items that match the schema of contains", k.Want)
-	case *kind.PropertyNames:
-		return "has the property name " + strconv.Quote(k.Property) + ", which propertyNames refuses"
-	case *kind.AdditionalItems:
-		return fmt.Sprintf("has %d items more than the schema allows", k.Count)
-	case *kind.InvalidJsonValue:
-		return fmt.Sprintf("is a Go %T, which is not a JSON value", k.Value)
-	case *kind.RefCycle:
-		return "cannot be checked: the schema's references loop (" + k.KeywordLocation1 + ", " + k.KeywordLocation2 + ")"
-	}
-	if kw := k.KeywordPath(); len(kw) > 0 {
-		return "does not match the schema's " + strings.Join(kw, "/")
-	}
-	return "does not match the schema"
-}
-
-// typeList words JSON Schema type names: "a string or null".
-func typeList(types []string) string {
-	words := make([]string, 0, len(types))
-	for _, t := range types {
-		w := t
-		switch t {
-		case "integer", "object", "array":
-			w = "an " + t
-		case "null":
-		default:
-			w = "a " + t
-		}
-		if !slices.Contains(words, w) {
-			words = append(words, w)
-		}
-	}
-	return strings.Join(words, " or ")
-}
-
-// oneOf words the values of an enum: `"a"`, or `one of "a", "b", "c"`.
-func oneOf(values []any) string {
-	if len(values) == 1 {
-		return show(values[0])
-	}
-	shown := make([]string, len(values))
-	for i, v := range values {
-		shown[i] = show(v)
-	}
-	return "one of " + strings.Join(shown, ", ")
-}
-
-// ratString writes a schema bound: exactly when it is an integer, else as
-// the nearest float64.
-func ratString(r *big.Rat) string {
-	if r == nil {
-		return "?"
-	}
-	if r.IsInt() {
-		return r.Num().String()
-	}
-	f, _ := r.Float64()
-	return string(jsonvalue.FloatNumber(f))
-}

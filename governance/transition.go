@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/aslrun/aslrun/internal/schemaword"
 	"github.com/aslrun/aslrun/jsonvalue"
 )
 
@@ -155,7 +156,7 @@ func (e *enumRule) position(v, other any, proposed bool) (int, *Violation) {
 		old, new = v, other
 	}
 	return 0, transition(ruleEnum, e.text, old, new,
-		e.text+" in "+docName(proposed)+" is "+show(v)+", not "+oneOf(e.values))
+		e.text+" in "+docName(proposed)+" is "+show(v)+", not "+schemaword.OneOf(e.values))
 }
 
 func (k *keyedRule) check(prev, proposed any) *Violation {

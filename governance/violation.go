@@ -1,11 +1,10 @@
 package governance
 
 import (
-	"fmt"
 	"strings"
 
 	asl "github.com/aslrun/aslrun"
-	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/internal/schemaword"
 )
 
 // The error names of governance violations (the asl package's, named here
@@ -120,22 +119,5 @@ func (ps Problems) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// maxShown is the longest JSON text a message quotes before cutting it.
-const maxShown = 80
-
-// show writes a value for a message: compact JSON, cut after maxShown
-// bytes; a value outside the model is described by its Go type.
-func show(v any) string {
-	b, err := jsonvalue.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("a Go %T", v)
-	}
-	if len(b) > maxShown {
-		cut := maxShown
-		for cut > 0 && b[cut]&0xC0 == 0x80 { // do not cut a UTF-8 sequence
-			cut--
-		}
-		return string(b[:cut]) + "…"
-	}
-	return string(b)
-}
+// show writes a value for a message: compact JSON, cut after 80 bytes.
+func show(v any) string { return schemaword.Show(v) }

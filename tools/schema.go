@@ -3,17 +3,16 @@ package tools
 import (
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/aslrun/aslrun/internal/schemaword"
 	"github.com/aslrun/aslrun/jsonvalue"
 )
 
@@ -73,7 +72,7 @@ func compileSchema(raw []byte, input bool) (*jsonschema.Schema, []*CheckError) {
 	case map[string]any:
 		if input {
 			if typ, ok := x["type"]; ok && typ != "object" {
-				return nil, bad("/type", "an input schema describes an object: its type must be \"object\", not %s", show(typ))
+				return nil, bad("/type", "an input schema describes an object: its type must be \"object\", not %s", schemaword.Show(typ))
 			}
 		}
 	case bool:
@@ -242,7 +241,7 @@ func alternatives(e *jsonschema.ValidationError, none string) string {
 	case len(msgs) == 0:
 		return none
 	case types:
-		return "must be " + typeList(want)
+		return "must be " + schemaword.TypeList(want)
 	}
 	return strings.Join(msgs, " or ")
 }
@@ -257,102 +256,11 @@ func pointer(tokens []string) string {
 	return b.String()
 }
 
-// wording words one failed keyword as what the value must be.
+// wording words one failed keyword as what the value must be, a type
+// with the type found.
 func wording(k jsonschema.ErrorKind) string {
-	switch k := k.(type) {
-	case *kind.Type:
-		return "must be " + typeList(k.Want) + ", not " + article(k.Got)
-	case *kind.Enum:
-		if len(k.Want) == 1 {
-			return "must be " + show(k.Want[0])
-		}
-		shown := make([]string, len(k.Want))
-		for i, v := range k.Want {
-			shown[i] = show(v)
-		}
-		return "must be one of " + strings.Join(shown, ", ")
-	case *kind.Const:
-		return "must be " + show(k.Want)
-	case *kind.MinLength:
-		return fmt.Sprintf("must be at least %d characters long", k.Want)
-	case *kind.MaxLength:
-		return fmt.Sprintf("must be at most %d characters long", k.Want)
-	case *kind.Pattern:
-		return "must match the pattern " + show(k.Want)
-	case *kind.Format:
-		return "must be a valid " + k.Want
-	case *kind.Minimum:
-		return "must be at least " + ratString(k.Want)
-	case *kind.Maximum:
-		return "must be at most " + ratString(k.Want)
-	case *kind.ExclusiveMinimum:
-		return "must be greater than " + ratString(k.Want)
-	case *kind.ExclusiveMaximum:
-		return "must be less than " + ratString(k.Want)
-	case *kind.MultipleOf:
-		return "must be a multiple of " + ratString(k.Want)
-	case *kind.MinItems:
-		return fmt.Sprintf("must have at least %d items", k.Want)
-	case *kind.MaxItems:
-		return fmt.Sprintf("must have at most %d items", k.Want)
-	case *kind.MinProperties:
-		return fmt.Sprintf("must have at least %d properties", k.Want)
-	case *kind.MaxProperties:
-		return fmt.Sprintf("must have at most %d properties", k.Want)
-	case *kind.UniqueItems:
-		return fmt.Sprintf("must not repeat items, but items %d and %d are equal", k.Duplicates[0], k.Duplicates[1])
-	case *kind.InvalidJsonValue:
-		return fmt.Sprintf("is a Go %T, which is not a JSON value", k.Value)
+	if k, ok := k.(*kind.Type); ok {
+		return "must be " + schemaword.TypeList(k.Want) + ", not " + schemaword.Article(k.Got)
 	}
-	return k.LocalizedString(printer)
-}
-
-// typeList words JSON Schema type names: "a string or null".
-func typeList(types []string) string {
-	words := make([]string, 0, len(types))
-	for _, t := range types {
-		if w := article(t); !slices.Contains(words, w) {
-			words = append(words, w)
-		}
-	}
-	return strings.Join(words, " or ")
-}
-
-func article(t string) string {
-	switch t {
-	case "integer", "object", "array":
-		return "an " + t
-	case "null":
-		return t
-	}
-	return "a " + t
-}
-
-// show writes a JSON value briefly, as JSON.
-func show(v any) string {
-	data, err := jsonvalue.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%v", v)
-	}
-	if len(data) <= 80 {
-		return string(data)
-	}
-	cut := 77
-	for cut > 0 && !utf8.RuneStart(data[cut]) {
-		cut--
-	}
-	return string(data[:cut]) + "..."
-}
-
-// ratString writes a schema bound: exactly when it is an integer, else as
-// the nearest float64.
-func ratString(r *big.Rat) string {
-	if r == nil {
-		return "?"
-	}
-	if r.IsInt() {
-		return r.Num().String()
-	}
-	f, _ := r.Float64()
-	return string(jsonvalue.FloatNumber(f))
+	return schemaword.Kind(k)
 }

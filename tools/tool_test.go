@@ -7,7 +7,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
@@ -415,15 +414,4 @@ func TestToolsRun(t *testing.T) {
 			t.Errorf("Run() of a tool without Call = %v, want Agent.ToolError", err)
 		}
 	})
-}
-
-func TestToolsShow(t *testing.T) {
-	long := strings.Repeat("é", 60) // 2 bytes each
-	got := show(long)
-	if !utf8.ValidString(got) || len(got) > 80 || !strings.HasSuffix(got, "...") {
-		t.Errorf("show(%d bytes) = %q, want valid UTF-8 of at most 80 bytes ending in ...", len(long), got)
-	}
-	if got := show(json.Number("1.50")); got != "1.50" {
-		t.Errorf("show(1.50) = %s, want 1.50", got)
-	}
 }
