@@ -299,4 +299,3 @@ func alternatives(at []string, causes []*jsonschema.ValidationError, keyword str
 	}
 	return strings.Join(msgs, " or ")
 }
-

@@ -9,8 +9,6 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/aslrun/aslrun/internal/schemaword"
 	"github.com/aslrun/aslrun/jsonvalue"
@@ -33,8 +31,6 @@ type noLoader struct{}
 func (noLoader) Load(url string) (any, error) {
 	return nil, errors.New("the schema must be self-contained")
 }
-
-var printer = message.NewPrinter(language.English)
 
 // CompileSchema compiles a JSON Schema as a tool's are compiled (2020-12
 // unless its $schema names another draft the validator knows, no
