@@ -1,0 +1,145 @@
+package vector
+
+import "fmt"
+
+// Exact is a brute-force index: every search compares the query with every
+// vector, so its answers are the reference the approximate index is measured
+// against. Vectors are stored normalised, back to back in one []float32.
+//
+// An Exact is not safe for concurrent use: callers serialise writes and may
+// run searches in parallel only while no write is in progress ([Index] does
+// this).
+type Exact struct {
+	dim  int
+	data []float32 // len(ids) vectors of dim components each
+	ids  []string
+	pos  map[string]int // id to position in ids
+}
+
+// NewExact returns an empty Exact for vectors of dim dimensions, or, when dim
+// is 0, of the dimension of the first vector added.
+func NewExact(dim int) *Exact {
+	return &Exact{dim: max(dim, 0), pos: make(map[string]int)}
+}
+
+// Dim returns the dimension of the index's vectors (0 while it is unset).
+func (e *Exact) Dim() int { return e.dim }
+
+// Len returns the number of vectors held.
+func (e *Exact) Len() int { return len(e.ids) }
+
+// Add stores a normalised copy of v under id, replacing any vector id had.
+// It refuses a vector of the wrong dimension, a zero vector and one with a
+// NaN or infinite component.
+func (e *Exact) Add(id string, v []float32) error {
+	n, err := normalized(v)
+	if err != nil {
+		return fmt.Errorf("add %q: %w", id, err)
+	}
+	if e.dim != 0 {
+		if err := checkDim(len(v), e.dim); err != nil {
+			return fmt.Errorf("add %q: %w", id, err)
+		}
+	}
+	e.put(id, n)
+	return nil
+}
+
+// put stores the already normalised vector n under id.
+func (e *Exact) put(id string, n []float32) {
+	if e.dim == 0 {
+		e.dim = len(n)
+	}
+	if i, ok := e.pos[id]; ok {
+		copy(e.vec(i), n)
+		return
+	}
+	e.pos[id] = len(e.ids)
+	e.ids = append(e.ids, id)
+	e.data = append(e.data, n...)
+}
+
+// Delete removes id's vector, reporting whether there was one. The last
+// vector moves into the freed place, so deletes cost O(dim).
+func (e *Exact) Delete(id string) bool {
+	i, ok := e.pos[id]
+	if !ok {
+		return false
+	}
+	last := len(e.ids) - 1
+	if i != last {
+		copy(e.vec(i), e.vec(last))
+		e.ids[i] = e.ids[last]
+		e.pos[e.ids[i]] = i
+	}
+	e.ids[last] = ""
+	e.ids = e.ids[:last]
+	e.data = e.data[:last*e.dim]
+	delete(e.pos, id)
+	return true
+}
+
+// Get returns the stored (normalised) vector of id. The slice is the
+// index's own: the caller must not modify it.
+func (e *Exact) Get(id string) ([]float32, bool) {
+	i, ok := e.pos[id]
+	if !ok {
+		return nil, false
+	}
+	return e.vec(i), true
+}
+
+// vec returns the vector at position i.
+func (e *Exact) vec(i int) []float32 {
+	return e.data[i*e.dim : (i+1)*e.dim : (i+1)*e.dim]
+}
+
+// Search returns up to k entries with a cosine similarity to q of at least
+// minScore, best first, ties broken by id. Entries that filter rejects are
+// skipped. An empty index gives no results whatever q's dimension.
+func (e *Exact) Search(q []float32, k int, minScore float32, filter Filter) ([]Result, error) {
+	if err := checkQuery(k, minScore); err != nil {
+		return nil, err
+	}
+	if len(e.ids) == 0 {
+		return nil, nil
+	}
+	if err := checkDim(len(q), e.dim); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	nq, err := normalized(q)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	return e.search(nq, k, minScore, filter), nil
+}
+
+// search is Search for a checked, normalised query.
+func (e *Exact) search(q []float32, k int, minScore float32, filter Filter) []Result {
+	return scan(e.data, e.dim, e.ids, nil, q, k, minScore, filter)
+}
+
+// scan is the exact search over data (vectors of dim components, the i-th
+// named ids[i]), skipping positions marked in dead (when not nil) and ids
+// that filter rejects.
+func scan(data []float32, dim int, ids []string, dead []bool, q []float32, k int, minScore float32, filter Filter) []Result {
+	top := newTopK(k)
+	for i, off := 0, 0; off+dim <= len(data); i, off = i+1, off+dim {
+		if dead != nil && dead[i] {
+			continue
+		}
+		s := dot(q, data[off:off+dim:off+dim])
+		if s < minScore {
+			continue
+		}
+		r := Result{ID: ids[i], Score: s}
+		if top.full() && !better(r, top.worst()) {
+			continue
+		}
+		if filter != nil && !filter(r.ID) {
+			continue
+		}
+		top.offer(r)
+	}
+	return top.sorted()
+}
