@@ -26,12 +26,16 @@ import (
 // InjectAt is not set.
 const DefaultInjectAt = "$._memory"
 
-// MemoryConfig is the Memory block of a Task or Pass: key-value memory,
-// kept in the execution store per namespace, across executions.
+// MemoryConfig is the Memory block of a Task or Pass: key-value,
+// semantic (looked up by similarity to a query) or episodic (time-ordered
+// events) memory, kept per namespace, across executions.
 //
 // It is immutable after Parse and safe for concurrent use.
 type MemoryConfig struct {
-	// Read loads keys before the state runs; nil when absent.
+	// Type is "key_value" (when absent), "semantic" or "episodic"; it says
+	// which fields of Read and Write apply.
+	Type string
+	// Read loads values before the state runs; nil when absent.
 	Read *MemoryRead
 	// Write stores values after ResultPath; empty when absent.
 	Write []MemoryWrite
@@ -45,23 +49,60 @@ type MemoryConfig struct {
 	NamespaceExpr *jsonpath.Expr
 }
 
-// MemoryRead says which keys to load and where to put them.
+// MemoryRead says what to load and where to put it. Keys and Default are
+// key-value fields; Query, QueryExpr, TopK and MinScore semantic ones;
+// Filter, Limit and Order episodic ones; Collection serves both semantic
+// and episodic memory. The fields of another Type are zero.
 type MemoryRead struct {
-	// Keys are the keys to load; never empty.
+	// Keys are the keys to load (key-value); never empty for key-value
+	// memory.
 	Keys []string
-	// InjectAt is where the loaded {key: value} object is placed in the
-	// effective input, before Parameters; "$._memory" (DefaultInjectAt)
-	// when not set, so never nil.
+	// InjectAt is where what was loaded is placed in the effective input,
+	// before Parameters: the {key: value} object (key-value) or the array
+	// of matches or events (semantic, episodic); "$._memory"
+	// (DefaultInjectAt) when not set, so never nil.
 	InjectAt *jsonpath.Path
 	// Default is the value used for a key that is not stored, valid when
 	// HasDefault (an object maps key names to their own defaults).
 	Default    any
 	HasDefault bool
+
+	// Query is the fixed query text (semantic, "Query"), which may hold
+	// {{$.path}} placeholders; zero when absent.
+	Query Text
+	// QueryExpr computes the query ("Query.$", a path or an intrinsic);
+	// nil when absent. Semantic memory has exactly one of Query and
+	// QueryExpr.
+	QueryExpr *jsonpath.Expr
+	// Collection is the collection read: required for semantic memory,
+	// "events" when not set for episodic memory.
+	Collection string
+	// TopK is how many of the most similar entries are loaded (semantic):
+	// 1 to 100, 5 when not set.
+	TopK int64
+	// MinScore is the lowest cosine similarity, in [-1, 1], of an entry
+	// loaded (semantic), valid when HasMinScore.
+	MinScore    float64
+	HasMinScore bool
+	// Filter selects the events whose fields equal the values given
+	// (episodic), sorted by Field; empty when absent.
+	Filter []MemoryFilter
+	// Limit is the most events loaded (episodic): 1 to 1000, 10 when not
+	// set.
+	Limit int64
+	// Order is "desc" (newest first, the default) or "asc" (oldest first)
+	// for episodic memory.
+	Order string
 }
 
-// MemoryWrite stores one key.
+// MemoryWrite stores one value. Key and Merge are key-value fields (Key
+// also names a semantic entry); Text and TextExpr are semantic ones;
+// Collection serves semantic and episodic memory.
 type MemoryWrite struct {
-	// Key is the key written; never empty.
+	// Key is the key written: never empty for key-value memory; for
+	// semantic memory an optional id (writing an id that is stored
+	// replaces that entry); empty for episodic memory, whose events are
+	// appended.
 	Key string
 	// Value is a fixed value to store, valid when HasValue.
 	Value    any
@@ -74,8 +115,18 @@ type MemoryWrite struct {
 	// Memory.DefaultTTL, or forever when that is not set either.
 	TTL TTL
 	// Merge combines the value with the stored one (objects merge, arrays
-	// append) instead of replacing it.
+	// append) instead of replacing it (key-value only).
 	Merge bool
+	// Collection is the collection written: required for semantic memory,
+	// "events" when not set for episodic memory, empty for key-value.
+	Collection string
+	// Text is the fixed text embedded for a semantic entry ("Text"), which
+	// may hold {{$.path}} placeholders; zero when absent.
+	Text Text
+	// TextExpr computes the text embedded ("Text.$"); nil when absent. At
+	// most one of Text and TextExpr is set; with neither, the value itself
+	// is embedded (a string as it is, any other value as its JSON).
+	TextExpr *jsonpath.Expr
 }
 
 // ContextConfig is the Context block of a Task: how the agent's context is
@@ -83,7 +134,9 @@ type MemoryWrite struct {
 //
 // It is immutable after Parse and safe for concurrent use.
 type ContextConfig struct {
-	// Strategy is "sliding_window" (the default) or "priority_based".
+	// Strategy is "sliding_window" (the default), "priority_based",
+	// "semantic" (keep the TopK Candidates most similar to the query) or
+	// "summarize" (always summarize with the Summarize agent).
 	Strategy string
 	// MaxTokens is the token ceiling of the context; 0 means no limit.
 	MaxTokens int64
@@ -92,13 +145,28 @@ type ContextConfig struct {
 	// Include and Exclude list paths always kept and always left out.
 	Include []*jsonpath.Path
 	Exclude []*jsonpath.Path
-	// Summarize compresses the context with an agent; nil when absent.
+	// Summarize compresses the context with an agent; nil when absent,
+	// never nil with Strategy "summarize".
 	Summarize *SummarizeConfig
+	// Query is the fixed query text (semantic), which may hold {{$.path}}
+	// placeholders; zero when absent.
+	Query Text
+	// QueryExpr computes the query ("Query.$", a path or an intrinsic);
+	// nil when absent. Strategy "semantic" has exactly one of Query and
+	// QueryExpr.
+	QueryExpr *jsonpath.Expr
+	// Candidates are the paths of the input that may be picked
+	// (semantic); never empty with Strategy "semantic".
+	Candidates []*jsonpath.Path
+	// TopK is how many candidates are kept (semantic): 1 to 100; 0 with
+	// other strategies.
+	TopK int64
 }
 
 // SummarizeConfig is a Context's Summarize block.
 type SummarizeConfig struct {
-	// When is "TokensExceed" (the default), "Always" or "Never" (truncate
+	// When is "TokensExceed" (the default), "Always" (the default, and
+	// the only value, with Strategy "summarize") or "Never" (truncate
 	// instead of summarizing).
 	When string
 	// Using names the summarizing agent; empty only when When is "Never".
@@ -277,7 +345,7 @@ type GuardrailSet struct {
 // GuardrailRule is one rule of a GuardrailSet. Type says which of the
 // other fields apply.
 type GuardrailRule struct {
-	// Type is "length", "pattern", "regex", "pii" or "custom".
+	// Type is "length", "pattern", "regex", "pii", "semantic" or "custom".
 	Type string
 	// Action is "block" (the default), "redact", "mask" (pattern, regex and
 	// pii only), "warn", "flag" or "retry" (Output only).
@@ -293,8 +361,12 @@ type GuardrailRule struct {
 	// Detect lists the kinds of personal data to find (pii rules): "email",
 	// "phone", "card", "iban"; all four when Detect was true or absent.
 	Detect []string
-	// Validator names the validating agent (custom rules).
+	// Validator names the validating agent: required for custom rules;
+	// for semantic rules, empty means the set's Validator.
 	Validator string
+	// Check is what the content must satisfy, in words (semantic rules),
+	// e.g. "does not give medical advice"; the validator judges it.
+	Check string
 }
 
 // ReasoningConfig is the Reasoning block of a Task: the agent returns
@@ -315,111 +387,6 @@ type ReasoningConfig struct {
 	Store *jsonpath.Path
 }
 
-// memoryQueryFields are the fields of the semantic and episodic memory
-// forms, which are not supported.
-var memoryQueryFields = []string{"Query", "Query.$", "Collection", "TopK", "MinScore", "Filter", "Limit", "Order"}
-
-func (p *parser) memory(o *object, key string) *MemoryConfig {
-	mo, _ := o.child(key, key)
-	if mo == nil {
-		return nil
-	}
-	defer mo.done(key)
-	if _, ok := mo.enum("Type", []string{"key_value"}, []string{"semantic", "episodic"}); !ok && mo.has("Type") {
-		mo.skipRest()
-		return nil
-	}
-	mo.unsupported(key+" (only key-value memory is supported)", memoryQueryFields...)
-	m := &MemoryConfig{}
-	_, hasRead := mo.m["Read"]
-	_, hasWrite := mo.m["Write"]
-	if !hasRead && !hasWrite {
-		mo.errorf("", "%s needs Read or Write", key)
-	}
-	m.Read = p.memoryRead(mo)
-	m.Write = p.memoryWrites(mo)
-	mo.exclusive("Namespace", "Namespace.$")
-	if _, ok := mo.m["Namespace"]; ok {
-		m.Namespace, _ = p.text(mo, "Namespace")
-		if mo.m["Namespace"] == "" {
-			mo.errorf("Namespace", "Namespace must not be empty")
-		}
-	}
-	m.NamespaceExpr = p.expr(mo, "Namespace.$")
-	return m
-}
-
-func (p *parser) memoryRead(mo *object) *MemoryRead {
-	v, ok := mo.get("Read")
-	if !ok {
-		return nil
-	}
-	r := &MemoryRead{}
-	r.InjectAt, _ = jsonpath.CompileReference(DefaultInjectAt)
-	if _, isArr := v.([]any); isArr {
-		r.Keys, _ = mo.names("Read", true)
-		if mo.isEmptyArray("Read") {
-			mo.errorf("Read", "Read must list at least one key")
-		}
-		return r
-	}
-	ro := p.newObject(v, mo.at("Read"), mo.state, "Read (an array of keys or an object)")
-	if ro == nil {
-		return nil
-	}
-	defer ro.done("Memory.Read")
-	ro.unsupported("Memory.Read (only key-value memory is supported)", memoryQueryFields...)
-	keys, present := ro.names("Keys", true)
-	switch {
-	case !present:
-		ro.errorf("", "missing required field Keys")
-	case ro.isEmptyArray("Keys"):
-		ro.errorf("Keys", "Keys must list at least one key")
-	}
-	r.Keys = keys
-	if path := p.refPath(ro, "InjectAt"); path != nil {
-		r.InjectAt = path
-	}
-	r.Default, r.HasDefault = ro.get("Default")
-	return r
-}
-
-func (p *parser) memoryWrites(mo *object) []MemoryWrite {
-	v, ok := mo.get("Write")
-	if !ok {
-		return nil
-	}
-	items := []any{v}
-	ptrs := []string{mo.at("Write")}
-	if arr, isArr := v.([]any); isArr {
-		if len(arr) == 0 {
-			mo.errorf("Write", "Write must not be an empty array")
-		}
-		items, ptrs = arr, make([]string, len(arr))
-		for i := range arr {
-			ptrs[i] = fmt.Sprintf("%s/%d", mo.at("Write"), i)
-		}
-	}
-	out := make([]MemoryWrite, 0, len(items))
-	for i, item := range items {
-		wo := p.newObject(item, ptrs[i], mo.state, "a memory write")
-		if wo == nil {
-			continue
-		}
-		w := MemoryWrite{}
-		w.Key, _ = wo.name("Key", true)
-		wo.exclusive("Value", "Value.$")
-		w.Value, w.HasValue = wo.get("Value")
-		w.ValueExpr = p.expr(wo, "Value.$")
-		w.TTL, _ = wo.ttl("TTL")
-		w.Merge, _ = wo.boolean("Merge")
-		wo.unsupported("a memory write", "Overwrite")
-		wo.done("a memory write")
-		out = append(out, w)
-	}
-	return out
-}
-
 func (p *parser) contextConfig(o *object, key string) *ContextConfig {
 	co, _ := o.child(key, key)
 	if co == nil {
@@ -427,10 +394,9 @@ func (p *parser) contextConfig(o *object, key string) *ContextConfig {
 	}
 	defer co.done("Context")
 	c := &ContextConfig{Strategy: "sliding_window"}
-	if s, ok := co.enum("Strategy", []string{"sliding_window", "priority_based"}, []string{"semantic", "summarize"}); ok {
+	if s, ok := co.enum("Strategy", []string{"sliding_window", "priority_based", "semantic", "summarize"}, nil); ok {
 		c.Strategy = s
 	}
-	co.unsupported("Context (semantic selection is not supported)", "Query", "Query.$", "Candidates", "TopK")
 	if n, ok := co.count("MaxTokens", 1); ok {
 		c.MaxTokens = n
 	}
@@ -442,20 +408,39 @@ func (p *parser) contextConfig(o *object, key string) *ContextConfig {
 	case hasPriority && c.Strategy != "priority_based":
 		co.errorf("Priority", `Priority is only used with Strategy "priority_based"`)
 	}
+	p.contextQuery(co, c)
 	c.Include = p.paths(co, "Include")
 	c.Exclude = p.paths(co, "Exclude")
-	if so, _ := co.child("Summarize", "Summarize"); so != nil {
-		s := &SummarizeConfig{When: "TokensExceed"}
-		if w, ok := so.enum("When", []string{"TokensExceed", "Always", "Never"}, nil); ok {
+	c.Summarize = p.summarize(co, c.Strategy == "summarize")
+	return c
+}
+
+// summarize reads a Context's Summarize block; with Strategy "summarize"
+// (always) the block is required, and When can only be "Always".
+func (p *parser) summarize(co *object, always bool) *SummarizeConfig {
+	so, present := co.child("Summarize", "Summarize")
+	if so == nil {
+		if always && !present {
+			co.errorf("", `Strategy "summarize" needs Summarize.Using, the summarizing agent`)
+		}
+		return nil
+	}
+	defer so.done("Summarize")
+	s := &SummarizeConfig{When: "TokensExceed"}
+	if always {
+		s.When = "Always"
+	}
+	if w, ok := so.enum("When", []string{"TokensExceed", "Always", "Never"}, nil); ok {
+		if always && w != "Always" {
+			so.errorf("When", `When must be "Always" with Strategy "summarize" (or be left out), not %q`, w)
+		} else {
 			s.When = w
 		}
-		s.Using, _ = so.name("Using", s.When != "Never")
-		s.Target = p.refPath(so, "Target")
-		s.Ratio, _ = so.fraction("Ratio")
-		so.done("Summarize")
-		c.Summarize = s
 	}
-	return c
+	s.Using, _ = so.name("Using", s.When != "Never")
+	s.Target = p.refPath(so, "Target")
+	s.Ratio, _ = so.fraction("Ratio")
+	return s
 }
 
 // ToolHook is one of Tools.Hooks: an agent called around every tool call
@@ -606,7 +591,7 @@ func (p *parser) guardrailSet(gro *object, key string) *GuardrailSet {
 		}
 	}
 	for i, v := range arr {
-		if r, ok := p.guardrailRule(v, fmt.Sprintf("%s/%d", so.at("Rules"), i), so.state, output); ok {
+		if r, ok := p.guardrailRule(v, fmt.Sprintf("%s/%d", so.at("Rules"), i), so.state, key, s.Validator); ok {
 			s.Rules = append(s.Rules, r)
 		}
 	}
@@ -616,7 +601,9 @@ func (p *parser) guardrailSet(gro *object, key string) *GuardrailSet {
 // piiKinds are the kinds of personal data a pii rule can detect.
 var piiKinds = []string{"email", "phone", "card", "iban"}
 
-func (p *parser) guardrailRule(v any, ptr, state string, output bool) (GuardrailRule, bool) {
+// guardrailRule reads one rule of Guardrails.<set> (Input or Output),
+// whose Validator is setValidator.
+func (p *parser) guardrailRule(v any, ptr, state, set, setValidator string) (GuardrailRule, bool) {
 	ro := p.newObject(v, ptr, state, "a guardrail rule")
 	if ro == nil {
 		return GuardrailRule{}, false
@@ -628,7 +615,8 @@ func (p *parser) guardrailRule(v any, ptr, state string, output bool) (Guardrail
 		ro.skipRest()
 		return r, false
 	}
-	typ, ok := ro.enum("Type", []string{"length", "pattern", "regex", "pii", "custom"}, []string{"semantic"})
+	output := set == "Output"
+	typ, ok := ro.enum("Type", []string{"length", "pattern", "regex", "pii", "semantic", "custom"}, nil)
 	if !ok {
 		ro.skipRest()
 		return r, false
@@ -640,7 +628,7 @@ func (p *parser) guardrailRule(v any, ptr, state string, output bool) (Guardrail
 		case a == "retry" && !output:
 			ro.errorf("Action", `Action "retry" is only valid in Guardrails.Output rules`)
 			good = false
-		case (a == "redact" || a == "mask") && (typ == "length" || typ == "custom"):
+		case (a == "redact" || a == "mask") && (typ == "length" || typ == "semantic" || typ == "custom"):
 			ro.errorf("Action", "Action %q needs a rule that finds matches (pattern, regex or pii), not %s", a, typ)
 			good = false
 		}
@@ -683,6 +671,16 @@ func (p *parser) guardrailRule(v any, ptr, state string, output bool) (Guardrail
 	case "pii":
 		r.Detect, ok = p.piiDetect(ro)
 		good = good && ok
+	case "semantic":
+		r.Check, ok = ro.requiredStr("Check")
+		good = good && ok
+		if _, present := ro.m["Validator"]; present {
+			r.Validator, ok = ro.name("Validator", false)
+			good = good && ok
+		} else if setValidator == "" {
+			ro.errorf("", "a semantic rule needs a Validator agent (the rule's or Guardrails.%s's)", set)
+			good = false
+		}
 	case "custom":
 		r.Validator, ok = ro.name("Validator", true)
 		good = good && ok
