@@ -3,7 +3,6 @@ package vector
 import (
 	"fmt"
 	"sync"
-	"unsafe"
 )
 
 // Config configures an [Index]. The zero value gives the defaults.
@@ -175,40 +174,18 @@ type Stats struct {
 	BytesPerVector float64
 }
 
-// mapEntryBytes estimates the cost of one entry in a map[string]uint32 or
-// map[string]int: the key and value, the control byte and the load factor.
-const mapEntryBytes = 40
-
 // Stats returns the index's current size and an estimate of its memory use.
 func (x *Index) Stats() Stats {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var s Stats
 	if g := x.graph; g != nil {
-		s = Stats{Len: g.Len(), Dim: g.dim, Approximate: true, Tombstones: g.ndead}
-		s.Bytes = int64(cap(g.data))*4 + idBytes(g.ids) + int64(len(g.pos))*mapEntryBytes +
-			int64(cap(g.dead)) + int64(cap(g.level)) + int64(cap(g.links0))*4 +
-			int64(cap(g.upper))*int64(unsafe.Sizeof([]uint32(nil)))
-		for _, u := range g.upper {
-			s.Bytes += int64(cap(u)) * 4
-		}
+		s = Stats{Len: g.Len(), Dim: g.dim, Approximate: true, Tombstones: g.ndead, Bytes: g.Bytes()}
 	} else {
-		e := x.exact
-		s = Stats{Len: e.Len(), Dim: e.dim}
-		s.Bytes = int64(cap(e.data))*4 + idBytes(e.ids) + int64(len(e.pos))*mapEntryBytes
+		s = Stats{Len: x.exact.Len(), Dim: x.exact.dim, Bytes: x.exact.Bytes()}
 	}
 	if s.Len > 0 {
 		s.BytesPerVector = float64(s.Bytes) / float64(s.Len)
 	}
 	return s
-}
-
-// idBytes is the memory of an id slice: the string headers of its capacity
-// and the bytes of the strings.
-func idBytes(ids []string) int64 {
-	n := int64(cap(ids)) * int64(unsafe.Sizeof(""))
-	for _, id := range ids {
-		n += int64(len(id))
-	}
-	return n
 }
