@@ -95,7 +95,7 @@ func TestHNSWDeterministic(t *testing.T) {
 
 func TestHNSWDelete(t *testing.T) {
 	vs := clustered(1100, 32, 8, 1, 9)
-	h, e, ids := buildPair(t, vs[:1000], HNSWConfig{M: 8, RebuildFraction: 0.3335})
+	h, e, ids := buildPair(t, vs[:1000], HNSWConfig{M: 8, EfConstruction: 40, RebuildFraction: 0.3335})
 	// Delete every third vector: 333 tombstones, one short of the rebuild.
 	deleted := map[string]bool{}
 	for i := 0; i < 999; i += 3 {
@@ -162,7 +162,7 @@ func TestHNSWDelete(t *testing.T) {
 
 func TestHNSWFilter(t *testing.T) {
 	vs := clustered(1100, 32, 8, 1, 13)
-	h, e, _ := buildPair(t, vs[:1000], HNSWConfig{M: 8})
+	h, e, _ := buildPair(t, vs[:1000], HNSWConfig{M: 8, EfConstruction: 40})
 	tests := []struct {
 		name     string
 		filter   Filter
