@@ -298,3 +298,32 @@ func FuzzMemoryBlock(f *testing.F) {
 		}
 	})
 }
+
+func ExampleMemoryRead() {
+	m, err := Parse([]byte(`{
+	  "StartAt": "Answer",
+	  "States": {
+	    "Answer": {
+	      "Type": "Task",
+	      "Agent": "Writer",
+	      "Memory": {
+	        "Type": "semantic",
+	        "Read": {"Query.$": "$.question", "Collection": "notes", "MinScore": 0.7},
+	        "Write": {"Collection": "notes", "Text.$": "$.answer"}
+	      },
+	      "End": true
+	    }
+	  }
+	}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	mem := m.States["Answer"].(*Task).Memory
+	r := mem.Read
+	fmt.Println(mem.Type, r.QueryExpr, r.Collection, r.TopK, r.MinScore, r.InjectAt)
+	fmt.Println(mem.Write[0].Collection, mem.Write[0].TextExpr)
+	// Output:
+	// semantic $.question notes 5 0.7 $._memory
+	// notes $.answer
+}
