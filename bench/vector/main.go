@@ -40,6 +40,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	m := fs.Int("m", 0, "HNSW M (0: the package default)")
 	efc := fs.Int("efc", 0, "HNSW EfConstruction (0: the package default)")
 	seed := fs.Uint64("seed", 1, "seed of the data and of the graph")
+	spread := fs.Float64("spread", 1, "standard deviation of the points around their centre (the centres' is 1): larger is harder")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,12 +54,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := vector.HNSWConfig{M: *m, EfConstruction: *efc, Seed: *seed}
 	def := vector.NewHNSW(*dim, cfg).Config()
-	fmt.Fprintf(stdout, "data: clustered (n/200 centres, standard normal; points = centre + N(0,1) noise), %d dims, %d queries from the same distribution, k 10\n", *dim, *queries)
+	fmt.Fprintf(stdout, "data: clustered (n/200 centres, standard normal; points = centre + N(0,%g) noise), %d dims, %d queries from the same distribution, k 10\n", *spread, *dim, *queries)
 	fmt.Fprintf(stdout, "hnsw: M %d, EfConstruction %d, default EfSearch %d\n\n", def.M, def.EfConstruction, def.EfSearch)
 	fmt.Fprintln(stdout, "| n | index | ef | build (CPU) | p50 | p99 | recall@10 | bytes/vector (Stats) | heap/vector |")
 	fmt.Fprintln(stdout, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, n := range ns {
-		if err := measure(stdout, n, *dim, *queries, efList, cfg, *seed); err != nil {
+		if err := measure(stdout, n, *dim, *queries, efList, cfg, *seed, *spread); err != nil {
 			return err
 		}
 	}
@@ -66,8 +67,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // measure prints the table rows for one index size.
-func measure(w io.Writer, n, dim, queries int, efs []int, cfg vector.HNSWConfig, seed uint64) error {
-	vs := clustered(n+queries, dim, max(n/200, 1), 1, seed)
+func measure(w io.Writer, n, dim, queries int, efs []int, cfg vector.HNSWConfig, seed uint64, spread float64) error {
+	vs := clustered(n+queries, dim, max(n/200, 1), spread, seed)
 	data, qs := vs[:n], vs[n:]
 	ids := make([]string, n)
 	for i := range ids {

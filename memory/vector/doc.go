@@ -5,9 +5,9 @@
 //
 // Three layers, each usable alone:
 //
-//   - [Exact] scans every vector (the reference answer). Vectors live in one
-//     contiguous []float32, normalised to length 1 on insert, so cosine
-//     similarity is a dot product; a bounded heap keeps the best k. Ties in
+//   - [Exact] scans every vector (the reference answer). Vectors live in
+//     blocks of 1,024 back to back in one []float32 each, normalised to
+//     length 1 on insert, so cosine similarity is a dot product; a bounded heap keeps the best k. Ties in
 //     score are broken by id, so results are deterministic.
 //   - [HNSW] is an approximate index (a hierarchical navigable small-world
 //     graph, Malkov and Yashunin 2016). It is deterministic given its seed and

@@ -4,14 +4,15 @@ import "fmt"
 
 // Exact is a brute-force index: every search compares the query with every
 // vector, so its answers are the reference the approximate index is measured
-// against. Vectors are stored normalised, back to back in one []float32.
+// against. Vectors are stored normalised, back to back in blocks of
+// contiguous []float32.
 //
 // An Exact is not safe for concurrent use: callers serialise writes and may
 // run searches in parallel only while no write is in progress ([Index] does
 // this).
 type Exact struct {
 	dim  int
-	data []float32 // len(ids) vectors of dim components each
+	data slab // the i-th vector is ids[i]'s
 	ids  []string
 	pos  map[string]int // id to position in ids
 }
@@ -50,13 +51,14 @@ func (e *Exact) put(id string, n []float32) {
 	if e.dim == 0 {
 		e.dim = len(n)
 	}
+	e.data.dim = e.dim
 	if i, ok := e.pos[id]; ok {
 		copy(e.vec(i), n)
 		return
 	}
 	e.pos[id] = len(e.ids)
 	e.ids = append(e.ids, id)
-	e.data = append(e.data, n...)
+	e.data.push(n)
 }
 
 // Delete removes id's vector, reporting whether there was one. The last
@@ -74,7 +76,7 @@ func (e *Exact) Delete(id string) bool {
 	}
 	e.ids[last] = ""
 	e.ids = e.ids[:last]
-	e.data = e.data[:last*e.dim]
+	e.data.pop()
 	delete(e.pos, id)
 	return true
 }
@@ -91,7 +93,7 @@ func (e *Exact) Get(id string) ([]float32, bool) {
 
 // vec returns the vector at position i.
 func (e *Exact) vec(i int) []float32 {
-	return e.data[i*e.dim : (i+1)*e.dim : (i+1)*e.dim]
+	return e.data.at(i)
 }
 
 // Search returns up to k entries with a cosine similarity to q of at least
@@ -116,30 +118,5 @@ func (e *Exact) Search(q []float32, k int, minScore float32, filter Filter) ([]R
 
 // search is Search for a checked, normalised query.
 func (e *Exact) search(q []float32, k int, minScore float32, filter Filter) []Result {
-	return scan(e.data, e.dim, e.ids, nil, q, k, minScore, filter)
-}
-
-// scan is the exact search over data (vectors of dim components, the i-th
-// named ids[i]), skipping positions marked in dead (when not nil) and ids
-// that filter rejects.
-func scan(data []float32, dim int, ids []string, dead []bool, q []float32, k int, minScore float32, filter Filter) []Result {
-	top := newTopK(k)
-	for i, off := 0, 0; off+dim <= len(data); i, off = i+1, off+dim {
-		if dead != nil && dead[i] {
-			continue
-		}
-		s := dot(q, data[off:off+dim:off+dim])
-		if s < minScore {
-			continue
-		}
-		r := Result{ID: ids[i], Score: s}
-		if top.full() && !better(r, top.worst()) {
-			continue
-		}
-		if filter != nil && !filter(r.ID) {
-			continue
-		}
-		top.offer(r)
-	}
-	return top.sorted()
+	return e.data.scan(e.ids, nil, q, k, minScore, filter)
 }

@@ -258,3 +258,47 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestExactAcrossBlocks(t *testing.T) {
+	// More vectors than one block holds, then deletes that empty the last
+	// blocks and move vectors between blocks.
+	vs := clustered(2*blockVectors+300, 4, 3, 1, 23)
+	e := NewExact(0)
+	ids := make([]string, len(vs))
+	for i, v := range vs {
+		ids[i] = fmt.Sprintf("b%04d", i)
+		if err := e.Add(ids[i], v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var keptIDs []string
+	var kept [][]float32
+	for i := range vs {
+		if i%3 == 0 || i > 1500 {
+			if !e.Delete(ids[i]) {
+				t.Fatalf("Delete(%s) found nothing", ids[i])
+			}
+			continue
+		}
+		keptIDs, kept = append(keptIDs, ids[i]), append(kept, vs[i])
+	}
+	if e.Len() != len(kept) || len(e.data.blocks) != 1 {
+		t.Fatalf("Len = %d in %d blocks, want %d in 1", e.Len(), len(e.data.blocks), len(kept))
+	}
+	for _, q := range clustered(5, 4, 3, 1, 24) {
+		got, _ := e.Search(q, 7, -1, nil)
+		want := bruteForce(keptIDs, kept, q, 7, -1, nil)
+		for i := range want {
+			if got[i].ID != want[i].ID {
+				t.Fatalf("Search = %v, want %v", got, want)
+			}
+		}
+	}
+	for i, id := range keptIDs {
+		v, ok := e.Get(id)
+		n, _ := normalized(kept[i])
+		if !ok || !reflect.DeepEqual(v, n) {
+			t.Fatalf("Get(%s) = %v, %v, want %v", id, v, ok, n)
+		}
+	}
+}

@@ -59,6 +59,11 @@ const maxLevel = 16
 // returned. When the tombstones reach HNSWConfig.RebuildFraction of the
 // nodes, the graph is rebuilt from the live nodes in their insertion order.
 //
+// Exact duplicates are a known weak spot of HNSW graphs: when one vector is
+// stored more than about 2*M times, the copies crowd each other out of
+// their neighbour lists and a search may find only some of them. Storing
+// one entry per distinct text avoids it.
+//
 // An HNSW is not safe for concurrent use: callers serialise writes and may
 // run searches in parallel only while no write is in progress ([Index] does
 // this).
@@ -69,10 +74,10 @@ type HNSW struct {
 	rng *rand.Rand
 
 	dim   int
-	data  []float32 // node i's vector is data[i*dim:(i+1)*dim]
-	ids   []string  // node i's id
-	dead  []bool    // node i is a tombstone
-	level []uint8   // node i's top layer
+	data  slab     // node i's vector is data.at(i)
+	ids   []string // node i's id
+	dead  []bool   // node i is a tombstone
+	level []uint8  // node i's top layer
 	// links0 holds each node's layer-0 neighbours in a slot of m0+1 words:
 	// the count, then the neighbour node numbers.
 	links0 []uint32
@@ -192,7 +197,6 @@ func (h *HNSW) rebuild() {
 
 // reserve grows the node arrays for n more nodes.
 func (h *HNSW) reserve(n int) {
-	h.data = slices.Grow(h.data, n*h.dim)
 	h.ids = slices.Grow(h.ids, n)
 	h.dead = slices.Grow(h.dead, n)
 	h.level = slices.Grow(h.level, n)
@@ -202,8 +206,7 @@ func (h *HNSW) reserve(n int) {
 
 // vec returns node i's vector.
 func (h *HNSW) vec(i uint32) []float32 {
-	o := int(i) * h.dim
-	return h.data[o : o+h.dim : o+h.dim]
+	return h.data.at(int(i))
 }
 
 // links returns node i's neighbour slot on layer l (count first).
@@ -231,7 +234,8 @@ func (h *HNSW) put(id string, n []float32) {
 	h.kill(id)
 	node := uint32(len(h.ids))
 	lvl := h.randomLevel()
-	h.data = append(h.data, n...)
+	h.data.dim = h.dim
+	h.data.push(n)
 	h.ids = append(h.ids, id)
 	h.dead = append(h.dead, false)
 	h.level = append(h.level, uint8(lvl))
@@ -490,7 +494,7 @@ func (h *HNSW) search(q []float32, k int, minScore float32, ef int, filter Filte
 
 // scan is the exact search over the live nodes.
 func (h *HNSW) scan(q []float32, k int, minScore float32, filter Filter) []Result {
-	return scan(h.data, h.dim, h.ids, h.dead, q, k, minScore, filter)
+	return h.data.scan(h.ids, h.dead, q, k, minScore, filter)
 }
 
 // visitSet marks the nodes one search has seen. A mark equal to the current

@@ -201,3 +201,32 @@ func TestHNSWFilter(t *testing.T) {
 		})
 	}
 }
+
+func TestHNSWDuplicates(t *testing.T) {
+	// Up to 2*M copies of one vector among others stay reachable: a query
+	// for the vector finds all of them at score 1.
+	vs := clustered(300, 16, 3, 1, 19)
+	h := NewHNSW(0, HNSWConfig{M: 12, EfConstruction: 32})
+	for i, v := range vs {
+		if err := h.Add(fmt.Sprintf("o%d", i), v); err != nil {
+			t.Fatal(err)
+		}
+		if i%15 == 0 {
+			if err := h.Add(fmt.Sprintf("d%d", i), vs[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := h.Search(vs[0], 20, 0.9999, 0, func(id string) bool { return id != "o0" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 20 {
+		t.Fatalf("Search found %d copies, want 20: %v", len(got), got)
+	}
+	for _, r := range got {
+		if !strings.HasPrefix(r.ID, "d") {
+			t.Errorf("result %v is not a copy", r)
+		}
+	}
+}

@@ -9,13 +9,13 @@ const mapEntryBytes = 40
 // Bytes estimates the memory e holds: vectors, ids and the id map,
 // counting allocated capacity.
 func (e *Exact) Bytes() int64 {
-	return int64(cap(e.data))*4 + idBytes(e.ids) + int64(len(e.pos))*mapEntryBytes
+	return e.data.bytes() + idBytes(e.ids) + int64(len(e.pos))*mapEntryBytes
 }
 
 // Bytes estimates the memory h holds: vectors (tombstones included), ids,
 // the id map and the links of every layer, counting allocated capacity.
 func (h *HNSW) Bytes() int64 {
-	n := int64(cap(h.data))*4 + idBytes(h.ids) + int64(len(h.pos))*mapEntryBytes +
+	n := h.data.bytes() + idBytes(h.ids) + int64(len(h.pos))*mapEntryBytes +
 		int64(cap(h.dead)) + int64(cap(h.level)) + int64(cap(h.links0))*4 +
 		int64(cap(h.upper))*int64(unsafe.Sizeof([]uint32(nil)))
 	for _, u := range h.upper {
