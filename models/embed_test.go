@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aslrun/aslrun/models"
+	"github.com/aslrun/aslrun/models/localembed"
 )
 
 // countingEmbedder is an Embedder of 3 dimensions that records every batch
@@ -278,10 +279,26 @@ func TestCachedEmbedderConcurrent(t *testing.T) {
 }
 
 func ExampleCachedEmbedder() {
-	c := models.NewCachedEmbedder(&countingEmbedder{}, 100)
+	local, err := localembed.New(localembed.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c := models.NewCachedEmbedder(local, 1000)
 	ctx := context.Background()
-	_, _ = c.Embed(ctx, []string{"refund", "invoice"})
-	_, _ = c.Embed(ctx, []string{"invoice", "shipping"})
+	if _, err := c.Embed(ctx, []string{"refund", "invoice"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Only "shipping" is embedded: "invoice" comes from the cache.
+	vecs, err := c.Embed(ctx, []string{"invoice", "shipping"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c.Model(), len(vecs), len(vecs[0]))
 	fmt.Printf("%+v\n", c.CacheStats())
-	// Output: {Hits:1 Misses:3 Entries:3}
+	// Output:
+	// local-ngram-v1@384 2 384
+	// {Hits:1 Misses:3 Entries:3}
 }

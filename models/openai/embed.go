@@ -80,6 +80,7 @@ func nativeDimensions(name string) int {
 type embedder struct {
 	target call.Target
 	svc    sdk.EmbeddingService
+	name   string // Model's answer
 	dims   int
 	send   bool // whether dims is sent as "dimensions"
 	batch  int
@@ -157,6 +158,7 @@ func NewEmbedder(cfg EmbedConfig, client *http.Client) (models.UsageEmbedder, er
 	return &embedder{
 		target: call.Target{Provider: "openai", Config: mc},
 		svc:    svc,
+		name:   cfg.Model + "@" + strconv.Itoa(dims),
 		dims:   dims,
 		send:   cfg.Dimensions > 0 && !cfg.OmitDimensions,
 		batch:  batch,
@@ -165,7 +167,7 @@ func NewEmbedder(cfg EmbedConfig, client *http.Client) (models.UsageEmbedder, er
 
 // Model returns the configured model and its vector size, as
 // "text-embedding-3-small@1536".
-func (e *embedder) Model() string { return e.target.Config.Model + "@" + strconv.Itoa(e.dims) }
+func (e *embedder) Model() string { return e.name }
 
 // Dimensions returns the size of the vectors.
 func (e *embedder) Dimensions() int { return e.dims }
@@ -182,7 +184,7 @@ func (e *embedder) EmbedWithUsage(ctx context.Context, texts []string) ([][]floa
 	var usage models.EmbedUsage
 	for i, t := range texts {
 		if t == "" {
-			ee := &models.EmbedError{Model: e.Model(), Index: i, Msg: "empty text"}
+			ee := &models.EmbedError{Model: e.name, Index: i, Msg: "empty text"}
 			return nil, usage, e.invalid(ee)
 		}
 	}
@@ -235,17 +237,20 @@ func (e *embedder) request(ctx context.Context, chunk []string, start int, opts 
 		// Completions is.
 		return nil, 0, (&model{target: e.target}).failure(ctx, err, key)
 	}
+	if resp == nil { // a body of null
+		return nil, 0, e.malformed(&models.EmbedError{Model: e.name, Index: -1, Msg: "no answer"}, key)
+	}
 	vecs := make([][]float32, len(chunk))
 	if len(resp.Data) != len(chunk) {
-		return nil, 0, e.malformed(&models.EmbedError{Model: e.Model(), Index: -1, Msg: fmt.Sprintf("%d vectors for %d texts", len(resp.Data), len(chunk))}, key)
+		return nil, 0, e.malformed(&models.EmbedError{Model: e.name, Index: -1, Msg: fmt.Sprintf("%d vectors for %d texts", len(resp.Data), len(chunk))}, key)
 	}
 	for _, d := range resp.Data {
 		i := d.Index
 		if i < 0 || i >= int64(len(chunk)) {
-			return nil, 0, e.malformed(&models.EmbedError{Model: e.Model(), Index: -1, Msg: fmt.Sprintf("a vector has index %d, not one of the %d texts sent", i, len(chunk))}, key)
+			return nil, 0, e.malformed(&models.EmbedError{Model: e.name, Index: -1, Msg: fmt.Sprintf("a vector has index %d, not one of the %d texts sent", i, len(chunk))}, key)
 		}
 		if vecs[i] != nil {
-			return nil, 0, e.malformed(&models.EmbedError{Model: e.Model(), Index: start + int(i), Msg: "two vectors"}, key)
+			return nil, 0, e.malformed(&models.EmbedError{Model: e.name, Index: start + int(i), Msg: "two vectors"}, key)
 		}
 		v := make([]float32, len(d.Embedding))
 		for j, x := range d.Embedding {
@@ -253,7 +258,7 @@ func (e *embedder) request(ctx context.Context, chunk []string, start int, opts 
 		}
 		vecs[i] = v
 	}
-	if err := models.NormalizeEmbeddings(e.Model(), e.dims, len(chunk), vecs); err != nil {
+	if err := models.NormalizeEmbeddings(e.name, e.dims, len(chunk), vecs); err != nil {
 		var ee *models.EmbedError
 		if errors.As(err, &ee) && ee.Index >= 0 {
 			ee.Index += start

@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -256,6 +259,7 @@ func TestEmbedMalformedAnswers(t *testing.T) {
 		{"infinity", 1, embeddings(1, item{0, b64(float32(math.Inf(1)), 0, 0)}), 0},
 		{"bad base64", 1, embeddings(1, item{0, "not base64!"}), 0},
 		{"empty vector", 1, embeddings(1, item{0, []float64{}}), 0},
+		{"null", 1, "null", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -389,4 +393,54 @@ func unjoin(err error) []error {
 		return out
 	}
 	return []error{err}
+}
+
+// FuzzEmbedAnswer sends any answer body to an Embed of two texts: it never
+// panics, and gives either two unit vectors of 3 dimensions or a
+// *models.Error.
+func FuzzEmbedAnswer(f *testing.F) {
+	for _, s := range []string{
+		embeddings(3, item{1, []float64{0, 0, 2}}, item{0, []float64{3, 4, 0}}),
+		embeddings(3, item{0, b64(0, 0.6, 0.8)}, item{1, b64(1, 0, 0)}),
+		embeddings(3, item{0, []float64{1, 0, 0}}),
+		embeddings(3, item{0, []float64{1e308, 1e308, 0}}, item{1, []float64{1e-45, 0, 0}}),
+		`{"object":"list","data":null}`,
+		`{"data":[{"index":"0","embedding":{}}]}`,
+		`[]`, `null`, ``, `{`,
+	} {
+		f.Add(s)
+	}
+	var body atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, body.Load().(string))
+	}))
+	f.Cleanup(srv.Close)
+	e, err := openai.NewEmbedder(openai.EmbedConfig{Model: "m", Dimensions: 3, BaseURL: srv.URL}, srv.Client())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, answer string) {
+		body.Store(answer)
+		vecs, err := e.Embed(context.Background(), []string{"a", "b"})
+		if err != nil {
+			var me *models.Error
+			if !errors.As(err, &me) {
+				t.Fatalf("Embed = %v (%T), want a *models.Error", err, err)
+			}
+			return
+		}
+		if len(vecs) != 2 {
+			t.Fatalf("Embed = %d vectors, want 2", len(vecs))
+		}
+		for i, v := range vecs {
+			var n float64
+			for _, x := range v {
+				n += float64(x) * float64(x)
+			}
+			if len(v) != 3 || math.Abs(math.Sqrt(n)-1) > 1e-5 {
+				t.Fatalf("vector %d = %v, want a unit vector of 3 dimensions", i, v)
+			}
+		}
+	})
 }
