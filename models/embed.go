@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -61,6 +62,10 @@ type EmbedError struct {
 	Index int
 	// Msg says what is wrong.
 	Msg string
+	// Err is the underlying error when there is one, such as the inner
+	// embedder's failure that a CachedEmbedder renumbers; it is not part
+	// of Error().
+	Err error
 }
 
 // Error returns "embedding model M: text I: Msg", without the text part
@@ -71,6 +76,9 @@ func (e *EmbedError) Error() string {
 	}
 	return fmt.Sprintf("embedding model %s: text %d: %s", e.Model, e.Index, e.Msg)
 }
+
+// Unwrap returns Err.
+func (e *EmbedError) Unwrap() error { return e.Err }
 
 // NormalizeEmbeddings checks the vectors an embedding model returned for n
 // texts and scales each to unit length, in place. It returns an
@@ -181,7 +189,9 @@ func (c *CachedEmbedder) Dimensions() int { return c.inner.Dimensions() }
 // Embed returns the vectors of texts: those in the cache from it, the
 // others from one Embed of the inner Embedder with each missing text once,
 // which are then cached. An error of the inner Embedder is returned as it
-// is, and nothing is cached.
+// is, and nothing is cached; but when it holds an *EmbedError naming one
+// of the texts sent, it is wrapped in an *EmbedError naming the text's
+// index in texts.
 func (c *CachedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	vecs, _, err := c.EmbedWithUsage(ctx, texts)
 	return vecs, err
@@ -234,6 +244,12 @@ func (c *CachedEmbedder) EmbedWithUsage(ctx context.Context, texts []string) ([]
 		got, err = c.inner.Embed(ctx, missing)
 	}
 	if err != nil {
+		var ee *EmbedError
+		if errors.As(err, &ee) && ee.Index >= 0 && ee.Index < len(missing) {
+			k := cacheKey{model: model, sum: sha256.Sum256([]byte(missing[ee.Index]))}
+			at := slices.Index(keys, k)
+			err = &EmbedError{Model: ee.Model, Index: at, Msg: ee.Msg, Err: err}
+		}
 		return nil, usage, err
 	}
 	if _, err := checkEmbeddings(model, c.inner.Dimensions(), len(missing), got); err != nil {

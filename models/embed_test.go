@@ -19,9 +19,10 @@ import (
 type countingEmbedder struct {
 	mu      sync.Mutex
 	batches [][]string
-	err     error // returned by every Embed when set
-	dims    int   // the size of the vectors it returns; 0 means 3
-	tokens  int64 // reported per text by EmbedWithUsage
+	err     error  // returned by every Embed when set
+	refuse  string // a text refused with an *EmbedError
+	dims    int    // the size of the vectors it returns; 0 means 3
+	tokens  int64  // reported per text by EmbedWithUsage
 }
 
 func (c *countingEmbedder) Model() string   { return "counting@3" }
@@ -38,6 +39,9 @@ func (c *countingEmbedder) EmbedWithUsage(_ context.Context, texts []string) ([]
 	c.mu.Unlock()
 	if c.err != nil {
 		return nil, models.EmbedUsage{}, c.err
+	}
+	if i := slices.Index(texts, c.refuse); c.refuse != "" && i >= 0 {
+		return nil, models.EmbedUsage{}, &models.EmbedError{Model: c.Model(), Index: i, Msg: "refused"}
 	}
 	dims := c.dims
 	if dims == 0 {
@@ -224,6 +228,21 @@ func TestCachedEmbedderFailures(t *testing.T) {
 		}
 		if got := c.CacheStats(); got.Entries != 1 || got.Misses != 2 {
 			t.Errorf("CacheStats = %+v, want 2 misses and 1 entry", got)
+		}
+	})
+	t.Run("refused text", func(t *testing.T) {
+		inner := &countingEmbedder{refuse: "bad"}
+		c := models.NewCachedEmbedder(inner, 10)
+		if _, err := c.Embed(t.Context(), []string{"a"}); err != nil {
+			t.Fatalf("Embed: %v", err)
+		}
+		_, err := c.Embed(t.Context(), []string{"a", "b", "a", "bad"})
+		var ee, inner1 *models.EmbedError
+		if !errors.As(err, &ee) || ee.Index != 3 || ee.Model != "counting@3" {
+			t.Fatalf("Embed = %v, want an *EmbedError for text 3", err)
+		}
+		if !errors.As(ee.Err, &inner1) || inner1.Index != 1 {
+			t.Errorf("wrapped error = %v, want the inner's for text 1 of its batch", ee.Err)
 		}
 	})
 	t.Run("wrong dimensions", func(t *testing.T) {
