@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,7 +17,7 @@ import (
 func TestLiveFeed(t *testing.T) {
 	x := New(Config{})
 	first := x.Live("e", "", 0)
-	if len(first.Chunks) != 0 || first.Epoch == "" {
+	if len(first.Chunks) != 0 || first.Epoch != "" || first.Mirror || first.Running {
 		t.Fatalf("an empty feed reads %+v", first)
 	}
 	s := x.startStream("e", "Draft", "Draft#1", 1, streamShape{})
@@ -27,7 +29,10 @@ func TestLiveFeed(t *testing.T) {
 	s.write(1, "Hello ")
 	s.write(1, "world")
 	s.end("")
-	r := x.Live("e", first.Epoch, 0)
+	r := x.Live("e", "", 0)
+	if r.Epoch == "" || r.Mirror {
+		t.Fatalf("a feed written here reads %+v", r)
+	}
 	var kinds []string
 	for _, c := range r.Chunks {
 		kinds = append(kinds, c.Kind+":"+c.Text)
@@ -121,4 +126,141 @@ func TestProgressCombines(t *testing.T) {
 			t.Errorf("%s %v: %v, want %v", tc.how, tc.weights, got, tc.want)
 		}
 	}
+}
+
+// fakeRelay records what an executor tells its LiveRelay.
+type fakeRelay struct {
+	mu      sync.Mutex
+	wants   []string
+	settled []string
+}
+
+func (r *fakeRelay) Want(id string, want bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wants = append(r.wants, fmt.Sprintf("%s:%v", id, want))
+}
+
+func (r *fakeRelay) Settle(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settled = append(r.settled, id)
+	return nil
+}
+
+// TestLiveMirror: chunks relayed from another process keep their epoch
+// and numbers, gaps count as missed, chunks held already are skipped, a
+// relayed feed of another epoch replaces the mirror (its readers woken),
+// and a state that streams here replaces a mirror with a feed of its own.
+func TestLiveMirror(t *testing.T) {
+	x := New(Config{})
+	empty := x.Live("e", "", 0)
+	x.MirrorLive("e", "remote1", []Chunk{{Seq: 1, Kind: ChunkStart, State: "Draft"}, {Seq: 2, Kind: ChunkText, Text: "Hel"}})
+	select {
+	case <-empty.Changed:
+	default:
+		t.Fatal("a relayed chunk did not wake the reader")
+	}
+	r := x.Live("e", "", 0)
+	if r.Epoch != "remote1" || !r.Mirror || len(r.Chunks) != 2 || r.Missed != 0 {
+		t.Fatalf("mirror reads %+v", r)
+	}
+	// Seq 2 again is skipped; 3 was lost on the way: one missed.
+	x.MirrorLive("e", "remote1", []Chunk{{Seq: 2, Kind: ChunkText, Text: "Hel"}, {Seq: 4, Kind: ChunkText, Text: "lo"}})
+	r = x.Live("e", "remote1", 2)
+	if len(r.Chunks) != 1 || r.Chunks[0].Seq != 4 || r.Missed != 1 {
+		t.Fatalf("after a gap: %+v", r)
+	}
+	if ep, seq := x.LivePosition("e"); ep != "remote1" || seq != 4 {
+		t.Errorf("position %s %d", ep, seq)
+	}
+	// Another epoch: the execution ran again elsewhere.
+	x.MirrorLive("e", "remote2", []Chunk{{Seq: 1, Kind: ChunkStart, State: "Draft"}})
+	select {
+	case <-r.Changed:
+	default:
+		t.Fatal("a new epoch did not wake the reader")
+	}
+	r = x.Live("e", "remote1", 4)
+	if r.Epoch != "remote2" || len(r.Chunks) != 1 || r.Missed != 4 {
+		t.Fatalf("another epoch: %+v", r)
+	}
+	// The execution runs here now: a feed of its own.
+	s := x.startStream("e", "Draft", "Draft#1", 1, streamShape{})
+	s.write(0, "x")
+	s.end("")
+	r = x.Live("e", "", 0)
+	if r.Mirror || r.Epoch == "remote2" || len(r.Chunks) != 3 || r.Chunks[0].Kind != ChunkStart {
+		t.Fatalf("a stream here after a mirror: %+v", r)
+	}
+	// A relayed feed of another epoch while a state streams here is of
+	// a process that lost the execution: dropped.
+	s = x.startStream("e", "Next", "Next#1", 1, streamShape{})
+	x.MirrorLive("e", "stale", []Chunk{{Seq: 9, Kind: ChunkText, Text: "old"}})
+	if got := x.Live("e", "", 0); got.Mirror || got.Epoch != r.Epoch || !got.Running {
+		t.Errorf("a stale relay replaced a running feed: %+v", got)
+	}
+	s.end("")
+}
+
+// TestLiveFollowAndFlush: FollowLive tells the relay of the first reader
+// and the last; a stream's end waits for a relay watching the feed to
+// publish it, and SettleLive asks the relay only for feeds not written
+// here.
+func TestLiveFollowAndFlush(t *testing.T) {
+	x := New(Config{})
+	fr := &fakeRelay{}
+	x.SetLiveRelay(fr)
+	a, b := x.FollowLive("e"), x.FollowLive("e")
+	a()
+	a() // twice is once
+	b()
+	if got := strings.Join(fr.wants, " "); got != "e:true e:false" {
+		t.Errorf("wants %s", got)
+	}
+	if err := x.SettleLive(context.Background(), "e"); err != nil || len(fr.settled) != 1 {
+		t.Errorf("settle of a feed not written here: %v %v", err, fr.settled)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		x := New(Config{})
+		x.SetLiveRelay(&fakeRelay{})
+		release := x.WatchLive("e")
+		s := x.startStream("e", "Draft", "Draft#1", 1, streamShape{})
+		ended := make(chan struct{})
+		go func() {
+			s.end("")
+			close(ended)
+		}()
+		synctest.Wait()
+		select {
+		case <-ended:
+			t.Fatal("the stream ended before the relay published it")
+		default:
+		}
+		ep, seq := x.LivePosition("e")
+		x.PublishedLive("e", ep, seq)
+		synctest.Wait()
+		select {
+		case <-ended:
+		default:
+			t.Fatal("publishing did not end the stream")
+		}
+		if err := x.SettleLive(context.Background(), "e"); err != nil {
+			t.Fatal(err)
+		}
+		// Unpublished, the end waits liveFlushWait at most.
+		s = x.startStream("e", "Draft", "Draft#2", 1, streamShape{})
+		start := time.Now()
+		s.end("")
+		if waited := time.Since(start); waited != liveFlushWait {
+			t.Errorf("an unpublished end waited %v", waited)
+		}
+		release()
+		s = x.startStream("e", "Draft", "Draft#3", 1, streamShape{})
+		start = time.Now()
+		s.end("")
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("with no relay watching, the end waited %v", waited)
+		}
+	})
 }

@@ -56,7 +56,9 @@ func (x *Executor) reportProgress(id, state, step string, p *ProgressReport) {
 	if f == nil {
 		return
 	}
-	f.append(Chunk{Kind: ChunkProgress, State: state, Step: step, Progress: p})
+	f = x.own(id, f)
+	defer f.mu.Unlock()
+	f.appendLocked(Chunk{Kind: ChunkProgress, State: state, Step: step, Progress: p})
 }
 
 // maxParts bounds the parts (items, branches) a report lists with

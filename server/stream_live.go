@@ -205,7 +205,9 @@ func (s *Server) openExecutionStream(r *http.Request) (*executionStream, error) 
 		return nil, errStopping
 	}
 	f := s.streams.follow(s.st, id)
+	live := s.x.FollowLive(id)
 	return &executionStream{id: id, from: from, kinds: kinds, feed: f, stop: stop, every: every, close: func() {
+		live()
 		s.streams.unfollow(f)
 		s.streams.open.Done()
 		release()
@@ -234,6 +236,7 @@ const (
 // a client the feed's ring outran gets `chunks-missed`.
 func (s *Server) followExecution(ctx context.Context, es *executionStream, out emitter) streamEnd {
 	pos, f := es.from, es.feed
+	settled := false
 	if es.kinds != nil {
 		out = kindFilter{out, es.kinds}
 	}
@@ -298,6 +301,16 @@ func (s *Server) followExecution(ctx context.Context, es *executionStream, out e
 		case err != nil:
 			return fail(err)
 		case end != nil:
+			// Chunks relayed from the server that ran the execution may
+			// come after its history: wait for those it published, and
+			// send them first.
+			if !settled {
+				settled = true
+				if err := s.x.SettleLive(ctx, es.id); err != nil {
+					s.log.Warn("the live feed of an ended execution may lack its last chunks", "execution", es.id, "error", err)
+				}
+				continue
+			}
 			if out.event("", "end", end) != nil {
 				return endGone
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/aslrun/aslrun/server"
 	"github.com/aslrun/aslrun/store"
 	"github.com/aslrun/aslrun/store/postgres"
+	"github.com/aslrun/aslrun/store/postgres/liverelay"
 	"github.com/aslrun/aslrun/tracing"
 	"github.com/aslrun/aslrun/webhook"
 )
@@ -173,6 +174,17 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	defer tr.Shutdown(context.WithoutCancel(ctx)) // flushes the spans left
 	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf(*hosts), Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Buckets: access, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{}))})
+	if pg, ok := st.(*postgres.DB); ok {
+		// Clients of this server follow executions other servers run:
+		// their live feeds come through the database (docs/api.md).
+		t, err := liverelay.Postgres(ctx, pg)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer t.Close()
+		r := liverelay.New(x, t, "", log)
+		defer r.Close()
+	}
 	srv, err := server.New(server.Config{Store: st, Executor: x, Agents: serverAgents, AgentsFile: resolvedAgents, Tokens: tokens, Logger: log, Poll: *poll, MaxConcurrent: *maxConcurrent, Metrics: reg})
 	if err != nil {
 		return err

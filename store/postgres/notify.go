@@ -23,6 +23,9 @@ import (
 const (
 	WakeChannel = "aslrun_wake"
 	StopChannel = "aslrun_stop"
+	// LiveChannel carries the live feeds relayed between servers
+	// (package liverelay): what a server asks for and what it publishes.
+	LiveChannel = "aslrun_live"
 )
 
 // channelsOf returns the wake and stop channels of the store in schema:
@@ -30,21 +33,36 @@ const (
 // schema, or a hash of it where that would pass the 63 bytes a channel's
 // name may have.
 func channelsOf(schema string) (wake, stop string) {
+	suffix := channelSuffix(schema)
+	return WakeChannel + suffix, StopChannel + suffix
+}
+
+// channelSuffix is what the channels of the store in schema add to
+// their names: nothing in public, else ":" and the schema, or a hash of
+// it where that would pass the 63 bytes a channel's name may have.
+func channelSuffix(schema string) string {
 	if schema == "public" {
-		return WakeChannel, StopChannel
+		return ""
 	}
 	suffix := ":" + schema
 	if len(StopChannel)+len(suffix) > 63 {
 		sum := sha256.Sum256([]byte(schema))
 		suffix = ":" + hex.EncodeToString(sum[:16])
 	}
-	return WakeChannel + suffix, StopChannel + suffix
+	return suffix
 }
 
 // Channels returns the channels this store notifies and listens on:
 // WakeChannel and StopChannel in schema public (see channelsOf).
 func (db *DB) Channels() (wake, stop string) {
 	return db.wakeCh, db.stopCh
+}
+
+// LiveChannelName returns the channel live feeds are relayed on:
+// LiveChannel in schema public, else with the schema's suffix (see
+// channelsOf).
+func (db *DB) LiveChannelName() string {
+	return LiveChannel + db.suffix
 }
 
 // Wake is what a Notifier delivers: an execution to look at, or word that
@@ -54,6 +72,9 @@ type Wake struct {
 	Channel string
 	// Execution is the id a notification carried; "" when Missed.
 	Execution string
+	// Payload is the notification's payload, the same as Execution (on
+	// channels that carry something else than ids).
+	Payload string
 	// Missed says that notifications may have been lost (the connection
 	// dropped and was made again, or the receiver fell behind): look for
 	// work the way polling does, once.
@@ -181,7 +202,7 @@ func (n *Notifier) loop(ctx context.Context, conn *pgx.Conn) {
 			}
 			if !missed {
 				select {
-				case n.c <- Wake{Channel: note.Channel, Execution: note.Payload}:
+				case n.c <- Wake{Channel: note.Channel, Execution: note.Payload, Payload: note.Payload}:
 				default:
 					missed = true
 				}
@@ -210,6 +231,30 @@ func closeConn(conn *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	conn.Close(ctx)
+}
+
+// MaxPayload is the longest payload a notification carries (PostgreSQL
+// refuses one of 8000 bytes or more).
+const MaxPayload = 7999
+
+// Publish sends each of payloads on channel now, in order, in one round
+// trip (one transaction, so that listeners get them together). A payload
+// longer than MaxPayload is an error, and nothing is sent.
+func (db *DB) Publish(ctx context.Context, channel string, payloads []string) error {
+	if len(payloads) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for i, p := range payloads {
+		if len(p) > MaxPayload {
+			return fmt.Errorf("notifying %s: payload %d is %d bytes, more than %d", channel, i, len(p), MaxPayload)
+		}
+		b.Queue(`SELECT pg_notify($1, $2)`, channel, p)
+	}
+	if err := db.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("database %s: notifying %s: %w", db.url, channel, err)
+	}
+	return nil
 }
 
 // Notify sends execution on channel when tx commits (nothing if it rolls

@@ -82,6 +82,8 @@ type DB struct {
 
 	// wakeCh and stopCh are the notification channels of its schema.
 	wakeCh, stopCh string
+	// suffix is what its schema adds to channels' names (channelSuffix).
+	suffix string
 
 	sweptMu sync.Mutex
 	swept   time.Time // when Claim last ran sweepQuery
@@ -247,6 +249,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		return nil, urlError(rawURL, "reading the schema", err)
 	}
 	db.wakeCh, db.stopCh = channelsOf(schema)
+	db.suffix = channelSuffix(schema)
 	return db, nil
 }
 
