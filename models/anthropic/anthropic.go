@@ -238,6 +238,9 @@ func (m *model) complete(ctx context.Context, p sdk.MessageNewParams, opts []opt
 	if err != nil {
 		return nil, m.failure(ctx, err, key)
 	}
+	if msg == nil {
+		return nil, &call.Failure{Err: m.target.Error(asl.ErrAgentModelError, 0, "malformed answer: the answer is null", key)}
+	}
 	if msg.StopReason == sdk.StopReasonRefusal {
 		return nil, &call.Failure{Err: m.target.Error(asl.ErrAgentModelError, 0, "refused", key)}
 	}

@@ -262,6 +262,8 @@ func TestAnthropicRetries(t *testing.T) {
 			wantName: asl.ErrAgentContextOverflow, wantStatus: 400, wantMsg: "prompt is too long"},
 		{name: "malformed body", steps: []http.HandlerFunc{wiretest.JSON(200, `{"id": "msg_1", "content": [nope]}`)}, maxRetries: 2,
 			wantName: asl.ErrAgentModelError, wantMsg: "malformed answer"},
+		{name: "null answer", steps: []http.HandlerFunc{wiretest.JSON(200, `null`)}, maxRetries: 2,
+			wantName: asl.ErrAgentModelError, wantMsg: "null"},
 		{name: "refusal", steps: []http.HandlerFunc{wiretest.JSON(200, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":"refusal","usage":{"input_tokens":1,"output_tokens":0}}`)}, maxRetries: 2,
 			wantName: asl.ErrAgentModelError, wantMsg: "refused"},
 		{name: "bad tool input", steps: []http.HandlerFunc{wiretest.JSON(200, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"t","name":"weather","input":[1]}],"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}`)}, maxRetries: 2,

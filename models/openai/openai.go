@@ -190,6 +190,9 @@ func (m *model) complete(ctx context.Context, p sdk.ChatCompletionNewParams, opt
 	if err != nil {
 		return nil, m.failure(ctx, err, key)
 	}
+	if resp == nil {
+		return nil, m.malformed("the answer is null", key)
+	}
 	if len(resp.Choices) == 0 {
 		return nil, m.malformed("the answer has no choices", key)
 	}

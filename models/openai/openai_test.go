@@ -259,6 +259,8 @@ func TestOpenAIRetries(t *testing.T) {
 			wantName: asl.ErrAgentContextOverflow, wantStatus: 400, wantMsg: "maximum context length"},
 		{name: "malformed body", steps: []http.HandlerFunc{wiretest.JSON(200, `{"id": "chatcmpl-1", "choices": [nope]}`)}, maxRetries: 2,
 			wantName: asl.ErrAgentModelError, wantMsg: "malformed answer"},
+		{name: "null answer", steps: []http.HandlerFunc{wiretest.JSON(200, `null`)}, maxRetries: 2,
+			wantName: asl.ErrAgentModelError, wantMsg: "null"},
 		{name: "no choices", steps: []http.HandlerFunc{wiretest.JSON(200, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[]}`)}, maxRetries: 2,
 			wantName: asl.ErrAgentModelError, wantMsg: "no choices"},
 		{name: "refusal", steps: []http.HandlerFunc{wiretest.JSON(200, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":null,"refusal":"I can't help with that"}}]}`)}, maxRetries: 2,
