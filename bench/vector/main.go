@@ -56,7 +56,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	def := vector.NewHNSW(*dim, cfg).Config()
 	fmt.Fprintf(stdout, "data: clustered (n/200 centres, standard normal; points = centre + N(0,%g) noise), %d dims, %d queries from the same distribution, k 10\n", *spread, *dim, *queries)
 	fmt.Fprintf(stdout, "hnsw: M %d, EfConstruction %d, default EfSearch %d\n\n", def.M, def.EfConstruction, def.EfSearch)
-	fmt.Fprintln(stdout, "| n | index | ef | build (CPU) | p50 | p99 | recall@10 | bytes/vector (Stats) | heap/vector |")
+	fmt.Fprintln(stdout, "| n | index | ef | build (CPU) | p50 | p99 | recall@10 | bytes/vector (Bytes) | heap/vector |")
 	fmt.Fprintln(stdout, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, n := range ns {
 		if err := measure(stdout, n, *dim, *queries, efList, cfg, *seed, *spread); err != nil {
