@@ -26,19 +26,46 @@ func cmdMapRuns(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("map-runs", flag.ContinueOnError)
 	children := fs.Bool("children", false, "also list each map run's child executions and their status")
 	asJSON := fs.Bool("json", false, "print JSON")
+	follow := fs.Bool("follow", false, "print the map runs' progress as they move (a bar per map run on a terminal, a line per change elsewhere) until they have all ended, then the table")
+	every := fs.Duration("every", time.Second, "with --follow, how often to read the map runs (at least 100ms)")
 	db := dbFlag(fs)
 	id, h, err := c.openForID(ctx, fs, "map-runs", args, db, accessRead)
 	if err != nil || h == nil {
 		return err
 	}
 	defer h.close()
-	var runs []mapRunView
-	if h.api != nil {
-		if runs, err = remoteMapRuns(ctx, h, id, *children); err != nil {
-			return remoteError(h, err)
+	switch {
+	case *every < minFollowEvery:
+		return usageErrorf("map-runs: --every %s is shorter than %s", *every, minFollowEvery)
+	case *follow && *asJSON:
+		return usageErrorf("map-runs: --follow prints progress for people; leave out --json (or --follow)")
+	}
+	fetch := func() ([]mapRunView, error) {
+		if h.api != nil {
+			runs, err := remoteMapRuns(ctx, h, id, *children)
+			if err != nil {
+				return nil, remoteError(h, err)
+			}
+			return runs, nil
 		}
-	} else if runs, err = localMapRuns(ctx, h, id, *children); err != nil {
-		return engineError(err)
+		runs, err := localMapRuns(ctx, h, id, *children)
+		if err != nil {
+			return nil, engineError(err)
+		}
+		return runs, nil
+	}
+	var runs []mapRunView
+	if *follow && (h.api != nil || h.shared()) {
+		if runs, err = followMapRuns(ctx, c.stdout, *every, fetch); err != nil {
+			return err
+		}
+	} else {
+		if *follow {
+			fmt.Fprintf(c.stderr, "aslrun: map-runs --follow: no process runs executions of %s while this command holds it; the map runs as they are:\n", *db)
+		}
+		if runs, err = fetch(); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		out := make([]any, len(runs))

@@ -117,6 +117,14 @@ type handle struct {
 	close  func()
 }
 
+// shared reports whether other processes may write h's database while
+// this one has it open (PostgreSQL: every process opens it; bbolt: h
+// holds it, or asks its holder's API).
+func (h *handle) shared() bool {
+	_, ok := h.st.(*postgres.DB)
+	return ok
+}
+
 // commandLine is how this process names itself in DB.holder.
 func commandLine() string {
 	args := os.Args[1:]
