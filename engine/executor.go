@@ -116,6 +116,11 @@ type Config struct {
 	// EventsOut is where the stdout channels of workflows' Events write,
 	// one event per line; nil means os.Stdout.
 	EventsOut io.Writer
+	// Embedder turns texts into vectors for semantic memory, semantic
+	// context and their queries (embed.go); nil means the offline
+	// embedder of package models/localembed (384 dimensions). Vectors are
+	// cached by model and text either way.
+	Embedder Embedder
 }
 
 // Executor runs executions of state machines. It is safe for concurrent
@@ -148,6 +153,10 @@ type Executor struct {
 	live liveHub
 	// eventsOut is Config.EventsOut.
 	eventsOut io.Writer
+	// embedder is Config.Embedder, cached (embed.go).
+	embedder Embedder
+	// vectors are the semantic memory collections' indexes (semantic.go).
+	vectors vectorCache
 
 	mu     sync.Mutex
 	active map[string]*held // executions held in this process (stop.go)
@@ -197,6 +206,7 @@ func New(cfg Config) *Executor {
 	}
 	x.batchWindow = cfg.BatchWindow
 	x.buckets = cfg.Buckets
+	x.embedder = newEmbedder(cfg.Embedder)
 	if x.batchWindow <= 0 {
 		x.batchWindow = DefaultBatchWindow
 	}
