@@ -103,7 +103,12 @@ func TestBuildConfigErrors(t *testing.T) {
 		cfg   *states.ContextConfig
 		input any
 	}{
-		{"an unknown strategy", &states.ContextConfig{Strategy: "semantic"}, input},
+		{"an unknown strategy", &states.ContextConfig{Strategy: "random"}, input},
+		{"semantic without Candidates", &states.ContextConfig{Strategy: "semantic", TopK: 1}, input},
+		{"semantic without TopK", &states.ContextConfig{Strategy: "semantic", Candidates: []*jsonpath.Path{mustCompile(t, "$.a[*]")}}, input},
+		{"semantic without an embedder", &states.ContextConfig{Strategy: "semantic", TopK: 1, Candidates: []*jsonpath.Path{mustCompile(t, "$.a[*]")}}, input},
+		{"a Candidates path on the context object", &states.ContextConfig{Strategy: "semantic", TopK: 1, Candidates: []*jsonpath.Path{ctxPath}}, input},
+		{"summarize without Summarize", &states.ContextConfig{Strategy: "summarize"}, input},
 		{"a negative MaxTokens", &states.ContextConfig{MaxTokens: -1}, input},
 		{"an Exclude path on the context object", &states.ContextConfig{Exclude: []*jsonpath.Path{ctxPath}}, input},
 		{"an Include path on a variable", &states.ContextConfig{Include: []*jsonpath.Path{varPath}}, input},

@@ -8,12 +8,14 @@
 // quarter of the characters (runes) of the compact JSON text of the content
 // (of the string itself when the content is a string), rounded up. The
 // content fits when its estimate is at most MaxTokens. MaxTokens 0 means no
-// limit: nothing is dropped, and only Exclude and a Summarize with When
-// "Always" change the content.
+// limit: nothing is dropped to fit, and only Exclude, a Summarize with When
+// "Always" (or Strategy "summarize") and the picking of Strategy "semantic"
+// change the content.
 //
 // # Paths
 //
-// Every path of the block (Exclude, Include, Priority, Summarize.Target) is
+// Every path of the block (Exclude, Include, Priority, Candidates,
+// Summarize.Target) is
 // evaluated against the input as Build receives it, before anything is
 // removed, and must be rooted at "$". Indexes therefore always refer to the
 // input: Include "$.messages[-1]" is the input's last message, and Dropped
@@ -37,6 +39,10 @@
 //     named Agent.ContextOverflow, whose cause gives the estimate, the limit
 //     and the locations that could not be dropped (Include locations and
 //     summaries).
+//
+// Strategy "semantic" picks its candidates between steps 1 and 2 (see
+// below), and Strategy "summarize" always summarizes at step 2; both then
+// shorten what is left as sliding_window does at step 3.
 //
 // # What is never dropped
 //
@@ -78,6 +84,36 @@
 // what a more important path selects inside it (until that path's turn
 // comes); what a less important path selects inside it has gone already.
 //
+// # Strategy semantic
+//
+// The candidates are the locations the Candidates paths select in the
+// input, each once, that Exclude left; a location inside another may be a
+// candidate too. A candidate's text is its value when that is a string,
+// else its compact JSON text (object keys sorted), both without what
+// Exclude removed. The query (Funcs.Query, which the engine computes from
+// Query or Query.$) and every candidate's text are embedded in one call of
+// Funcs.Embed, the query first; with no candidate there is no call. A
+// candidate's score is the cosine similarity of its vector to the query's
+// (the dot product over the product of the lengths, so vectors need not
+// be of unit length; 0 for a zero vector). The TopK best candidates are
+// picked, equal scores in document order; every other candidate is
+// dropped, except what Include protects and what a picked candidate holds
+// inside it. The rest of the content (what no Candidates path selects)
+// stays as it is. Window.Picked lists the picks, best first, with their
+// scores.
+//
+// Then, if the content still does not fit MaxTokens, it is shortened as
+// sliding_window does (picks included: the oldest elements go first), and
+// Agent.ContextOverflow is raised as with the other strategies.
+//
+// # Strategy summarize
+//
+// It summarizes every time, whatever the size, as a Summarize block with
+// When "Always" does (see Summaries below): the Target, or the whole
+// content, goes to Summarize.Using. Then, if the content still does not
+// fit MaxTokens, it is shortened as sliding_window does, never dropping
+// the summaries.
+//
 // # Summaries
 //
 // Target is the part summarized, the whole content by default. When the
@@ -105,6 +141,6 @@
 // # Determinism
 //
 // The same input and configuration give the same window, with the same
-// summarizer replies: every choice above depends on document order and
-// sizes only, never on map iteration order.
+// summarizer replies and vectors: every choice above depends on document
+// order, sizes and scores only, never on map iteration order.
 package contextwin

@@ -3,6 +3,7 @@ package contextwin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -24,6 +25,9 @@ func FuzzBuild(f *testing.F) {
 	f.Add(conv, "$.messages[0].text", "$.nothing", "$.system", "$.messages[1]", uint16(9), uint8(2|8|16))
 	f.Add(`[1,[2,3],{"a":[4,5,6]},"xyzzy"]`, "$[1]", "$[3]", "$[2].a[*]", "$", uint16(3), uint8(1|4|16))
 	f.Add(`"just a string that is long enough"`, "", "", "", "", uint16(2), uint8(0))
+	f.Add(conv, "$.q", "$.system", "$.messages[*]", "", uint16(14), uint8(32))
+	f.Add(conv, "$.messages[0]", "", "$..text", "", uint16(0), uint8(32))
+	f.Add(conv, "", "", "$.notes[*]", "$.messages", uint16(10), uint8(64|4))
 	f.Fuzz(func(t *testing.T, text, include, exclude, priority, target string, maxTokens uint16, flags uint8) {
 		input, err := jsonvalue.Decode([]byte(text))
 		if err != nil {
@@ -54,6 +58,13 @@ func FuzzBuild(f *testing.F) {
 				s.Ratio = 0.3
 			}
 			cfg.Summarize = s
+			if flags&64 != 0 {
+				cfg.Strategy = "summarize"
+			}
+		}
+		if flags&32 != 0 && cfg.Priority != nil {
+			cfg.Strategy, cfg.Candidates, cfg.Priority = "semantic", cfg.Priority, nil
+			cfg.TopK = int64(maxTokens%3) + 1
 		}
 		summarize := func(_ context.Context, _ string, content any, goal int64) (any, error) {
 			if flags&16 != 0 {
@@ -62,12 +73,13 @@ func FuzzBuild(f *testing.F) {
 			return strings.Repeat("s", int(min(max(goal, 1), 50))), nil
 		}
 
+		fns := Funcs{Summarize: summarize, Embed: fuzzEmbed, Query: include}
 		before := compact(t, input)
-		w, err := Build(context.Background(), cfg, input, summarize)
+		w, err := BuildWith(context.Background(), cfg, input, fns)
 		if after := compact(t, input); after != before {
 			t.Fatalf("Build changed its input to %s, was %s", after, before)
 		}
-		again, err2 := Build(context.Background(), cfg, input, summarize)
+		again, err2 := BuildWith(context.Background(), cfg, input, fns)
 		if (err == nil) != (err2 == nil) {
 			t.Fatalf("Build gave %v, then %v", err, err2)
 		}
@@ -90,8 +102,28 @@ func FuzzBuild(f *testing.F) {
 				t.Fatalf("Dropped holds %q, not a path: %v", d, err)
 			}
 		}
-		checkIncluded(t, cfg, input, summarize)
+		if a, b := fmt.Sprint(w.Picked), fmt.Sprint(again.Picked); a != b {
+			t.Fatalf("Build picked %s, then %s", a, b)
+		}
+		if k := int64(len(w.Picked)); cfg.Strategy == "semantic" && k > cfg.TopK {
+			t.Fatalf("Build picked %d candidates, more than TopK %d", k, cfg.TopK)
+		}
+		checkIncluded(t, cfg, input, fns)
 	})
+}
+
+// fuzzEmbed gives each text a vector made of its bytes, so that similar
+// texts score alike and equal texts tie.
+func fuzzEmbed(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v := make([]float32, 8)
+		for j := 0; j < len(t); j++ {
+			v[(int(t[j])+j)%8] += float32(t[j]%13) - 6
+		}
+		out[i] = v
+	}
+	return out, nil
 }
 
 // fuzzPaths compiles a path of the fuzzer, or none from "", refusing those
@@ -109,13 +141,13 @@ func fuzzPaths(src string) ([]*jsonpath.Path, bool) {
 
 // checkIncluded checks that every Include location not excluded is still
 // in the window.
-func checkIncluded(t *testing.T, cfg *states.ContextConfig, input any, summarize Summarizer) {
+func checkIncluded(t *testing.T, cfg *states.ContextConfig, input any, fns Funcs) {
 	t.Helper()
 	b, err := newBuilder(cfg, input)
 	if err != nil {
 		t.Fatalf("newBuilder: %v", err)
 	}
-	if err := b.build(context.Background(), summarize); err != nil {
+	if err := b.build(context.Background(), fns); err != nil {
 		t.Fatalf("build: %v", err)
 	}
 	excluded := &trie{}

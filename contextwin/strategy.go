@@ -12,8 +12,10 @@ import (
 	"github.com/aslrun/aslrun/jsonvalue"
 )
 
-// This file holds what shortens a window: the two strategies, which drop,
-// and Summarize, which replaces. The rules are written down in doc.go.
+// This file holds what shortens a window: the two strategies that drop
+// by position, and Summarize, which replaces (Strategy "summarize" is
+// Summarize with When "Always", then sliding_window; Strategy "semantic"
+// is in semantic.go). The rules are written down in doc.go.
 
 // slidingWindow drops until the content fits: first the oldest elements of
 // the arrays (the largest array first, chosen again after every element),
@@ -178,16 +180,16 @@ func unlistedParts(v any, at loc, listed *trie, out *[]loc) {
 }
 
 // wantSummary reports whether Summarize applies to the content as it is
-// after Exclude.
+// after Exclude: always with Strategy "summarize".
 func (b *builder) wantSummary() bool {
 	s := b.cfg.Summarize
 	if s == nil {
 		return false
 	}
-	switch s.When {
-	case "Always":
+	switch {
+	case b.cfg.Strategy == "summarize" || s.When == "Always":
 		return true
-	case "Never":
+	case s.When == "Never":
 		return false
 	}
 	return b.cfg.MaxTokens > 0 && !b.fits()

@@ -51,22 +51,54 @@ type Window struct {
 	Dropped []string
 	// Summarized reports whether a summary replaced part of the content.
 	Summarized bool
+	// Picked lists the candidates Strategy "semantic" kept, best first
+	// (equal scores in document order); empty, not nil, when it had none
+	// to pick from, and nil with the other strategies. A pick may still be
+	// dropped afterwards when the window did not fit MaxTokens; Dropped
+	// then lists it.
+	Picked []Pick
 }
 
 // JSON returns what the window's history event records: an object with
 // "tokens" (a number), "dropped" (an array of strings) and "summarized" (a
-// boolean). The content itself is not in it: it is the agent's input,
-// which the task's own events record.
+// boolean), and, when Picked is not nil (Strategy "semantic"), "picked":
+// an array of {"path": string, "score": number}, best first. The content
+// itself is not in it: it is the agent's input, which the task's own
+// events record.
 func (w *Window) JSON() map[string]any {
 	dropped := make([]any, len(w.Dropped))
 	for i, d := range w.Dropped {
 		dropped[i] = d
 	}
-	return map[string]any{
+	out := map[string]any{
 		"tokens":     jsonvalue.IntNumber(w.Tokens),
 		"dropped":    dropped,
 		"summarized": w.Summarized,
 	}
+	if w.Picked != nil {
+		picked := make([]any, len(w.Picked))
+		for i, p := range w.Picked {
+			picked[i] = map[string]any{"path": p.Path, "score": jsonvalue.FloatNumber(p.Score)}
+		}
+		out["picked"] = picked
+	}
+	return out
+}
+
+// Funcs holds what BuildWith calls out to, and the query. Its zero value
+// serves the strategies that call nothing (sliding_window and
+// priority_based without a Summarize block that applies).
+type Funcs struct {
+	// Summarize makes the summaries of a Summarize block (and of Strategy
+	// "summarize"); nil when none applies.
+	Summarize Summarizer
+	// Embed embeds the query and the candidates of Strategy "semantic";
+	// nil with the other strategies.
+	Embed Embedder
+	// Query is the text the candidates of Strategy "semantic" are compared
+	// with: the Context's Query rendered, or the value of its Query.$,
+	// computed by the caller on the state's input.
+	Query string
 }
 
 // Build builds the context window of a Task from input, the state's
@@ -81,8 +113,29 @@ func (w *Window) JSON() map[string]any {
 // returned wrapped.
 //
 // Build never modifies input, and is safe for concurrent use when
-// summarize is.
+// summarize is. It is BuildWith with only a summarizer, so it cannot
+// build a window of Strategy "semantic" that has candidates.
 func Build(ctx context.Context, cfg *states.ContextConfig, input any, summarize Summarizer) (*Window, error) {
+	return BuildWith(ctx, cfg, input, Funcs{Summarize: summarize})
+}
+
+// BuildWith builds the context window of a Task from input, the state's
+// effective input (after InputPath and the Memory inject, before
+// Parameters), as cfg says, calling out to f; see the package
+// documentation for the rules. f.Summarize is called only when a
+// Summarize block applies (always with Strategy "summarize"), f.Embed
+// only with Strategy "semantic" when some candidate is in the input; each
+// may be nil otherwise. A nil cfg gives the input unchanged.
+//
+// A window that cannot be made to fit MaxTokens is an *asl.Error named
+// Agent.ContextOverflow. A path of cfg that is not rooted at "$", an input
+// outside the JSON model, or an embedder's answer that does not fit its
+// texts (a missing vector, vectors of different lengths, a NaN) is a
+// plain error; an error of f.Summarize or f.Embed is returned wrapped.
+//
+// BuildWith never modifies input, and is safe for concurrent use when the
+// functions of f are.
+func BuildWith(ctx context.Context, cfg *states.ContextConfig, input any, f Funcs) (*Window, error) {
 	if cfg == nil {
 		tokens, err := jsonpath.EstimateTokens(input)
 		if err != nil {
@@ -94,7 +147,7 @@ func Build(ctx context.Context, cfg *states.ContextConfig, input any, summarize 
 	if err != nil {
 		return nil, fmt.Errorf("context window: %w", err)
 	}
-	if err := b.build(ctx, summarize); err != nil {
+	if err := b.build(ctx, f); err != nil {
 		return nil, err
 	}
 	// The running count is exactly EstimateTokens of the content (the
@@ -104,6 +157,7 @@ func Build(ctx context.Context, cfg *states.ContextConfig, input any, summarize 
 		Tokens:     b.w.tokens(),
 		Dropped:    droppedPaths(b.w.dropped),
 		Summarized: b.summarized,
+		Picked:     b.picked,
 	}, nil
 }
 
@@ -117,6 +171,8 @@ type builder struct {
 	protected []protectedLoc
 	// summarized reports whether a summary was made.
 	summarized bool
+	// picked is what Strategy "semantic" kept; nil with other strategies.
+	picked []Pick
 }
 
 // protectedLoc is a location that cannot be dropped, and why.
@@ -128,6 +184,17 @@ type protectedLoc struct {
 func newBuilder(cfg *states.ContextConfig, input any) (*builder, error) {
 	switch cfg.Strategy {
 	case "", "sliding_window", "priority_based":
+	case "summarize":
+		if cfg.Summarize == nil || cfg.Summarize.Using == "" {
+			return nil, fmt.Errorf(`the strategy "summarize" needs Summarize.Using, the summarizing agent`)
+		}
+	case "semantic":
+		if len(cfg.Candidates) == 0 {
+			return nil, fmt.Errorf(`the strategy "semantic" needs Candidates`)
+		}
+		if cfg.TopK < 1 {
+			return nil, fmt.Errorf(`the strategy "semantic" needs a TopK of at least 1, not %d`, cfg.TopK)
+		}
 	default:
 		return nil, fmt.Errorf("unknown strategy %q", cfg.Strategy)
 	}
@@ -166,9 +233,14 @@ func (b *builder) fits() bool {
 	return b.cfg.MaxTokens == 0 || b.w.tokens() <= b.cfg.MaxTokens
 }
 
-func (b *builder) build(ctx context.Context, summarize Summarizer) error {
+func (b *builder) build(ctx context.Context, f Funcs) error {
+	if b.cfg.Strategy == "semantic" {
+		if err := b.semantic(ctx, f); err != nil {
+			return err
+		}
+	}
 	if b.wantSummary() {
-		if err := b.summarize(ctx, summarize); err != nil {
+		if err := b.summarize(ctx, f.Summarize); err != nil {
 			return err
 		}
 	}
