@@ -46,6 +46,15 @@
 //     (see below).
 //   - custom asks the rule's Validator agent (see Validator); it fails
 //     when the agent answers {"valid": false}.
+//   - semantic asks the rule's Validator agent, or the set's Validator
+//     when the rule names none, whether the content satisfies the rule's
+//     Check, a requirement in words ("does not give medical advice"). The
+//     agent gets the object {"check": Check, "content": content} (the
+//     content as the rules before left it) instead of the bare content,
+//     and answers a verdict as for custom rules; {"valid": false} is one
+//     finding at $ with the rule's Action (block, warn, flag or retry).
+//     A set's Validator that serves a semantic rule is still called once
+//     more at the end, on the bare content, as the set's own check.
 //
 // # Personal data
 //
@@ -108,15 +117,15 @@
 //     retries left (with MaxRetries 0, at once). On Input it acts as
 //     block.
 //
-// redact and mask apply to pattern, regex and pii rules; length and
-// custom rules have no match to replace (the parser refuses them).
+// redact and mask apply to pattern, regex and pii rules; length, custom
+// and semantic rules have no match to replace (the parser refuses them).
 //
 // # Violations
 //
 // A violation is an *asl.Error, so Retry and Catch match it by name:
 // every Input violation is Agent.InvalidInput; on Output, length and
 // regex (the form of the output) are Agent.InvalidOutput, and pattern,
-// pii, custom and the set's Validator (its content) are
+// pii, custom, semantic and the set's Validator (its content) are
 // Agent.GuardrailViolation. The Cause is one line naming the rule, the
 // path and what was found, like
 //
@@ -162,8 +171,9 @@
 //
 // Input is the same with guardrails.Input on the effective input, and
 // without Retry. The validate function calls the named agent with the
-// content as its input and decodes its answer with ParseVerdict; an
-// *asl.Error it returns is wrapped, so errors.As still finds it.
+// content it is given as its input (for a semantic rule, the
+// {"check", "content"} object) and decodes its answer with ParseVerdict;
+// an *asl.Error it returns is wrapped, so errors.As still finds it.
 //
 // Everything here is safe for concurrent use: Check keeps no state
 // between calls, and the definition's types are immutable.

@@ -30,9 +30,14 @@ func (s Stage) String() string {
 }
 
 // Validator asks the agent named agent whether content passes: the set's
-// Validator and the Validator of custom rules. The engine implements it by
-// calling that agent with content as its input (the content after the
-// rules before it; never modify it); the agent answers
+// Validator and the Validator of custom and semantic rules. The engine
+// implements it by calling that agent with content as its input (the
+// content after the rules before it; never modify it). For a semantic
+// rule, content is the object
+//
+//	{"check": "does not give medical advice", "content": …}
+//
+// holding the rule's Check and the content to judge. The agent answers
 //
 //	{"valid": true}  or  {"valid": false, "reason": "one line saying why"}
 //
@@ -111,11 +116,11 @@ type Finding struct {
 	// Kind is the kind of personal data a pii rule found ("email",
 	// "phone", "card", "iban"), empty for other rules.
 	Kind string
-	// Path is where in the content, like $.a.b[2]; $ for length, custom
+	// Path is where in the content, like $.a.b[2]; $ for length, custom, semantic
 	// and validator findings.
 	Path string
 	// Excerpt is what was found, masked (j***@example.com, ****1111):
-	// never the raw text. It is empty for length, custom and validator
+	// never the raw text. It is empty for length, custom, semantic and validator
 	// findings.
 	Excerpt string
 	// Message says what was found in one line, without the path, like
@@ -139,8 +144,8 @@ func (f Finding) JSON() map[string]any {
 
 // Check applies set to content at stage: its Rules in order, then its
 // Validator (see the package documentation). A nil set passes everything.
-// validate is called for custom rules and the set's Validator; it may be
-// nil when the set has neither.
+// validate is called for custom and semantic rules and the set's
+// Validator; it may be nil when the set has none of them.
 //
 // The error is only for a validator that could not answer (validate
 // returned an error, or was needed and nil); rule failures are in the
@@ -160,7 +165,13 @@ func Check(ctx context.Context, set *states.GuardrailSet, stage Stage, content a
 		case "length":
 			n = c.length(i, r)
 		case "custom":
-			n, err = c.validator(ctx, i, r.Type, r.Action, r.Validator, validate)
+			n, err = c.validator(ctx, i, r.Type, r.Action, r.Validator, validate, nil)
+		case "semantic":
+			agent := r.Validator
+			if agent == "" {
+				agent = set.Validator
+			}
+			n, err = c.validator(ctx, i, r.Type, r.Action, agent, validate, r)
 		default:
 			n = c.scan(i, r)
 		}
@@ -173,7 +184,7 @@ func Check(ctx context.Context, set *states.GuardrailSet, stage Stage, content a
 	}
 	if set.Validator != "" {
 		start := len(res.Findings)
-		n, err := c.validator(ctx, -1, "validator", "block", set.Validator, validate)
+		n, err := c.validator(ctx, -1, "validator", "block", set.Validator, validate, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -253,16 +264,25 @@ func (c *checker) length(i int, r *states.GuardrailRule) int {
 }
 
 // validator asks agent about the content for rule i (-1: the set's
-// Validator) and returns the number of findings (0 or 1).
-func (c *checker) validator(ctx context.Context, i int, typ, action, agent string, validate Validator) (int, error) {
+// Validator) and returns the number of findings (0 or 1). semantic is the
+// rule when it is a semantic one: the agent then gets {"check": Check,
+// "content": content}.
+func (c *checker) validator(ctx context.Context, i int, typ, action, agent string, validate Validator, semantic *states.GuardrailRule) (int, error) {
 	where := c.ruleName(i, typ)
+	if agent == "" {
+		return 0, fmt.Errorf("%s: no validator agent is named (the rule's Validator or the set's)", where)
+	}
 	if validate == nil {
 		return 0, fmt.Errorf("validator %q of %s: no validator function was given to check", agent, where)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("validator %q of %s: %w", agent, where, err)
 	}
-	vd, err := validate(ctx, agent, c.res.Content)
+	content := c.res.Content
+	if semantic != nil {
+		content = map[string]any{"check": semantic.Check, "content": content}
+	}
+	vd, err := validate(ctx, agent, content)
 	if err != nil {
 		return 0, fmt.Errorf("validator %q of %s: %w", agent, where, err)
 	}
@@ -270,6 +290,9 @@ func (c *checker) validator(ctx context.Context, i int, typ, action, agent strin
 		return 0, nil
 	}
 	msg := fmt.Sprintf("validator %q rejected the content", agent)
+	if semantic != nil {
+		msg = fmt.Sprintf("validator %q found that the content does not satisfy the check %q", agent, semantic.Check)
+	}
 	if reason := oneLine(vd.Reason); reason != "" {
 		msg += ": " + reason
 	}
