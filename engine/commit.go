@@ -387,12 +387,14 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 // storeCommit writes c to the store, timed for the Committed hook.
 func (r *run) storeCommit(ctx context.Context, c *Commit) error {
 	f := r.x.hooks.Committed
-	if f == nil {
-		return r.x.store.Commit(ctx, c)
-	}
 	start := time.Now()
 	err := r.x.store.Commit(ctx, c)
-	f(time.Since(start), err)
+	if f != nil {
+		f(time.Since(start), err)
+	}
+	if err == nil {
+		r.x.vectors.committed(c.Memory)
+	}
 	return err
 }
 

@@ -236,6 +236,9 @@ func (h *stateRun) memoryNamespace(m *states.MemoryConfig, input any) (string, e
 	if err := CheckMemoryName("the namespace", ns); err != nil {
 		return "", h.runtimeError(fmt.Sprintf("%s: %v", field, err))
 	}
+	if strings.Contains(ns, memorySep) {
+		return "", h.runtimeError(fmt.Sprintf("%s: the namespace %q holds the character U+001F, which separates the collections of semantic and episodic memory", field, ns))
+	}
 	// The namespaces an execution uses are committed, so that its
 	// checkpoints can snapshot them.
 	if h.r.useNamespace(ns) {
@@ -261,6 +264,12 @@ func (h *stateRun) memoryRead(ctx context.Context, m *states.MemoryConfig, input
 	ms, err := h.memoryStore()
 	if err != nil {
 		return nil, err
+	}
+	switch m.Type {
+	case "semantic":
+		return h.semanticRead(ctx, ms, m.Read, ns, input)
+	case "episodic":
+		return h.episodicRead(ctx, ms, m.Read, ns, input)
 	}
 	found, err := ms.ReadMemory(ctx, ns, m.Read.Keys, time.Now())
 	if err != nil {
@@ -342,6 +351,16 @@ func (h *stateRun) memoryWrites(m *states.MemoryConfig, input, result, proposed 
 			ttl = defaultTTL
 		}
 		mw := MemoryWrite{Namespace: ns, Key: w.Key, Value: v, Merge: w.Merge, At: now, Execution: h.r.exec.ID}
+		switch m.Type {
+		case "semantic":
+			if err := h.semanticWrite(&mw, w, i, input, proposed); err != nil {
+				return err
+			}
+		case "episodic":
+			if err := h.episodicWrite(&mw, w, i); err != nil {
+				return err
+			}
+		}
 		if ttl.Duration > 0 {
 			mw.ExpiresAt = now.Add(ttl.Duration)
 		}
@@ -361,6 +380,15 @@ func (h *stateRun) commitMemory() {
 	for i := range h.memWrites {
 		w := &h.memWrites[i]
 		d := map[string]any{"namespace": w.Namespace, "key": w.Key, "merge": w.Merge, "value": w.Value}
+		if ns, kind, coll, ok := SplitMemoryNamespace(w.Namespace); ok {
+			d["namespace"], d["type"], d["collection"] = ns, kind, coll
+			if kind == "semantic" {
+				// The history keeps what was stored but the vector.
+				if v, ok := w.Value.(map[string]any); ok {
+					d["value"] = map[string]any{"text": v["text"], "value": v["value"], "model": v["model"]}
+				}
+			}
+		}
 		if !w.ExpiresAt.IsZero() {
 			d["expiresAt"] = w.ExpiresAt.Format(time.RFC3339Nano)
 		}
@@ -368,6 +396,7 @@ func (h *stateRun) commitMemory() {
 	}
 	if !h.r.x.durable {
 		h.r.x.local.apply(h.memWrites)
+		h.r.x.vectors.committed(h.memWrites)
 	} else {
 		h.sc.callsMu.Lock()
 		h.sc.memory = append(h.sc.memory, h.memWrites...)

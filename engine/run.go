@@ -454,7 +454,7 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		entered = r.eventAt(Event{Type: eventType(c.Type, true), Timestamp: now, State: c.Name, Scope: sc.prefix, Input: input, Document: input})
 		r.emitState("entered", c, sc.prefix, input)
 	}
-	h := &stateRun{r: r, sc: sc, entered: entered, st: st, inSize: size, visit: visit, progress: progress, raw: input}
+	h := &stateRun{r: r, ctx: ctx, sc: sc, entered: entered, st: st, inSize: size, visit: visit, progress: progress, raw: input}
 	h.envData = env{r: r, sc: sc, state: c.Name, entered: now, item: sc.item}
 	h.env = &h.envData
 	if progress != nil {

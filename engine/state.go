@@ -16,7 +16,10 @@ import (
 
 // stateRun carries what one run of a state needs.
 type stateRun struct {
-	r       *run
+	r *run
+	// ctx is the step's, for what runs where no context is passed (the
+	// embedding of semantic memory writes, as the state completes).
+	ctx     context.Context
 	env     *env // points at envData
 	envData env
 	sc      *scope

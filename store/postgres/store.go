@@ -945,6 +945,21 @@ func (db *DB) ReadMemory(ctx context.Context, namespace string, keys []string, n
 	return out, nil
 }
 
+// MemoryFingerprint returns a fingerprint of namespace's entries that
+// changes when any is written or removed, by any server
+// (engine.MemoryFingerprinter): their count and the sum of their rows'
+// transaction ids, read without their values.
+func (db *DB) MemoryFingerprint(ctx context.Context, namespace string) (string, error) {
+	if err := db.check(ctx); err != nil {
+		return "", err
+	}
+	var n, sum int64
+	if err := db.pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(xmin::text::bigint), 0) FROM agent_memory WHERE namespace = $1`, namespace).Scan(&n, &sum); err != nil {
+		return "", db.dbErr("reading agent memory", err)
+	}
+	return fmt.Sprintf("%d:%d", n, sum), nil
+}
+
 // ListMemory returns the live entries of namespace ("" for all), by
 // namespace and key.
 func (db *DB) ListMemory(ctx context.Context, namespace string, now time.Time) ([]*engine.MemoryEntry, error) {
@@ -1071,3 +1086,4 @@ func (db *DB) HistoryRange(ctx context.Context, id string, after int64, limit in
 	events, err := store.ReadHistoryTail(id, after, end, next)
 	return events, total, err
 }
+var _ engine.MemoryFingerprinter = (*DB)(nil)
