@@ -1086,4 +1086,5 @@ func (db *DB) HistoryRange(ctx context.Context, id string, after int64, limit in
 	events, err := store.ReadHistoryTail(id, after, end, next)
 	return events, total, err
 }
+
 var _ engine.MemoryFingerprinter = (*DB)(nil)
