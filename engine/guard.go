@@ -234,17 +234,33 @@ type storedTrace struct {
 const EventContext = "ContextBuilt"
 
 // contextWindow cuts the effective input down to the Task's Context block
-// (package contextwin): Exclude, Summarize through the named agent, the
-// strategy, or Agent.ContextOverflow.
+// (package contextwin): Exclude, Summarize through the named agent (its
+// calls are the state's: their usage counts in the execution's totals and
+// the workflow Budget, and each is held to the state's Budget as the
+// state's own agent call is), the picking of Strategy
+// "semantic" with the executor's embedder, the strategy, or
+// Agent.ContextOverflow. The ContextBuilt event records the window (and,
+// for Strategy "semantic", the candidates picked and their scores).
 func (h *stateRun) contextWindow(ctx context.Context, s *states.Task, input any) (any, error) {
 	calls := 0
 	summarize := func(ctx context.Context, agent string, content any, target int64) (any, error) {
 		calls++
 		in := map[string]any{"content": content, "targetTokens": jsonvalue.IntNumber(target)}
-		out, _, err := h.callAgent(ctx, &states.Task{Agent: agent}, "context-summary-"+strconv.Itoa(calls)+"/"+agent, in, nil, 0, 0)
+		out, _, err := h.callAgent(ctx, &states.Task{Agent: agent, Budget: s.Budget}, "context-summary-"+strconv.Itoa(calls)+"/"+agent, in, nil, 0, 0)
 		return out, err
 	}
-	w, err := contextwin.Build(ctx, s.Context, input, summarize)
+	fns := contextwin.Funcs{Summarize: summarize}
+	if s.Context != nil && s.Context.Strategy == "semantic" {
+		query, err := h.contextQuery(s.Context, input)
+		if err != nil {
+			return nil, err
+		}
+		fns.Query = query
+		fns.Embed = func(ctx context.Context, texts []string) ([][]float32, error) {
+			return h.embed(ctx, "Context", texts)
+		}
+	}
+	w, err := contextwin.BuildWith(ctx, s.Context, input, fns)
 	if err != nil {
 		var ae *asl.Error
 		if errors.As(err, &ae) {
@@ -254,6 +270,29 @@ func (h *stateRun) contextWindow(ctx context.Context, s *states.Task, input any)
 	}
 	h.r.ownEvent(Event{Type: EventContext, State: h.name(), Scope: h.sc.prefix, Document: h.raw, Detail: w.JSON()})
 	return w.Content, nil
+}
+
+// contextQuery computes the query of a Context of Strategy "semantic" on
+// the effective input: Query with its placeholders filled in, or the
+// value of Query.$, which must be a string. A path that fails, or a value
+// that is not a string, is States.Runtime.
+func (h *stateRun) contextQuery(c *states.ContextConfig, input any) (string, error) {
+	if c.QueryExpr == nil {
+		q, err := c.Query.Render(input, h.env)
+		if err != nil {
+			return "", h.runtimeError("Context.Query: " + err.Error())
+		}
+		return q, nil
+	}
+	v, err := c.QueryExpr.Eval(input, h.env)
+	if err != nil {
+		return "", h.runtimeError("Context.Query.$: " + err.Error())
+	}
+	q, ok := v.(string)
+	if !ok {
+		return "", h.runtimeError("Context.Query.$ gives " + jsonvalue.TypeName(v) + ", not a string: the query of Strategy \"semantic\" is text")
+	}
+	return q, nil
 }
 
 // checkToolResult passes a tool's result through the Task's output
