@@ -34,7 +34,7 @@
 //     MaxTokens). When "Never" or no Summarize block: the strategy alone
 //     shortens the content. See Summaries below.
 //  3. The strategy drops parts of the content, one at a time, until it fits.
-//     See the two strategies below.
+//     See the strategies below.
 //  4. If the content still does not fit, Build fails with an *asl.Error
 //     named Agent.ContextOverflow, whose cause gives the estimate, the limit
 //     and the locations that could not be dropped (Include locations and

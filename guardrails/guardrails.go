@@ -116,12 +116,12 @@ type Finding struct {
 	// Kind is the kind of personal data a pii rule found ("email",
 	// "phone", "card", "iban"), empty for other rules.
 	Kind string
-	// Path is where in the content, like $.a.b[2]; $ for length, custom, semantic
-	// and validator findings.
+	// Path is where in the content, like $.a.b[2]; $ for length,
+	// custom, semantic and validator findings.
 	Path string
 	// Excerpt is what was found, masked (j***@example.com, ****1111):
-	// never the raw text. It is empty for length, custom, semantic and validator
-	// findings.
+	// never the raw text. It is empty for length, custom, semantic and
+	// validator findings.
 	Excerpt string
 	// Message says what was found in one line, without the path, like
 	// "contains an email address".
