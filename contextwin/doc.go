@@ -91,11 +91,14 @@
 // candidate too. A candidate's text is its value when that is a string,
 // else its compact JSON text (object keys sorted), both without what
 // Exclude removed. The query (Funcs.Query, which the engine computes from
-// Query or Query.$) and every candidate's text are embedded in one call of
-// Funcs.Embed, the query first; with no candidate there is no call. A
-// candidate's score is the cosine similarity of its vector to the query's
-// (the dot product over the product of the lengths, so vectors need not
-// be of unit length; 0 for a zero vector). The TopK best candidates are
+// Query or Query.$) and the text of every candidate are embedded in one
+// call of Funcs.Embed, the query first. A candidate's score is the cosine
+// similarity of its vector to the query's (the dot product over the
+// product of the lengths, so vectors need not be of unit length; 0 for a
+// zero vector). A blank text (empty or only white space, like the string
+// "") has no meaning to compare: it is not embedded and scores 0; with no
+// other candidate there is no call. A blank query, when there are
+// candidates, is an error. The TopK best candidates are
 // picked, equal scores in document order; every other candidate is
 // dropped, except what Include protects and what a picked candidate holds
 // inside it. The rest of the content (what no Candidates path selects)

@@ -73,7 +73,7 @@ func FuzzBuild(f *testing.F) {
 			return strings.Repeat("s", int(min(max(goal, 1), 50))), nil
 		}
 
-		fns := Funcs{Summarize: summarize, Embed: fuzzEmbed, Query: include}
+		fns := Funcs{Summarize: summarize, Embed: fuzzEmbed, Query: include + " query"}
 		before := compact(t, input)
 		w, err := BuildWith(context.Background(), cfg, input, fns)
 		if after := compact(t, input); after != before {

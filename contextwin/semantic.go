@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/aslrun/aslrun/jsonvalue"
 )
@@ -15,8 +16,9 @@ import (
 // The rules are written down in doc.go.
 
 // Embedder turns texts into vectors, one per text and in order, all of the
-// same length. Build calls it once per window, with the query first and
-// then the text of every candidate. The engine passes its embedder (the
+// same length. BuildWith calls it once per window, with the query first
+// and then the text of every candidate that is not blank; no text it gets
+// is empty or only white space. The engine passes its embedder (the
 // offline n-gram one by default). An error is returned by Build as it is,
 // wrapped: an *asl.Error keeps its name.
 //
@@ -52,30 +54,39 @@ func (b *builder) semantic(ctx context.Context, f Funcs) error {
 	if len(cands) == 0 {
 		return nil
 	}
-	if f.Embed == nil {
-		return fmt.Errorf("context window: Strategy \"semantic\" has %d candidates to score but no embedder was given", len(cands))
+	if strings.TrimSpace(f.Query) == "" {
+		return fmt.Errorf("context window: the query of Strategy \"semantic\" is blank, so there is nothing to compare its %d candidates with", len(cands))
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("context window: %w", err)
-	}
-	texts := make([]string, 0, len(cands)+1)
-	texts = append(texts, f.Query)
-	for _, c := range cands {
-		texts = append(texts, c.text)
-	}
-	vecs, err := f.Embed(ctx, texts)
-	if err != nil {
-		return fmt.Errorf("context window: embedding the query and %d candidates: %w", len(cands), err)
-	}
-	if len(vecs) != len(texts) {
-		return fmt.Errorf("context window: the embedder gave %d vectors for %d texts (the query and %d candidates)", len(vecs), len(texts), len(cands))
-	}
-	for i := range cands {
-		s, err := cosine(vecs[0], vecs[i+1])
-		if err != nil {
-			return fmt.Errorf("context window: candidate %s: %w", cands[i].at, err)
+	// Blank candidates have no meaning to embed: they score 0.
+	texts := []string{f.Query}
+	var embedded []int
+	for i, c := range cands {
+		if strings.TrimSpace(c.text) != "" {
+			texts = append(texts, c.text)
+			embedded = append(embedded, i)
 		}
-		cands[i].score = s
+	}
+	if len(embedded) > 0 {
+		if f.Embed == nil {
+			return fmt.Errorf("context window: Strategy \"semantic\" has %d candidates to score but no embedder was given", len(embedded))
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("context window: %w", err)
+		}
+		vecs, err := f.Embed(ctx, texts)
+		if err != nil {
+			return fmt.Errorf("context window: embedding the query and %d candidates: %w", len(embedded), err)
+		}
+		if len(vecs) != len(texts) {
+			return fmt.Errorf("context window: the embedder gave %d vectors for %d texts (the query and %d candidates)", len(vecs), len(texts), len(embedded))
+		}
+		for j, i := range embedded {
+			s, err := cosine(vecs[0], vecs[j+1])
+			if err != nil {
+				return fmt.Errorf("context window: candidate %s: %w", cands[i].at, err)
+			}
+			cands[i].score = s
+		}
 	}
 	// cands is in document order: a stable sort keeps it among equal scores.
 	ranked := slices.Clone(cands)

@@ -152,6 +152,25 @@ func TestSemantic(t *testing.T) {
 			texts:   []string{"refunds", `{"n":1,"t":"beta"}`, "beta"},
 		},
 		{
+			name:    "a blank candidate is not embedded and scores 0",
+			block:   `{"Strategy": "semantic", "Query": "x", "Candidates": ["$.docs[*]"], "TopK": 2}`,
+			input:   `{"docs": ["epsilon", " ", "alpha", ""]}`,
+			query:   "refunds",
+			want:    `{"docs": [" ", "alpha"]}`,
+			dropped: []string{"$.docs[0]", "$.docs[3]"},
+			picked:  []Pick{{"$.docs[1]", 0}, {"$.docs[2]", 0}},
+			texts:   []string{"refunds", "epsilon", "alpha"},
+		},
+		{
+			name:    "only blank candidates: no embedder call",
+			block:   `{"Strategy": "semantic", "Query": "x", "Candidates": ["$.docs[*]"], "TopK": 1}`,
+			input:   `{"docs": ["", "\t"]}`,
+			query:   "refunds",
+			want:    `{"docs": [""]}`,
+			dropped: []string{"$.docs[1]"},
+			picked:  []Pick{{"$.docs[0]", 0}},
+		},
+		{
 			name:   "no candidate in the input: no embedder call",
 			block:  `{"Strategy": "semantic", "Query": "x", "Candidates": ["$.missing[*]"], "TopK": 3}`,
 			input:  `{"docs": ["alpha"]}`,
@@ -228,6 +247,7 @@ func TestSemanticEmbedderErrors(t *testing.T) {
 	}{
 		{"an *asl.Error keeps its name", (&fakeEmbedder{err: named}).embed, asl.ErrAgentModelError},
 		{"a plain error", (&fakeEmbedder{err: errors.New("boom")}).embed, ""},
+		{"a blank query", (&fakeEmbedder{vecs: similar}).embed, ""},
 		{"too few vectors", func(context.Context, []string) ([][]float32, error) { return [][]float32{{1}}, nil }, ""},
 		{"vectors of different lengths", func(_ context.Context, texts []string) ([][]float32, error) {
 			out := make([][]float32, len(texts))
@@ -246,7 +266,11 @@ func TestSemanticEmbedderErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w, err := BuildWith(context.Background(), cfg, input, Funcs{Embed: tt.embed, Query: "q"})
+			query := "q"
+			if tt.name == "a blank query" {
+				query = " \n"
+			}
+			w, err := BuildWith(context.Background(), cfg, input, Funcs{Embed: tt.embed, Query: query})
 			if err == nil {
 				t.Fatalf("BuildWith = %s, nil; want an error", compact(t, w.Content))
 			}

@@ -158,7 +158,8 @@ func TestContextSemantic(t *testing.T) {
 func TestContextSemanticOfflineEmbedder(t *testing.T) {
 	// The executor's default embedder (offline, character n-grams).
 	def := `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"A","Context":{"Strategy":"semantic","Query.$":"$.q","Candidates":["$.kb[*]"],"TopK":1},"End":true}}}`
-	input := `{"q":"How do I reset my password?","kb":["Opening hours of the Paris office","To reset your password, open Settings and choose Reset password","Shipping rates for parcels abroad"]}`
+	// A blank candidate is not embedded (the offline embedder refuses it).
+	input := `{"q":"How do I reset my password?","kb":["","Opening hours of the Paris office","To reset your password, open Settings and choose Reset password","Shipping rates for parcels abroad"]}`
 	a := &scripted{outputs: []string{`"ok"`}}
 	res, hist := runWith(t, engine.Config{}, def, input, map[string]agents.Agent{"A": a.agent(t)})
 	if res.Status != engine.StatusSucceeded {
@@ -168,8 +169,8 @@ func TestContextSemanticOfflineEmbedder(t *testing.T) {
 	if want := `{"kb":["To reset your password, open Settings and choose Reset password"],"q":"How do I reset my password?"}`; string(got) != want {
 		t.Errorf("agent input %s, want %s", got, want)
 	}
-	if d := contextDetail(t, hist); !strings.Contains(d, `"picked":[{"path":"$.kb[1]"`) {
-		t.Errorf("ContextBuilt detail %s, want $.kb[1] picked", d)
+	if d := contextDetail(t, hist); !strings.Contains(d, `"picked":[{"path":"$.kb[2]"`) {
+		t.Errorf("ContextBuilt detail %s, want $.kb[2] picked", d)
 	}
 }
 
@@ -177,7 +178,7 @@ func TestContextSemanticErrors(t *testing.T) {
 	def := func(query string) string {
 		return `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"A","Context":{"Strategy":"semantic",` + query + `,"Candidates":["$.docs[*]"],"TopK":1},"End":true}}}`
 	}
-	input := `{"q":{"not":"text"},"docs":["a","b"]}`
+	input := `{"q":{"not":"text"},"blank":" ","docs":["a","b"]}`
 	tests := []struct {
 		name     string
 		query    string
@@ -187,6 +188,7 @@ func TestContextSemanticErrors(t *testing.T) {
 	}{
 		{"Query.$ is not a string", `"Query.$":"$.q"`, nil, asl.ErrRuntime, "Context.Query.$ gives object, not a string"},
 		{"Query.$ selects nothing", `"Query.$":"$.missing"`, nil, asl.ErrRuntime, "Context.Query.$: "},
+		{"a blank query", `"Query.$":"$.blank"`, nil, asl.ErrRuntime, "Context: context window: the query of Strategy \"semantic\" is blank"},
 		{"a placeholder selects nothing", `"Query":"about {{$.missing}}"`, nil, asl.ErrRuntime, "Context.Query: "},
 		{"the embedder's named error", `"Query":"x"`, asl.Errorf("Embedder.Down", "no vectors today"), "Embedder.Down", "no vectors today"},
 		{"the embedder's plain error", `"Query":"x"`, errors.New("connection refused"), asl.ErrAgentModelError, "state T: Context: embedding with topics: "},
