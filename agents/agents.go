@@ -348,6 +348,7 @@ type Registry struct {
 	agents    map[string]Agent
 	resources map[string]string
 	buckets   map[string]itemio.Bucket
+	embedder  Embedder
 }
 
 // NewRegistry returns an empty registry.

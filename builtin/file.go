@@ -65,6 +65,9 @@ const maxFileSeconds = 86400
 //
 //	"Buckets": {"orders": {"Dir": "./data/orders"}}
 //
+// The key "Embedder" is reserved too: the embedder of semantic memory
+// and semantic context (see EmbedderKey).
+//
 // The key "Hosts" is reserved too: it lists the hosts the file's llm and
 // http agents may reach beside public addresses (see HostsKey), and with
 // "Only": true the only hosts they may reach:
@@ -120,6 +123,8 @@ type AgentsFile struct {
 	hosts egress.Config
 	// models is the file's "Models".
 	models map[string]models.Config
+	// embedder is the file's "Embedder"; nil when it has none.
+	embedder *embedderConfig
 	// mcp is the file's "MCPServers", and started the servers Register
 	// started (Close stops them).
 	mcp     map[string]mcpConfig
@@ -210,6 +215,12 @@ func ParseAgentsFile(data []byte) (*AgentsFile, error) {
 		}
 		if name == ModelsKey {
 			if f.models, err = parseModels(ptr, top[name]); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if name == EmbedderKey {
+			if f.embedder, err = parseEmbedder(ptr, top[name]); err != nil {
 				return nil, err
 			}
 			continue
@@ -329,6 +340,15 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 			return fmt.Errorf("agents file: register bucket %q: %w", name, agents.ErrDuplicate)
 		}
 	}
+	var embedder models.Embedder
+	if f.embedder != nil {
+		if embedder, err = f.Embedder(); err != nil {
+			return err
+		}
+		if reg.Embedder() != nil {
+			return fmt.Errorf("agents file: %s: the registry has an embedder already", EmbedderKey)
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(f.buckets)) {
 		if err := reg.RegisterBucket(name, itemio.Dir(resolveDir(base, f.buckets[name]))); err != nil {
 			return fmt.Errorf("agents file: %w", err)
@@ -343,6 +363,9 @@ func (f *AgentsFile) Register(reg *agents.Registry, baseDir string, logger *slog
 		if err := reg.RegisterResource(key, f.resources[key]); err != nil {
 			return fmt.Errorf("agents file: %w", err)
 		}
+	}
+	if embedder != nil {
+		reg.SetEmbedder(models.NewCachedEmbedder(embedder, 0))
 	}
 	registered = true
 	if len(servers) > 0 {

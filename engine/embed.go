@@ -3,21 +3,17 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/models"
 	"github.com/aslrun/aslrun/models/localembed"
 )
 
-// Embedder turns texts into unit vectors, one per text, in order
-// (models.Embedder is one). Vectors of different Models are never
-// compared: semantic memory records the model of each vector it stores.
-type Embedder interface {
-	Model() string
-	Dimensions() int
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-}
+// Embedder turns texts into unit vectors (agents.Embedder): the
+// executor's default (Config.Embedder), or an execution's own (its agents
+// registry's, as an agents file's Embedder sets it).
+type Embedder = agents.Embedder
 
 // embedCache bounds the vectors an executor keeps of texts it embedded.
 const embedCache = 10000
@@ -39,32 +35,31 @@ func newEmbedder(e Embedder) Embedder {
 // of the embedder is the state's, named as the embedder named it (an
 // *asl.Error keeps its name) or Agent.ModelError.
 func (h *stateRun) embed(ctx context.Context, what string, texts []string) ([][]float32, error) {
-	vecs, err := h.r.x.embedder.Embed(ctx, texts)
+	e := h.r.embedder()
+	vecs, err := e.Embed(ctx, texts)
 	if err != nil {
 		var ae *asl.Error
 		if errors.As(err, &ae) {
 			return nil, ae
 		}
-		return nil, asl.Errorf(asl.ErrAgentModelError, "state %s: %s: embedding with %s: %v", h.name(), what, h.r.x.embedder.Model(), err)
+		return nil, asl.Errorf(asl.ErrAgentModelError, "state %s: %s: embedding with %s: %v", h.name(), what, e.Model(), err)
 	}
 	if len(vecs) != len(texts) {
-		return nil, asl.Errorf(asl.ErrAgentModelError, "state %s: %s: the embedder %s gave %d vectors for %d texts", h.name(), what, h.r.x.embedder.Model(), len(vecs), len(texts))
+		return nil, asl.Errorf(asl.ErrAgentModelError, "state %s: %s: the embedder %s gave %d vectors for %d texts", h.name(), what, e.Model(), len(vecs), len(texts))
 	}
 	return vecs, nil
 }
 
-// Embed embeds texts with the executor's embedder (for Go code sharing
-// it: the server's API, tests).
-func (x *Executor) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	vecs, err := x.embedder.Embed(ctx, texts)
-	if err != nil {
-		return nil, fmt.Errorf("embedding with %s: %w", x.embedder.Model(), err)
+// embedder is the execution's embedder: its agents registry's, else the
+// executor's.
+func (r *run) embedder() Embedder {
+	if r.agents != nil {
+		if e := r.agents.Embedder(); e != nil {
+			return e
+		}
 	}
-	return vecs, nil
+	return r.x.embedder
 }
-
-// EmbedderModel names the executor's embedding model.
-func (x *Executor) EmbedderModel() string { return x.embedder.Model() }
 
 // brokenEmbedder is an embedder that could not be made.
 type brokenEmbedder struct{ err error }

@@ -64,7 +64,7 @@ func (h *stateRun) semanticWrite(mw *MemoryWrite, w *states.MemoryWrite, i int, 
 		return h.runtimeError(fmt.Sprintf("%s: %v", what, err))
 	}
 	mw.Namespace, mw.Key, mw.Merge = ns, key, false
-	mw.Value = semanticValue(text, mw.Value, h.r.x.embedder.Model(), vecs[0])
+	mw.Value = semanticValue(text, mw.Value, h.r.embedder().Model(), vecs[0])
 	h.useCollection(ns)
 	return nil
 }
@@ -105,7 +105,7 @@ func (h *stateRun) semanticRead(ctx context.Context, ms MemoryStore, r *states.M
 		minScore = float32(r.MinScore)
 	}
 	now := time.Now()
-	res, entries, err := h.r.x.vectors.get(stored).search(ctx, ms, stored, h.r.x.embedder.Model(), vecs[0], int(r.TopK), minScore, now)
+	res, entries, err := h.r.x.vectors.get(stored).search(ctx, ms, stored, h.r.embedder().Model(), vecs[0], int(r.TopK), minScore, now)
 	if err != nil {
 		return nil, h.runtimeError(fmt.Sprintf("Memory.Read: collection %q of namespace %q: %v", r.Collection, ns, err))
 	}
@@ -122,7 +122,7 @@ func (h *stateRun) semanticRead(ctx context.Context, ms MemoryStore, r *states.M
 		return nil, h.runtimeError(fmt.Sprintf("Memory.Read.InjectAt: %v", err))
 	}
 	h.r.ownEvent(Event{Type: EventMemoryRead, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
-		Detail: map[string]any{"namespace": ns, "type": "semantic", "collection": r.Collection, "model": h.r.x.embedder.Model(), "matches": keys}})
+		Detail: map[string]any{"namespace": ns, "type": "semantic", "collection": r.Collection, "model": h.r.embedder().Model(), "matches": keys}})
 	return out, nil
 }
 
