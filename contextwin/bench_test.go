@@ -49,6 +49,21 @@ func BenchmarkBuild(b *testing.B) {
 		{"sliding_window_exclude", `{"MaxTokens": 4000, "Exclude": ["$.messages[*].id"], "Include": ["$.system", "$.question"]}`},
 		{"priority_based", `{"Strategy": "priority_based", "MaxTokens": 4000, "Priority": ["$.question", "$.system", "$.messages[*]"]}`},
 		{"summarize", `{"MaxTokens": 4000, "Include": ["$.messages[-1]"], "Summarize": {"Using": "sum", "Target": "$.messages"}}`},
+		{"strategy_summarize", `{"Strategy": "summarize", "MaxTokens": 4000, "Include": ["$.messages[-1]"], "Summarize": {"Using": "sum", "Target": "$.messages"}}`},
+		{"semantic", `{"Strategy": "semantic", "MaxTokens": 4000, "Query": "q", "Candidates": ["$.messages[*]"], "TopK": 20}`},
+	}
+	// embed gives each text a vector of 64 components from its bytes: the
+	// cost of Build around the embedder, not of a model.
+	embed := func(_ context.Context, texts []string) ([][]float32, error) {
+		out := make([][]float32, len(texts))
+		for i, t := range texts {
+			v := make([]float32, 64)
+			for j := 0; j < len(t); j++ {
+				v[(int(t[j])+j)%64]++
+			}
+			out[i] = v
+		}
+		return out, nil
 	}
 	summarize := func(_ context.Context, _ string, _ any, target int64) (any, error) {
 		return strings.Repeat("s", int(target)*4-2), nil
@@ -58,7 +73,7 @@ func BenchmarkBuild(b *testing.B) {
 		b.Run(bb.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				w, err := Build(context.Background(), cfg, input, summarize)
+				w, err := BuildWith(context.Background(), cfg, input, Funcs{Summarize: summarize, Embed: embed, Query: "schema migration"})
 				if err != nil {
 					b.Fatal(err)
 				}
