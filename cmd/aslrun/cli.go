@@ -91,7 +91,7 @@ func commands() []*command {
 		{name: "status", usage: "status ID [--json] [--db PATH]", summary: "show where an execution stands", run: cmdStatus},
 		{name: "watch", usage: "watch ID [--db PATH]", summary: "follow an execution until it ends: its history events, one line each, and the text its states stream", run: cmdWatch},
 		{name: "history", usage: "history ID [--json] [--verify] [--db PATH]", summary: "show an execution's history, or verify it is untampered", run: cmdHistory},
-		{name: "map-runs", usage: "map-runs ID [--children] [--json] [--db PATH]", summary: "list an execution's Distributed Map runs and their child executions", run: cmdMapRuns},
+		{name: "map-runs", usage: "map-runs ID [--children] [--json] [--follow] [--every DURATION] [--db PATH]", summary: "list an execution's Distributed Map runs and their child executions", run: cmdMapRuns},
 		{name: "checkpoints", usage: "checkpoints ID [--json] [--db PATH]", summary: "list an execution's checkpoints", run: cmdCheckpoints},
 		{name: "serve", usage: "serve [--listen ADDR [--tokens FILE | --insecure] [--tls-cert FILE --tls-key FILE]] [--socket PATH] [--agents FILE] [--allow-host PATTERN]... [--only-allowed-hosts] [--poll DURATION] [--max-concurrent N] [--grace DURATION] [--log-format text|json] [--max-payload BYTES] [--max-item-bytes BYTES] [--max-listed-objects N] [--durability strict|batched] [--webhook-timeout DURATION] [--db PATH]", summary: "run executions and serve the HTTP API on a unix socket (and TCP)", run: cmdServe},
 		{name: "worker", usage: "worker [--poll DURATION] [--max-payload BYTES] [--db PATH]", summary: "another name for serve (the flags it shares: --poll, --max-payload, --db)", run: cmdWorker},
