@@ -221,6 +221,18 @@ func (r *run) flush(ctx context.Context) error {
 	return r.commitLocked(ctx, &Commit{})
 }
 
+// flushMemory writes the run's deferred commits when they hold memory
+// writes (batched durability defers them), so that the execution's
+// memory reads see its own writes.
+func (r *run) flushMemory(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.returned || r.queue.pending == nil || len(r.queue.pending.Memory) == 0 {
+		return nil
+	}
+	return r.commitLocked(ctx, &Commit{})
+}
+
 // stateExit is a state's completion handed to the commit point.
 type stateExit struct {
 	h   *stateRun

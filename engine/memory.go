@@ -265,6 +265,9 @@ func (h *stateRun) memoryRead(ctx context.Context, m *states.MemoryConfig, input
 	if err != nil {
 		return nil, err
 	}
+	if err := h.r.flushMemory(ctx); err != nil {
+		return nil, err
+	}
 	switch m.Type {
 	case "semantic":
 		return h.semanticRead(ctx, ms, m.Read, ns, input)

@@ -288,3 +288,26 @@ func TestSemanticAndEpisodicMemoryTTL(t *testing.T) {
 		}
 	})
 }
+
+// TestMemoryReadsOwnWritesBatched: with batched durability, whose commits
+// wait for the batch window, a state reads the memory an earlier state
+// of the same execution wrote (key-value, semantic and episodic).
+func TestMemoryReadsOwnWritesBatched(t *testing.T) {
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "b.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	x := engine.New(engine.Config{Store: st, Durability: engine.DurabilityBatched})
+	def := `{"StartAt":"W","States":{
+		"W":{"Type":"Pass","Memory":{"Write":{"Key":"k","Value":"v"}},"Next":"S"},
+		"S":{"Type":"Pass","Memory":{"Type":"semantic","Write":{"Collection":"c","Value":"green apples"}},"Next":"E"},
+		"E":{"Type":"Pass","Memory":{"Type":"episodic","Write":{"Value":"e"}},"Next":"R"},
+		"R":{"Type":"Pass","Memory":{"Read":{"Keys":["k"],"InjectAt":"$.kv"}},"Next":"RS"},
+		"RS":{"Type":"Pass","Memory":{"Type":"semantic","Read":{"Collection":"c","Query":"apples","InjectAt":"$.sem"}},"Next":"RE"},
+		"RE":{"Type":"Pass","Memory":{"Type":"episodic","Read":{"InjectAt":"$.ep"}},"End":true}}}`
+	out := runOn(t, x, def, `{}`).Output.(map[string]any)
+	if out["kv"].(map[string]any)["k"] != "v" || len(out["sem"].([]any)) != 1 || len(out["ep"].([]any)) != 1 {
+		t.Errorf("reads after writes, batched: %v", out)
+	}
+}
