@@ -57,7 +57,18 @@ func (h *stateRun) semanticWrite(mw *MemoryWrite, w *states.MemoryWrite, i int, 
 		return h.runtimeError(fmt.Sprintf("%s: Collection %q: %v", what, w.Collection, err))
 	}
 	key := w.Key
-	if key == "" {
+	if w.KeyExpr != nil {
+		v, err := w.KeyExpr.Eval(proposed, h.env)
+		if err != nil {
+			return h.runtimeError(fmt.Sprintf("%s.Key.$: %v", what, err))
+		}
+		s, ok := v.(string)
+		if !ok {
+			return h.runtimeError(fmt.Sprintf("%s.Key.$ gave %s, not a string", what, jsonvalue.TypeName(v)))
+		}
+		key = s
+	}
+	if key == "" && w.KeyExpr == nil {
 		key = h.autoKey(i)
 	}
 	if err := CheckMemoryName("the key", key); err != nil {

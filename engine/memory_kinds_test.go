@@ -50,7 +50,6 @@ func semanticStores(t *testing.T) map[string]func() engine.Store {
 func TestSemanticMemoryRecallsByMeaning(t *testing.T) {
 	write := `{"StartAt":"Save","States":{"Save":{"Type":"Pass","Parameters":{"ticket.$":"$.text","id.$":"$.id"},
 		"Memory":{"Type":"semantic","Namespace":"support","Write":{"Collection":"tickets","Key.$":"$.id","Text.$":"$.ticket","Value.$":"$"}},"End":true}}}`
-	write = strings.Replace(write, `"Key.$":"$.id",`, ``, 1)
 	recall := `{"StartAt":"Recall","States":{"Recall":{"Type":"Pass",
 		"Memory":{"Type":"semantic","Namespace":"support","Read":{"Collection":"tickets","Query.$":"$.question","TopK":2,"MinScore":0.1,"InjectAt":"$.similar"}},
 		"End":true}}}`
@@ -68,7 +67,7 @@ func TestSemanticMemoryRecallsByMeaning(t *testing.T) {
 				t.Fatalf("recalled %d tickets: %v", len(similar), similar)
 			}
 			first := similar[0].(map[string]any)
-			if first["text"] != tickets[0] || first["value"].(map[string]any)["id"] != "T-1" {
+			if first["text"] != tickets[0] || first["key"] != "T-1" || first["value"].(map[string]any)["id"] != "T-1" {
 				t.Errorf("nearest ticket %v, want T-1", first)
 			}
 			for _, m := range similar {

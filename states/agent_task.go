@@ -104,6 +104,9 @@ type MemoryWrite struct {
 	// replaces that entry); empty for episodic memory, whose events are
 	// appended.
 	Key string
+	// KeyExpr computes a semantic write's id (Key.$) from the document
+	// after ResultPath, as ValueExpr; nil when absent.
+	KeyExpr *jsonpath.Expr
 	// Value is a fixed value to store, valid when HasValue.
 	Value    any
 	HasValue bool

@@ -85,6 +85,7 @@ var memoryWriteFields = []memoryField{
 	{"Collection", []string{memorySemantic, memoryEpisodic}},
 	{"Text", []string{memorySemantic}},
 	{"Text.$", []string{memorySemantic}},
+	{"Key.$", []string{memorySemantic}},
 }
 
 // misplacedMemoryFields are fields of Memory.Read or Memory.Write that a
@@ -319,7 +320,9 @@ func (p *parser) memoryWrite(wo *object, typ string) MemoryWrite {
 		w.Key, _ = wo.name("Key", true)
 		w.Merge, _ = wo.boolean("Merge")
 	case memorySemantic:
+		wo.exclusive("Key", "Key.$")
 		w.Key, _ = wo.name("Key", false)
+		w.KeyExpr = p.expr(wo, "Key.$")
 		w.Collection, _ = wo.name("Collection", true)
 		wo.exclusive("Text", "Text.$")
 		if _, ok := wo.m["Text"]; ok {

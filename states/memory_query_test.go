@@ -205,6 +205,10 @@ func TestMemoryTypesRefused(t *testing.T) {
 		{"key-value filter", `{"Read": {"Keys": ["k"], "Filter": {"a": 1}, "Limit": 3}}`, []string{
 			at + `/Read/Filter: Filter is only used with Memory.Type "episodic"`,
 			at + `/Read/Limit: Limit is only used with Memory.Type "episodic"`}},
+		{"key-value computed key", `{"Write": {"Key.$": "$.k", "Value": 1}}`,
+			[]string{at + `/Write/Key.$: Key.$ is only used with Memory.Type "semantic"`, at + `/Write: missing required field Key`}},
+		{"semantic key and key.$", `{"Type": "semantic", "Write": {"Collection": "c", "Key": "a", "Key.$": "$.k"}}`,
+			[]string{at + `/Write/Key.$: Key and Key.$ cannot both be set`}},
 		{"key-value text", `{"Write": {"Key": "k", "Text.$": "$.t"}}`,
 			[]string{at + `/Write/Text.$: Text.$ is only used with Memory.Type "semantic"`}},
 		{"misplaced", `{"Type": "semantic", "TopK": 3, "Read": {"Query": "q", "Collection": "c"}}`,
