@@ -435,14 +435,22 @@ func cmdMemory(ctx context.Context, c *cmdContext, args []string) error {
 		return err
 	}
 	defer h.close()
+	// A namespace's semantic and episodic collections are namespaces of
+	// their own in the store: list them all, then keep the namespace's.
 	var list []*engine.MemoryEntry
 	if h.api != nil {
-		list, err = remoteMemory(ctx, h, ns)
+		list, err = remoteMemory(ctx, h, "")
 	} else {
-		list, err = h.st.ListMemory(ctx, ns, time.Now())
+		list, err = h.st.ListMemory(ctx, "", time.Now())
 	}
 	if err != nil {
 		return err
+	}
+	if ns != "" {
+		list = slices.DeleteFunc(list, func(e *engine.MemoryEntry) bool {
+			own, _, _, _ := engine.SplitMemoryNamespace(e.Namespace)
+			return own != ns
+		})
 	}
 	if key != "" {
 		list = slices.DeleteFunc(list, func(e *engine.MemoryEntry) bool { return e.Key != key })
@@ -453,8 +461,13 @@ func cmdMemory(ctx context.Context, c *cmdContext, args []string) error {
 	if *asJSON {
 		out := make([]any, len(list))
 		for i, e := range list {
-			out[i] = map[string]any{"namespace": e.Namespace, "key": e.Key, "value": e.Value,
+			own, kind, coll, typed := engine.SplitMemoryNamespace(e.Namespace)
+			m := map[string]any{"namespace": own, "type": "key_value", "key": e.Key, "value": e.Value,
 				"updatedAt": timeJSON(e.UpdatedAt), "expiresAt": timeJSON(e.ExpiresAt), "execution": nullable(e.Execution)}
+			if typed {
+				m["type"], m["collection"] = kind, coll
+			}
+			out[i] = m
 		}
 		return writeJSON(c.stdout, out)
 	}
@@ -465,14 +478,27 @@ func cmdMemory(ctx context.Context, c *cmdContext, args []string) error {
 		if !e.ExpiresAt.IsZero() {
 			exp = timeText(e.ExpiresAt)
 		}
-		v, err := jsonvalue.Marshal(e.Value)
+		name, value := e.Namespace, e.Value
+		if own, kind, coll, ok := engine.SplitMemoryNamespace(e.Namespace); ok {
+			// A collection's entry: its text (semantic) or event
+			// (episodic), not the vector.
+			name = fmt.Sprintf("%s (%s %s)", own, kind, coll)
+			if m, isObj := value.(map[string]any); isObj {
+				if t, has := m["text"]; has && kind == "semantic" {
+					value = t
+				} else if ev, has := m["event"]; has {
+					value = ev
+				}
+			}
+		}
+		v, err := jsonvalue.Marshal(value)
 		if err != nil {
 			return err
 		}
 		if len(v) > 80 {
 			v = append(v[:77:77], "..."...)
 		}
-		w.row(e.Namespace, e.Key, timeText(e.UpdatedAt), exp, string(v))
+		w.row(termSafe(name), termSafe(e.Key), timeText(e.UpdatedAt), exp, termSafe(string(v)))
 	}
 	return w.flush()
 }

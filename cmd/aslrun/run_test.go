@@ -321,3 +321,30 @@ func TestRunDurability(t *testing.T) {
 		t.Errorf("status of the batched run: exit %d, %s", code, out)
 	}
 }
+
+// TestMemoryListsCollections: `aslrun memory` shows a namespace's semantic
+// and episodic collections under the namespace, their entries' texts and
+// events (not vectors), and `memory NAMESPACE` includes them.
+func TestMemoryListsCollections(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	wf := writeFile(t, dir, "w.json", `{"StartAt":"S","States":{
+		"S":{"Type":"Pass","Memory":{"Type":"semantic","Namespace":"kb","Write":{"Collection":"notes","Key":"n1","Value":"the office opens at nine"}},"Next":"E"},
+		"E":{"Type":"Pass","Memory":{"Type":"episodic","Namespace":"kb","Write":{"Value":{"kind":"opened"}}},"Next":"K"},
+		"K":{"Type":"Pass","Memory":{"Namespace":"other","Write":{"Key":"k","Value":1}},"End":true}}}`)
+	if code, _, errOut := invoke(t, "", "run", wf, "--db", db); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := invoke(t, "", "memory", "kb", "--db", db)
+	if code != 0 {
+		t.Fatalf("memory: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"kb (semantic notes)   n1", `"the office opens at nine"`, "kb (episodic events)", `{"kind":"opened"}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("memory kb printed\n%s\nwithout %q", out, want)
+		}
+	}
+	if strings.Contains(out, "other") || strings.Contains(out, "vector") || strings.Contains(out, "\\x1f") {
+		t.Errorf("memory kb printed\n%s", out)
+	}
+}
