@@ -310,3 +310,24 @@ func TestMemoryReadsOwnWritesBatched(t *testing.T) {
 		t.Errorf("reads after writes, batched: %v", out)
 	}
 }
+
+// TestSemanticMemoryManyCollections: past the collections a process
+// keeps indexes of, the least recently searched is dropped and loaded
+// again from the store when searched: every collection still recalls its
+// own entry.
+func TestSemanticMemoryManyCollections(t *testing.T) {
+	x := engine.New(engine.Config{Store: store.NewMemory()})
+	def := `{"StartAt":"W","States":{"W":{"Type":"Pass","Memory":{"Type":"semantic","Namespace.$":"$.ns","Write":{"Collection":"c","Value.$":"$.text"}},"Next":"R"},
+		"R":{"Type":"Pass","Memory":{"Type":"semantic","Namespace.$":"$.ns","Read":{"Collection":"c","Query.$":"$.text","TopK":1}},"End":true}}}`
+	read := `{"StartAt":"R","States":{"R":{"Type":"Pass","Memory":{"Type":"semantic","Namespace.$":"$.ns","Read":{"Collection":"c","Query.$":"$.text","TopK":3}},"End":true}}}`
+	const n = 300
+	for i := range n {
+		runOn(t, x, def, fmt.Sprintf(`{"ns":"user%d","text":"note %d about topic %d"}`, i, i, i))
+	}
+	for _, i := range []int{0, 150, n - 1} {
+		got := runOn(t, x, read, fmt.Sprintf(`{"ns":"user%d","text":"note %d about topic %d"}`, i, i, i)).Output.(map[string]any)["_memory"].([]any)
+		if len(got) != 1 || got[0].(map[string]any)["text"] != fmt.Sprintf("note %d about topic %d", i, i) {
+			t.Errorf("user%d recalled %v", i, got)
+		}
+	}
+}

@@ -70,6 +70,9 @@ type semanticEntry struct {
 
 // collectionIndex is the index of one semantic collection.
 type collectionIndex struct {
+	// used is when it was last got (vectorCache.clock), under the
+	// cache's mutex.
+	used    uint64
 	mu      sync.Mutex
 	loaded  bool
 	model   string
@@ -84,22 +87,40 @@ type collectionIndex struct {
 // vectorCache holds the indexes of semantic collections, by stored
 // namespace.
 type vectorCache struct {
-	mu  sync.Mutex
-	all map[string]*collectionIndex
+	mu    sync.Mutex
+	all   map[string]*collectionIndex
+	clock uint64 // counts gets, for used
 }
 
-// get returns the index of stored namespace ns (made empty).
+// maxCollections bounds the collections whose indexes a process keeps:
+// past it, the least recently searched is dropped (and loaded again from
+// the store at its next search).
+const maxCollections = 256
+
+// get returns the index of stored namespace ns (made empty), marked as
+// used now.
 func (c *vectorCache) get(ns string) *collectionIndex {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.all == nil {
 		c.all = make(map[string]*collectionIndex)
 	}
+	c.clock++
 	ci := c.all[ns]
 	if ci == nil {
+		if len(c.all) >= maxCollections {
+			oldest, at := "", c.clock
+			for k, x := range c.all {
+				if x.used < at {
+					oldest, at = k, x.used
+				}
+			}
+			delete(c.all, oldest)
+		}
 		ci = &collectionIndex{}
 		c.all[ns] = ci
 	}
+	ci.used = c.clock
 	return ci
 }
 
@@ -111,7 +132,12 @@ func (c *vectorCache) committed(writes []MemoryWrite) {
 		if _, kind, _, ok := SplitMemoryNamespace(w.Namespace); !ok || kind != "semantic" {
 			continue
 		}
-		ci := c.get(w.Namespace)
+		c.mu.Lock()
+		ci := c.all[w.Namespace]
+		c.mu.Unlock()
+		if ci == nil {
+			continue // not searched here: loaded whole at its first search
+		}
 		ci.mu.Lock()
 		if ci.dirty == nil {
 			ci.dirty = make(map[string]bool)
