@@ -116,6 +116,9 @@ type Config struct {
 	// EventsOut is where the stdout channels of workflows' Events write,
 	// one event per line; nil means os.Stdout.
 	EventsOut io.Writer
+	// CacheLimits bound the result cache of Tasks (Cache, Idempotent) in
+	// the store; zero fields mean DefaultCacheLimits'.
+	CacheLimits CacheLimits
 	// Embedder turns texts into vectors for semantic memory, semantic
 	// context and their queries (embed.go); nil means the offline
 	// embedder of package models/localembed (384 dimensions). Vectors are
@@ -157,6 +160,10 @@ type Executor struct {
 	embedder Embedder
 	// vectors are the semantic memory collections' indexes (semantic.go).
 	vectors vectorCache
+	// localCache is the result cache of an executor without a store;
+	// cacheLimits is Config.CacheLimits (task_cache.go).
+	localCache  localCache
+	cacheLimits CacheLimits
 
 	mu     sync.Mutex
 	active map[string]*held // executions held in this process (stop.go)
@@ -207,6 +214,7 @@ func New(cfg Config) *Executor {
 	x.batchWindow = cfg.BatchWindow
 	x.buckets = cfg.Buckets
 	x.embedder = newEmbedder(cfg.Embedder)
+	x.cacheLimits = cfg.CacheLimits
 	if x.batchWindow <= 0 {
 		x.batchWindow = DefaultBatchWindow
 	}

@@ -129,13 +129,31 @@ func (h *stateRun) taskCall(ctx context.Context, s *states.Task, raw any) (any, 
 		}
 		return nil, 0, h.awaitToken(ctx, cb)
 	}
+	var tc *taskCache
+	if c := s.Cache; c != nil && c.Enabled {
+		var cached any
+		var hit bool
+		if tc, cached, hit, err = h.cacheLookup(ctx, s, input, params, timeout); err != nil {
+			return nil, 0, err
+		}
+		if hit {
+			// Nothing is called nor charged; the output guardrails and
+			// the write policy still check the result.
+			return h.guardOutput(ctx, s, cached, unknownSize, noRegenerate)
+		}
+		defer tc.release(ctx)
+	}
 	result, size, err := h.callAgent(ctx, s, "", params, nil, timeout, heartbeat)
 	if err != nil {
 		return nil, 0, err
 	}
-	return h.guardOutput(ctx, s, result, size, func(ctx context.Context, sub string) (any, int, error) {
+	result, size, err = h.guardOutput(ctx, s, result, size, func(ctx context.Context, sub string) (any, int, error) {
 		return h.callAgent(ctx, s, sub, params, nil, timeout, heartbeat)
 	})
+	if err == nil && tc != nil {
+		tc.store(ctx, h, s, result)
+	}
+	return result, size, err
 }
 
 // seconds resolves TimeoutSeconds/HeartbeatSeconds or their Path forms.

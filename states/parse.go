@@ -67,10 +67,10 @@ var unsupportedStateFields = map[string]string{
 	"Resource":    "only a Task calls a resource",
 	"Credentials": "only a Task has Credentials",
 	"Feedback":    "Feedback is not supported",
-	"Cache":       "Cache is not supported",
+	"Cache":       "only a Task caches its result",
 	"Audit":       "Audit is not supported",
 	"Streaming":   "only a Task streams its agent's output",
-	"Idempotent":  "Idempotent is not supported (every agent call receives an idempotency key)",
+	"Idempotent":  "only a Task's result is cached",
 	"Metadata":    "Metadata is not supported",
 	"Model":       "only a Task chooses a model",
 	"Generation":  "only a Task has Generation settings",
@@ -304,7 +304,7 @@ func StateTypes() []string {
 // Comment and QueryLanguage.
 var stateFields = map[string][]string{
 	"Pass":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Result", "ResultPath", "Parameters", "Memory", "WritePolicy"},
-	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Resource", "Credentials", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "Model", "Generation", "Streaming", "WritePolicy"},
+	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Resource", "Credentials", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "Model", "Generation", "Streaming", "WritePolicy", "Cache", "Idempotent", "IdempotencyKey", "IdempotencyKey.$", "CacheResult", "CacheTTL"},
 	"Choice":     {"InputPath", "OutputPath", "Assign", "Choices", "Default"},
 	"Wait":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
 	"Succeed":    {"InputPath", "OutputPath"},
@@ -658,6 +658,7 @@ func (p *parser) task(o *object, c Common) *Task {
 	s.Model = p.model(o, "Model")
 	s.Generation = p.generation(o, "Generation", false)
 	s.Streaming = p.streaming(o)
+	s.Cache = p.taskCache(o)
 	return s
 }
 

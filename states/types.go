@@ -221,6 +221,9 @@ type Task struct {
 	// Streaming says how the agent's text is streamed as it is
 	// generated; nil when absent (the agent's text is not streamed).
 	Streaming *StreamingConfig
+	// Cache says how the Task's result is cached (Cache, or Idempotent
+	// and its fields); nil when it is not.
+	Cache *TaskCache
 }
 
 // Choice routes to the Next of the first matching rule, or to Default.
