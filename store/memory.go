@@ -36,6 +36,7 @@ type Memory struct {
 	orphans     map[string]bool
 	memory      map[string][]byte // agent memory records by "namespace \x00 key"
 	outbox      map[string][]byte // outbox records by id
+	cache       memCache          // the result cache (cache.go)
 	workflows   map[string][]memWorkflow
 	codecs      Codecs
 	migrations  Migrations
