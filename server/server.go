@@ -245,6 +245,10 @@ func (s *Server) table() []route {
 		// The webhook deliveries of ASL Events (deliveries.go).
 		{"GET /v1/deliveries", RoleViewer, s.listDeliveries},
 		{"POST /v1/deliveries/{id}/retry", RoleOperator, s.retryDelivery},
+		// The result cache of Tasks (cache.go).
+		{"GET /v1/cache", RoleAdmin, s.listCache},
+		{"DELETE /v1/cache", RoleAdmin, s.purgeCache},
+		{"DELETE /v1/cache/{key}", RoleAdmin, s.purgeCache},
 	}
 }
 
