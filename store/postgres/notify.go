@@ -70,11 +70,9 @@ func (db *DB) LiveChannelName() string {
 type Wake struct {
 	// Channel is the channel the notification came on; "" when Missed.
 	Channel string
-	// Execution is the id a notification carried; "" when Missed.
+	// Execution is the id a notification carried (the payload, on
+	// channels that carry something else than ids); "" when Missed.
 	Execution string
-	// Payload is the notification's payload, the same as Execution (on
-	// channels that carry something else than ids).
-	Payload string
 	// Missed says that notifications may have been lost (the connection
 	// dropped and was made again, or the receiver fell behind): look for
 	// work the way polling does, once.
@@ -202,7 +200,7 @@ func (n *Notifier) loop(ctx context.Context, conn *pgx.Conn) {
 			}
 			if !missed {
 				select {
-				case n.c <- Wake{Channel: note.Channel, Execution: note.Payload, Payload: note.Payload}:
+				case n.c <- Wake{Channel: note.Channel, Execution: note.Payload}:
 				default:
 					missed = true
 				}

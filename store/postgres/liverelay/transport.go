@@ -30,7 +30,7 @@ func Postgres(ctx context.Context, db *postgres.DB) (interface {
 	go func() {
 		defer close(t.c)
 		for w := range n.C() {
-			t.c <- Message{Payload: w.Payload, Missed: w.Missed}
+			t.c <- Message{Payload: w.Execution, Missed: w.Missed}
 		}
 	}()
 	return t, nil
