@@ -83,15 +83,7 @@ func parseEmbedder(ptr string, v any) (*embedderConfig, error) {
 		if _, ok := m["MaxRetries"]; ok {
 			cfg.MaxRetries = p.integer("MaxRetries", 0, 10)
 		}
-		if key := p.str("APIKey", false); key != "" && p.err == nil {
-			if cfg.APIKeyEnv != "" {
-				p.fail("APIKey", "give APIKey or APIKeyEnv, not both")
-			} else if env, ok := singleReference(key); ok {
-				cfg.APIKeyEnv = env
-			} else {
-				p.failSecret("APIKey", `APIKey must not hold the key itself, since the agents file is stored with every execution: write "APIKeyEnv": "OPENAI_API_KEY" or "APIKey": "${OPENAI_API_KEY}"`)
-			}
-		}
+		p.apiKeyRef(&cfg.APIKeyEnv, "OPENAI_API_KEY")
 		if cfg.APIKeyEnv != "" && !validEnvName(cfg.APIKeyEnv) && p.err == nil {
 			p.fail("APIKeyEnv", "%q is not an environment variable name", cfg.APIKeyEnv)
 		}

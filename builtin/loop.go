@@ -86,15 +86,7 @@ func parseModels(ptr string, v any) (map[string]models.Config, error) {
 				p.fail("Comment", "Comment must be a string, not %s", jsonvalue.TypeName(c))
 			}
 		}
-		if key := p.str("APIKey", false); key != "" && p.err == nil {
-			if cfg.APIKeyEnv != "" {
-				p.fail("APIKey", "give APIKey or APIKeyEnv, not both")
-			} else if env, ok := singleReference(key); ok {
-				cfg.APIKeyEnv = env
-			} else {
-				p.failSecret("APIKey", `APIKey must not hold the key itself, since the agents file is stored with every execution: write "APIKeyEnv": "ANTHROPIC_API_KEY" or "APIKey": "${ANTHROPIC_API_KEY}"`)
-			}
-		}
+		p.apiKeyRef(&cfg.APIKeyEnv, "ANTHROPIC_API_KEY")
 		if p.err != nil {
 			return nil, p.err
 		}
@@ -109,6 +101,23 @@ func parseModels(ptr string, v any) (map[string]models.Config, error) {
 		out[name] = cfg
 	}
 	return out, nil
+}
+
+// apiKeyRef reads APIKey, which may only name the variable holding the
+// key ("${NAME}"), into env (APIKeyEnv, read already): giving both, or a
+// key itself, is refused (example names a variable in the message).
+func (p *fieldParser) apiKeyRef(env *string, example string) {
+	key := p.str("APIKey", false)
+	if key == "" || p.err != nil {
+		return
+	}
+	if *env != "" {
+		p.fail("APIKey", "give APIKey or APIKeyEnv, not both")
+	} else if name, ok := singleReference(key); ok {
+		*env = name
+	} else {
+		p.failSecret("APIKey", `APIKey must not hold the key itself, since the agents file is stored with every execution: write "APIKeyEnv": "%s" or "APIKey": "${%s}"`, example, example)
+	}
 }
 
 // loopConfig is a loop agent of the file.

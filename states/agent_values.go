@@ -509,6 +509,20 @@ func (p *parser) text(o *object, key string) (Text, bool) {
 	return t, len(problems) == 0
 }
 
+// textOrExpr reads the pair of fields key (a non-empty Text) and key.$ (a
+// path or an intrinsic), of which at most one may be given.
+func (p *parser) textOrExpr(o *object, key string) (Text, *jsonpath.Expr) {
+	o.exclusive(key, key+".$")
+	var t Text
+	if _, ok := o.m[key]; ok {
+		t, _ = p.text(o, key)
+		if o.m[key] == "" {
+			o.errorf(key, "%s must not be empty", key)
+		}
+	}
+	return t, p.expr(o, key+".$")
+}
+
 // ParseText parses s as a Text: literal text with {{$.path}}
 // placeholders. The error lists every bad placeholder.
 func ParseText(s string) (Text, error) {

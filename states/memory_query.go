@@ -138,14 +138,7 @@ func (p *parser) memory(o *object, key string) *MemoryConfig {
 	}
 	m.Read = p.memoryRead(mo, m.Type)
 	m.Write = p.memoryWrites(mo, m.Type)
-	mo.exclusive("Namespace", "Namespace.$")
-	if _, ok := mo.m["Namespace"]; ok {
-		m.Namespace, _ = p.text(mo, "Namespace")
-		if mo.m["Namespace"] == "" {
-			mo.errorf("Namespace", "Namespace must not be empty")
-		}
-	}
-	m.NamespaceExpr = p.expr(mo, "Namespace.$")
+	m.Namespace, m.NamespaceExpr = p.textOrExpr(mo, "Namespace")
 	return m
 }
 
@@ -227,15 +220,7 @@ func (p *parser) query(o *object) (Text, *jsonpath.Expr) {
 	if !hasText && !hasExpr {
 		o.errorf("", "missing required field Query or Query.$")
 	}
-	o.exclusive("Query", "Query.$")
-	var t Text
-	if hasText {
-		t, _ = p.text(o, "Query")
-		if o.m["Query"] == "" {
-			o.errorf("Query", "Query must not be empty")
-		}
-	}
-	return t, p.expr(o, "Query.$")
+	return p.textOrExpr(o, "Query")
 }
 
 // memoryFilter reads an episodic Memory.Read's Filter: {"field": value}
@@ -324,14 +309,7 @@ func (p *parser) memoryWrite(wo *object, typ string) MemoryWrite {
 		w.Key, _ = wo.name("Key", false)
 		w.KeyExpr = p.expr(wo, "Key.$")
 		w.Collection, _ = wo.name("Collection", true)
-		wo.exclusive("Text", "Text.$")
-		if _, ok := wo.m["Text"]; ok {
-			w.Text, _ = p.text(wo, "Text")
-			if wo.m["Text"] == "" {
-				wo.errorf("Text", "Text must not be empty")
-			}
-		}
-		w.TextExpr = p.expr(wo, "Text.$")
+		w.Text, w.TextExpr = p.textOrExpr(wo, "Text")
 	case memoryEpisodic:
 		w.Collection = DefaultEventCollection
 		if c, ok := wo.name("Collection", false); ok {

@@ -82,14 +82,7 @@ func (p *parser) cacheBlock(o *object) *TaskCache {
 	if enabled, ok := co.boolean("Enabled"); ok {
 		c.Enabled = enabled
 	}
-	co.exclusive("Key", "Key.$")
-	if _, ok := co.m["Key"]; ok {
-		c.Key, _ = p.text(co, "Key")
-		if co.m["Key"] == "" {
-			co.errorf("Key", "Key must not be empty")
-		}
-	}
-	c.KeyExpr = p.expr(co, "Key.$")
+	c.Key, c.KeyExpr = p.textOrExpr(co, "Key")
 	c.TTL, _ = co.ttl("TTL")
 	if s, ok := co.enum("Scope", []string{CacheScopeExecution, CacheScopeWorkflow}, []string{CacheScopeGlobal}); ok {
 		c.Scope = s
@@ -117,14 +110,7 @@ func (p *parser) idempotency(o *object) *TaskCache {
 			}
 		}
 	}
-	o.exclusive("IdempotencyKey", "IdempotencyKey.$")
-	if _, ok := o.m["IdempotencyKey"]; ok {
-		c.Key, _ = p.text(o, "IdempotencyKey")
-		if o.m["IdempotencyKey"] == "" {
-			o.errorf("IdempotencyKey", "IdempotencyKey must not be empty")
-		}
-	}
-	c.KeyExpr = p.expr(o, "IdempotencyKey.$")
+	c.Key, c.KeyExpr = p.textOrExpr(o, "IdempotencyKey")
 	c.TTL, _ = o.ttl("CacheTTL")
 	return c
 }
