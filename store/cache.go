@@ -73,6 +73,14 @@ func CheckCacheClaim(key, owner string, lease time.Duration, release bool) error
 	return nil
 }
 
+// CheckCachePurge checks PurgeCache's key ("" for every entry).
+func CheckCachePurge(key string) error {
+	if err := cacheName("key", key, false); err != nil {
+		return fmt.Errorf("purge cache: %w", err)
+	}
+	return nil
+}
+
 // CheckCacheLimits checks PutCache's limits and returns them with zero
 // fields set to engine.DefaultCacheLimits'.
 func CheckCacheLimits(l engine.CacheLimits) (engine.CacheLimits, error) {
@@ -425,8 +433,8 @@ func (m *Memory) ListCache(ctx context.Context, f engine.CacheFilter, now time.T
 // PurgeCache removes the entry of key (every entry for "") and the
 // entries expired at now, and returns how many it removed.
 func (m *Memory) PurgeCache(ctx context.Context, key string, now time.Time) (int, error) {
-	if err := cacheName("key", key, false); err != nil {
-		return 0, fmt.Errorf("purge cache: %w", err)
+	if err := CheckCachePurge(key); err != nil {
+		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err

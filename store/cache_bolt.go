@@ -401,8 +401,8 @@ func (b *Bolt) ListCache(ctx context.Context, f engine.CacheFilter, now time.Tim
 // entries expired at now, reading the expiry index, and returns how many
 // it removed.
 func (b *Bolt) PurgeCache(ctx context.Context, key string, now time.Time) (int, error) {
-	if err := cacheName("key", key, false); err != nil {
-		return 0, fmt.Errorf("purge cache: %w", err)
+	if err := CheckCachePurge(key); err != nil {
+		return 0, err
 	}
 	var n int
 	err := b.write(ctx, func(x *tx) error {
