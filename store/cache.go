@@ -36,8 +36,9 @@ import (
 // refuses (the error says which and why).
 var ErrCacheArgument = errors.New("invalid cache argument")
 
-// MaxCacheKey bounds the length of a cache key and of an owner, in bytes.
-const MaxCacheKey = 512
+// MaxCacheKey bounds the length of a cache key, of an owner and of the
+// names an entry keeps, in bytes.
+const MaxCacheKey = 4096
 
 // cacheName checks a key, owner, or listed name: what must not be empty
 // (when need) and must be UTF-8 text without NUL of at most MaxCacheKey

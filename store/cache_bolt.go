@@ -245,7 +245,7 @@ func (b *Bolt) ClaimCache(ctx context.Context, key, owner string, now time.Time,
 		}
 		r, err := c.get(key)
 		if err != nil {
-			return reject(err)
+			return err // the bucket may have been made: no rejection
 		}
 		busy = c.claim(key).busy(owner, now)
 		switch {
@@ -299,7 +299,7 @@ func (b *Bolt) PutCache(ctx context.Context, e *engine.CacheEntry, limits engine
 		}
 		old, err := c.get(p.Key)
 		if err != nil {
-			return reject(err)
+			return err // the bucket may have been made: no rejection
 		}
 		if err := c.claims.Delete([]byte(p.Key)); err != nil {
 			return err

@@ -72,9 +72,15 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 )
 SELECT count(*) FROM d`
 
+	// listCache lists the live entries at $4 after $3, of scope $2 ('':
+	// any), at most $5 (NULL: all); listWorkflowCache those of workflow
+	// $1, which read its index.
 	listCache = `SELECT ` + cacheColumns + ` FROM result_cache
-WHERE ($1 = '' OR workflow = $1) AND ($2 = '' OR scope = $2) AND key > $3 AND (expires_ns IS NULL OR expires_ns > $4)
+WHERE $1::text IS NULL AND ($2 = '' OR scope = $2) AND key > $3 AND (expires_ns IS NULL OR expires_ns > $4)
 ORDER BY key LIMIT $5`
+	listWorkflowCache = `SELECT ` + cacheColumns + ` FROM result_cache
+WHERE workflow = $1 AND ($2 = '' OR scope = $2) AND key > $3 AND (expires_ns IS NULL OR expires_ns > $4)
+ORDER BY workflow, key LIMIT $5`
 )
 
 // scanCacheEntry scans a row of cacheColumns.
@@ -256,7 +262,11 @@ func (db *DB) ListCache(ctx context.Context, f engine.CacheFilter, now time.Time
 	if f.Limit > 0 {
 		limit = f.Limit
 	}
-	rows, err := db.pool.Query(ctx, listCache, f.Workflow, f.Scope, f.After, store.TimeKey(now), limit)
+	query, workflow := listCache, any(nil)
+	if f.Workflow != "" {
+		query, workflow = listWorkflowCache, f.Workflow
+	}
+	rows, err := db.pool.Query(ctx, query, workflow, f.Scope, f.After, store.TimeKey(now), limit)
 	if err != nil {
 		return nil, db.dbErr("listing the cache", err)
 	}
