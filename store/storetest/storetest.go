@@ -85,6 +85,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	t.Run("Outbox", func(t *testing.T) { runOutbox(t, open) })
 	t.Run("Cache", func(t *testing.T) { runCache(t, open) })
+	t.Run("Feedback", func(t *testing.T) { runFeedback(t, open) })
 }
 
 // t0 is the suite's reference time, in a zone that is not UTC so that
