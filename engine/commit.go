@@ -278,6 +278,7 @@ func (h *stateRun) exit(res *stepResult, c *Commit) bool {
 	}
 	h.commitMemory()
 	r.event(Event{Type: eventType(h.st.Base().Type, false), State: h.name(), Scope: sc.prefix, Output: res.output, Document: res.output})
+	h.feedbackRequested(res.output)
 	r.emitState("exited", h.st.Base(), sc.prefix, res.output)
 	if f := r.x.hooks.StateExited; f != nil {
 		f(r.exec.ID, h.qualified())

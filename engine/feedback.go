@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/states"
 )
 
 // Feedback on Tasks' outputs (ASL's Feedback block): what people say of
@@ -60,4 +63,30 @@ type FeedbackStore interface {
 	AddFeedback(ctx context.Context, f *Feedback) error
 	// ListFeedback lists feedback in id order, as f selects.
 	ListFeedback(ctx context.Context, f FeedbackFilter) ([]Feedback, error)
+}
+
+// feedbackRequested records, for a Task whose Feedback block collects,
+// that its output may now get feedback: a FeedbackRequested event with
+// the output and what the block asks (its step names the visit).
+func (h *stateRun) feedbackRequested(output any) {
+	t, ok := h.st.(*states.Task)
+	if !ok || t.Feedback == nil || !t.Feedback.Collect {
+		return
+	}
+	fb := t.Feedback
+	d := map[string]any{"step": h.step(), "type": fb.Type}
+	if fb.Question != "" {
+		d["question"] = fb.Question
+	}
+	if fb.Type == "rating" {
+		d["scale"] = []any{jsonvalue.FloatNumber(fb.Scale[0]), jsonvalue.FloatNumber(fb.Scale[1])}
+	}
+	if len(fb.Labels) > 0 {
+		labels := make([]any, len(fb.Labels))
+		for i, l := range fb.Labels {
+			labels[i] = l
+		}
+		d["labels"] = labels
+	}
+	h.r.ownEvent(Event{Type: EventFeedbackRequested, State: h.name(), Scope: h.sc.prefix, Output: output, Detail: d})
 }

@@ -245,6 +245,9 @@ func (s *Server) table() []route {
 		// The webhook deliveries of ASL Events (deliveries.go).
 		{"GET /v1/deliveries", RoleViewer, s.listDeliveries},
 		{"POST /v1/deliveries/{id}/retry", RoleOperator, s.retryDelivery},
+		// Feedback on states' outputs (feedback.go).
+		{"POST /v1/executions/{id}/feedback", RoleApprover, s.giveFeedback},
+		{"GET /v1/feedback", RoleViewer, s.listFeedback},
 		// The result cache of Tasks (cache.go).
 		{"GET /v1/cache", RoleAdmin, s.listCache},
 		{"DELETE /v1/cache", RoleAdmin, s.purgeCache},

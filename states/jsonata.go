@@ -18,7 +18,7 @@ const downgrade = "'QueryLanguage' can not be 'JSONPath' if set to 'JSONata' for
 // there: their fields are JSONPath paths.
 var jsonataStateFields = map[string][]string{
 	"Pass":       {"Next", "End", "Assign", "Output", "WritePolicy"},
-	"Task":       {"Next", "End", "Assign", "Output", "Agent", "Resource", "Credentials", "Arguments", "TimeoutSeconds", "HeartbeatSeconds", "Retry", "Catch", "Tools", "Budget", "Model", "Generation", "Streaming", "WritePolicy"},
+	"Task":       {"Next", "End", "Assign", "Output", "Agent", "Resource", "Credentials", "Arguments", "TimeoutSeconds", "HeartbeatSeconds", "Retry", "Catch", "Tools", "Budget", "Model", "Generation", "Streaming", "WritePolicy", "Feedback"},
 	"Choice":     {"Assign", "Output", "Choices", "Default"},
 	"Wait":       {"Next", "End", "Assign", "Output", "Seconds", "Timestamp"},
 	"Succeed":    {"Output"},
@@ -268,6 +268,7 @@ func (p *parser) jsonataTask(o *object, c Common) *Task {
 	s.Model = p.model(o, "Model")
 	s.Generation = p.generation(o, "Generation", true)
 	s.Streaming = p.streaming(o)
+	s.Feedback = p.taskFeedback(o)
 	return s
 }
 

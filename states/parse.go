@@ -66,7 +66,7 @@ func ParseTimestamp(s string) (time.Time, bool) {
 var unsupportedStateFields = map[string]string{
 	"Resource":    "only a Task calls a resource",
 	"Credentials": "only a Task has Credentials",
-	"Feedback":    "Feedback is not supported",
+	"Feedback":    "only a Task asks for feedback on its output",
 	"Cache":       "only a Task caches its result",
 	"Audit":       "Audit is not supported",
 	"Streaming":   "only a Task streams its agent's output",
@@ -304,7 +304,7 @@ func StateTypes() []string {
 // Comment and QueryLanguage.
 var stateFields = map[string][]string{
 	"Pass":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Result", "ResultPath", "Parameters", "Memory", "WritePolicy"},
-	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Resource", "Credentials", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "Model", "Generation", "Streaming", "WritePolicy", "Cache", "Idempotent", "IdempotencyKey", "IdempotencyKey.$", "CacheResult", "CacheTTL"},
+	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Resource", "Credentials", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "Model", "Generation", "Streaming", "WritePolicy", "Cache", "Idempotent", "IdempotencyKey", "IdempotencyKey.$", "CacheResult", "CacheTTL", "Feedback"},
 	"Choice":     {"InputPath", "OutputPath", "Assign", "Choices", "Default"},
 	"Wait":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
 	"Succeed":    {"InputPath", "OutputPath"},
@@ -659,7 +659,18 @@ func (p *parser) task(o *object, c Common) *Task {
 	s.Generation = p.generation(o, "Generation", false)
 	s.Streaming = p.streaming(o)
 	s.Cache = p.taskCache(o)
+	s.Feedback = p.taskFeedback(o)
 	return s
+}
+
+// taskFeedback reads a Task's Feedback block; Wait (the execution waits
+// for feedback) is refused for now.
+func (p *parser) taskFeedback(o *object) *FeedbackConfig {
+	fb := p.feedback(o)
+	if fb != nil && fb.Wait {
+		p.errorf(o.at("Feedback")+"/Wait", o.state, "Wait is not supported yet: feedback is given after the state ran, and the execution goes on (an Approval state waits for a person)")
+	}
+	return fb
 }
 
 func (p *parser) wait(o *object, c Common) *Wait {

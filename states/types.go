@@ -224,6 +224,9 @@ type Task struct {
 	// Cache says how the Task's result is cached (Cache, or Idempotent
 	// and its fields); nil when it is not.
 	Cache *TaskCache
+	// Feedback is what people may say of the Task's output once it ran;
+	// nil when absent.
+	Feedback *FeedbackConfig
 }
 
 // Choice routes to the Next of the first matching rule, or to Default.

@@ -96,6 +96,7 @@ func commands() []*command {
 		{name: "serve", usage: "serve [--listen ADDR [--tokens FILE | --insecure] [--tls-cert FILE --tls-key FILE]] [--socket PATH] [--agents FILE] [--allow-host PATTERN]... [--only-allowed-hosts] [--poll DURATION] [--max-concurrent N] [--grace DURATION] [--log-format text|json] [--max-payload BYTES] [--max-item-bytes BYTES] [--max-listed-objects N] [--durability strict|batched] [--webhook-timeout DURATION] [--db PATH]", summary: "run executions and serve the HTTP API on a unix socket (and TCP)", run: cmdServe},
 		{name: "worker", usage: "worker [--poll DURATION] [--max-payload BYTES] [--db PATH]", summary: "another name for serve (the flags it shares: --poll, --max-payload, --db)", run: cmdWorker},
 		{name: "memory", usage: "memory [NAMESPACE [KEY]] [--json] [--db PATH]", summary: "list agent memory", run: cmdMemory},
+		{name: "feedback", usage: "feedback export [--workflow NAME] [--state NAME] [--execution ID] [--db PATH]", summary: "export the feedback people gave on states' outputs, as JSONL", run: cmdFeedback},
 		{name: "cache", usage: "cache ls [--workflow NAME] [--json] [--db PATH] | cache purge KEY|--all [--db PATH]", summary: "list or purge the result cache of Tasks", run: cmdCache},
 		{name: "migrate", usage: "migrate --db URL", summary: "apply the schema migrations a PostgreSQL database lacks", run: cmdMigrate},
 		{name: "copy", usage: "copy --from FILE --to URL [--skip-existing]", summary: "copy a bbolt database's executions, memory and workflows into PostgreSQL, verified", run: cmdCopy},
