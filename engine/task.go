@@ -70,6 +70,11 @@ func (h *stateRun) taskCall(ctx context.Context, s *states.Task, raw any) (any, 
 		return nil, 0, err
 	}
 	inSize := h.inSize
+	if s.Metadata != nil {
+		if err := h.metadata(s, input); err != nil {
+			return nil, 0, err
+		}
+	}
 	if s.Memory != nil && s.Memory.Read != nil {
 		if input, err = h.memoryRead(ctx, s.Memory, input); err != nil {
 			return nil, 0, err
@@ -491,5 +496,19 @@ func (h *stateRun) resolveGeneration(s *states.Task, eval states.GenerationEval)
 		g.TopP = &v.TopP
 	}
 	h.generation = g
+	return nil
+}
+
+// EventStateMetadata records a Task's Metadata, evaluated on its
+// effective input.
+const EventStateMetadata = "StateMetadata"
+
+// metadata records the Task's Metadata.
+func (h *stateRun) metadata(s *states.Task, input any) error {
+	v, _, err := h.template(s.Metadata, input, h.inSize)
+	if err != nil {
+		return err
+	}
+	h.r.ownEvent(Event{Type: EventStateMetadata, State: h.name(), Scope: h.sc.prefix, Detail: v})
 	return nil
 }

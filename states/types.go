@@ -227,6 +227,10 @@ type Task struct {
 	// Feedback is what people may say of the Task's output once it ran;
 	// nil when absent.
 	Feedback *FeedbackConfig
+	// Metadata is free-form data about the Task (an object whose fields
+	// may end in .$, read on its effective input), recorded with its
+	// events; nil when absent.
+	Metadata *jsonpath.Template
 }
 
 // Choice routes to the Next of the first matching rule, or to Default.
