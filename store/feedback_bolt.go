@@ -16,19 +16,23 @@ import (
 //
 //	'r' id                    the item's record (feedbackRecord, JSON)
 //	'w' workflow NUL id       empty: the items of a workflow, by id
+//	's' workflow NUL state NUL id
+//	                          empty: the items of a workflow's state, by id
 //	'x' execution NUL id      empty: the items of an execution, by id
 //
-// IDs are UUIDv7s, so every part lists in time order. A listing reads the
-// execution's index when the filter names an execution, else the
-// workflow's when it names a workflow, else the records, from After: it
-// reads (and decodes) every item of what it reads that the other names
-// do not select until it has Limit items, so listing one state of a
-// workflow costs the workflow's items up to the last one listed.
+// IDs are UUIDv7s, so every part lists in time order. A listing reads,
+// from After, the execution's index when the filter names an execution,
+// else the state's when it names a workflow and a state, else the
+// workflow's when it names a workflow, else the records: it reads (and
+// decodes) every item of what it reads that the other names do not
+// select until it has Limit items. So a listing by execution costs the
+// execution's items, by workflow (and state) only the items listed, but
+// by state without a workflow every item up to the last one listed.
 var bucketFeedback = []byte("feedback")
 
 // boltFeedback is a transaction's feedback bucket.
 type boltFeedback struct {
-	records, wf, execs outboxPart
+	records, wf, states, execs outboxPart
 }
 
 // openFeedback returns the transaction's feedback; nil when it has no
@@ -44,7 +48,7 @@ func openFeedback(t *bbolt.Tx, create bool) (*boltFeedback, error) {
 			return nil, fmt.Errorf("create bucket %s: %w", bucketFeedback, err)
 		}
 	}
-	return &boltFeedback{records: outboxPart{b, 'r'}, wf: outboxPart{b, 'w'}, execs: outboxPart{b, 'x'}}, nil
+	return &boltFeedback{records: outboxPart{b, 'r'}, wf: outboxPart{b, 'w'}, states: outboxPart{b, 's'}, execs: outboxPart{b, 'x'}}, nil
 }
 
 var _ engine.FeedbackStore = (*Bolt)(nil)
@@ -79,6 +83,9 @@ func (b *Bolt) AddFeedback(ctx context.Context, f *engine.Feedback) error {
 			if err := fb.wf.Put(idKey(p.Workflow, p.ID), nil); err != nil {
 				return err
 			}
+			if err := fb.states.Put(idKey(p.Workflow, string(idKey(p.State, p.ID))), nil); err != nil {
+				return err
+			}
 		}
 		if p.Execution != "" {
 			if err := fb.execs.Put(idKey(p.Execution, p.ID), nil); err != nil {
@@ -90,7 +97,7 @@ func (b *Bolt) AddFeedback(ctx context.Context, f *engine.Feedback) error {
 }
 
 // ListFeedback lists the feedback f selects, in ID order, reading an
-// index when f names an execution or a workflow.
+// index when f names an execution or a workflow (and a state).
 func (b *Bolt) ListFeedback(ctx context.Context, f engine.FeedbackFilter) ([]engine.Feedback, error) {
 	if err := CheckFeedbackFilter(f); err != nil {
 		return nil, err
@@ -135,6 +142,8 @@ func (b *Bolt) ListFeedback(ctx context.Context, f engine.FeedbackFilter) ([]eng
 		switch {
 		case f.Execution != "":
 			return byIndex(fb.execs, f.Execution)
+		case f.Workflow != "" && f.State != "":
+			return byIndex(fb.states, string(idKey(f.Workflow, f.State)))
 		case f.Workflow != "":
 			return byIndex(fb.wf, f.Workflow)
 		}
