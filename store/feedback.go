@@ -168,14 +168,10 @@ func decodeFeedback(id string, data []byte) (engine.Feedback, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return engine.Feedback{}, fmt.Errorf("feedback record %q: %w", id, err)
 	}
-	var output []byte
-	if r.Output != nil {
-		output = r.Output
-	}
 	return FeedbackFromJSON(engine.Feedback{
 		ID: id, Execution: r.Execution, Workflow: r.Workflow, State: r.State, Step: r.Step, By: r.By, Role: r.Role,
 		Type: r.Type, Comment: r.Comment, CreatedAt: r.CreatedAt,
-	}, r.Value, output)
+	}, r.Value, r.Output)
 }
 
 // feedbackListed reports whether item fb matches f's names (not After
