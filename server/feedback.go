@@ -5,6 +5,7 @@ package server
 // exported as JSONL by viewers.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -72,11 +73,6 @@ func feedbackBlock(m *states.Machine, state string) *states.FeedbackConfig {
 // state that has not completed (no FeedbackRequested event of it, or of
 // the step given).
 func (s *Server) giveFeedback(w http.ResponseWriter, r *http.Request) error {
-	fs, err := s.feedbackStore()
-	if err != nil {
-		return err
-	}
-	ctx := r.Context()
 	var req api.FeedbackRequest
 	if err := decodeBody(r, &req); err != nil {
 		return err
@@ -86,67 +82,109 @@ func (s *Server) giveFeedback(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("/state", "state is required")
 	case len(req.Value) == 0:
 		return badRequest("/value", "value is required")
-	case utf8.RuneCountInString(req.Comment) > maxFeedbackComment:
-		return badRequest("/comment", "comment has more than %d characters", maxFeedbackComment)
-	case strings.ContainsRune(req.Comment, 0):
-		return badRequest("/comment", "comment holds a NUL character")
 	}
-	e, err := s.st.Load(ctx, r.PathValue("id"))
+	f, err := s.addFeedback(r.Context(), r.PathValue("id"), feedbackInput{State: req.State, Step: req.Step, Comment: req.Comment,
+		Value: func(*states.FeedbackConfig) (any, error) {
+			v, err := jsonvalue.Decode(req.Value)
+			if err != nil {
+				return nil, badRequest("/value", "value is not strict JSON: %v", err)
+			}
+			return v, nil
+		}})
 	if err != nil {
 		return err
+	}
+	writeJSON(w, http.StatusCreated, feedbackOf(f))
+	return nil
+}
+
+// feedbackInput is feedback as a person gives it, through the API or the
+// execution page.
+type feedbackInput struct {
+	// State is the state's name (unqualified, as its definition names
+	// it) and Step its visit ("": the latest).
+	State, Step string
+	// Comment is free text given with the value; may be empty.
+	Comment string
+	// Value reads the value given, for the block fb that asks for it; an
+	// error is the caller's (a problem naming /value).
+	Value func(fb *states.FeedbackConfig) (any, error)
+}
+
+// addFeedback checks in against the Feedback block of its state in
+// execution id and stores it with the caller (from ctx) and the state's
+// output: the API's and the execution page's way to give feedback. The
+// errors are problems: 404 for an execution that does not exist; 400 for
+// a state without a Feedback block that collects, or a value the block
+// refuses (naming where); 409 for a state that has not completed.
+func (s *Server) addFeedback(ctx context.Context, id string, in feedbackInput) (*engine.Feedback, error) {
+	fs, err := s.feedbackStore()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case in.State == "":
+		return nil, badRequest("/state", "state is required")
+	case utf8.RuneCountInString(in.Comment) > maxFeedbackComment:
+		return nil, badRequest("/comment", "comment has more than %d characters", maxFeedbackComment)
+	case strings.ContainsRune(in.Comment, 0):
+		return nil, badRequest("/comment", "comment holds a NUL character")
+	}
+	e, err := s.st.Load(ctx, id)
+	if err != nil {
+		return nil, err
 	}
 	m, err := s.machines.Parse(e.Definition)
 	if err != nil {
-		return fmt.Errorf("execution %s: its definition: %w", e.ID, err)
+		return nil, fmt.Errorf("execution %s: its definition: %w", e.ID, err)
 	}
-	fb := feedbackBlock(m, req.State)
+	fb := feedbackBlock(m, in.State)
 	if fb == nil {
-		return badRequest("/state", "state %q of execution %s has no Feedback block that collects feedback", req.State, e.ID)
+		return nil, badRequest("/state", "state %q of execution %s has no Feedback block that collects feedback", in.State, e.ID)
 	}
-	value, err := jsonvalue.Decode(req.Value)
+	value, err := in.Value(fb)
 	if err != nil {
-		return badRequest("/value", "value is not strict JSON: %v", err)
+		return nil, err
 	}
 	if value, err = fb.Check(value); err != nil {
-		return badRequest("/value", "value: %v", err)
+		return nil, badRequest("/value", "value: %v", err)
 	}
 	hist, err := s.st.History(ctx, e.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var asked *engine.Event
 	for i := range hist {
 		ev := &hist[i]
-		if ev.Type != engine.EventFeedbackRequested || ev.State != req.State {
+		if ev.Type != engine.EventFeedbackRequested || ev.State != in.State {
 			continue
 		}
 		step, _ := detailString(ev.Detail, "step")
-		if req.Step == "" || step == req.Step {
+		if in.Step == "" || step == in.Step {
 			asked = ev
 		}
 	}
 	if asked == nil {
 		what := "has not completed yet"
-		if req.Step != "" {
-			what = "has no completed visit " + req.Step
+		if in.Step != "" {
+			what = "has no completed visit " + in.Step
 		}
-		return &problem{status: http.StatusConflict, kind: "not-completed", title: "nothing to give feedback on",
-			detail: fmt.Sprintf("state %q of execution %s %s", req.State, e.ID, what)}
+		return nil, &problem{status: http.StatusConflict, kind: "not-completed", title: "nothing to give feedback on",
+			detail: fmt.Sprintf("state %q of execution %s %s", in.State, e.ID, what)}
 	}
-	id, err := uuid.NewV7()
+	uid, err := uuid.NewV7()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p, _ := principalOf(ctx)
 	step, _ := detailString(asked.Detail, "step")
-	f := engine.Feedback{ID: id.String(), Execution: e.ID, Workflow: e.MachineName, State: asked.Scope + asked.State, Step: step,
-		By: p.Name, Role: p.Role.String(), Type: fb.Type, Value: value, Comment: req.Comment, Output: asked.Output, CreatedAt: time.Now().UTC()}
+	f := engine.Feedback{ID: uid.String(), Execution: e.ID, Workflow: e.MachineName, State: asked.Scope + asked.State, Step: step,
+		By: p.Name, Role: p.Role.String(), Type: fb.Type, Value: value, Comment: in.Comment, Output: asked.Output, CreatedAt: time.Now().UTC()}
 	if err := fs.AddFeedback(ctx, &f); err != nil {
-		return err
+		return nil, err
 	}
 	s.log.Info("feedback given", "execution", e.ID, "state", f.State, "by", p.Name, "type", f.Type)
-	writeJSON(w, http.StatusCreated, feedbackOf(&f))
-	return nil
+	return &f, nil
 }
 
 // detailString reads a string member of an event's detail.

@@ -69,6 +69,7 @@ func (s *Server) pageRoutes() []route {
 		{"POST /executions/{id}/stop", RoleOperator, s.stopPage},
 		{"POST /executions/{id}/resume", RoleOperator, s.resumePage},
 		{"POST /executions/{id}/redrive", RoleOperator, s.redrivePage},
+		{"POST /executions/{id}/feedback", RoleApprover, s.feedbackPage},
 		// The webhook deliveries (pages_deliveries.go).
 		{"GET /deliveries", RoleViewer, s.deliveriesPage},
 		{"POST /deliveries/{id}/retry", RoleOperator, s.retryPage},

@@ -126,6 +126,9 @@ type executionData struct {
 	RedriveState             string
 	RedriveInput             payloadView
 	RedrivePatch, PatchError string
+	// Feedback is its feedback section (pages_feedback.go); nil when no
+	// state asked for feedback.
+	Feedback *feedbackData
 }
 
 // checkpointView is a checkpoint as the execution page lists it.
@@ -224,6 +227,9 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 	}
 	data.Cause = cut(e.Cause, raw+"cause")
 	data.Loops = loops(events, currency, "/executions/"+url.PathEscape(id)+"/events/")
+	if data.Feedback, err = s.executionFeedback(r, e, m, events); err != nil {
+		return executionData{}, err
+	}
 	now := time.Now()
 	for _, pa := range engine.PendingOf(e) {
 		data.Approvals = append(data.Approvals, approvalViewOf(id, pa, now))
