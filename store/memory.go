@@ -37,7 +37,7 @@ type Memory struct {
 	memory      map[string][]byte // agent memory records by "namespace \x00 key"
 	outbox      map[string][]byte // outbox records by id
 	cache       memCache          // the result cache (cache.go)
-	feedback    map[string][]byte // feedback records by id, made by the first (feedback.go)
+	feedback    map[string][]byte // feedback records by id, made by the first AddFeedback (feedback.go)
 	workflows   map[string][]memWorkflow
 	codecs      Codecs
 	migrations  Migrations
