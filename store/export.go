@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/aslrun/aslrun/engine"
 )
 
 // Export: a Bolt database's contents in the records every backend shares
@@ -19,13 +21,16 @@ import (
 
 // ExportItem is one thing Export yields; exactly one field is set.
 // Export yields every definition first, then the registered workflow
-// versions, then the executions, then the agent memory records, so that
-// what an item refers to was yielded before it.
+// versions, then the executions, then the agent memory records, then the
+// feedback people gave, so that what an item refers to was yielded before
+// it. The result cache (computed again when missing) and the webhook
+// outbox are not exported.
 type ExportItem struct {
 	Definition *ExportedDefinition
 	Workflow   *WorkflowVersion // its Definition is nil: it is a Definition item's
 	Execution  *ExportedExecution
 	Memory     *MemoryWrite
+	Feedback   *engine.Feedback
 }
 
 // ExportedDefinition is a stored definition under its hash.
@@ -115,6 +120,20 @@ func (b *Bolt) Export(ctx context.Context, f func(ExportItem) error) error {
 			if err := f(ExportItem{Memory: m}); err != nil {
 				return err
 			}
+		}
+		fb, err := openFeedback(x.heads.Tx(), false)
+		if err != nil || fb == nil {
+			return err
+		}
+		err = fb.records.each(nil, func(k []byte) (bool, error) {
+			item, err := decodeFeedback(string(k), fb.records.Get(k))
+			if err != nil {
+				return false, &recordError{err}
+			}
+			return true, f(ExportItem{Feedback: &item})
+		})
+		if err != nil {
+			return err
 		}
 		return ctx.Err()
 	})

@@ -14,7 +14,7 @@ import (
 
 // copyCounts are what a copy wrote, for its summary.
 type copyCounts struct {
-	executions, skipped, events, checkpoints, memory, workflows, versions, definitions int
+	executions, skipped, events, checkpoints, memory, feedback, workflows, versions, definitions int
 }
 
 // maxNamed bounds the execution ids a refusal lists.
@@ -121,6 +121,8 @@ func cmdCopy(ctx context.Context, c *cmdContext, args []string) error {
 			copied = append(copied, ce)
 		case it.Memory != nil:
 			n.memory++
+		case it.Feedback != nil:
+			n.feedback++
 		}
 		return nil
 	})
@@ -134,8 +136,8 @@ func cmdCopy(ctx context.Context, c *cmdContext, args []string) error {
 	if err := verifyCopy(ctx, dst, copied); err != nil {
 		return copyError(ctx, fmt.Errorf("copy: verifying %s: %w", dst.URL(), err))
 	}
-	fmt.Fprintf(c.stdout, "copied %s to %s: %d executions (%d events, %d checkpoints), %d memory entries, %d workflows (%d versions), %d definitions",
-		*from, dst.URL(), n.executions, n.events, n.checkpoints, n.memory, n.workflows, n.versions, n.definitions)
+	fmt.Fprintf(c.stdout, "copied %s to %s: %d executions (%d events, %d checkpoints), %d memory entries, %d feedback, %d workflows (%d versions), %d definitions",
+		*from, dst.URL(), n.executions, n.events, n.checkpoints, n.memory, n.feedback, n.workflows, n.versions, n.definitions)
 	if n.skipped > 0 {
 		fmt.Fprintf(c.stdout, "; skipped %d executions the target had", n.skipped)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,6 +68,11 @@ func copySource(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	fb := &engine.Feedback{ID: "01a00000-0000-7000-8000-000000000001", Execution: "e1", Workflow: "digest", State: "Summarize", Step: "Summarize#1",
+		By: "ada", Role: "approver", Type: "rating", Value: json.Number("4"), Comment: "clear", Output: "a summary", CreatedAt: time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)}
+	if err := st.AddFeedback(context.Background(), fb); err != nil {
+		t.Fatal(err)
+	}
 	return db
 }
 
@@ -82,7 +88,7 @@ func TestCopy(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("copy: code %d, stdout %s, stderr %q", code, out, errOut)
 	}
-	for _, want := range []string{": 6 executions (", "checkpoints)", "1 workflows (2 versions)", "every history and checkpoint verified"} {
+	for _, want := range []string{": 6 executions (", "checkpoints)", ", 1 feedback, ", "1 workflows (2 versions)", "every history and checkpoint verified"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("copy printed %q, want %q in it", out, want)
 		}
@@ -103,6 +109,12 @@ func TestCopy(t *testing.T) {
 	}
 	defer pg.Close()
 	compareStores(t, bolt, pg)
+	for _, fs := range []engine.FeedbackStore{bolt, pg} {
+		list, err := fs.ListFeedback(ctx, engine.FeedbackFilter{})
+		if err != nil || len(list) != 1 || list[0].Value != json.Number("4") || list[0].Output != "a summary" || !list[0].CreatedAt.Equal(time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)) {
+			t.Errorf("%T feedback: %+v %v", fs, list, err)
+		}
+	}
 
 	// The waiting review goes on on PostgreSQL.
 	code, out, errOut = invoke(t, "", "approve", "pr-1", "--decision", "request_changes", "--by", "lena@example.com", "--comment", "use a parameterized query", "--db", url)

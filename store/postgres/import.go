@@ -42,6 +42,13 @@ func (db *DB) Import(ctx context.Context, item store.ExportItem) error {
 		return db.importExecution(ctx, item.Execution)
 	case item.Memory != nil:
 		return db.importMemory(ctx, item.Memory)
+	case item.Feedback != nil:
+		// Feedback ids are UUIDv7s: one there already is this one,
+		// copied before.
+		if err := db.AddFeedback(ctx, item.Feedback); err != nil && !errors.Is(err, engine.ErrExists) {
+			return err
+		}
+		return nil
 	}
 	return errors.New("import: an empty item")
 }
