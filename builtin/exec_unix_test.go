@@ -98,11 +98,12 @@ func TestExecKillsProcessGroup(t *testing.T) {
 		wantErr  error
 	}{
 		// The timeouts leave the script's child time to start and write
-		// its pid even on a loaded machine (at 200 ms it sometimes had
-		// not, and there was no pid to check).
-		{name: "agent Timeout", timeout: 600 * time.Millisecond, wantName: asl.ErrTimeout},
-		{name: "context deadline", ctx: 600 * time.Millisecond, wantErr: context.DeadlineExceeded},
-		{name: "context first", timeout: time.Minute, ctx: 600 * time.Millisecond, wantErr: context.DeadlineExceeded},
+		// its pid even on a loaded machine, in a user namespace (at 200 ms
+		// it sometimes had not, and at 600 ms under a loaded CI run
+		// neither, and there was no pid to check).
+		{name: "agent Timeout", timeout: 2 * time.Second, wantName: asl.ErrTimeout},
+		{name: "context deadline", ctx: 2 * time.Second, wantErr: context.DeadlineExceeded},
+		{name: "context first", timeout: time.Minute, ctx: 2 * time.Second, wantErr: context.DeadlineExceeded},
 		{name: "context cancelled", cancel: true, wantErr: context.Canceled},
 	}
 	golden := goldenCauses(t, "exec_unix")

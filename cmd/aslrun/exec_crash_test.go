@@ -99,8 +99,11 @@ sleep 300
 	if err != nil {
 		t.Fatalf("child pid %q: %v", data, err)
 	}
-	before := callProcesses(t, id)
-	if len(before) < 3 { // the command, its sleep, the background sleep
+	// The command, its sleep, the background sleep: the command may not
+	// have started its own sleep yet when the background one wrote its
+	// pid.
+	var before []int
+	if !waitUntil(30*time.Second, func() bool { before = callProcesses(t, id); return len(before) >= 3 }) {
 		t.Fatalf("processes of the call before the kill: %v, want at least 3", before)
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
