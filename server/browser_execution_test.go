@@ -126,11 +126,13 @@ func TestBrowserRedrivePatchRefused(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := chromedp.Run(ctx, chromedp.Text("#redrive-patch-error"))
+	// Read in one evaluation each: the page's live refresh may replace
+	// the nodes between a query and a read of the node it found.
+	msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#redrive-patch-error").textContent`))
 	if err != nil || !strings.Contains(msg, "Governance.SchemaViolation") {
 		t.Errorf("the patch's error is %q (%v)", msg, err)
 	}
-	if kept, err := chromedp.Run(ctx, chromedp.Value("#redrive-patch")); err != nil || kept != patch {
+	if kept, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#redrive-patch").value`)); err != nil || kept != patch {
 		t.Errorf("the patch is now %q (%v), want it as typed", kept, err)
 	}
 	screenshot(t, ctx, "execution-redrive-refused")
