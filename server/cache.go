@@ -48,13 +48,10 @@ type cacheQuery struct {
 // limit 1 to 1000; results 1, true, 0 or false.
 func parseCacheQuery(q url.Values) (cacheQuery, error) {
 	cq := cacheQuery{filter: engine.CacheFilter{Limit: defaultCacheLimit}}
+	if err := checkQuery(q, cacheParams); err != nil {
+		return cq, err
+	}
 	for _, name := range slices.Sorted(maps.Keys(q)) {
-		switch {
-		case !slices.Contains(cacheParams, name):
-			return cq, badRequest("", "query parameter %q is not one of %s", name, strings.Join(cacheParams, ", "))
-		case len(q[name]) > 1:
-			return cq, badRequest("", "%s is given %d times; give it once", name, len(q[name]))
-		}
 		v := q.Get(name)
 		switch name {
 		case "workflow":

@@ -8,10 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,13 +49,8 @@ type deliveryQuery struct {
 // limit a number the store takes, body 1, true, 0 or false.
 func parseDeliveryQuery(q url.Values) (deliveryQuery, error) {
 	var dq deliveryQuery
-	for _, name := range slices.Sorted(maps.Keys(q)) {
-		switch {
-		case !slices.Contains(deliveryParams, name):
-			return dq, badRequest("", "query parameter %q is not one of %s", name, strings.Join(deliveryParams, ", "))
-		case len(q[name]) > 1:
-			return dq, badRequest("", "%s is given %d times; give it once", name, len(q[name]))
-		}
+	if err := checkQuery(q, deliveryParams); err != nil {
+		return dq, err
 	}
 	for _, p := range []struct {
 		name string

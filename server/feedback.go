@@ -265,13 +265,10 @@ func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
 func parseFeedbackQuery(q url.Values) (engine.FeedbackFilter, bool, error) {
 	f := engine.FeedbackFilter{Limit: 100}
 	jsonl := false
+	if err := checkQuery(q, feedbackParams); err != nil {
+		return f, false, err
+	}
 	for _, name := range slices.Sorted(maps.Keys(q)) {
-		switch {
-		case !slices.Contains(feedbackParams, name):
-			return f, false, badRequest("", "query parameter %q is not one of %s", name, strings.Join(feedbackParams, ", "))
-		case len(q[name]) > 1:
-			return f, false, badRequest("", "%s is given %d times; give it once", name, len(q[name]))
-		}
 		v := q.Get(name)
 		if len(v) > maxExecutionID || !utf8.ValidString(v) || strings.ContainsFunc(v, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
 			return f, false, badRequest("", "%s must be text of at most %d bytes without control characters", name, maxExecutionID)

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +87,20 @@ func invalidDefinition(list states.ErrorList, prefix string) *problem {
 		p.errors = append(p.errors, api.FieldError{Pointer: prefix + e.Pointer, State: e.State, Detail: e.Msg})
 	}
 	return p
+}
+
+// checkQuery refuses a query parameter that is not one of known, or is
+// given more than once (the first such, by name).
+func checkQuery(q url.Values, known []string) error {
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		switch {
+		case !slices.Contains(known, name):
+			return badRequest("", "query parameter %q is not one of %s", name, strings.Join(known, ", "))
+		case len(q[name]) > 1:
+			return badRequest("", "%s is given %d times; give it once", name, len(q[name]))
+		}
+	}
+	return nil
 }
 
 // badRequest is a problem of the request itself at a pointer.
