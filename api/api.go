@@ -274,9 +274,18 @@ type Fork struct {
 // MemoryNamespace is an agent memory namespace with live entries: how
 // many, and when the last was written.
 type MemoryNamespace struct {
-	Namespace string    `json:"namespace"`
-	Keys      int       `json:"keys"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	// Namespace is the namespace as stored: for a collection of semantic
+	// or episodic memory, Of, U+001F, Type, U+001F and Collection (give
+	// it, escaped, to GET /v1/memory/{namespace}).
+	Namespace string `json:"namespace"`
+	// Of, Type ("semantic" or "episodic") and Collection are set for a
+	// collection: the namespace a definition named, the memory's type
+	// and the collection's name.
+	Of         string    `json:"of,omitempty"`
+	Type       string    `json:"type,omitempty"`
+	Collection string    `json:"collection,omitempty"`
+	Keys       int       `json:"keys"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 // MemoryNamespaceList is the answer of GET /v1/memory, by name.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -82,3 +83,19 @@ func TestCacheAPIWithoutCache(t *testing.T) {
 
 // noCache is a store without the result cache.
 type noCache struct{ Store }
+
+// TestMemoryNamespacesOfCollections: GET /v1/memory names a collection's
+// namespace, type and collection beside the namespace as stored.
+func TestMemoryNamespacesOfCollections(t *testing.T) {
+	ts := newTestServer(t)
+	ts.startFlow(t, "m1", `{"StartAt":"S","States":{"S":{"Type":"Pass","Memory":{"Type":"semantic","Namespace":"kb","Write":{"Collection":"notes","Value":"hello"}},"End":true}}}`, `{}`, "", succeeded)
+	var list api.MemoryNamespaceList
+	if code, body := ts.call(t, RoleViewer, "GET", "/v1/memory", nil, &list); code != http.StatusOK || len(list.Namespaces) != 1 ||
+		list.Namespaces[0].Of != "kb" || list.Namespaces[0].Type != "semantic" || list.Namespaces[0].Collection != "notes" || list.Namespaces[0].Keys != 1 {
+		t.Fatalf("%d %s", code, body)
+	}
+	var entries api.MemoryEntryList
+	if code, body := ts.call(t, RoleViewer, "GET", "/v1/memory/"+url.PathEscape(list.Namespaces[0].Namespace), nil, &entries); code != http.StatusOK || len(entries.Entries) != 1 {
+		t.Errorf("the collection's entries: %d %s", code, body)
+	}
+}

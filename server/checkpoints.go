@@ -321,7 +321,11 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 	for _, e := range list { // by namespace and key
 		n := len(out.Namespaces)
 		if n == 0 || out.Namespaces[n-1].Namespace != e.Namespace {
-			out.Namespaces = append(out.Namespaces, api.MemoryNamespace{Namespace: e.Namespace})
+			ns := api.MemoryNamespace{Namespace: e.Namespace}
+			if of, kind, coll, ok := engine.SplitMemoryNamespace(e.Namespace); ok {
+				ns.Of, ns.Type, ns.Collection = of, kind, coll
+			}
+			out.Namespaces = append(out.Namespaces, ns)
 			n++
 		}
 		ns := &out.Namespaces[n-1]
