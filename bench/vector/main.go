@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -20,6 +19,8 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/memory/vector"
+
+	"github.com/aslrun/aslrun/internal/vectordata"
 )
 
 func main() {
@@ -68,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 // measure prints the table rows for one index size.
 func measure(w io.Writer, n, dim, queries int, efs []int, cfg vector.HNSWConfig, seed uint64, spread float64) error {
-	vs := clustered(n+queries, dim, max(n/200, 1), spread, seed)
+	vs := vectordata.Clustered(n+queries, dim, max(n/200, 1), spread, seed)
 	data, qs := vs[:n], vs[n:]
 	ids := make([]string, n)
 	for i := range ids {
@@ -146,30 +147,6 @@ func measure(w io.Writer, n, dim, queries int, efs []int, cfg vector.HNSWConfig,
 		n, h.Config().EfSearch, round(p50), round(p99), sum/float64(len(qs)))
 	runtime.KeepAlive(e)
 	return nil
-}
-
-// clustered returns n seeded vectors of dim dimensions around a number of
-// standard normal centres, each a centre plus normal noise of the given
-// spread.
-func clustered(n, dim, clusters int, spread float64, seed uint64) [][]float32 {
-	r := rand.New(rand.NewPCG(seed, 1))
-	centres := make([][]float64, clusters)
-	for i := range centres {
-		centres[i] = make([]float64, dim)
-		for j := range centres[i] {
-			centres[i][j] = r.NormFloat64()
-		}
-	}
-	out := make([][]float32, n)
-	for i := range out {
-		c := centres[r.IntN(clusters)]
-		v := make([]float32, dim)
-		for j := range v {
-			v[j] = float32(c[j] + spread*r.NormFloat64())
-		}
-		out[i] = v
-	}
-	return out
 }
 
 // perVector is b divided by n.

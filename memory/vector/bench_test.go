@@ -3,11 +3,13 @@ package vector
 import (
 	"fmt"
 	"testing"
+
+	"github.com/aslrun/aslrun/internal/vectordata"
 )
 
 // BenchmarkDot measures one 384-dimension dot product.
 func BenchmarkDot(b *testing.B) {
-	vs := clustered(2, 384, 1, 1, 1)
+	vs := vectordata.Clustered(2, 384, 1, 1, 1)
 	var s float32
 	for b.Loop() {
 		s += dot(vs[0], vs[1])
@@ -19,7 +21,7 @@ func BenchmarkDot(b *testing.B) {
 // dimensions, exact and through the graph at the default ef.
 func BenchmarkSearch(b *testing.B) {
 	const n = 10000
-	vs := clustered(n+100, 384, 50, 1, 7)
+	vs := vectordata.Clustered(n+100, 384, 50, 1, 7)
 	h, e, _ := buildPair(b, vs[:n], HNSWConfig{})
 	qs := vs[n:]
 	b.Run("exact", func(b *testing.B) {
@@ -45,7 +47,7 @@ func BenchmarkSearch(b *testing.B) {
 // BenchmarkHNSWAdd measures adding one vector of 384 dimensions to a graph
 // of a few thousand.
 func BenchmarkHNSWAdd(b *testing.B) {
-	vs := clustered(4096, 384, 20, 1, 3)
+	vs := vectordata.Clustered(4096, 384, 20, 1, 3)
 	h := NewHNSW(384, HNSWConfig{})
 	i := 0
 	for b.Loop() {

@@ -2,34 +2,8 @@ package vector
 
 import (
 	"math"
-	"math/rand/v2"
 	"slices"
 )
-
-// clustered returns n seeded vectors of dim dimensions around a number of
-// cluster centres, the shape embeddings of related texts take: centres are
-// standard normal, points are a centre plus normal noise of the given
-// spread. The same arguments give the same vectors.
-func clustered(n, dim, clusters int, spread float64, seed uint64) [][]float32 {
-	r := rand.New(rand.NewPCG(seed, 1))
-	centres := make([][]float64, clusters)
-	for i := range centres {
-		centres[i] = make([]float64, dim)
-		for j := range centres[i] {
-			centres[i][j] = r.NormFloat64()
-		}
-	}
-	out := make([][]float32, n)
-	for i := range out {
-		c := centres[r.IntN(clusters)]
-		v := make([]float32, dim)
-		for j := range v {
-			v[j] = float32(c[j] + spread*r.NormFloat64())
-		}
-		out[i] = v
-	}
-	return out
-}
 
 // bruteForce is the test's own reference: cosine similarity in float64
 // against every vector, sorted best first with ties by id, cut to k and

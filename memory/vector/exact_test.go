@@ -6,11 +6,13 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/aslrun/aslrun/internal/vectordata"
 )
 
 func TestExactMatchesBruteForce(t *testing.T) {
 	const dim = 16
-	vs := clustered(300, dim, 5, 0.8, 3)
+	vs := vectordata.Clustered(300, dim, 5, 0.8, 3)
 	ids := make([]string, len(vs))
 	e := NewExact(0)
 	for i, v := range vs {
@@ -36,7 +38,7 @@ func TestExactMatchesBruteForce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for qi, q := range clustered(5, dim, 5, 0.8, 4) {
+			for qi, q := range vectordata.Clustered(5, dim, 5, 0.8, 4) {
 				got, err := e.Search(q, tt.k, tt.minScore, tt.filter)
 				if err != nil {
 					t.Fatal(err)
@@ -262,7 +264,7 @@ func FuzzDecode(f *testing.F) {
 func TestExactAcrossBlocks(t *testing.T) {
 	// More vectors than one block holds, then deletes that empty the last
 	// blocks and move vectors between blocks.
-	vs := clustered(2*blockVectors+300, 4, 3, 1, 23)
+	vs := vectordata.Clustered(2*blockVectors+300, 4, 3, 1, 23)
 	e := NewExact(0)
 	ids := make([]string, len(vs))
 	for i, v := range vs {
@@ -285,7 +287,7 @@ func TestExactAcrossBlocks(t *testing.T) {
 	if e.Len() != len(kept) || len(e.data.blocks) != 1 {
 		t.Fatalf("Len = %d in %d blocks, want %d in 1", e.Len(), len(e.data.blocks), len(kept))
 	}
-	for _, q := range clustered(5, 4, 3, 1, 24) {
+	for _, q := range vectordata.Clustered(5, 4, 3, 1, 24) {
 		got, _ := e.Search(q, 7, -1, nil)
 		want := bruteForce(keptIDs, kept, q, 7, -1, nil)
 		for i := range want {

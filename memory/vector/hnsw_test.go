@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/aslrun/aslrun/internal/vectordata"
 )
 
 // buildPair adds vs to a fresh HNSW and a fresh Exact under ids "v0", "v1", ….
@@ -45,7 +47,7 @@ func meanRecall(t testing.TB, h *HNSW, e *Exact, qs [][]float32, k, ef int, filt
 
 func TestHNSWRecall(t *testing.T) {
 	const dim, queries = 384, 100
-	vs := clustered(recallN+queries, dim, 50, 1, 7)
+	vs := vectordata.Clustered(recallN+queries, dim, 50, 1, 7)
 	h, e, _ := buildPair(t, vs[:recallN], HNSWConfig{Seed: 1})
 	if r := meanRecall(t, h, e, vs[recallN:], 10, 0, nil); r < 0.95 {
 		t.Errorf("recall@10 over %d vectors = %.3f, want at least 0.95", recallN, r)
@@ -53,7 +55,7 @@ func TestHNSWRecall(t *testing.T) {
 }
 
 func TestHNSWScoresAreExact(t *testing.T) {
-	vs := clustered(600, 24, 6, 1, 11)
+	vs := vectordata.Clustered(600, 24, 6, 1, 11)
 	h, e, _ := buildPair(t, vs[:500], HNSWConfig{M: 8})
 	for _, q := range vs[500:] {
 		got, err := h.Search(q, 10, 0.2, 0, nil)
@@ -74,7 +76,7 @@ func TestHNSWScoresAreExact(t *testing.T) {
 }
 
 func TestHNSWDeterministic(t *testing.T) {
-	vs := clustered(800, 32, 8, 1, 5)
+	vs := vectordata.Clustered(800, 32, 8, 1, 5)
 	answers := func(seed uint64) [][]Result {
 		h, _, _ := buildPair(t, vs[:700], HNSWConfig{M: 6, EfConstruction: 20, Seed: seed})
 		var out [][]Result
@@ -94,7 +96,7 @@ func TestHNSWDeterministic(t *testing.T) {
 }
 
 func TestHNSWDelete(t *testing.T) {
-	vs := clustered(1100, 32, 8, 1, 9)
+	vs := vectordata.Clustered(1100, 32, 8, 1, 9)
 	h, e, ids := buildPair(t, vs[:1000], HNSWConfig{M: 8, EfConstruction: 40, RebuildFraction: 0.3335})
 	// Delete every third vector: 333 tombstones, one short of the rebuild.
 	deleted := map[string]bool{}
@@ -161,7 +163,7 @@ func TestHNSWDelete(t *testing.T) {
 }
 
 func TestHNSWFilter(t *testing.T) {
-	vs := clustered(1100, 32, 8, 1, 13)
+	vs := vectordata.Clustered(1100, 32, 8, 1, 13)
 	h, e, _ := buildPair(t, vs[:1000], HNSWConfig{M: 8, EfConstruction: 40})
 	tests := []struct {
 		name     string
@@ -205,7 +207,7 @@ func TestHNSWFilter(t *testing.T) {
 func TestHNSWDuplicates(t *testing.T) {
 	// Up to 2*M copies of one vector among others stay reachable: a query
 	// for the vector finds all of them at score 1.
-	vs := clustered(300, 16, 3, 1, 19)
+	vs := vectordata.Clustered(300, 16, 3, 1, 19)
 	h := NewHNSW(0, HNSWConfig{M: 12, EfConstruction: 32})
 	for i, v := range vs {
 		if err := h.Add(fmt.Sprintf("o%d", i), v); err != nil {

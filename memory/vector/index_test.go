@@ -5,10 +5,12 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+
+	"github.com/aslrun/aslrun/internal/vectordata"
 )
 
 func TestIndexSwitchesAtThreshold(t *testing.T) {
-	vs := clustered(330, 16, 4, 1, 21)
+	vs := vectordata.Clustered(330, 16, 4, 1, 21)
 	x := NewIndex(Config{Threshold: 200, HNSW: HNSWConfig{M: 8}})
 	for i, v := range vs[:300] {
 		if err := x.Add(fmt.Sprint(i), v); err != nil {
@@ -62,7 +64,7 @@ func TestIndexSwitchesAtThreshold(t *testing.T) {
 
 func TestIndexNeverApproximate(t *testing.T) {
 	x := NewIndex(Config{Threshold: -1})
-	for i, v := range clustered(50, 4, 2, 1, 1) {
+	for i, v := range vectordata.Clustered(50, 4, 2, 1, 1) {
 		if err := x.Add(fmt.Sprint(i), v); err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +79,7 @@ func TestIndexStats(t *testing.T) {
 	if s := x.Stats(); s.Len != 0 || s.BytesPerVector != 0 {
 		t.Errorf("empty Stats = %+v", s)
 	}
-	for i, v := range clustered(200, 384, 4, 1, 1) {
+	for i, v := range vectordata.Clustered(200, 384, 4, 1, 1) {
 		if err := x.Add(fmt.Sprint(i), v); err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +93,7 @@ func TestIndexStats(t *testing.T) {
 
 func TestIndexConcurrent(t *testing.T) {
 	const writers, readers, each = 2, 4, 150
-	vs := clustered(writers*each+10, 16, 4, 1, 17)
+	vs := vectordata.Clustered(writers*each+10, 16, 4, 1, 17)
 	x := NewIndex(Config{Threshold: 100, HNSW: HNSWConfig{M: 6, EfConstruction: 20}})
 	var wg sync.WaitGroup
 	for w := range writers {
