@@ -6,6 +6,12 @@ type cand struct {
 	node uint32
 }
 
+// nearFirst and farFirst are the same binary heap with the comparison
+// turned around, written out twice on purpose: they run in the inner loop
+// of every graph search, where container/heap's interface calls, or a
+// comparison passed as a function or a type parameter's method, cost a
+// call per comparison.
+
 // nearFirst is a max-heap of candidates by similarity: the nearest (most
 // similar) candidate is popped first.
 type nearFirst []cand
