@@ -22,8 +22,12 @@ type TaskCache struct {
 	KeyExpr *jsonpath.Expr
 	// TTL is how long an entry is returned; zero means DefaultCacheTTL.
 	TTL TTL
-	// Scope is CacheScopeExecution or CacheScopeWorkflow (the default).
-	Scope string
+	// Scope is CacheScopeExecution, CacheScopeWorkflow (the default) or
+	// CacheScopeGlobal, which an engine honours only in executions of a
+	// workflow an admin registered; ScopePointer is the JSON Pointer of
+	// the Scope field ("" when the default), for the engine's refusal.
+	Scope        string
+	ScopePointer string
 	// StateHash is the hex SHA-256 of the state's definition (canonical
 	// JSON): a changed state (its prompt, model, tools…) never hits what
 	// the state stored before.
@@ -84,8 +88,8 @@ func (p *parser) cacheBlock(o *object) *TaskCache {
 	}
 	c.Key, c.KeyExpr = p.textOrExpr(co, "Key")
 	c.TTL, _ = co.ttl("TTL")
-	if s, ok := co.enum("Scope", []string{CacheScopeExecution, CacheScopeWorkflow}, []string{CacheScopeGlobal}); ok {
-		c.Scope = s
+	if s, ok := co.enum("Scope", []string{CacheScopeExecution, CacheScopeWorkflow, CacheScopeGlobal}, nil); ok {
+		c.Scope, c.ScopePointer = s, co.at("Scope")
 	}
 	return c
 }
