@@ -670,14 +670,9 @@ func (p *parser) task(o *object, c Common) *Task {
 	return s
 }
 
-// taskFeedback reads a Task's Feedback block; Wait (the execution waits
-// for feedback) is refused for now.
+// taskFeedback reads a Task's Feedback block.
 func (p *parser) taskFeedback(o *object) *FeedbackConfig {
-	fb := p.feedback(o)
-	if fb != nil && fb.Wait {
-		p.errorf(o.at("Feedback")+"/Wait", o.state, "Wait is not supported yet: feedback is given after the state ran, and the execution goes on (an Approval state waits for a person)")
-	}
-	return fb
+	return p.feedback(o)
 }
 
 func (p *parser) wait(o *object, c Common) *Wait {
