@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aslrun/aslrun/jsonvalue"
@@ -39,8 +40,11 @@ type FeedbackConfig struct {
 	// whose own Optional is true). Nil for the other types.
 	Optional []string
 	// Wait is true when the execution waits for the feedback before it
-	// goes on, as for an Approval.
+	// goes on to the Task's Next (or ends), as it waits at an Approval.
 	Wait bool
+	// Timeout, with Wait, bounds the wait: once it passes the execution
+	// goes on without feedback. 0 means wait for ever.
+	Timeout time.Duration
 }
 
 // FeedbackField is one field of a structured Feedback block.
@@ -109,6 +113,11 @@ func (p *parser) feedback(o *object) *FeedbackConfig {
 		if b && !c.Collect {
 			fo.errorf("Wait", "Wait true needs Collect true: nothing is asked for, so nothing would end the wait")
 		}
+	}
+	if d, ok := fo.duration("Timeout"); ok && !c.Wait {
+		fo.errorf("Timeout", "Timeout bounds the wait for feedback, so it needs Wait true")
+	} else if ok {
+		c.Timeout = d
 	}
 	if _, ok := fo.get("Source"); ok {
 		fo.errorf("Source", "Source is not supported: feedback is given through the API and the execution's page")

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aslrun/aslrun/jsonvalue"
 )
@@ -53,6 +54,12 @@ func TestFeedbackBlock(t *testing.T) {
 			&FeedbackConfig{Collect: true, Type: FeedbackThumbs, Wait: true}},
 		{"wait false without collecting", `{"Type": "thumbs", "Collect": false, "Wait": false}`,
 			&FeedbackConfig{Type: FeedbackThumbs}},
+		{"wait with a timeout", `{"Type": "rating", "Wait": true, "Timeout": "30m"}`,
+			&FeedbackConfig{Collect: true, Type: FeedbackRating, Scale: [2]float64{1, 5}, Wait: true, Timeout: 30 * time.Minute}},
+		{"wait with a timeout in bare seconds", `{"Type": "text", "Timeout": "90", "Wait": true}`,
+			&FeedbackConfig{Collect: true, Type: FeedbackText, Wait: true, Timeout: 90 * time.Second}},
+		{"wait with a timeout in days", `{"Type": "thumbs", "Wait": true, "Timeout": "7d"}`,
+			&FeedbackConfig{Collect: true, Type: FeedbackThumbs, Wait: true, Timeout: 7 * 24 * time.Hour}},
 		{"choice", `{"Type": "choice", "Labels": ["accurate", "partly", "wrong"]}`,
 			&FeedbackConfig{Collect: true, Type: FeedbackChoice, Labels: []string{"accurate", "partly", "wrong"}}},
 		{"text", `{"Type": "text", "Question": "What should change?"}`,
@@ -113,6 +120,18 @@ func TestFeedbackBlockRefused(t *testing.T) {
 			[]string{at + `/Collect (T): Collect must be a boolean, not string`}},
 		{"wait without collect", `{"Type": "thumbs", "Collect": false, "Wait": true}`,
 			[]string{at + `/Wait (T): Wait true needs Collect true: nothing is asked for, so nothing would end the wait`}},
+		{"wait not a boolean", `{"Type": "thumbs", "Wait": "yes"}`,
+			[]string{at + `/Wait (T): Wait must be a boolean, not string`}},
+		{"timeout without wait", `{"Type": "thumbs", "Timeout": "1h"}`,
+			[]string{at + `/Timeout (T): Timeout bounds the wait for feedback, so it needs Wait true`}},
+		{"timeout with wait false", `{"Type": "thumbs", "Wait": false, "Timeout": "1h"}`,
+			[]string{at + `/Timeout (T): Timeout bounds the wait for feedback, so it needs Wait true`}},
+		{"timeout zero", `{"Type": "thumbs", "Wait": true, "Timeout": "0s"}`,
+			[]string{at + `/Timeout (T): Timeout must be greater than zero, not "0s"`}},
+		{"timeout not a duration", `{"Type": "thumbs", "Wait": true, "Timeout": "1h30m"}`,
+			[]string{at + `/Timeout (T): Timeout must be a duration (bare seconds, or a whole number followed by ms, s, m, h, d or w, like "30m" or "7d"), not "1h30m"`}},
+		{"timeout a number", `{"Type": "thumbs", "Wait": true, "Timeout": 60}`,
+			[]string{at + `/Timeout (T): Timeout must be a duration string (bare seconds, or a whole number followed by ms, s, m, h, d or w, like "30m" or "7d"), not number`}},
 		{"source", `{"Type": "thumbs", "Source": "slack"}`,
 			[]string{at + `/Source (T): Source is not supported: feedback is given through the API and the execution's page`}},
 		{"store", `{"Type": "thumbs", "Store": "feedback-db"}`,
@@ -392,7 +411,7 @@ func FuzzFeedbackBlock(f *testing.F) {
 	}
 	for _, seed := range []string{`{}`, `[]`, `"x"`, `{"Type": "rating", "Scale": [5, 1]}`, `{"Type": "choice", "Labels": ["a", "a"]}`,
 		`{"Type": "structured", "Fields": [{"Name": "a", "Type": "choice", "Labels": ["x", 1]}], "Optional": ["a", "b"]}`,
-		`{"Type": "thumbs", "Collect": false, "Wait": true, "Store": "s"}`} {
+		`{"Type": "thumbs", "Collect": false, "Wait": true, "Store": "s"}`, `{"Type": "thumbs", "Wait": true, "Timeout": "1h"}`, `{"Type": "text", "Timeout": "5m"}`} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, block string) {
@@ -408,7 +427,7 @@ func FuzzFeedbackBlock(f *testing.F) {
 			}
 			return
 		}
-		if c == nil || !slices.Contains(feedbackTypes, c.Type) || (c.Wait && !c.Collect) {
+		if c == nil || !slices.Contains(feedbackTypes, c.Type) || (c.Wait && !c.Collect) || (c.Timeout != 0 && !c.Wait) || c.Timeout < 0 {
 			t.Fatalf("feedback(%q) = %+v without problems", block, c)
 		}
 		if c.Type == FeedbackRating && c.Scale[0] >= c.Scale[1] {
@@ -442,4 +461,30 @@ func ExampleFeedbackConfig_Check() {
 	// Output:
 	// {"accuracy":4,"helpful":"up"} <nil>
 	// $.accuracy: must be a rating between 1 and 5, not 9
+}
+
+// TestFeedbackWaitParses checks that Parse takes Wait and Timeout on a
+// Task's Feedback block, in both query languages, and refuses a Timeout
+// without Wait naming the field.
+func TestFeedbackWaitParses(t *testing.T) {
+	for _, lang := range []string{"JSONPath", "JSONata"} {
+		t.Run(lang, func(t *testing.T) {
+			def := `{"QueryLanguage": "` + lang + `", "StartAt": "Answer", "States": {"Answer": {"Type": "Task", "Agent": "Writer",
+				"Feedback": {"Type": "rating", "Wait": true, "Timeout": "2h"}, "End": true}}}`
+			m, err := Parse([]byte(def))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			fb := m.States["Answer"].(*Task).Feedback
+			if !fb.Wait || fb.Timeout != 2*time.Hour {
+				t.Errorf("Feedback = %+v, want Wait true and Timeout 2h", fb)
+			}
+			bad := strings.Replace(def, `"Wait": true, `, "", 1)
+			_, err = Parse([]byte(bad))
+			var list ErrorList
+			if !errors.As(err, &list) || len(list) != 1 || list[0].Pointer != "/States/Answer/Feedback/Timeout" {
+				t.Errorf("Parse(Timeout without Wait) = %v, want one problem at /States/Answer/Feedback/Timeout", err)
+			}
+		})
+	}
 }
