@@ -68,7 +68,7 @@ var unsupportedStateFields = map[string]string{
 	"Credentials": "only a Task has Credentials",
 	"Feedback":    "only a Task asks for feedback on its output",
 	"Cache":       "only a Task caches its result",
-	"Audit":       "Audit is not supported",
+	"Audit":       "only a Task has an Audit block",
 	"Streaming":   "only a Task streams its agent's output",
 	"Idempotent":  "only a Task's result is cached",
 	"Metadata":    "only a Task carries Metadata",
@@ -304,7 +304,7 @@ func StateTypes() []string {
 // Comment and QueryLanguage.
 var stateFields = map[string][]string{
 	"Pass":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Result", "ResultPath", "Parameters", "Memory", "WritePolicy"},
-	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Resource", "Credentials", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "Model", "Generation", "Streaming", "WritePolicy", "Cache", "Idempotent", "IdempotencyKey", "IdempotencyKey.$", "CacheResult", "CacheTTL", "Feedback", "Metadata"},
+	"Task":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Agent", "Resource", "Credentials", "Parameters", "ResultSelector", "ResultPath", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Memory", "Context", "Tools", "Budget", "Guardrails", "Reasoning", "Model", "Generation", "Streaming", "WritePolicy", "Cache", "Idempotent", "IdempotencyKey", "IdempotencyKey.$", "CacheResult", "CacheTTL", "Feedback", "Metadata", "Audit"},
 	"Choice":     {"InputPath", "OutputPath", "Assign", "Choices", "Default"},
 	"Wait":       {"InputPath", "OutputPath", "Next", "End", "Assign", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
 	"Succeed":    {"InputPath", "OutputPath"},
@@ -660,6 +660,7 @@ func (p *parser) task(o *object, c Common) *Task {
 	s.Streaming = p.streaming(o)
 	s.Cache = p.taskCache(o)
 	s.Feedback = p.taskFeedback(o)
+	s.Audit = p.audit(o)
 	if v, ok := o.m["Metadata"]; ok {
 		if _, isObj := v.(map[string]any); !isObj {
 			o.errorf("Metadata", "Metadata must be an object (its fields may end in .$), not %s", jsonvalue.TypeName(v))

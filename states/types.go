@@ -227,6 +227,9 @@ type Task struct {
 	// Feedback is what people may say of the Task's output once it ran;
 	// nil when absent.
 	Feedback *FeedbackConfig
+	// Audit says how the Task is logged, measured and traced, and which
+	// paths hold secrets; nil when absent.
+	Audit *AuditConfig
 	// Metadata is free-form data about the Task (an object whose fields
 	// may end in .$, read on its effective input), recorded with its
 	// events; nil when absent.
