@@ -806,7 +806,7 @@ func (h *stateRun) child(ctx context.Context, d *distributed, id string, input a
 	started := time.Now().UTC()
 	res, err := x.Run(ctx, s.Processor, input, StartOptions{
 		ID: id, MachineName: r.exec.MachineName, Agents: r.agents, AgentsFile: r.exec.Agents, AgentsKind: r.exec.AgentsKind,
-		MaxPayloadSize: r.exec.MaxPayload, Durability: r.exec.Durability, parent: r.exec.ID,
+		MaxPayloadSize: r.exec.MaxPayload, Durability: r.exec.Durability, Registry: r.exec.Registry, parent: r.exec.ID,
 	})
 	if errors.Is(err, ErrExists) && x.durable {
 		res, err = h.existingChild(ctx, d, id)

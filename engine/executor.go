@@ -276,6 +276,12 @@ type StartOptions struct {
 
 // Result is where an execution stands when Run, Resume or Fork returns.
 type Result struct {
+	// Registry names the registered workflow the execution runs
+	// ("name@version"), stored with it so that every later run of it
+	// keeps it; empty means an unregistered definition (an inline one, a
+	// file), whose Tasks may not cache with Scope global: Run refuses
+	// them.
+	Registry string
 	// ID is the execution's id.
 	ID string
 	// Status is SUCCEEDED, FAILED, TIMED_OUT, ABORTED (Stop), or WAITING
@@ -365,7 +371,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	e := &Execution{
 		ID: opts.ID, MachineName: opts.MachineName, Input: input, Status: StatusRunning,
 		StartedAt: time.Now().UTC(), Agents: opts.AgentsFile, AgentsKind: opts.AgentsKind,
-		MaxPayload: own, Durability: durability, Parent: opts.parent,
+		MaxPayload: own, Durability: durability, Parent: opts.parent, Registry: opts.Registry,
 	}
 	if e.ID == "" {
 		u, err := uuid.NewV7()
@@ -378,6 +384,9 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		e.MachineName = "StateMachine"
 	}
 	if f := x.hooks.NewTrace; f != nil {
+	if err := checkCacheScopes(m, opts.Registry); err != nil {
+		return nil, err
+	}
 		e.Trace = f(opts.TraceParent)
 	}
 	// While the executor serves a store other processes share, it runs

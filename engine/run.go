@@ -480,7 +480,9 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	case *states.Pass:
 		res, err = h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.pass(ctx, s, input) }))(ctx)
 	case *states.Task:
-		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.task(ctx, s, input) })))
+		res, err = h.feedbackGate(ctx, s, func(ctx context.Context) (stepResult, error) {
+			return h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.task(ctx, s, input) })))
+		})
 	case *states.Choice:
 		res, err = done(func(ctx context.Context) (stepResult, error) { return h.choice(ctx, s, input) })(ctx)
 	case *states.Wait:

@@ -75,6 +75,10 @@ type Execution struct {
 	// Durability is the execution's own durability mode
 	// (StartOptions.Durability); "" means the executor's.
 	Durability Durability
+	// Registry is the registered workflow the execution runs,
+	// "name@version" (StartOptions.Registry); "" for an unregistered
+	// definition, whose Tasks may not cache with Scope global.
+	Registry string
 	// WakeAt is when a WAITING execution is due; zero when it waits for
 	// something else than time. WaitingFor says what ("Wait", "Retry", …).
 	WakeAt     time.Time
@@ -171,6 +175,10 @@ type StepProgress struct {
 	// Callback is the pending task token of a .waitForTaskToken Task (with
 	// the answer once one is sent); nil for other states.
 	Callback *PendingCallback
+	// Feedback is the wait of a Task whose Feedback block waits (Wait
+	// true) once the Task completed (with the feedback once given); nil
+	// for other states.
+	Feedback *PendingFeedback
 	// Journal holds the steps an agent call of the attempt under way has
 	// finished (a JSON list of {name, kind, output | error and cause,
 	// inputHash, millis}; agents.Request.Journal); nil when none.

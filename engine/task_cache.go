@@ -83,9 +83,21 @@ func (h *stateRun) cacheKey(s *states.Task, input, params any) (string, error) {
 		}
 		text = "i" + string(data)
 	}
-	scopeID := h.r.exec.MachineName
-	if c.Scope == states.CacheScopeExecution {
+	// What the entry is scoped to: the workflow (by its name), the
+	// execution, or nothing (global: every registered workflow).
+	var scopeID string
+	switch c.Scope {
+	case states.CacheScopeExecution:
 		scopeID = h.r.exec.ID
+	case states.CacheScopeGlobal:
+		// Run refuses it in an unregistered execution; an execution
+		// made otherwise (a fork of one made before Registry was kept)
+		// fails here rather than share what it must not.
+		if h.r.exec.Registry == "" {
+			return "", h.runtimeError(c.ScopePointer + ": " + globalRefusal)
+		}
+	default:
+		scopeID = h.r.exec.MachineName
 	}
 	agent := s.Agent
 	if agent == "" && s.Resource != nil {
@@ -98,6 +110,29 @@ func (h *stateRun) cacheKey(s *states.Task, input, params any) (string, error) {
 	}
 	return hex.EncodeToString(sum.Sum(nil)), nil
 }
+
+// checkCacheScopes refuses the Tasks of m (nested machines included) that
+// cache with Scope global when the execution runs no registered workflow
+// (registry ""): a global entry is shared by every workflow, so only
+// workflows an admin registered may write or read one. Each problem names
+// the Task and its Scope field.
+func checkCacheScopes(m *states.Machine, registry string) error {
+	if registry != "" {
+		return nil
+	}
+	var list states.ErrorList
+	m.Each(func(_, name string, st states.State) bool {
+		if t, ok := st.(*states.Task); ok && t.Cache != nil && t.Cache.Enabled && t.Cache.Scope == states.CacheScopeGlobal {
+			list = append(list, &states.ValidationError{Pointer: t.Cache.ScopePointer, State: name, Msg: globalRefusal})
+		}
+		return true
+	})
+	return list.Err()
+}
+
+// globalRefusal says why a global cache is refused to an unregistered
+// execution.
+const globalRefusal = `global caches only for workflows an admin registered; register it with POST /v1/workflows or use "workflow"`
 
 // agentConfigHash is a hash of the configuration of the named agent in
 // the execution's agents or mock file (the file's entry of that name,

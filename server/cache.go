@@ -44,7 +44,7 @@ type cacheQuery struct {
 }
 
 // parseCacheQuery checks GET /v1/cache's query: each parameter known and
-// given once; scope execution or workflow; after a key (64 hex digits);
+// given once; scope execution, workflow or global; after a key (64 hex digits);
 // limit 1 to 1000; results 1, true, 0 or false.
 func parseCacheQuery(q url.Values) (cacheQuery, error) {
 	cq := cacheQuery{filter: engine.CacheFilter{Limit: defaultCacheLimit}}
@@ -60,8 +60,8 @@ func parseCacheQuery(q url.Values) (cacheQuery, error) {
 			}
 			cq.filter.Workflow = v
 		case "scope":
-			if v != engine.CacheScopeExecution && v != engine.CacheScopeWorkflow {
-				return cq, badRequest("", "scope %q is not execution or workflow", v)
+			if v != engine.CacheScopeExecution && v != engine.CacheScopeWorkflow && v != engine.CacheScopeGlobal {
+				return cq, badRequest("", "scope %q is not execution, workflow or global", v)
 			}
 			cq.filter.Scope = v
 		case "after":

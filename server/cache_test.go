@@ -45,7 +45,7 @@ func TestCacheAPI(t *testing.T) {
 	if code, body := ts.call(t, RoleAdmin, "GET", "/v1/cache?workflow=digest", nil, &page); code != http.StatusOK || len(page.Entries) != 1 || page.Entries[0].Key != keys[2] {
 		t.Errorf("by workflow: %d %s", code, body)
 	}
-	for _, q := range []string{"?limit=0", "?limit=5000", "?scope=global", "?after=zz", "?results=maybe", "?colour=red", "?limit=1&limit=2"} {
+	for _, q := range []string{"?limit=0", "?limit=5000", "?scope=Global", "?after=zz", "?results=maybe", "?colour=red", "?limit=1&limit=2"} {
 		if code, body := ts.call(t, RoleAdmin, "GET", "/v1/cache"+q, nil, nil); code != http.StatusBadRequest || !strings.Contains(string(body), `"detail"`) {
 			t.Errorf("GET /v1/cache%s = %d %s, want 400 saying why", q, code, body)
 		}

@@ -55,7 +55,10 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var m *states.Machine
-	var name string
+	// name is the execution's workflow; registry, "name@version", is set
+	// only for a registered one (a Task's global cache serves those
+	// only).
+	var name, registry string
 	switch {
 	case len(req.Definition) > 0 && req.Workflow != "":
 		return badRequest("/workflow", "give a registered workflow or an inline definition, not both")
@@ -96,7 +99,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return fmt.Errorf("workflow %s version %d no longer parses: %w", v.Name, v.Version, err)
 		}
-		m, name = parsed, v.Name
+		m, name, registry = parsed, v.Name, fmt.Sprintf("%s@%d", v.Name, v.Version)
 	default:
 		return badRequest("/definition", "give a registered workflow or an inline definition")
 	}
@@ -142,7 +145,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	}
 	// A name that is taken is found by the start itself (ErrExists), not
 	// looked up first: one read less for every named start.
-	opts := engine.StartOptions{ID: req.Name, MachineName: name, Agents: reg, AgentsFile: mock,
+	opts := engine.StartOptions{ID: req.Name, MachineName: name, Registry: registry, Agents: reg, AgentsFile: mock,
 		TraceParent: r.Header.Get("traceparent"), MaxPayloadSize: req.MaxPayload, Durability: engine.Durability(req.Durability)}
 	switch {
 	case mock != nil:

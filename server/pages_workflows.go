@@ -132,7 +132,7 @@ func (s *Server) startPage(w http.ResponseWriter, r *http.Request) error {
 		}
 		return refuse(http.StatusUnprocessableEntity, "%s", strings.Join(msgs, "; "))
 	}
-	opts := engine.StartOptions{ID: data.Name, MachineName: name, Agents: s.agents}
+	opts := engine.StartOptions{ID: data.Name, MachineName: name, Registry: fmt.Sprintf("%s@%d", name, version), Agents: s.agents}
 	if s.agentsFile != nil {
 		opts.AgentsFile, opts.AgentsKind = s.agentsFile, "agents"
 	}

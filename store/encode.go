@@ -160,6 +160,7 @@ func encodeScopeRecord(r *scopeRecord) []byte {
 			w.raw("debate", st.Debate)
 			w.raw("callback", st.Callback)
 			w.raw("journal", st.Journal)
+			w.raw("feedback", st.Feedback)
 		})
 	}
 	w.bool("done", r.Done)

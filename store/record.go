@@ -38,6 +38,9 @@ type execRecord struct {
 	// Durability is engine.Execution.Durability; records written before
 	// it have none ("": the executor's).
 	Durability engine.Durability `json:"durability,omitempty"`
+	// Registry is engine.Execution.Registry; records written before it
+	// have none ("": an unregistered definition).
+	Registry string `json:"registry,omitempty"`
 }
 
 // headRecord is where an execution stands (bucket heads), rewritten by
@@ -97,6 +100,8 @@ type stepRecord struct {
 	Callback json.RawMessage `json:"callback,omitempty"`
 	// Journal is the steps an agent call finished in the attempt.
 	Journal json.RawMessage `json:"journal,omitempty"`
+	// Feedback is a Task's wait for feedback's Value.
+	Feedback json.RawMessage `json:"feedback,omitempty"`
 }
 
 // checkpointRecord is one engine.Checkpoint without its document, which is
@@ -228,6 +233,11 @@ func encodeScope(s *engine.Scope, memo *docMemo) ([]byte, error) {
 				return nil, fmt.Errorf("journal: %w", err)
 			}
 		}
+		if st.Feedback != nil {
+			if r.Step.Feedback, err = memo.raw(st.Feedback.Value()); err != nil {
+				return nil, fmt.Errorf("feedback wait: %w", err)
+			}
+		}
 	}
 	return encodeScopeRecord(&r), nil
 }
@@ -284,6 +294,15 @@ func decodeScopeRecord(data []byte) (*engine.Scope, error) {
 				return nil, err
 			}
 		}
+		if len(st.Feedback) > 0 {
+			v, err := decodeDoc(st.Feedback)
+			if err != nil {
+				return nil, fmt.Errorf("feedback wait: %w", err)
+			}
+			if s.Step.Feedback, err = engine.PendingFeedbackFromValue(v); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return s, nil
 }
@@ -299,7 +318,7 @@ func newExecution(e *engine.Execution) (*created, error) {
 	x := execRecord{
 		MachineName: e.MachineName, DefinitionHash: e.DefinitionHash, StartedAt: utc(e.StartedAt),
 		Parent: e.Parent, ParentCheckpoint: e.ParentCheckpoint, Agents: e.Agents, AgentsKind: e.AgentsKind, Trace: e.Trace,
-		MaxPayload: e.MaxPayload, Durability: e.Durability,
+		MaxPayload: e.MaxPayload, Durability: e.Durability, Registry: e.Registry,
 	}
 	if x.DefinitionHash == "" && len(e.Definition) > 0 {
 		def, err := jsonvalue.Decode(e.Definition)
@@ -378,7 +397,7 @@ func execution(id string, x *execRecord, h *headRecord, definition []byte, scope
 	e := &engine.Execution{
 		ID: id, MachineName: x.MachineName, Definition: definition, DefinitionHash: x.DefinitionHash,
 		StartedAt: x.StartedAt, Parent: x.Parent, ParentCheckpoint: x.ParentCheckpoint,
-		Agents: x.Agents, AgentsKind: x.AgentsKind, Trace: x.Trace, MaxPayload: x.MaxPayload, Durability: x.Durability,
+		Agents: x.Agents, AgentsKind: x.AgentsKind, Trace: x.Trace, MaxPayload: x.MaxPayload, Durability: x.Durability, Registry: x.Registry,
 		Status: h.Status, Error: h.Error, Cause: h.Cause, StoppedAt: h.StoppedAt,
 		WakeAt: h.WakeAt, WaitingFor: h.WaitingFor, Seq: h.Seq, RedriveCount: h.RedriveCount, RedrivenAt: h.RedrivenAt,
 		Progress: engine.Progress{

@@ -144,6 +144,7 @@ func newExecution(t *testing.T, id string) *engine.Execution {
 		StartedAt:   t0,
 		Agents:      []byte(`{"Agent":{"0":{"Return":1}}}`),
 		AgentsKind:  "mock",
+		Registry:    "machine-" + id + "@1",
 		Progress: engine.Progress{
 			Scopes: map[string]*engine.Scope{"": {Next: "A", Doc: Doc(t, exactDoc), Visits: map[string]int{}}},
 		},
@@ -206,6 +207,7 @@ func checkExecution(t *testing.T, got, want *engine.Execution) {
 		{"Agents", string(got.Agents), string(want.Agents)},
 		{"AgentsKind", got.AgentsKind, want.AgentsKind},
 		{"Trace", got.Trace, want.Trace},
+		{"Registry", got.Registry, want.Registry},
 		{"WaitingFor", got.WaitingFor, want.WaitingFor},
 	}
 	for _, f := range str {
