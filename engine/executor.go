@@ -260,6 +260,12 @@ type StartOptions struct {
 	// store (its executions are all kept), as DurabilityStrict and
 	// DurabilityBatched are by one without.
 	Durability Durability
+	// Registry names the registered workflow the execution runs
+	// ("name@version"), stored with it so that every later run of it
+	// keeps it; empty means an unregistered definition (an inline one, a
+	// file), whose Tasks may not cache with Scope global: Run refuses
+	// them.
+	Registry string
 	// Created, when set, is called with the execution's id once it exists
 	// (its input accepted and, with a store, its record created), before
 	// its first state runs.
@@ -276,12 +282,6 @@ type StartOptions struct {
 
 // Result is where an execution stands when Run, Resume or Fork returns.
 type Result struct {
-	// Registry names the registered workflow the execution runs
-	// ("name@version"), stored with it so that every later run of it
-	// keeps it; empty means an unregistered definition (an inline one, a
-	// file), whose Tasks may not cache with Scope global: Run refuses
-	// them.
-	Registry string
 	// ID is the execution's id.
 	ID string
 	// Status is SUCCEEDED, FAILED, TIMED_OUT, ABORTED (Stop), or WAITING
@@ -368,6 +368,9 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if err := x.checkChannels(m); err != nil {
 		return nil, err
 	}
+	if err := checkCacheScopes(m, opts.Registry); err != nil {
+		return nil, err
+	}
 	e := &Execution{
 		ID: opts.ID, MachineName: opts.MachineName, Input: input, Status: StatusRunning,
 		StartedAt: time.Now().UTC(), Agents: opts.AgentsFile, AgentsKind: opts.AgentsKind,
@@ -384,9 +387,6 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		e.MachineName = "StateMachine"
 	}
 	if f := x.hooks.NewTrace; f != nil {
-	if err := checkCacheScopes(m, opts.Registry); err != nil {
-		return nil, err
-	}
 		e.Trace = f(opts.TraceParent)
 	}
 	// While the executor serves a store other processes share, it runs
