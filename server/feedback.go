@@ -7,6 +7,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -71,7 +72,9 @@ func feedbackBlock(m *states.Machine, state string) *states.FeedbackConfig {
 // execution that does not exist; 400 for a state without a Feedback block
 // that collects, or a value the block refuses (naming where); 409 for a
 // state that has not completed (no FeedbackRequested event of it, or of
-// the step given).
+// the step given). Feedback on a visit the execution waits at (a
+// Feedback block with Wait true) also wakes it: it goes on in the
+// background.
 func (s *Server) giveFeedback(w http.ResponseWriter, r *http.Request) error {
 	var req api.FeedbackRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -180,10 +183,25 @@ func (s *Server) addFeedback(ctx context.Context, id string, in feedbackInput) (
 	step, _ := detailString(asked.Detail, "step")
 	f := engine.Feedback{ID: uid.String(), Execution: e.ID, Workflow: e.MachineName, State: asked.Scope + asked.State, Step: step,
 		By: p.Name, Role: p.Role.String(), Type: fb.Type, Value: value, Comment: in.Comment, Output: asked.Output, CreatedAt: time.Now().UTC()}
+	// A visit the execution waits at is woken: the wake-up commits the
+	// feedback first, so that a restart in between still stores it.
+	woke := false
+	if slices.ContainsFunc(engine.WaitingFeedbackOf(e), func(pf engine.PendingFeedback) bool { return pf.ID == f.Step }) {
+		_, err := s.x.GiveFeedback(ctx, e.ID, &f, engine.ResumeOptions{RecordOnly: true})
+		switch {
+		case err == nil:
+			woke = true
+		case !errors.Is(err, engine.ErrNotWaitingForFeedback):
+			return nil, err
+		}
+	}
 	if err := fs.AddFeedback(ctx, &f); err != nil {
 		return nil, err
 	}
-	s.log.Info("feedback given", "execution", e.ID, "state", f.State, "by", p.Name, "type", f.Type)
+	s.log.Info("feedback given", "execution", e.ID, "state", f.State, "by", p.Name, "type", f.Type, "woke", woke)
+	if woke {
+		s.continueLater("continue after feedback", e.ID)
+	}
 	return &f, nil
 }
 

@@ -89,3 +89,37 @@ func TestFeedbackCollect(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedbackCollectWaitOverHTTP: a Task whose Feedback block waits
+// leaves its execution WAITING for Feedback, shown so on its page; the
+// approver's POST stores the feedback and wakes it, and it runs on to its
+// end with the Task's output. Feedback on a visit that does not wait (a
+// second one, once it ended) is stored and wakes nothing.
+func TestFeedbackCollectWaitOverHTTP(t *testing.T) {
+	const flow = `{"StartAt":"Answer","States":{
+		"Answer":{"Type":"Task","Agent":"Writer","Feedback":{"Type":"thumbs","Wait":true},"ResultPath":"$.answer","Next":"Log"},
+		"Log":{"Type":"Task","Agent":"Writer","ResultPath":"$.log","End":true}}}`
+	ts := newTestServer(t)
+	e := ts.startFlow(t, "fbw", flow, `{}`, feedbackMock, func(e api.Execution) bool { return e.Status == "WAITING" })
+	if e.WaitingFor != "Feedback" {
+		t.Fatalf("execution = %+v, want WAITING for Feedback", e)
+	}
+	if _, body, _ := ts.signedIn(t, RoleViewer).get(t, "/executions/fbw"); !strings.Contains(body, "waits for feedback on Answer#1") {
+		t.Errorf("the page does not say it waits for feedback:\n%s", body)
+	}
+	var got api.Feedback
+	if code, body := ts.call(t, RoleApprover, "POST", "/v1/executions/fbw/feedback", map[string]any{"state": "Answer", "value": "up"}, &got); code != http.StatusCreated || got.Step != "Answer#1" {
+		t.Fatalf("give: %d %s", code, body)
+	}
+	done := ts.waitFor(t, "fbw", succeeded)
+	if string(done.Output) != `{"answer":"a helpful answer","log":"logged"}` {
+		t.Errorf("output = %s, want the Task's output, then Log's", done.Output)
+	}
+	if code, body := ts.call(t, RoleApprover, "POST", "/v1/executions/fbw/feedback", map[string]any{"state": "Answer", "value": "down"}, nil); code != http.StatusCreated {
+		t.Errorf("feedback after the wait: %d %s", code, body)
+	}
+	var page api.FeedbackPage
+	if code, body := ts.call(t, RoleViewer, "GET", "/v1/feedback?execution=fbw", nil, &page); code != http.StatusOK || len(page.Feedback) != 2 || page.Feedback[0].ID != got.ID {
+		t.Errorf("list: %d %s, want both, the one that woke it first", code, body)
+	}
+}

@@ -79,6 +79,8 @@ type feedbackStepView struct {
 	Seq int
 	// Value, Comment and Error: the form refused, as it was sent, and why.
 	Value, Comment, Error string
+	// Waiting: the execution waits for feedback on this visit.
+	Waiting bool
 }
 
 // feedbackGivenView is one person's feedback as the page lists it.
@@ -94,6 +96,7 @@ type feedbackGivenView struct {
 func (s *Server) executionFeedback(r *http.Request, e *engine.Execution, m *states.Machine, events []engine.Event) (*feedbackData, error) {
 	d := &feedbackData{}
 	at := map[string]int{}
+	waiting := engine.WaitingFeedbackOf(e)
 	for i, ev := range events {
 		if ev.Type != engine.EventFeedbackRequested {
 			continue
@@ -107,7 +110,8 @@ func (s *Server) executionFeedback(r *http.Request, e *engine.Execution, m *stat
 		}
 		step, _ := detailString(ev.Detail, "step")
 		st := &d.States[k]
-		st.Steps = append(st.Steps, feedbackStepView{ID: fmt.Sprintf("feedback-%d-%d", k, len(st.Steps)), Step: step, Seq: i + 1})
+		st.Steps = append(st.Steps, feedbackStepView{ID: fmt.Sprintf("feedback-%d-%d", k, len(st.Steps)), Step: step, Seq: i + 1,
+			Waiting: slices.ContainsFunc(waiting, func(pf engine.PendingFeedback) bool { return pf.ID == step })})
 	}
 	if len(d.States) == 0 {
 		return nil, nil
