@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,5 +72,34 @@ func TestTaskCacheExample(t *testing.T) {
 	}
 	if code, out, _ := invoke(t, "", "cache", "purge", "--all", "--db", db); code != 0 || out != "removed 0\n" {
 		t.Errorf("cache purge --all: exit %d %q", code, out)
+	}
+}
+
+// TestTaskCacheGlobalRunRefused: a definition file is no registered
+// workflow: `aslrun run` of one whose Task caches with Scope global is
+// refused before anything runs, naming the Task's Scope field, with a
+// database or without; with Scope workflow it runs.
+func TestTaskCacheGlobalRunRefused(t *testing.T) {
+	dir := t.TempDir()
+	const def = `{"StartAt":"Classify","States":{"Classify":{"Type":"Task","Agent":"Classifier","Cache":{"Scope":%q},"End":true}}}`
+	mock := filepath.Join(dir, "mock.json")
+	if err := os.WriteFile(mock, []byte(`{"Classifier":{"0":{"Return":"refund"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, scope := range []string{"global", "workflow"} {
+		wf := filepath.Join(dir, scope+".json")
+		if err := os.WriteFile(wf, fmt.Appendf(nil, def, scope), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, where := range [][]string{{"--db", filepath.Join(dir, scope+".db")}, {"--durability", "none"}} {
+			code, out, errOut := invoke(t, "", append([]string{"run", wf, "--mock", mock}, where...)...)
+			switch {
+			case scope == "workflow" && (code != 0 || !strings.Contains(out, "refund")):
+				t.Errorf("run %s %v: exit %d %s %s, want it to run", scope, where, code, out, errOut)
+			case scope == "global" && (code == 0 || strings.Contains(errOut, "execution:") ||
+				!strings.Contains(errOut, "/States/Classify/Cache/Scope (Classify): global caches only for workflows an admin registered")):
+				t.Errorf("run %s %v: exit %d %s %s, want it refused naming /States/Classify/Cache/Scope", scope, where, code, out, errOut)
+			}
+		}
 	}
 }
