@@ -135,6 +135,7 @@ func (h *stateRun) spend(u Usage) error {
 		h.sc.usage = &Usage{}
 	}
 	h.sc.usage.Add(&u)
+	h.used.Add(&u)
 	h.sc.callsMu.Unlock()
 	r.mu.Lock()
 	r.usage.Add(&u)

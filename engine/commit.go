@@ -401,7 +401,7 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 func (r *run) storeCommit(ctx context.Context, c *Commit) error {
 	f := r.x.hooks.Committed
 	start := time.Now()
-	err := r.x.store.Commit(ctx, c)
+	err := r.x.store.Commit(ctx, r.secrets.commit(c))
 	if f != nil {
 		f(time.Since(start), err)
 	}

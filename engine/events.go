@@ -171,6 +171,11 @@ func (r *run) emit(c *states.EventChannel, ev EmittedEvent) {
 		return
 	}
 	ev.ID, ev.Time, ev.Execution, ev.Workflow = id.String(), time.Now().UTC(), r.exec.ID, r.exec.MachineName
+	if r.secrets != nil && ev.Data != nil {
+		// An emitted event leaves for other systems: its secrets go as
+		// their hashes, not sealed.
+		ev.Data, _ = r.secrets.view(ev.Data).(map[string]any)
+	}
 	body, err := json.Marshal(ev)
 	if err == nil && len(body) > maxEmittedBody {
 		ev.Data = map[string]any{"truncated": true}

@@ -124,6 +124,12 @@ type Config struct {
 	// embedder of package models/localembed (384 dimensions). Vectors are
 	// cached by model and text either way.
 	Embedder Embedder
+	// RedactKey is the owner's key (at least MinRedactKey bytes; see
+	// ReadRedactKey) with which the values Audit.Redact paths select are
+	// sealed in the store and marked by a keyed hash everywhere else. A
+	// durable executor without one refuses executions that redact; one
+	// without a store uses a random key of its own.
+	RedactKey []byte
 }
 
 // Executor runs executions of state machines. It is safe for concurrent
@@ -158,6 +164,10 @@ type Executor struct {
 	eventsOut io.Writer
 	// embedder is Config.Embedder, cached (embed.go).
 	embedder Embedder
+	// redactor seals secrets (nil without a key, redactErr when the key
+	// was refused).
+	redactor  *Redactor
+	redactErr error
 	// vectors are the semantic memory collections' indexes (semantic.go).
 	vectors vectorCache
 	// localCache is the result cache of an executor without a store;
@@ -214,6 +224,12 @@ func New(cfg Config) *Executor {
 	x.batchWindow = cfg.BatchWindow
 	x.buckets = cfg.Buckets
 	x.embedder = newEmbedder(cfg.Embedder)
+	switch {
+	case len(cfg.RedactKey) > 0:
+		x.redactor, x.redactErr = NewRedactor(cfg.RedactKey)
+	case !x.durable:
+		x.redactor = newEphemeralRedactor()
+	}
 	x.cacheLimits = cfg.CacheLimits
 	if x.batchWindow <= 0 {
 		x.batchWindow = DefaultBatchWindow
@@ -371,11 +387,15 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 	if err := checkCacheScopes(m, opts.Registry); err != nil {
 		return nil, err
 	}
+	if err := x.canRedact(m); err != nil {
+		return nil, err
+	}
 	e := &Execution{
 		ID: opts.ID, MachineName: opts.MachineName, Input: input, Status: StatusRunning,
 		StartedAt: time.Now().UTC(), Agents: opts.AgentsFile, AgentsKind: opts.AgentsKind,
 		MaxPayload: own, Durability: durability, Parent: opts.parent, Registry: opts.Registry,
 	}
+	e.secrets = x.secretsOf(m)
 	if e.ID == "" {
 		u, err := uuid.NewV7()
 		if err != nil {
@@ -421,7 +441,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		if e.Definition, e.DefinitionHash, err = definitionOf(m); err != nil {
 			return nil, err
 		}
-		if err := x.store.Create(ctx, e); err != nil {
+		if err := x.create(ctx, m, e); err != nil {
 			return nil, fmt.Errorf("execution %s: %w", e.ID, err)
 		}
 	}
@@ -443,7 +463,7 @@ func (x *Executor) createQueued(ctx context.Context, m *states.Machine, e *Execu
 	if e.Definition, e.DefinitionHash, err = definitionOf(m); err != nil {
 		return nil, err
 	}
-	if err := x.store.Create(ctx, e); err != nil {
+	if err := x.create(ctx, m, e); err != nil {
 		return nil, fmt.Errorf("execution %s: %w", e.ID, err)
 	}
 	x.hooks.executionStarted(e.ID)
@@ -481,6 +501,7 @@ func (x *Executor) runQueued(ctx context.Context, q *queuedStart, c *Claimed) (_
 func (opts *StartOptions) created(e *Execution) {
 	if opts.Started != nil {
 		c := *e
+		c.Input = e.secrets.stored(e.Input)
 		opts.Started(&c)
 	}
 	if opts.Created != nil {
@@ -510,6 +531,10 @@ func (x *Executor) newRun(m *states.Machine, e *Execution, reg *agents.Registry)
 		reg = x.agents
 	}
 	r := &run{x: x, m: m, exec: e, agents: reg, invocations: make(map[string]int), maxPayload: x.limitOf(e.MaxPayload)}
+	r.secrets = e.secrets
+	if r.secrets == nil {
+		r.secrets = x.secretsOf(m)
+	}
 	r.batched = x.durable && (e.Durability == DurabilityBatched || e.Durability == "" && x.durability == DurabilityBatched)
 	if r.maxPayload >= 0 {
 		if n, ok := jsonvalue.SizeWithin(e.Input, r.maxPayload); ok {

@@ -66,6 +66,10 @@ type Hooks struct {
 	// it stopped for the execution to wait (it runs again on Resume), and
 	// err is the failure otherwise.
 	StateEnded func(ctx context.Context, id, scope, state string, waiting bool, err error)
+	// StateAudited is called when a state with an Audit block stops
+	// running (after StateEnded), with what it did and which measures it
+	// exports (Audit.Metrics), for metrics per state.
+	StateAudited func(ctx context.Context, a AuditRecord)
 }
 
 func (h *Hooks) executionStarted(id string) {

@@ -94,6 +94,9 @@ func (x *Executor) load(ctx context.Context, id string) (*Execution, *states.Mac
 	if err != nil {
 		return nil, nil, fmt.Errorf("execution %s: its stored definition no longer parses: %w", id, err)
 	}
+	if err := x.unsealLoaded(m, e); err != nil {
+		return nil, nil, err
+	}
 	return e, m, nil
 }
 
@@ -290,6 +293,9 @@ func (x *Executor) fromCheckpoint(ctx context.Context, id, name string, opts Res
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
+	if err := e.secrets.unsealCheckpoint(cp); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("execution %s: checkpoint %q: %w", id, name, err)
+	}
 	reg, err := x.agentsOf(e, opts)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -401,7 +407,8 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 	} else if err != nil {
 		return nil, err
 	}
-	if err := x.store.Create(ctx, e); err != nil {
+	e.secrets = parent.secrets
+	if err := x.create(ctx, m, e); err != nil {
 		return nil, fmt.Errorf("execution %s: %w", e.ID, err)
 	}
 	x.hooks.executionStarted(e.ID)

@@ -25,6 +25,9 @@ type run struct {
 	m      *states.Machine
 	exec   *Execution // the durable record: id, input, start time, agents
 	agents *agents.Registry
+	// secrets are what the execution keeps out of what it writes (nil
+	// when its machine redacts nothing).
+	secrets *secrets
 	// maxPayload is the execution's payload limit in bytes (its own, else
 	// the executor's); negative means none.
 	maxPayload int
@@ -358,6 +361,10 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 	}
 	r.x.settled(r.exec.ID)
 	r.x.hooks.executionFinished(r.exec.ID, res.Status)
+	if r.secrets != nil {
+		// What the run returns leaves the engine as the store has it.
+		res.Output, res.Error, res.Cause = r.secrets.stored(res.Output), r.secrets.text(res.Error), r.secrets.text(res.Cause)
+	}
 	if stop != nil {
 		stop.res = res
 	}
@@ -434,7 +441,9 @@ type stepResult struct {
 // Catch), applies its Assign, and records its exit.
 func (r *run) step(ctx context.Context, st states.State, input any, size int, sc *scope) (stepResult, error) {
 	c := st.Base()
-	if f := r.x.hooks.StateEntered; f != nil {
+	audit := auditOf(st)
+	traced := audit.Traced()
+	if f := r.x.hooks.StateEntered; f != nil && traced {
 		ctx = f(ctx, r.exec.ID, r.exec.Trace, sc.prefix, c.Name)
 	}
 	visit := sc.visit(c.Name)
@@ -456,6 +465,7 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	}
 	h := &stateRun{r: r, ctx: ctx, sc: sc, entered: entered, st: st, inSize: size, visit: visit, progress: progress, raw: input}
 	h.envData = env{r: r, sc: sc, state: c.Name, entered: now, item: sc.item}
+	h.auditEntered(audit, input)
 	h.env = &h.envData
 	if progress != nil {
 		h.env.retry = progress.Attempt
@@ -515,13 +525,14 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	if err != nil && errors.As(err, &ae) && ctx.Err() == nil {
 		r.emitState("failed", c, sc.prefix, map[string]any{"Error": string(ae.Name), "Cause": ae.Cause})
 	}
-	if f := r.x.hooks.StateEnded; f != nil {
+	if f := r.x.hooks.StateEnded; f != nil && traced {
 		waiting, failed := errors.Is(err, errParked), err
 		if waiting {
 			failed = nil
 		}
-		f(ctx, r.exec.ID, sc.prefix, c.Name, waiting, failed)
+		f(ctx, r.exec.ID, sc.prefix, c.Name, waiting, r.secrets.maskError(failed))
 	}
+	h.auditEnded(ctx, audit, now, input, &res, err)
 	if err != nil {
 		return stepResult{}, err
 	}

@@ -19,7 +19,10 @@ type stateRun struct {
 	r *run
 	// ctx is the step's, for what runs where no context is passed (the
 	// embedding of semantic memory writes, as the state completes).
-	ctx     context.Context
+	ctx context.Context
+	// used is what the state's agent calls reported consuming (its
+	// Audit), guarded by sc.callsMu.
+	used    Usage
 	env     *env // points at envData
 	envData env
 	sc      *scope

@@ -91,6 +91,10 @@ type Execution struct {
 	Progress Progress
 	// Seq counts the commits of the execution.
 	Seq int64
+
+	// secrets are the secrets of an execution loaded with sealed values
+	// (the run that continues it keeps them); nil otherwise.
+	secrets *secrets
 }
 
 // Progress is the resumable position of an execution: the progress of its

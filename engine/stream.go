@@ -61,6 +61,12 @@ func (h *stateRun) startTaskStream(ctx context.Context, sc *states.StreamingConf
 	ts.live = h.r.x.startStream(h.r.exec.ID, req.State, req.Step, req.Attempt, shapeOf(sc))
 	ts.live.onChunk = ts.chunk
 	req.OnStream = ts.live.write
+	if sec := h.r.secrets; sec != nil {
+		// Live text leaves for people: the execution's secrets known so
+		// far are masked in each piece (one split across two pieces is
+		// not: docs/security.md).
+		req.OnStream = func(turn int, text string) { ts.live.write(turn, sec.text(text)) }
+	}
 	return ts
 }
 

@@ -284,7 +284,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 			herr = classify(err, timeout, heartbeat)
 		}
 		u, _ := usage.get()
-		f(ctx, r.exec.ID, name, time.Since(start), u, herr)
+		f(ctx, r.exec.ID, name, time.Since(start), u, r.secrets.maskError(herr))
 	}
 	if ctx.Err() == nil || err == nil {
 		// The call completed (not cut short by the run stopping): the

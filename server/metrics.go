@@ -33,6 +33,9 @@ type Metrics struct {
 	emitted     *prometheus.CounterVec
 	partsNow    *prometheus.GaugeVec
 	partsDone   *prometheus.CounterVec
+	stateTime   *prometheus.HistogramVec
+	stateTokens *prometheus.CounterVec
+	stateCost   *prometheus.CounterVec
 
 	mu     sync.RWMutex
 	agents map[string]agentSeries // by agent name, at most maxAgentLabels
@@ -43,6 +46,9 @@ type Metrics struct {
 	// workflows are the workflow label values of the parts series, at
 	// most maxWorkflowLabels.
 	workflows map[string]string
+	// states are the label sets of the audited states' series, at most
+	// maxEventLabels.
+	states map[[2]string]bool
 }
 
 // maxWorkflowLabels bounds the workflow label values of the parts
@@ -111,6 +117,20 @@ func NewMetrics(reg prometheus.Registerer, pending, due func() int) *Metrics {
 			Name: "aslrun_parts_finished_total",
 			Help: "Map items and Parallel branches that ended, by workflow and status (completed or failed).",
 		}, []string{"workflow", "status"})),
+		stateTime: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "aslrun_state_duration_seconds",
+			Help:    "Time of one run of a state whose Audit.Metrics lists latency (all with an Audit block and no Metrics), by workflow, state and status (label sets past the first 500 are counted as \"other\").",
+			Buckets: agentBuckets,
+		}, []string{"workflow", "state", "status"})),
+		stateTokens: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aslrun_state_tokens_total",
+			Help: "Tokens the agents of states whose Audit.Metrics lists tokens reported, by workflow and state.",
+		}, []string{"workflow", "state"})),
+		stateCost: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aslrun_state_cost_total",
+			Help: "Cost (in the workflow Budget's currency) the agents of states whose Audit.Metrics lists cost reported, by workflow and state.",
+		}, []string{"workflow", "state"})),
+		states:    make(map[[2]string]bool),
 		agents:    make(map[string]agentSeries),
 		events:    make(map[[3]string]prometheus.Counter),
 		workflows: make(map[string]string),
@@ -198,6 +218,12 @@ func (m *Metrics) Hooks(next engine.Hooks) engine.Hooks {
 				next.PartsMoved(workflow, running, completed, failed)
 			}
 		},
+		StateAudited: func(ctx context.Context, a engine.AuditRecord) {
+			m.audited(a)
+			if next.StateAudited != nil {
+				next.StateAudited(ctx, a)
+			}
+		},
 		AgentCalled: func(ctx context.Context, id, agent string, d time.Duration, u engine.Usage, err error) {
 			s := m.agent(agent)
 			s.duration.Observe(d.Seconds())
@@ -208,6 +234,25 @@ func (m *Metrics) Hooks(next engine.Hooks) engine.Hooks {
 				next.AgentCalled(ctx, id, agent, d, u, err)
 			}
 		},
+	}
+}
+
+// audited exports what a state with an Audit block measured.
+func (m *Metrics) audited(a engine.AuditRecord) {
+	key := capped(m, m.states, [2]string{a.Workflow, a.State}, maxEventLabels,
+		func() bool { return true }, func() bool { return false })
+	w, st := a.Workflow, a.State
+	if !key {
+		w, st = otherAgent, otherAgent
+	}
+	if a.Latency && a.Status != "waiting" {
+		m.stateTime.WithLabelValues(w, st, a.Status).Observe(a.Duration.Seconds())
+	}
+	if a.Tokens && a.Usage.Tokens > 0 {
+		m.stateTokens.WithLabelValues(w, st).Add(float64(a.Usage.Tokens))
+	}
+	if a.Cost && a.Usage.Cost > 0 {
+		m.stateCost.WithLabelValues(w, st).Add(a.Usage.Cost)
 	}
 }
 

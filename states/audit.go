@@ -136,9 +136,12 @@ func (p *parser) redactPaths(ao *object) []*jsonpath.Path {
 
 // RedactPaths returns the Audit.Redact paths of every Task of m, nested
 // machines (Map iterators, Parallel branches) included, each once in the
-// order met. An execution applies all of them to every document it
-// records: the values they select are its secrets.
-func (m *Machine) RedactPaths() []*jsonpath.Path {
+// order met (state names in order, a nested machine's after the state
+// that holds it). An execution applies all of them to every document it
+// records: the values they select are its secrets. Never modify it.
+func (m *Machine) RedactPaths() []*jsonpath.Path { return m.redact }
+
+func (m *Machine) collectRedactPaths() []*jsonpath.Path {
 	var out []*jsonpath.Path
 	seen := map[string]bool{}
 	m.Each(func(_, _ string, s State) bool {

@@ -162,6 +162,7 @@ func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
 	if raw, _ := rawStates.(map[string]any); len(raw) > 0 && !hasTerminal(raw) {
 		p.errorf(statesPtr, parent, "the state machine has no terminal state: at least one state must have \"End\": true or be a Succeed or Fail state")
 	}
+	m.redact = m.collectRedactPaths()
 	return m
 }
 

@@ -39,6 +39,9 @@ type Machine struct {
 	// their child executions store), so that it can be stored and parsed
 	// again. Never modify it.
 	Definition any
+
+	// redact are the Redact paths of its Tasks (RedactPaths).
+	redact []*jsonpath.Path
 }
 
 // State is one state of a machine. Its concrete type is one of *Pass,

@@ -49,7 +49,10 @@ func cmdActivityPoll(ctx context.Context, c *cmdContext, args []string) error {
 			return remoteError(h, err)
 		}
 	} else {
-		x := executor(h.st, nil, 0)
+		x, err := executor(h.st, nil, 0)
+		if err != nil {
+			return err
+		}
 		t, err := x.PollActivity(ctx, name, engine.PollOptions{Worker: *worker, Wait: *wait, Find: waitingForActivities(h.st)})
 		if err != nil {
 			return engineError(err)

@@ -76,7 +76,10 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 			return engineError(err)
 		}
 	} else {
-		cfg := executorConfig(h.st, nil, *maxPayload)
+		cfg, err := executorConfig(h.st, nil, *maxPayload)
+		if err != nil {
+			return err
+		}
 		cfg.Buckets = access
 		x := engine.New(cfg)
 		reads := c.startReads(h.st, x, socketPath(*db))

@@ -176,7 +176,10 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if err := checkFileBuckets("run", pos[0], m, access); err != nil {
 		return err
 	}
-	cfg := executorConfig(h.st, nil, *maxPayload)
+	cfg, err := executorConfig(h.st, nil, *maxPayload)
+	if err != nil {
+		return err
+	}
 	cfg.Buckets = access
 	x := engine.New(cfg)
 	reads := c.startReads(h.st, x, socketPath(*db))
@@ -380,7 +383,10 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 		printf(c.stderr, "execution: %s\n", e.ID)
 		return waitAndPrint(ctx, c, h, e.ID, true)
 	}
-	cfg := executorConfig(h.st, nil, *maxPayload)
+	cfg, err := executorConfig(h.st, nil, *maxPayload)
+	if err != nil {
+		return err
+	}
 	cfg.Buckets = access
 	x := engine.New(cfg)
 	reads := c.startReads(h.st, x, socketPath(*db))

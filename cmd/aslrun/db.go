@@ -253,18 +253,40 @@ func ownPayload(fs *flag.FlagSet, limit int) int {
 
 // executor returns an executor on st; reg, when set, overrides the agents
 // stored with executions. maxPayload is --max-payload.
-func executor(st store.Store, reg *agents.Registry, maxPayload int) *engine.Executor {
-	return engine.New(executorConfig(st, reg, maxPayload))
+func executor(st store.Store, reg *agents.Registry, maxPayload int) (*engine.Executor, error) {
+	cfg, err := executorConfig(st, reg, maxPayload)
+	if err != nil {
+		return nil, err
+	}
+	return engine.New(cfg), nil
 }
 
 // executorConfig is the configuration of executor, for a command that
 // sets more of it (run, resume and approve: their bucket flags).
-func executorConfig(st store.Store, reg *agents.Registry, maxPayload int) engine.Config {
+func executorConfig(st store.Store, reg *agents.Registry, maxPayload int) (engine.Config, error) {
 	cfg := engine.Config{Store: st, AgentsFor: agentsOf(egress.Config{}), MaxPayloadSize: maxPayload}
 	if reg != nil {
 		cfg.Agents, cfg.AgentsFor = reg, nil
 	}
-	return cfg
+	key, err := redactKey(os.Getenv(envRedactKey))
+	cfg.RedactKey = key
+	return cfg, err
+}
+
+// envRedactKey names the file of the owner's redaction key (Audit.Redact,
+// docs/security.md), for every command that runs executions.
+const envRedactKey = "ASLRUN_REDACT_KEY_FILE"
+
+// redactKey reads the redaction key file path names; none for "".
+func redactKey(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	key, err := engine.ReadRedactKey(path)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", envRedactKey, err)
+	}
+	return key, nil
 }
 
 // printResult prints where an execution stands as run, resume and approve

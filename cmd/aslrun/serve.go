@@ -66,6 +66,8 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	maxConcurrent := fs.Int("max-concurrent", 64, "the most executions this server runs at once; on PostgreSQL, a start beyond it is left to a server with room")
 	grace := fs.Duration("grace", shutdownGrace, "on SIGINT or SIGTERM, how long requests in flight and running states get to finish before they are cancelled at their last commit")
 	logFormat := fs.String("log-format", "text", "the log's `FORMAT`: text or json")
+	logLevel := fs.String("log-level", "info", "the least `LEVEL` of the lines logged: debug, info, warn or error (a state's Audit.LogLevel debug lines need debug)")
+	redactKeyFile := fs.String("redact-key", os.Getenv(envRedactKey), "the owner's redaction key `FILE` (at least 32 bytes, mode 0600) that seals the values Audit.Redact paths select ($"+envRedactKey+" when not given)")
 	agentsFile := fs.String("agents", "", "the server's own agents `FILE` (built-in llm, exec and http agents) for executions started without a mock")
 	webhookTimeout := fs.Duration("webhook-timeout", webhook.DefaultTimeout, "how long one webhook delivery attempt may take (a process that dies while delivering delays those deliveries twice that)")
 	hosts := hostFlags(fs)
@@ -120,11 +122,16 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 		}
 	}
 	var handler slog.Handler
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageErrorf("serve: --log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
 	switch *logFormat {
 	case "text":
-		handler = slog.NewTextHandler(c.stderr, nil)
+		handler = slog.NewTextHandler(c.stderr, hopts)
 	case "json":
-		handler = slog.NewJSONHandler(c.stderr, nil)
+		handler = slog.NewJSONHandler(c.stderr, hopts)
 	default:
 		return usageErrorf("serve: --log-format %q: want text or json", *logFormat)
 	}
@@ -173,7 +180,11 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer tr.Shutdown(context.WithoutCancel(ctx)) // flushes the spans left
-	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf(*hosts), Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Buckets: access, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{}))})
+	key, err := redactKey(*redactKeyFile)
+	if err != nil {
+		return fmt.Errorf("serve: --redact-key: %w", err)
+	}
+	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf(*hosts), Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Buckets: access, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{})), RedactKey: key})
 	if pg, ok := st.(*postgres.DB); ok {
 		// Clients of this server follow executions other servers run:
 		// their live feeds come through the database (docs/api.md).

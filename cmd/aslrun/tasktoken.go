@@ -96,7 +96,10 @@ func taskAnswer(ctx context.Context, c *cmdContext, fs *flag.FlagSet, args []str
 		}
 		res, err = a.remote(ctx, h, token)
 	} else {
-		x := executor(h.st, nil, *maxPayload)
+		x, xerr := executor(h.st, nil, *maxPayload)
+		if xerr != nil {
+			return xerr
+		}
 		reads := c.startReads(h.st, x, socketPath(*db))
 		defer reads.stop(ctx)
 		res, err = a.local(ctx, x, token, opts)

@@ -1,0 +1,187 @@
+package engine
+
+import "maps"
+
+// docs calls f with a pointer to every document a commit carries: the
+// scopes' positions, the history's events, memory writes, the checkpoint,
+// the execution's end. Only on a copy (copyForStore): it writes the
+// variables' maps back.
+func (c *Commit) docs(f func(*any)) {
+	for _, sc := range c.Scopes {
+		sc.docs(f)
+	}
+	for i := range c.Events {
+		ev := &c.Events[i]
+		f(&ev.Input)
+		f(&ev.Output)
+		f(&ev.Detail)
+		f(&ev.Document)
+	}
+	for i := range c.Memory {
+		f(&c.Memory[i].Value)
+	}
+	if cp := c.Checkpoint; cp != nil {
+		f(&cp.Document)
+		f(&cp.Context)
+		f(&cp.Memory)
+		vars(cp.Variables, f)
+	}
+	f(&c.Output)
+}
+
+// docs calls f with a pointer to every document of a scope.
+func (sc *Scope) docs(f func(*any)) {
+	if sc == nil {
+		return
+	}
+	f(&sc.Doc)
+	f(&sc.Output)
+	vars(sc.Vars, f)
+	if st := sc.Step; st != nil {
+		f(&st.Journal)
+		f(&st.Debate)
+		if a := st.Approval; a != nil {
+			f(&a.Prompt)
+			f(&a.Editable)
+			mapDoc(&a.Decision, f)
+		}
+		if cb := st.Callback; cb != nil {
+			f(&cb.Input)
+			mapDoc(&cb.Outcome, f)
+		}
+	}
+}
+
+// vars calls f for every variable's value (the map is the caller's copy).
+func vars(m map[string]any, f func(*any)) {
+	for k, v := range m {
+		f(&v)
+		m[k] = v
+	}
+}
+
+// mapDoc calls f with an object-valued document, kept an object.
+func mapDoc(m *map[string]any, f func(*any)) {
+	if *m == nil {
+		return
+	}
+	var v any = *m
+	f(&v)
+	if o, ok := v.(map[string]any); ok {
+		*m = o
+	}
+}
+
+// copyForStore returns a copy of c whose documents may be replaced without
+// changing c's: the scopes (their steps, approvals, callbacks and
+// variables), events, memory writes and checkpoint are copied; the
+// documents themselves are shared until replaced.
+func (c *Commit) copyForStore() *Commit {
+	out := *c
+	if c.Scopes != nil {
+		out.Scopes = make(map[string]*Scope, len(c.Scopes))
+		for k, sc := range c.Scopes {
+			if sc == nil {
+				out.Scopes[k] = nil
+				continue
+			}
+			s := *sc
+			s.Vars = maps.Clone(sc.Vars)
+			if sc.Step != nil {
+				st := *sc.Step
+				if st.Approval != nil {
+					a := *st.Approval
+					st.Approval = &a
+				}
+				if st.Callback != nil {
+					cb := *st.Callback
+					st.Callback = &cb
+				}
+				s.Step = &st
+			}
+			out.Scopes[k] = &s
+		}
+	}
+	out.Events = append([]Event(nil), c.Events...)
+	out.Memory = append([]MemoryWrite(nil), c.Memory...)
+	if c.Checkpoint != nil {
+		cp := *c.Checkpoint
+		cp.Variables = maps.Clone(cp.Variables)
+		out.Checkpoint = &cp
+	}
+	return &out
+}
+
+// commit returns c as it may be written: every document with the
+// execution's secrets replaced by their sealed markers, and the texts that
+// can quote them (errors and causes) masked. A value first seen in one
+// document is hidden in all of them: every document is read for secrets
+// before any is written. c is not changed.
+func (s *secrets) commit(c *Commit) *Commit {
+	if s == nil {
+		return c
+	}
+	out := c.copyForStore()
+	out.docs(func(v *any) { s.learn(*v) })
+	out.docs(func(v *any) { *v = s.stored(*v) })
+	for _, sc := range out.Scopes {
+		if sc != nil {
+			sc.Error, sc.Cause = s.text(sc.Error), s.text(sc.Cause)
+		}
+	}
+	for i := range out.Events {
+		ev := &out.Events[i]
+		ev.Error, ev.Cause = s.text(ev.Error), s.text(ev.Cause)
+	}
+	out.Error, out.Cause = s.text(out.Error), s.text(out.Cause)
+	for i := range out.Memory {
+		out.Memory[i].Key = s.text(out.Memory[i].Key)
+	}
+	return out
+}
+
+// unsealExecution replaces the sealed values of an execution as loaded by
+// their values, which become its secrets again.
+func (s *secrets) unsealExecution(e *Execution) error {
+	if s == nil {
+		return nil
+	}
+	var err error
+	f := func(v *any) {
+		if err != nil {
+			return
+		}
+		var nv any
+		if nv, _, err = s.unseal(*v); err == nil {
+			*v = nv
+		}
+	}
+	f(&e.Input)
+	f(&e.Output)
+	for _, sc := range e.Progress.Scopes {
+		sc.docs(f)
+	}
+	return err
+}
+
+// unsealCheckpoint replaces the sealed values of a checkpoint as loaded.
+func (s *secrets) unsealCheckpoint(cp *Checkpoint) error {
+	if s == nil || cp == nil {
+		return nil
+	}
+	var err error
+	f := func(v *any) {
+		if err != nil {
+			return
+		}
+		var nv any
+		if nv, _, err = s.unseal(*v); err == nil {
+			*v = nv
+		}
+	}
+	f(&cp.Document)
+	f(&cp.Context)
+	f(&cp.Memory)
+	vars(cp.Variables, f)
+	return err
+}
