@@ -11,8 +11,8 @@ type CacheEntry struct {
 	// Key is the entry's key: a SHA-256, in hex, of what it was computed
 	// from (it tells nothing of the key's text).
 	Key string `json:"key"`
-	// Scope is "execution" or "workflow"; Workflow, State, Agent and
-	// Execution say where it was made.
+	// Scope is "execution", "workflow" or "global"; Workflow, State,
+	// Agent and Execution say where it was made.
 	Scope     string `json:"scope"`
 	Workflow  string `json:"workflow"`
 	State     string `json:"state"`
