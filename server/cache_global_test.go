@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -33,8 +34,10 @@ type executorStore interface {
 
 // TestTaskCacheGlobalServer: on bbolt and on PostgreSQL, two registered
 // workflows with the same Task (agent, state definition, key) share its
-// global entry: the agent is called once, the second execution hits the
-// first's entry, and GET /v1/cache?scope=global lists it. The same
+// global entry: the agent is called once, the later executions (the
+// other workflow's, one started from the workflow's page) hit the first's
+// entry, each execution keeps its registry ("name@version", the latest's
+// number when started by 0), and GET /v1/cache?scope=global lists it. The same
 // definition started inline is refused (422) at the Task's Scope field,
 // and nothing is created.
 func TestTaskCacheGlobalServer(t *testing.T) {
@@ -77,28 +80,46 @@ func TestTaskCacheGlobalServer(t *testing.T) {
 					t.Fatalf("register %s: %d %s", wf, code, body)
 				}
 			}
+			// triage by its version, digest by its latest (0), and triage
+			// again from its page.
 			var labels []string
-			for _, wf := range []string{"triage", "digest"} {
-				start := api.StartExecution{Workflow: wf, Name: wf + "-1", Input: json.RawMessage(`{"text":"refund please"}`)}
+			for _, wf := range []struct {
+				name    string
+				version int
+			}{{"triage", 1}, {"digest", 0}} {
+				start := api.StartExecution{Workflow: wf.name, Version: wf.version, Name: wf.name + "-1", Input: json.RawMessage(`{"text":"refund please"}`)}
 				if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", start, nil); code != http.StatusCreated {
-					t.Fatalf("start %s: %d %s", wf, code, body)
+					t.Fatalf("start %s: %d %s", wf.name, code, body)
 				}
-				e := ts.waitFor(t, wf+"-1", succeeded)
+				e := ts.waitFor(t, wf.name+"-1", succeeded)
 				var out struct{ Label, By string }
-				if err := json.Unmarshal(e.Output, &out); err != nil || out.By != wf {
-					t.Fatalf("%s's output %s (%v)", wf, e.Output, err)
+				if err := json.Unmarshal(e.Output, &out); err != nil || out.By != wf.name {
+					t.Fatalf("%s's output %s (%v)", wf.name, e.Output, err)
 				}
 				labels = append(labels, out.Label)
+				if x, err := st.Load(context.Background(), wf.name+"-1"); err != nil || x.Registry != wf.name+"@1" {
+					t.Errorf("%s-1's registry %q (%v), want %s@1", wf.name, x.Registry, err, wf.name)
+				}
 			}
-			if got := calls.Load(); got != 1 || labels[0] != labels[1] {
-				t.Errorf("%d agent calls, labels %q; want one call whose label both got", got, labels)
+			op := ts.signedIn(t, RoleOperator)
+			if code, _, h := op.post(t, "/workflows/triage/start", url.Values{"csrf": {op.csrf(t)}, "version": {"1"}, "input": {`{"text":"refund please"}`}, "name": {"triage-page"}}); code != http.StatusSeeOther {
+				t.Fatalf("start from the page: %d to %q", code, h.Get("Location"))
+			}
+			e := ts.waitFor(t, "triage-page", succeeded)
+			var out struct{ Label string }
+			if err := json.Unmarshal(e.Output, &out); err != nil {
+				t.Fatal(err)
+			}
+			labels = append(labels, out.Label)
+			if got := calls.Load(); got != 1 || labels[0] != labels[1] || labels[0] != labels[2] {
+				t.Errorf("%d agent calls, labels %q; want one call whose label all got", got, labels)
 			}
 			var page api.CachePage
 			if code, body := ts.call(t, RoleAdmin, "GET", "/v1/cache?scope=global", nil, &page); code != http.StatusOK || len(page.Entries) != 1 {
 				t.Fatalf("GET /v1/cache?scope=global: %d %s", code, body)
 			}
-			if e := page.Entries[0]; e.Scope != "global" || e.Workflow != "triage" || e.Execution != "triage-1" || e.Hits != 1 {
-				t.Errorf("entry %+v; want scope global, made by triage-1, hit once", e)
+			if e := page.Entries[0]; e.Scope != "global" || e.Workflow != "triage" || e.Execution != "triage-1" || e.Hits != 2 {
+				t.Errorf("entry %+v; want scope global, made by triage-1, hit twice", e)
 			}
 
 			// Inline, the same definition is refused at start.
