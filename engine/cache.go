@@ -22,13 +22,15 @@ const (
 // CacheEntry is a Task's result kept in the cache.
 type CacheEntry struct {
 	// Key is the entry's key: the hex SHA-256 of what it was computed
-	// from (the scope and what it is scoped to, the agent's name and a
-	// hash of its configuration, and the Task's key or input); it says
-	// nothing of the key's text.
+	// from (the scope and what it is scoped to — the execution, the
+	// workflow's name, nothing for global —, the agent's name and a hash
+	// of its configuration, the state's definition, and the Task's key
+	// or input); it says nothing of the key's text.
 	Key string
 	// Scope is CacheScopeExecution, CacheScopeWorkflow or
-	// CacheScopeGlobal; Workflow, State and Agent say where it was made
-	// (for listing), Execution by which execution.
+	// CacheScopeGlobal (shared by every registered workflow: executions
+	// whose Execution.Registry is set); Workflow, State and Agent say
+	// where it was made (for listing), Execution by which execution.
 	Scope     string
 	Workflow  string
 	State     string
