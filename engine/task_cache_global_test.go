@@ -151,3 +151,27 @@ func TestTaskCacheGlobalUnregistered(t *testing.T) {
 		t.Errorf("a disabled global block: %d calls, want 2 (nothing cached)", got)
 	}
 }
+
+// TestTaskCacheGlobalDistributedMap: the child executions of a registered
+// execution's Distributed Map keep its registry, so their global-scope
+// Tasks cache (once for all items of one key) instead of being refused.
+func TestTaskCacheGlobalDistributedMap(t *testing.T) {
+	var n atomic.Int64
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Agents: registry(t, counting(&n), "Classifier"), Store: st})
+	ctx := context.Background()
+	m := mustParse(t, `{"StartAt":"Each","States":{"Each":{"Type":"Map","ItemsPath":"$.items","MaxConcurrency":1,"End":true,
+		"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},"StartAt":"C","States":{
+			"C":{"Type":"Task","Agent":"Classifier","Parameters":{"text":"same"},"Cache":{"Scope":"global"},"End":true}}}}}}`)
+	res, err := x.Run(ctx, m, mustJSON(t, `{"items":[1,2,3]}`), engine.StartOptions{ID: "p", MachineName: "batch", Registry: "batch@4"})
+	if err != nil || res.Status != engine.StatusSucceeded {
+		t.Fatalf("Run = %+v, %v; want SUCCEEDED", res, err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("%d calls, want 1 (one key, three items)", got)
+	}
+	child, err := st.Load(ctx, engine.ChildID("p/Each#1.0", 0))
+	if err != nil || child.Registry != "batch@4" {
+		t.Errorf("the first child's registry: %q (%v), want batch@4", child.Registry, err)
+	}
+}
