@@ -43,9 +43,9 @@ func decode(t testing.TB, s string) any {
 func TestRedactDocuments(t *testing.T) {
 	tests := []struct {
 		name, paths, doc string
-		absent          []string // texts the stored form must not hold
-		kept            []string // texts it must still hold
-		markers         int      // "$redacted" markers in the view form
+		absent           []string // texts the stored form must not hold
+		kept             []string // texts it must still hold
+		markers          int      // "$redacted" markers in the view form
 	}{
 		{"one field", `["$.ssn"]`, `{"ssn":"123-45-6789","name":"Ann"}`, []string{"123-45-6789"}, []string{`"name":"Ann"`}, 1},
 		{"object", `["$.card"]`, `{"card":{"number":"4111111111111111","cvv":"987"},"x":1}`, []string{"4111111111111111", "987"}, []string{`"x":1`}, 1},
