@@ -97,6 +97,10 @@ type Expect struct {
 	RequireErrorContains bool
 }
 
+// caseRedactKey is the redaction key the runner, as the owner, runs the
+// cases with, so that a case may redact (Audit.Redact).
+var caseRedactKey = []byte("aslrun conformance redaction key, not a secret")
+
 // Load reads and checks one case file.
 func Load(file string) (*Case, error) {
 	data, err := os.ReadFile(file)
@@ -493,7 +497,7 @@ func run(ctx context.Context, c *Case, opts Options) error {
 	var st store.Store
 	// Escalations are checked in the history (expect.events), not logged.
 	quiet := func(context.Context, engine.EscalationNotice) error { return nil }
-	cfg := engine.Config{Agents: reg, OnEscalation: quiet, Durability: mode}
+	cfg := engine.Config{Agents: reg, OnEscalation: quiet, Durability: mode, RedactKey: caseRedactKey}
 	switch {
 	case mode == engine.DurabilityNone && (c.Memory != nil || c.Expect.Memory != nil):
 		return fmt.Errorf("%w: it seeds or checks agent memory", ErrNeedsStore)
