@@ -340,3 +340,50 @@ func TestMetricsParts(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsStateAudited: a state with an Audit block exports the
+// measures its Metrics list, by workflow and state name (a Map item's
+// states share their series); past maxEventLabels label sets, "other".
+func TestMetricsStateAudited(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := NewMetrics(reg, nil, nil).Hooks(engine.Hooks{})
+	ctx := context.Background()
+	all := engine.AuditRecord{Workflow: "kyc", State: "Verify", Duration: 2 * time.Second, Usage: engine.Usage{Tokens: 40, Cost: 0.5}, Status: "succeeded", Latency: true, Tokens: true, Cost: true}
+	h.StateAudited(ctx, all)
+	item := all
+	item.Scope, item.Status, item.Error = "Each/3/", "failed", "States.TaskFailed"
+	h.StateAudited(ctx, item)
+	costOnly := engine.AuditRecord{Workflow: "kyc", State: "Summarize", Duration: time.Second, Usage: engine.Usage{Tokens: 7, Cost: 0.25}, Status: "succeeded", Cost: true}
+	h.StateAudited(ctx, costOnly)
+	waiting := all
+	waiting.State, waiting.Status = "Hold", "waiting"
+	h.StateAudited(ctx, waiting)
+	for i := range maxEventLabels + 2 {
+		h.StateAudited(ctx, engine.AuditRecord{Workflow: "many", State: "S" + strconv.Itoa(i), Status: "succeeded", Usage: engine.Usage{Tokens: 1}, Tokens: true})
+	}
+	got := newScraper(t, reg).scrape()
+	for series, want := range map[string]float64{
+		`aslrun_state_duration_seconds_count{state="Verify",status="succeeded",workflow="kyc"}`: 1,
+		`aslrun_state_duration_seconds_count{state="Verify",status="failed",workflow="kyc"}`:    1,
+		`aslrun_state_tokens_total{state="Verify",workflow="kyc"}`:                              80,
+		`aslrun_state_cost_total{state="Verify",workflow="kyc"}`:                                1,
+		`aslrun_state_cost_total{state="Summarize",workflow="kyc"}`:                             0.25,
+		`aslrun_state_tokens_total{state="other",workflow="other"}`:                             5, // 3 label sets of kyc, then 497 of many
+	} {
+		if g, ok := got[series]; !ok || g != want {
+			t.Errorf("%s = %v (exported: %t), want %v", series, g, ok, want)
+		}
+	}
+	for _, absent := range []string{
+		`aslrun_state_tokens_total{state="Summarize",workflow="kyc"}`,
+		`aslrun_state_duration_seconds_count{state="Summarize",status="succeeded",workflow="kyc"}`,
+		`aslrun_state_duration_seconds_count{state="Hold",status="waiting",workflow="kyc"}`,
+	} {
+		if _, ok := got[absent]; ok {
+			t.Errorf("%s is exported", absent)
+		}
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}
