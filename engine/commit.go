@@ -291,6 +291,12 @@ func (h *stateRun) exit(res *stepResult, c *Commit) bool {
 		return false
 	}
 	c.Scopes = map[string]*Scope{sc.key: sc.position(res.next, res.output, nil)}
+	if pf := h.feedbackWait(res); pf != nil {
+		// A Task that waits for feedback stays where it is, waiting, in
+		// the commit of its completion: a crash right after it resumes
+		// the wait, never the states after the Task.
+		c.Scopes[sc.key] = sc.positionBefore(h.name(), h.raw, &StepProgress{Visit: h.visit, Entered: h.entered, Feedback: pf})
+	}
 	c.DropScopes, c.Checkpoint = res.drop, res.checkpoint
 	sc.settle(c)
 	if sc.top {

@@ -80,12 +80,30 @@ func (h *stateRun) feedbackGate(ctx context.Context, s *states.Task, attempt fun
 	if err != nil {
 		return res, err
 	}
-	now := time.Now()
-	pf := &PendingFeedback{ID: h.step(), State: h.qualified(), Output: res.output, Next: res.next, RequestedAt: now}
-	if fb.Timeout > 0 {
-		pf.Deadline = now.Add(fb.Timeout)
+	pf := h.waiting
+	if pf == nil {
+		// The completion ended the machine (nothing was committed of it).
+		pf = h.feedbackWait(&res)
 	}
 	return stepResult{}, h.park(ctx, WaitingForFeedback, pf.Deadline, &StepProgress{Visit: h.visit, Feedback: pf})
+}
+
+// feedbackWait returns the wait a Task's completion res begins when its
+// Feedback block waits, made once per visit (h.waiting), nil for any other
+// state or when the visit already waited.
+func (h *stateRun) feedbackWait(res *stepResult) *PendingFeedback {
+	s, ok := h.st.(*states.Task)
+	if !ok || s.Feedback == nil || !s.Feedback.Collect || !s.Feedback.Wait || !h.r.x.durable || h.progress != nil && h.progress.Feedback != nil {
+		return nil
+	}
+	if h.waiting == nil {
+		now := time.Now()
+		h.waiting = &PendingFeedback{ID: h.step(), State: h.qualified(), Output: res.output, Next: res.next, RequestedAt: now}
+		if s.Feedback.Timeout > 0 {
+			h.waiting.Deadline = now.Add(s.Feedback.Timeout)
+		}
+	}
+	return h.waiting
 }
 
 // feedbackWaited continues a Task that waits for feedback, entered again.

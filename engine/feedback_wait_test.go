@@ -216,3 +216,51 @@ func TestFeedbackCollectWaitEndsAndStops(t *testing.T) {
 	}
 	wantError(t, res, "States.Runtime", "needs an executor with a store")
 }
+
+// diesAfterExit is a store whose process dies (every commit fails) once
+// the commit holding the completion of state is written.
+type diesAfterExit struct {
+	*store.Memory
+	state string
+	dead  atomic.Bool
+}
+
+func (d *diesAfterExit) Commit(ctx context.Context, c *engine.Commit) error {
+	if d.dead.Load() {
+		return errors.New("the process died")
+	}
+	if err := d.Memory.Commit(ctx, c); err != nil {
+		return err
+	}
+	for _, ev := range c.Events {
+		if ev.Type == "TaskStateExited" && ev.State == d.state {
+			d.dead.Store(true)
+		}
+	}
+	return nil
+}
+
+// TestFeedbackCollectWaitCrashAfterCompletion: a process that dies right
+// after the commit of the Task's completion resumes the wait: the Task is
+// not run again and the state after it does not run before feedback.
+func TestFeedbackCollectWaitCrashAfterCompletion(t *testing.T) {
+	st := &diesAfterExit{Memory: store.NewMemory(), state: "Answer"}
+	a := &feedbackWaitAgents{}
+	ctx := context.Background()
+	x := engine.New(engine.Config{Agents: a.registry(t), Store: st})
+	if res, err := x.Run(ctx, mustParse(t, fmt.Sprintf(feedbackWaitFlow, "")), map[string]any{}, engine.StartOptions{ID: "c"}); err == nil {
+		t.Fatalf("run = %+v, want the store's failure", res)
+	}
+	y := engine.New(engine.Config{Agents: a.registry(t), Store: st.Memory})
+	res, err := y.Resume(ctx, "c", engine.ResumeOptions{})
+	if err != nil || res.Status != engine.StatusWaiting || res.WaitingFor != engine.WaitingForFeedback {
+		t.Fatalf("resume = %+v, %v, want WAITING for Feedback", res, err)
+	}
+	if a.writes.Load() != 1 || a.sends.Load() != 0 {
+		t.Errorf("calls = %d writes, %d sends, want 1 and 0", a.writes.Load(), a.sends.Load())
+	}
+	if res, err = y.GiveFeedback(ctx, "c", feedbackFor("c", "Answer#1"), engine.ResumeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, res, `{"draft":{"text":"hello"},"sent":"ok"}`)
+}

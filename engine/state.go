@@ -22,7 +22,10 @@ type stateRun struct {
 	ctx context.Context
 	// used is what the state's agent calls reported consuming (its
 	// Audit), guarded by sc.callsMu.
-	used    Usage
+	used Usage
+	// waiting is the feedback wait the state's completion began (a Task
+	// whose Feedback block waits), once made.
+	waiting *PendingFeedback
 	env     *env // points at envData
 	envData env
 	sc      *scope
