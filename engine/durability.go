@@ -114,7 +114,7 @@ func parksAt(m *states.Machine, parkAfter time.Duration, reg *agents.Registry) s
 
 // approvalIn names the first state of m or of a machine nested in it that
 // waits for an answer from outside (an Approval, a .waitForTaskToken
-// Task, a Task of an activity that reg runs with no agent), its name qualified by where it is nested; "" when there is none.
+// Task, a Task that waits for feedback, a Task of an activity that reg runs with no agent), its name qualified by where it is nested; "" when there is none.
 func approvalIn(m *states.Machine, reg *agents.Registry) string {
 	where := ""
 	m.Each(func(within, name string, st states.State) bool {
@@ -125,6 +125,10 @@ func approvalIn(m *states.Machine, reg *agents.Registry) string {
 		case *states.Task:
 			if s.Resource.WaitsForTaskToken() {
 				where = fmt.Sprintf("state %q waits for its task token (.waitForTaskToken)", within+name)
+				return false
+			}
+			if fb := s.Feedback; fb != nil && fb.Collect && fb.Wait {
+				where = fmt.Sprintf("state %q waits for feedback (Feedback Wait)", within+name)
 				return false
 			}
 			if isActivity(s) && !mappedActivity(reg, s) {

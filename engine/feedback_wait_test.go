@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -209,12 +210,12 @@ func TestFeedbackCollectWaitEndsAndStops(t *testing.T) {
 		t.Errorf("GiveFeedback after Stop = %v, want ErrNotWaitingForFeedback", err)
 	}
 
+	// Without a store it is refused before it runs, as an Approval is.
 	mem := engine.New(engine.Config{Agents: a.registry(t)})
-	res, err = mem.Run(ctx, mustParse(t, def), map[string]any{}, engine.StartOptions{})
-	if err != nil {
-		t.Fatal(err)
+	_, err = mem.Run(ctx, mustParse(t, def), map[string]any{}, engine.StartOptions{})
+	if !errors.Is(err, engine.ErrDurability) || !strings.Contains(err.Error(), `state "Answer" waits for feedback (Feedback Wait), which needs a store`) {
+		t.Errorf("Run without a store = %v, want ErrDurability naming the state", err)
 	}
-	wantError(t, res, "States.Runtime", "needs an executor with a store")
 }
 
 // diesAfterExit is a store whose process dies (every commit fails) once
