@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
@@ -200,5 +202,57 @@ func TestAuditRedactReadKey(t *testing.T) {
 		if _, err := engine.ReadRedactKey(tc.path); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ReadRedactKey(%s) = %v, want %q", tc.path, err, tc.want)
 		}
+	}
+}
+
+// TestAuditRedactCache: a cached result holding a secret is stored sealed
+// in the result cache, and a hit gives the next run the real value.
+func TestAuditRedactCache(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cache.db")
+	st, err := store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var mu sync.Mutex
+	var calls int
+	var used []string
+	reg := agents.NewRegistry()
+	reg.Register("Lookup", agents.Func(func(_ context.Context, req *agents.Request) (any, error) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		ssn := req.Input.(map[string]any)["customer"].(map[string]any)["ssn"]
+		return map[string]any{"found": ssn, "note": fmt.Sprint("record of ", ssn)}, nil
+	}))
+	reg.Register("Use", agents.Func(func(_ context.Context, req *agents.Request) (any, error) {
+		mu.Lock()
+		used = append(used, fmt.Sprint(req.Input))
+		mu.Unlock()
+		return "ok", nil
+	}))
+	def := `{"StartAt":"Lookup","States":{
+		"Lookup":{"Type":"Task","Agent":"Lookup","ResultPath":"$.lookup","Cache":{"Key":"one"},
+			"Audit":{"Redact":["$.customer.ssn"]},"Next":"Use"},
+		"Use":{"Type":"Task","Agent":"Use","Parameters":{"found.$":"$.lookup.found"},"ResultPath":"$.used","End":true}}}`
+	x := engine.New(engine.Config{Agents: reg, Store: st, RedactKey: redactKey(t, 5)})
+	for i := range 2 {
+		res, err := x.Run(ctx, mustParse(t, def), mustJSON(t, `{"customer":{"ssn":"`+secretSSN+`"}}`), engine.StartOptions{})
+		if err != nil || res.Status != engine.StatusSucceeded {
+			t.Fatalf("run %d: %+v %v", i, res, err)
+		}
+	}
+	mu.Lock()
+	if calls != 1 || len(used) != 2 || !strings.Contains(used[1], secretSSN) {
+		t.Errorf("%d calls, the next state saw %q; want 1 call and the SSN both times", calls, used)
+	}
+	mu.Unlock()
+	entries, err := st.ListCache(ctx, engine.CacheFilter{}, time.Now())
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("ListCache = %+v, %v", entries, err)
+	}
+	if b, _ := json.Marshal(entries[0].Result); bytes.Contains(b, []byte(secretSSN)) || !bytes.Contains(b, []byte(engine.SealedKey)) {
+		t.Errorf("the cache entry holds %s", b)
 	}
 }

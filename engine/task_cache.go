@@ -180,7 +180,15 @@ func (h *stateRun) cacheLookup(ctx context.Context, s *states.Task, input, param
 		case err == nil && e != nil:
 			h.r.ownEvent(Event{Type: EventTaskCacheHit, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
 				Detail: map[string]any{"key": key, "scope": e.Scope, "storedAt": e.CreatedAt.UTC().Format(time.RFC3339Nano), "execution": e.Execution}})
-			return tc, e.Result, true, nil
+			result := e.Result
+			if sec := h.r.secrets; sec != nil {
+				// An entry keeps the secrets of the run that stored it
+				// sealed; they are this run's secrets too.
+				if result, _, err = sec.unseal(result); err != nil {
+					return nil, nil, false, fmt.Errorf("state %s: cache entry: %w", h.name(), err)
+				}
+			}
+			return tc, result, true, nil
 		case err == nil:
 			tc.claimed = true
 			return tc, nil, false, nil
@@ -206,6 +214,11 @@ func (tc *taskCache) store(ctx context.Context, h *stateRun, s *states.Task, res
 		ttl = states.DefaultCacheTTL * time.Second
 	}
 	now := time.Now().UTC()
+	if sec := h.r.secrets; sec != nil {
+		// The cache is in the store: no plain secret goes there either.
+		sec.learn(h.raw)
+		result = sec.stored(result)
+	}
 	e := &CacheEntry{Key: tc.key, Scope: tc.scope, Workflow: h.r.exec.MachineName, State: h.name(), Agent: s.Agent, Execution: h.r.exec.ID,
 		Result: result, Size: int64(jsonvalue.Size(result)), CreatedAt: now}
 	if ttl > 0 {
