@@ -115,7 +115,10 @@ func (h *stateRun) feedbackWaited(ctx context.Context, pf *PendingFeedback) (ste
 		// between the two.
 		if fs, ok := h.r.x.store.(FeedbackStore); ok {
 			f := *pf.Given
-			f.Output = pf.Output
+			// The feedback store is the store: the output goes as the
+			// history has it.
+			f.Output = h.r.secrets.stored(pf.Output)
+			f.Value, f.Comment = h.r.secrets.stored(f.Value), h.r.secrets.text(f.Comment)
 			if err := fs.AddFeedback(ctx, &f); err != nil && !errors.Is(err, ErrExists) {
 				return stepResult{}, fmt.Errorf("state %s: storing the feedback %s that ended its wait: %w", pf.State, f.ID, err)
 			}

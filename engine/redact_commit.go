@@ -49,6 +49,13 @@ func (sc *Scope) docs(f func(*any)) {
 			f(&cb.Input)
 			mapDoc(&cb.Outcome, f)
 		}
+		if pf := st.Feedback; pf != nil {
+			f(&pf.Output)
+			if g := pf.Given; g != nil {
+				f(&g.Value)
+				f(&g.Output)
+			}
+		}
 	}
 }
 
@@ -97,6 +104,14 @@ func (c *Commit) copyForStore() *Commit {
 					cb := *st.Callback
 					st.Callback = &cb
 				}
+				if st.Feedback != nil {
+					pf := *st.Feedback
+					if pf.Given != nil {
+						g := *pf.Given
+						pf.Given = &g
+					}
+					st.Feedback = &pf
+				}
 				s.Step = &st
 			}
 			out.Scopes[k] = &s
@@ -125,8 +140,12 @@ func (s *secrets) commit(c *Commit) *Commit {
 	out.docs(func(v *any) { s.learn(*v) })
 	out.docs(func(v *any) { *v = s.stored(*v) })
 	for _, sc := range out.Scopes {
-		if sc != nil {
-			sc.Error, sc.Cause = s.text(sc.Error), s.text(sc.Cause)
+		if sc == nil {
+			continue
+		}
+		sc.Error, sc.Cause = s.text(sc.Error), s.text(sc.Cause)
+		if st := sc.Step; st != nil && st.Feedback != nil && st.Feedback.Given != nil {
+			st.Feedback.Given.Comment = s.text(st.Feedback.Given.Comment)
 		}
 	}
 	for i := range out.Events {

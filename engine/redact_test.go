@@ -256,3 +256,46 @@ func TestAuditRedactCache(t *testing.T) {
 		t.Errorf("the cache entry holds %s", b)
 	}
 }
+
+// TestAuditRedactFeedbackWait: a Task that redacts and waits for feedback
+// keeps the secret out of its wait's record and of the feedback store.
+func TestAuditRedactFeedbackWait(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "fb.db")
+	st, err := store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry(t, agents.Func(func(_ context.Context, req *agents.Request) (any, error) {
+		return map[string]any{"draft": fmt.Sprint("Dear customer ", req.Input.(map[string]any)["ssn"])}, nil
+	}), "Writer")
+	def := `{"StartAt":"Answer","States":{"Answer":{"Type":"Task","Agent":"Writer","ResultPath":"$.reply",
+		"Audit":{"Redact":["$.ssn"]},"Feedback":{"Type":"thumbs","Wait":true},"End":true}}}`
+	x := engine.New(engine.Config{Agents: reg, Store: st, RedactKey: redactKey(t, 6)})
+	res, err := x.Run(ctx, mustParse(t, def), mustJSON(t, `{"ssn":"`+secretSSN+`"}`), engine.StartOptions{ID: "fbw"})
+	if err != nil || res.Status != engine.StatusWaiting {
+		t.Fatalf("run = %+v, %v", res, err)
+	}
+	f := &engine.Feedback{ID: "fb1", Execution: "fbw", Workflow: "w", State: "Answer", Step: "Answer#1", By: "ann", Role: "approver",
+		Type: "thumbs", Value: "up", Comment: "fine for " + secretSSN, CreatedAt: time.Now().UTC()}
+	if res, err = x.GiveFeedback(ctx, "fbw", f, engine.ResumeOptions{}); err != nil || res.Status != engine.StatusSucceeded {
+		t.Fatalf("GiveFeedback = %+v, %v", res, err)
+	}
+	list, err := st.ListFeedback(ctx, engine.FeedbackFilter{Execution: "fbw"})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("ListFeedback = %+v, %v", list, err)
+	}
+	if b, _ := json.Marshal(list[0].Output); bytes.Contains(b, []byte(secretSSN)) {
+		t.Errorf("the stored feedback's output holds the SSN: %s", b)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte(secretSSN)) {
+		t.Error("the database file holds the SSN")
+	}
+}
