@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/client"
+	"github.com/aslrun/aslrun/store/postgres/pgtest"
 )
 
 // TestAuditRedactEverywhere: `aslrun serve` with a redaction key runs a
@@ -140,5 +144,65 @@ func TestAuditRedactKeyRefused(t *testing.T) {
 	code, _, errOut = invoke(t, "", "run", wf, "--mock", mock, "--db", filepath.Join(dir, "r.db"), "--input", `{"ssn":"111-22-3333"}`)
 	if code == 0 || !strings.Contains(errOut, "state T: Audit.Redact seals values with the owner's redaction key") || !strings.Contains(errOut, "ASLRUN_REDACT_KEY_FILE") {
 		t.Errorf("run without a key: exit %d, %s", code, errOut)
+	}
+}
+
+// TestAuditRedactPostgres: on PostgreSQL, `aslrun run` with the key from
+// ASLRUN_REDACT_KEY_FILE leaves the secret in no table, as text or as
+// bytes, while a value no path names (the control) is there to be found.
+func TestAuditRedactPostgres(t *testing.T) {
+	const ssn, control = "555-44-3333", "Annabelle-Control"
+	db := pgtest.Fresh(t)
+	if code, out, errOut := invoke(t, "", "migrate", "--db", db); code != 0 {
+		t.Fatalf("migrate: exit %d: %s%s", code, out, errOut)
+	}
+	dir := t.TempDir()
+	key := filepath.Join(dir, "k")
+	if err := os.WriteFile(key, bytes.Repeat([]byte("z"), 40), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(envRedactKey, key)
+	wf := writeFile(t, dir, "w.json", `{"StartAt":"Verify","States":{
+	  "Verify":{"Type":"Task","Agent":"Verifier","Parameters":{"ssn.$":"$.customer.ssn"},"ResultPath":"$.check","Audit":{"Redact":["$.customer.ssn"]},"Next":"Keep"},
+	  "Keep":{"Type":"Checkpoint","Name":"k","Next":"Note"},
+	  "Note":{"Type":"Pass","Parameters":{"note.$":"States.Format('{} has {}', $.customer.name, $.customer.ssn)"},"End":true}}}`)
+	mock := writeFile(t, dir, "m.json", `{"Verifier":{"0":{"Return":{"ok":true}}}}`)
+	code, out, errOut := invoke(t, "", "run", wf, "--mock", mock, "--db", db, "--name", "pg-secret",
+		"--input", `{"customer":{"name":"`+control+`","ssn":"`+ssn+`"}}`)
+	if code != 0 || strings.Contains(out, ssn) || !strings.Contains(out, control+" has [redacted h:") {
+		t.Fatalf("run: exit %d, %s %s", code, out, errOut)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT quote_ident(table_name) FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(tables) == 0 {
+		t.Fatalf("tables: %v %v", tables, err)
+	}
+	var dump strings.Builder
+	for _, table := range tables {
+		var text *string
+		if err := conn.QueryRow(ctx, `SELECT string_agg(t::text, E'\n') FROM `+table+` t`).Scan(&text); err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		if text != nil {
+			dump.WriteString(*text)
+		}
+	}
+	all := dump.String()
+	if !strings.Contains(all, control) && !strings.Contains(all, hex.EncodeToString([]byte(control))) {
+		t.Fatalf("the control value is in no table: the dump shows nothing (%d bytes)", len(all))
+	}
+	for _, form := range []string{ssn, hex.EncodeToString([]byte(ssn))} {
+		if strings.Contains(all, form) {
+			t.Errorf("a table holds the SSN (%s)", form)
+		}
 	}
 }
