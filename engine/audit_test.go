@@ -12,6 +12,7 @@ import (
 
 	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/store"
 )
 
 // TestAuditLogLevel: a state's Audit.LogLevel decides its lines: minimal
@@ -105,5 +106,37 @@ func TestAuditMetricsAndTrace(t *testing.T) {
 	}
 	if h.State != "Hidden" || h.Cost || h.Latency || h.Tokens {
 		t.Errorf("Hidden: %+v", h)
+	}
+}
+
+// TestTaskMetadataRecorded: a Task's Metadata, JSONPath or JSONata, is
+// evaluated on its input and recorded as a StateMetadata event.
+func TestTaskMetadataRecorded(t *testing.T) {
+	ctx := context.Background()
+	for name, def := range map[string]string{
+		"jsonpath": `{"StartAt":"T","States":{"T":{"Type":"Task","Agent":"A","Metadata":{"team":"support","priority.$":"States.Format('P-{}', $.p)"},"End":true}}}`,
+		"jsonata":  `{"QueryLanguage":"JSONata","StartAt":"T","States":{"T":{"Type":"Task","Agent":"A","Metadata":{"team":"support","priority":"{% 'P-' & $states.input.p %}"},"End":true}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := store.NewMemory()
+			x := engine.New(engine.Config{Agents: registry(t, agents.Func(func(context.Context, *agents.Request) (any, error) { return 1, nil }), "A"), Store: st})
+			res, err := x.Run(ctx, mustParse(t, def), mustJSON(t, `{"p":"high"}`), engine.StartOptions{ID: "m"})
+			if err != nil || res.Status != engine.StatusSucceeded {
+				t.Fatalf("run = %+v, %v", res, err)
+			}
+			hist, err := st.History(ctx, "m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, ev := range hist {
+				if ev.Type == engine.EventStateMetadata {
+					got = append(got, fmt.Sprint(ev.State, " ", ev.Detail))
+				}
+			}
+			if want := "T map[priority:P-high team:support]"; len(got) != 1 || got[0] != want {
+				t.Errorf("StateMetadata events %q, want [%s]", got, want)
+			}
+		})
 	}
 }

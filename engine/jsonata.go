@@ -136,6 +136,13 @@ func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (st
 	}); err != nil {
 		return stepResult{}, err
 	}
+	if s.MetadataJSONata != nil {
+		v, err := h.evalJSONata(ctx, s.MetadataJSONata, sc, "Metadata")
+		if err != nil {
+			return stepResult{}, err
+		}
+		h.r.ownEvent(Event{Type: EventStateMetadata, State: h.name(), Scope: h.sc.prefix, Detail: v})
+	}
 	var cb *PendingCallback
 	if waitsForToken(s) {
 		// $states.context.Task.Token: the scope is made again with it.

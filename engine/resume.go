@@ -382,7 +382,7 @@ func (x *Executor) Fork(ctx context.Context, id, checkpoint string, opts ResumeO
 		ID: opts.ForkID, MachineName: parent.MachineName, Definition: parent.Definition,
 		DefinitionHash: parent.DefinitionHash, Input: parent.Input, Status: StatusRunning,
 		StartedAt: time.Now().UTC(), Parent: parent.ID, ParentCheckpoint: cp.Name,
-		Agents: parent.Agents, AgentsKind: parent.AgentsKind, MaxPayload: parent.MaxPayload,
+		Agents: parent.Agents, AgentsKind: parent.AgentsKind, MaxPayload: parent.MaxPayload, Registry: parent.Registry,
 	}
 	if e.ID == "" {
 		u, err := uuid.NewV7()

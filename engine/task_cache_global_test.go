@@ -175,3 +175,29 @@ func TestTaskCacheGlobalDistributedMap(t *testing.T) {
 		t.Errorf("the first child's registry: %q (%v), want batch@4", child.Registry, err)
 	}
 }
+
+// TestTaskCacheGlobalFork: a fork of a registered execution is registered
+// as its parent was: its global cache Task runs (a hit of the parent's
+// entry).
+func TestTaskCacheGlobalFork(t *testing.T) {
+	var n atomic.Int64
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Agents: registry(t, counting(&n), "Classifier"), Store: st})
+	ctx := context.Background()
+	m := mustParse(t, `{"StartAt":"Save","States":{"Save":{"Type":"Checkpoint","Name":"start","Next":"Classify"},
+		"Classify":{"Type":"Task","Agent":"Classifier","Parameters":{"text.$":"$.text"},"Cache":{"Scope":"global"},"End":true}}}`)
+	res, err := x.Run(ctx, m, mustJSON(t, `{"text":"a"}`), engine.StartOptions{ID: "parent", Registry: "triage@2"})
+	if err != nil || res.Status != engine.StatusSucceeded {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	fork, err := x.Fork(ctx, "parent", "start", engine.ResumeOptions{ForkID: "child"})
+	if err != nil || fork.Status != engine.StatusSucceeded {
+		t.Fatalf("Fork = %+v, %v", fork, err)
+	}
+	if e, err := st.Load(ctx, "child"); err != nil || e.Registry != "triage@2" {
+		t.Errorf("the fork's registry = %q (%v), want triage@2", e.Registry, err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("%d calls, want 1 (the fork hits the parent's entry)", got)
+	}
+}

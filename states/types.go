@@ -237,6 +237,9 @@ type Task struct {
 	// may end in .$, read on its effective input), recorded with its
 	// events; nil when absent.
 	Metadata *jsonpath.Template
+	// MetadataJSONata is a JSONata Task's Metadata (an object whose
+	// "{% … %}" strings are expressions on $states.input); nil when absent.
+	MetadataJSONata *jsonata.Template
 }
 
 // Choice routes to the Next of the first matching rule, or to Default.
