@@ -169,6 +169,26 @@ func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (st
 		}
 		return stepResult{}, h.awaitToken(ctx, cb)
 	}
+	if c := s.Cache; c != nil && c.Enabled {
+		tc, cached, hit, err := h.cacheLookup(ctx, s, raw, args, timeout)
+		if err != nil {
+			return stepResult{}, err
+		}
+		if hit {
+			// Nothing is called nor charged; the write policy still
+			// checks the result.
+			sc.Result, sc.HasResult = cached, true
+			return h.jsonataFinish(ctx, sc, cached, unknownSize)
+		}
+		defer tc.release(ctx)
+		result, size, err := h.callAgent(ctx, s, "", args, nil, timeout, heartbeat)
+		if err != nil {
+			return stepResult{}, err
+		}
+		tc.store(ctx, h, s, result)
+		sc.Result, sc.HasResult = result, true
+		return h.jsonataFinish(ctx, sc, result, size)
+	}
 	result, size, err := h.callAgent(ctx, s, "", args, nil, timeout, heartbeat)
 	if err != nil {
 		return stepResult{}, err

@@ -60,6 +60,16 @@ func (h *stateRun) cacheKey(s *states.Task, input, params any) (string, error) {
 	c := s.Cache
 	var text string
 	switch {
+	case c.KeyJSONata != nil:
+		v, err := h.evalJSONata(h.ctx, c.KeyJSONata, h.jsonataScope(input), "Cache Key")
+		if err != nil {
+			return "", err
+		}
+		data, err := jsonvalue.Canonical(v)
+		if err != nil {
+			return "", h.runtimeError("Cache key (Key): " + err.Error())
+		}
+		text = "k" + string(data)
 	case c.KeyExpr != nil:
 		v, err := c.KeyExpr.Eval(input, h.env)
 		if err != nil {

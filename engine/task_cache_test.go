@@ -147,3 +147,33 @@ func TestTaskCacheHitStillGoverned(t *testing.T) {
 		t.Errorf("%d calls: a refused result must not be cached", got)
 	}
 }
+
+// TestTaskCacheJSONata: a JSONata Task caches as a JSONPath one: by a
+// "{% %}" Key on $states.input, by literal text, by its Arguments, or
+// through Idempotent and IdempotencyKey.
+func TestTaskCacheJSONata(t *testing.T) {
+	const def = `{"QueryLanguage":"JSONata","StartAt":"Classify","States":{"Classify":{"Type":"Task","Agent":"Classifier",
+		"Arguments":{"text":"{%% $states.input.text %%}"},%s,"End":true}}}`
+	for _, tc := range []struct {
+		name, block string
+		inputs      []string
+		calls       int64
+	}{
+		{"expression key", `"Cache":{"Key":"{% $lowercase($states.input.text) %}"}`, []string{`{"text":"Refund"}`, `{"text":"REFUND"}`}, 1},
+		{"expression key differs", `"Cache":{"Key":"{% $states.input.id %}"}`, []string{`{"text":"a","id":1}`, `{"text":"a","id":2}`}, 2},
+		{"literal key", `"Cache":{"Key":"always"}`, []string{`{"text":"a"}`, `{"text":"b"}`}, 1},
+		{"arguments", `"Cache":{"TTL":"1h"}`, []string{`{"text":"a","noise":1}`, `{"text":"a","noise":2}`}, 1},
+		{"idempotent", `"Idempotent":true,"IdempotencyKey":"{% $string($states.input.id) %}"`, []string{`{"text":"a","id":7}`, `{"text":"b","id":7}`}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int64
+			x := engine.New(engine.Config{Agents: registry(t, counting(&n), "Classifier")})
+			for _, in := range tc.inputs {
+				runOn(t, x, fmt.Sprintf(def, tc.block), in)
+			}
+			if got := n.Load(); got != tc.calls {
+				t.Errorf("%d calls, want %d", got, tc.calls)
+			}
+		})
+	}
+}

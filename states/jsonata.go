@@ -18,7 +18,7 @@ const downgrade = "'QueryLanguage' can not be 'JSONPath' if set to 'JSONata' for
 // there: their fields are JSONPath paths.
 var jsonataStateFields = map[string][]string{
 	"Pass":       {"Next", "End", "Assign", "Output", "WritePolicy"},
-	"Task":       {"Next", "End", "Assign", "Output", "Agent", "Resource", "Credentials", "Arguments", "TimeoutSeconds", "HeartbeatSeconds", "Retry", "Catch", "Tools", "Budget", "Model", "Generation", "Streaming", "WritePolicy", "Feedback", "Metadata", "Audit"},
+	"Task":       {"Next", "End", "Assign", "Output", "Agent", "Resource", "Credentials", "Arguments", "TimeoutSeconds", "HeartbeatSeconds", "Retry", "Catch", "Tools", "Budget", "Model", "Generation", "Streaming", "WritePolicy", "Feedback", "Metadata", "Audit", "Cache", "Idempotent", "IdempotencyKey", "CacheResult", "CacheTTL"},
 	"Choice":     {"Assign", "Output", "Choices", "Default"},
 	"Wait":       {"Next", "End", "Assign", "Output", "Seconds", "Timestamp"},
 	"Succeed":    {"Output"},
@@ -270,6 +270,7 @@ func (p *parser) jsonataTask(o *object, c Common) *Task {
 	s.Streaming = p.streaming(o)
 	s.Feedback = p.taskFeedback(o)
 	s.Audit = p.audit(o)
+	s.Cache = p.taskCache(o, true)
 	if v, ok := o.m["Metadata"]; ok {
 		if _, isObj := v.(map[string]any); !isObj {
 			o.errorf("Metadata", "Metadata must be an object (its strings may be \"{%% … %%}\" expressions), not %s", jsonvalue.TypeName(v))

@@ -659,7 +659,7 @@ func (p *parser) task(o *object, c Common) *Task {
 	s.Model = p.model(o, "Model")
 	s.Generation = p.generation(o, "Generation", false)
 	s.Streaming = p.streaming(o)
-	s.Cache = p.taskCache(o)
+	s.Cache = p.taskCache(o, false)
 	s.Feedback = p.taskFeedback(o)
 	s.Audit = p.audit(o)
 	if v, ok := o.m["Metadata"]; ok {

@@ -1,6 +1,7 @@
 package states
 
 import (
+	"github.com/aslrun/aslrun/jsonata"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/jsonvalue"
 )
@@ -20,6 +21,10 @@ type TaskCache struct {
 	// the Task's input to its agent.
 	Key     Text
 	KeyExpr *jsonpath.Expr
+	// KeyJSONata computes the key of a JSONata Task (a Key or
+	// IdempotencyKey that is a "{% … %}" expression, on $states.input);
+	// a JSONata Task's other Key is literal text.
+	KeyJSONata *jsonata.Template
 	// TTL is how long an entry is returned; zero means DefaultCacheTTL.
 	TTL TTL
 	// Scope is CacheScopeExecution, CacheScopeWorkflow (the default) or
@@ -50,7 +55,7 @@ var idempotencyFields = []string{"Idempotent", "IdempotencyKey", "IdempotencyKey
 
 // taskCache reads a Task's Cache block or its idempotency fields; nil when
 // it has neither.
-func (p *parser) taskCache(o *object) *TaskCache {
+func (p *parser) taskCache(o *object, jsonataState bool) *TaskCache {
 	var idem []string
 	for _, k := range idempotencyFields {
 		if _, ok := o.m[k]; ok {
@@ -67,15 +72,15 @@ func (p *parser) taskCache(o *object) *TaskCache {
 		o.errorf(idem[0], "%s and a Cache block say the same thing: give one of them", idem[0])
 		return nil
 	case hasCache:
-		return p.cacheBlock(o)
+		return p.cacheBlock(o, jsonataState)
 	case len(idem) > 0:
-		return p.idempotency(o)
+		return p.idempotency(o, jsonataState)
 	}
 	return nil
 }
 
 // cacheBlock reads the Cache block.
-func (p *parser) cacheBlock(o *object) *TaskCache {
+func (p *parser) cacheBlock(o *object, jsonataState bool) *TaskCache {
 	const key = "Cache"
 	co, _ := o.child(key, key)
 	if co == nil {
@@ -86,7 +91,7 @@ func (p *parser) cacheBlock(o *object) *TaskCache {
 	if enabled, ok := co.boolean("Enabled"); ok {
 		c.Enabled = enabled
 	}
-	c.Key, c.KeyExpr = p.textOrExpr(co, "Key")
+	c.Key, c.KeyExpr, c.KeyJSONata = p.cacheKey(co, "Key", jsonataState)
 	c.TTL, _ = co.ttl("TTL")
 	if s, ok := co.enum("Scope", []string{CacheScopeExecution, CacheScopeWorkflow, CacheScopeGlobal}, nil); ok {
 		c.Scope, c.ScopePointer = s, co.at("Scope")
@@ -99,7 +104,7 @@ func (p *parser) cacheBlock(o *object) *TaskCache {
 // (CacheResult), returns the result stored under its key within CacheTTL
 // instead of calling its agent again, shared by the workflow's
 // executions.
-func (p *parser) idempotency(o *object) *TaskCache {
+func (p *parser) idempotency(o *object, jsonataState bool) *TaskCache {
 	c := &TaskCache{Scope: CacheScopeWorkflow, StateHash: stateHash(o.m)}
 	idem, hasIdem := o.boolean("Idempotent")
 	result, hasResult := o.boolean("CacheResult")
@@ -114,9 +119,39 @@ func (p *parser) idempotency(o *object) *TaskCache {
 			}
 		}
 	}
-	c.Key, c.KeyExpr = p.textOrExpr(o, "IdempotencyKey")
+	c.Key, c.KeyExpr, c.KeyJSONata = p.cacheKey(o, "IdempotencyKey", jsonataState)
 	c.TTL, _ = o.ttl("CacheTTL")
 	return c
+}
+
+// cacheKey reads a cache key field: on a JSONPath Task, text with
+// {{$.path}} placeholders or key.$; on a JSONata Task, a "{% … %}"
+// expression or literal text (key.$ is refused).
+func (p *parser) cacheKey(o *object, key string, jsonataState bool) (Text, *jsonpath.Expr, *jsonata.Template) {
+	if !jsonataState {
+		t, e := p.textOrExpr(o, key)
+		return t, e, nil
+	}
+	if _, ok := o.m[key+".$"]; ok {
+		o.used[key+".$"] = true
+		o.errorf(key+".$", "%s.$ is a JSONPath field, not valid on a JSONata state: use %s with a \"{%% … %%}\" expression", key, key)
+	}
+	v, ok := o.get(key)
+	if !ok {
+		return Text{}, nil, nil
+	}
+	str, isStr := v.(string)
+	switch {
+	case !isStr:
+		o.errorf(key, "%s must be a string (literal text or a \"{%% … %%}\" expression), not %s", key, jsonvalue.TypeName(v))
+	case str == "":
+		o.errorf(key, "%s must not be empty", key)
+	case jsonata.IsExpression(str):
+		return Text{}, nil, p.compileJSONata(o, key, v)
+	default:
+		return Text{Source: str}, nil, nil
+	}
+	return Text{}, nil, nil
 }
 
 // stateHash is the hex SHA-256 of a state's canonical JSON.

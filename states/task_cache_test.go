@@ -54,3 +54,42 @@ func TestTaskCacheScope(t *testing.T) {
 		})
 	}
 }
+
+// TestTaskCacheJSONataKey: a JSONata Task's Key and IdempotencyKey are a
+// "{% %}" expression or literal text; their .$ forms, and keys that are
+// not strings, are refused at the field.
+func TestTaskCacheJSONataKey(t *testing.T) {
+	const task = `{"QueryLanguage":"JSONata","StartAt":"C","States":{"C":{"Type":"Task","Agent":"A",%s,"End":true}}}`
+	for _, tc := range []struct {
+		fields  string
+		literal string
+		expr    bool
+	}{
+		{`"Cache":{"Key":"{% $states.input.id %}"}`, "", true},
+		{`"Cache":{"Key":"plain {{$.not}} a placeholder"}`, "plain {{$.not}} a placeholder", false},
+		{`"Cache":{}`, "", false},
+		{`"Idempotent":true,"IdempotencyKey":"{% $states.input.id %}"`, "", true},
+	} {
+		m, err := Parse(fmt.Appendf(nil, task, tc.fields))
+		if err != nil {
+			t.Errorf("Parse(%s): %v", tc.fields, err)
+			continue
+		}
+		c := m.States["C"].(*Task).Cache
+		if c == nil || c.Key.Source != tc.literal || (c.KeyJSONata != nil) != tc.expr || c.KeyExpr != nil {
+			t.Errorf("Parse(%s): Cache = %+v", tc.fields, c)
+		}
+	}
+	for _, tc := range []struct{ fields, msg string }{
+		{`"Cache":{"Key.$":"$.id"}`, `/States/C/Cache/Key.$ (C): Key.$ is a JSONPath field, not valid on a JSONata state: use Key with a "{% … %}" expression`},
+		{`"Idempotent":true,"IdempotencyKey.$":"$.id"`, `/States/C/IdempotencyKey.$ (C): IdempotencyKey.$ is a JSONPath field, not valid on a JSONata state: use IdempotencyKey with a "{% … %}" expression`},
+		{`"Cache":{"Key":5}`, `/States/C/Cache/Key (C): Key must be a string (literal text or a "{% … %}" expression), not number`},
+		{`"Cache":{"Key":""}`, `/States/C/Cache/Key (C): Key must not be empty`},
+		{`"Cache":{"Key":"{% $states.input. %}"}`, `/States/C/Cache/Key (C)`},
+	} {
+		_, err := Parse(fmt.Appendf(nil, task, tc.fields))
+		if err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("Parse(%s) = %v, want %q", tc.fields, err, tc.msg)
+		}
+	}
+}
