@@ -163,11 +163,23 @@ type secrets struct {
 	rd    *Redactor
 	paths []*jsonpath.Path
 
-	mu     sync.RWMutex
-	whole  map[string]string // "s:"+text or "n:"+canonical number → hash
-	texts  []string          // strings hidden inside texts, longest first
-	hashes map[string]string
+	mu      sync.RWMutex
+	strs    map[string]string // whole strings hidden wherever they are → hash
+	numbers map[string]string // canonical numbers hidden wherever they are → hash
+	texts   []string          // strings hidden inside texts, longest first
+	// markers are the markers made so far, by canonical value and
+	// whether sealed: the same value is sealed once.
+	markers  map[markerKey]any
+	markerMu sync.Mutex
 }
+
+type markerKey struct {
+	canonical string
+	sealed    bool
+}
+
+// maxMarkers bounds secrets.markers.
+const maxMarkers = 4096
 
 // newSecrets returns the secrets of an execution of m, nil when m redacts
 // nothing.
@@ -176,7 +188,7 @@ func newSecrets(m *states.Machine, rd *Redactor) *secrets {
 	if len(paths) == 0 {
 		return nil
 	}
-	return &secrets{rd: rd, paths: paths, whole: map[string]string{}, hashes: map[string]string{}}
+	return &secrets{rd: rd, paths: paths, strs: map[string]string{}, numbers: map[string]string{}, markers: map[markerKey]any{}}
 }
 
 // redactNeedsKey is the error of an execution of m, which redacts, on an
@@ -231,14 +243,11 @@ func (s *secrets) add(v any) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		k := "s:" + t
-		if _, ok := s.whole[k]; ok {
+		if _, ok := s.strs[t]; ok {
 			return
 		}
-		h := s.rd.Hash(jsonvalue.AppendString(nil, t))
-		s.whole[k] = h
+		s.strs[t] = s.rd.Hash(jsonvalue.AppendString(nil, t))
 		if len(t) >= minTextSecret {
-			s.hashes[t] = h
 			i, _ := slices.BinarySearchFunc(s.texts, t, func(a, b string) int { return len(b) - len(a) })
 			s.texts = slices.Insert(s.texts, i, t)
 		}
@@ -250,8 +259,8 @@ func (s *secrets) add(v any) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if _, ok := s.whole["n:"+string(c)]; !ok {
-			s.whole["n:"+string(c)] = s.rd.Hash(c)
+		if _, ok := s.numbers[string(c)]; !ok {
+			s.numbers[string(c)] = s.rd.Hash(c)
 		}
 	}
 }
@@ -319,16 +328,27 @@ func replaceAt(doc any, l jsonpath.Location, f func(any) any) any {
 }
 
 // marker returns the stored marker of v: its hash and, when sealed, v
-// encrypted.
+// encrypted. Markers are made once per value and shared (documents are
+// never changed in place).
 func (s *secrets) marker(v any, sealed bool) any {
 	c, err := jsonvalue.Canonical(v)
 	if err != nil {
 		return map[string]any{RedactedKey: "h:unencodable"}
 	}
+	k := markerKey{string(c), sealed}
+	s.markerMu.Lock()
+	defer s.markerMu.Unlock()
+	if m, ok := s.markers[k]; ok {
+		return m
+	}
 	m := map[string]any{RedactedKey: s.rd.Hash(c)}
 	if sealed {
 		m[SealedKey] = s.rd.seal(c)
 	}
+	if len(s.markers) >= maxMarkers {
+		clear(s.markers)
+	}
+	s.markers[k] = m
 	return m
 }
 
@@ -370,7 +390,7 @@ func (s *secrets) redact(doc any, sealed bool) any {
 func (s *secrets) walk(v any, sealed bool) (any, bool) {
 	switch t := v.(type) {
 	case string:
-		if _, ok := s.whole["s:"+t]; ok {
+		if _, ok := s.strs[t]; ok {
 			return s.marker(t, sealed), true
 		}
 		if m := s.maskLocked(t); m != t {
@@ -418,8 +438,11 @@ func (s *secrets) walk(v any, sealed bool) (any, bool) {
 		}
 	case nil, bool:
 	default:
+		if len(s.numbers) == 0 {
+			break
+		}
 		if c, err := jsonvalue.Canonical(t); err == nil {
-			if _, ok := s.whole["n:"+string(c)]; ok {
+			if _, ok := s.numbers[string(c)]; ok {
 				return s.marker(t, sealed), true
 			}
 		}
@@ -434,7 +457,7 @@ func (s *secrets) text(str string) string {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if h, ok := s.whole["s:"+str]; ok {
+	if h, ok := s.strs[str]; ok {
 		return "[redacted " + h + "]"
 	}
 	return s.maskLocked(str)
@@ -448,7 +471,7 @@ func (s *secrets) maskLocked(str string) string {
 			continue
 		}
 		if strings.Contains(str, t) {
-			str = strings.ReplaceAll(str, t, "[redacted "+s.hashes[t]+"]")
+			str = strings.ReplaceAll(str, t, "[redacted "+s.strs[t]+"]")
 		}
 	}
 	return str

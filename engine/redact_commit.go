@@ -1,6 +1,10 @@
 package engine
 
-import "maps"
+import (
+	"maps"
+	"reflect"
+	"unsafe"
+)
 
 // docs calls f with a pointer to every document a commit carries: the
 // scopes' positions, the history's events, memory writes, the checkpoint,
@@ -137,8 +141,30 @@ func (s *secrets) commit(c *Commit) *Commit {
 		return c
 	}
 	out := c.copyForStore()
-	out.docs(func(v *any) { s.learn(*v) })
-	out.docs(func(v *any) { *v = s.stored(*v) })
+	// The same document is often in several places of a commit (a
+	// scope's position, its events' documents): each is read and
+	// replaced once.
+	learned := map[docID]bool{}
+	out.docs(func(v *any) {
+		id, ok := idOf(*v)
+		if ok && learned[id] {
+			return
+		}
+		learned[id] = ok
+		s.learn(*v)
+	})
+	stored := map[docID]any{}
+	out.docs(func(v *any) {
+		id, ok := idOf(*v)
+		if r, done := stored[id]; ok && done {
+			*v = r
+			return
+		}
+		*v = s.stored(*v)
+		if ok {
+			stored[id] = *v
+		}
+	})
 	for _, sc := range out.Scopes {
 		if sc == nil {
 			continue
@@ -203,4 +229,23 @@ func (s *secrets) unsealCheckpoint(cp *Checkpoint) error {
 	f(&cp.Memory)
 	vars(cp.Variables, f)
 	return err
+}
+
+// docID is the identity of an object or array document: the same map, or
+// the same elements of the same length.
+type docID struct {
+	p unsafe.Pointer
+	n int
+}
+
+// idOf returns the identity of v, false for a value that is no object or
+// array (a string, a number: replaced at no cost worth saving).
+func idOf(v any) (docID, bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		return docID{p: reflect.ValueOf(t).UnsafePointer(), n: -1}, t != nil
+	case []any:
+		return docID{p: unsafe.Pointer(unsafe.SliceData(t)), n: len(t)}, len(t) > 0
+	}
+	return docID{}, false
 }
