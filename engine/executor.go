@@ -130,6 +130,10 @@ type Config struct {
 	// durable executor without one refuses executions that redact; one
 	// without a store uses a random key of its own.
 	RedactKey []byte
+	// Workflows resolves the workflows Workflow states run as child
+	// executions (the store's registry); nil refuses them (the state
+	// fails with States.TaskFailed saying so).
+	Workflows WorkflowSource
 }
 
 // Executor runs executions of state machines. It is safe for concurrent
@@ -168,6 +172,8 @@ type Executor struct {
 	// was refused).
 	redactor  *Redactor
 	redactErr error
+	// workflows is Config.Workflows.
+	workflows WorkflowSource
 	// vectors are the semantic memory collections' indexes (semantic.go).
 	vectors vectorCache
 	// localCache is the result cache of an executor without a store;
@@ -224,6 +230,7 @@ func New(cfg Config) *Executor {
 	x.batchWindow = cfg.BatchWindow
 	x.buckets = cfg.Buckets
 	x.embedder = newEmbedder(cfg.Embedder)
+	x.workflows = cfg.Workflows
 	switch {
 	case len(cfg.RedactKey) > 0:
 		x.redactor, x.redactErr = NewRedactor(cfg.RedactKey)

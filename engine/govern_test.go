@@ -33,6 +33,10 @@ type auditStore struct {
 }
 
 func (a *auditStore) Commit(ctx context.Context, c *engine.Commit) error {
+	if c.Execution != "e" {
+		// A child execution (a Workflow state's) has its own governance.
+		return a.Memory.Commit(ctx, c)
+	}
 	a.mu.Lock()
 	if tr := c.Transition; tr != nil && tr.State != "" {
 		prev, _ := jsonvalue.Marshal(tr.Previous)
@@ -105,6 +109,7 @@ var bypassCases = map[string]bypassCase{
 	"Succeed":    {states: `"S":{"Type":"Succeed"}`, wantOutput: `{"order":"o-1","items":[1]}`},
 	"Fail":       {states: `"S":{"Type":"Fail","Error":"Stop","Cause":"forbidden"}`, wantError: "Stop"},
 	"Checkpoint": {states: `"S":{"Type":"Checkpoint","Name":"cp","Next":"Tail"}`, wantOutput: `{"order":"o-1","items":[1]}`},
+	"Workflow":   {states: `"S":{"Type":"Workflow","WorkflowId":"forger","ResultPath":"$.secret","Next":"Tail"}`, wantError: governance.ErrWriteDenied},
 	// An approver's edit is a write like any other.
 	"Approval": {states: `"S":{"Type":"Approval","Prompt":"ok?","Editable":{"Fields":["$.items"],"ResultPath":"$.secret"},"ResultPath":"$.review","Next":"Tail"}`,
 		decide: &engine.Decision{Approval: "approve", Edit: map[string]any{"items": []any{"forbidden"}}}, wantError: governance.ErrWriteDenied},
@@ -161,7 +166,9 @@ func runBypassCase(t *testing.T, tc bypassCase) *auditStore {
 	_ = reg.Register("Failing", agents.Func(func(context.Context, *agents.Request) (any, error) {
 		return nil, asl.Errorf("Broken", "forbidden")
 	}))
-	x := engine.New(engine.Config{Agents: reg, Store: st})
+	// A child's output passes its parent's governance as an agent's does.
+	children := workflows{"forger": `{"StartAt":"F","States":{"F":{"Type":"Task","Agent":"Forger","End":true}}}`}
+	x := engine.New(engine.Config{Agents: reg, Store: st, Workflows: children})
 	res, err := x.Run(context.Background(), m, mustJSON(t, `{"order":"o-1","items":[1]}`), engine.StartOptions{ID: "e"})
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,10 @@ type ResumeOptions struct {
 	// claimed is the lease Serve claimed for the execution, with a slot
 	// (Dispatcher).
 	claimed *Claimed
+	// woken is set when what the execution waits for happened (the child
+	// execution a Workflow state waits on ended): it runs though its
+	// wake-up time has not come.
+	woken bool
 }
 
 // Restore selects what a rollback or fork takes from a checkpoint.
@@ -174,7 +178,7 @@ func (x *Executor) Resume(ctx context.Context, id string, opts ResumeOptions) (_
 	if e.Status.Ended() {
 		return nil, fmt.Errorf("execution %s: %w (%s)", id, ErrEnded, e.Status)
 	}
-	if e.Status == StatusWaiting && (e.WakeAt.IsZero() || time.Now().Before(e.WakeAt)) {
+	if e.Status == StatusWaiting && !opts.woken && (e.WakeAt.IsZero() || time.Now().Before(e.WakeAt)) {
 		// Nothing it waits for is due: resuming it changes nothing.
 		return waitingResult(e), nil
 	}

@@ -28,6 +28,9 @@ type run struct {
 	// secrets are what the execution keeps out of what it writes (nil
 	// when its machine redacts nothing).
 	secrets *secrets
+	// children counts the child executions this run started (Workflow
+	// states), guarded by mu.
+	children int
 	// maxPayload is the execution's payload limit in bytes (its own, else
 	// the executor's); negative means none.
 	maxPayload int
@@ -361,6 +364,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 	}
 	r.x.settled(r.exec.ID)
 	r.x.hooks.executionFinished(r.exec.ID, res.Status)
+	r.x.wakeParent(ctx, r.exec)
 	if r.secrets != nil {
 		// What the run returns leaves the engine as the store has it.
 		res.Output, res.Error, res.Cause = r.secrets.stored(res.Output), r.secrets.text(res.Error), r.secrets.text(res.Cause)
@@ -511,6 +515,8 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.debate(ctx, s, input) })))
 	case *states.Approval:
 		res, err = h.withRetry(ctx, input, nil, s.Catch, done(func(ctx context.Context) (stepResult, error) { return h.approvalState(ctx, s, input) }))
+	case *states.Workflow:
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.workflowState(ctx, s, input) })))
 	default:
 		err = asl.Errorf(asl.ErrNotImplemented, "state %q: %s states are not implemented yet", c.Name, c.Type)
 	}

@@ -365,6 +365,7 @@ func (x *Executor) abortHeld(ctx context.Context, id string, req *stopRequest) (
 	if err := x.abortMapRuns(ctx, r, e, c); err != nil {
 		return nil, err
 	}
+	x.stopChildren(ctx, e, req)
 	r.event(Event{Type: EventExecutionAborted, Error: res.Error, Cause: res.Cause, Document: doc})
 	r.emitEnd(res)
 	if err := r.commit(ctx, nil, c); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/aslrun/aslrun/governance"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/states/include"
 )
 
 // MaxTimeoutSeconds is the largest TimeoutSeconds, HeartbeatSeconds,
@@ -94,9 +95,15 @@ func (p *parser) machine(v any, ptr, parent string, top bool) *Machine {
 			m.TimeoutSeconds = n
 		}
 		m.Extensions = p.extensions(o)
-		for _, k := range []string{"Checkpointing", "Imports"} {
+		if o.has("Checkpointing") {
+			o.errorf("Checkpointing", "top-level Checkpointing is not supported")
+		}
+		if o.has("Imports") {
+			o.errorf("Imports", "top-level Imports needs a template resolver: aslrun validate and run resolve imports relative to the definition's file, a server resolves registry://name@constraint imports (ParseWith)")
+		}
+		for _, k := range []string{"Module", "Exports"} {
 			if o.has(k) {
-				o.errorf(k, "top-level %s is not supported", k)
+				o.errorf(k, "%s", include.ModuleMessage())
 			}
 		}
 	}
@@ -249,6 +256,8 @@ func catchers(st State) []Catcher {
 		return s.Catch
 	case *Approval:
 		return s.Catch
+	case *Workflow:
+		return s.Catch
 	}
 	return nil
 }
@@ -315,6 +324,7 @@ var stateFields = map[string][]string{
 	"Approval":   {"InputPath", "OutputPath", "Next", "End", "Assign", "Prompt", "Prompt.$", "Options", "Timeout", "Escalation", "ResultPath", "Choices", "Default", "Editable", "Catch", "Policy", "Notifications", "BatchMode", "ItemsPath", "OnTimeout", "RequiredApprovers", "WritePolicy"},
 	"Debate":     {"InputPath", "OutputPath", "Next", "End", "Assign", "Agents", "Topic", "TopicPath", "Topic.$", "Rounds", "Communication", "Consensus", "Parameters", "ResultPath", "Retry", "Catch", "WritePolicy"},
 	"Checkpoint": {"InputPath", "OutputPath", "Next", "End", "Assign", "Name", "Storage", "TTL"},
+	"Workflow":   {"InputPath", "OutputPath", "Next", "End", "Assign", "WorkflowId", "Input", "Timeout", "ResultPath", "Retry", "Catch", "WritePolicy"},
 }
 
 func (p *parser) state(v any, ptr, name string) State {
@@ -328,6 +338,10 @@ func (p *parser) state(v any, ptr, name string) State {
 		return nil
 	}
 	allowed, known := stateFields[typ]
+	if typ == "Include" {
+		o.errorf("Type", "an Include state is expanded from a template in the top-level Imports, and needs a template resolver (ParseWith; aslrun validate and run give one)")
+		return nil
+	}
 	if !known {
 		o.errorf("Type", "unknown state type %q", typ)
 		return nil
@@ -425,6 +439,8 @@ func (p *parser) state(v any, ptr, name string) State {
 		st = p.debate(o, c)
 	case "Checkpoint":
 		st = p.checkpoint(o, c)
+	case "Workflow":
+		st = p.workflowState(o, c)
 	}
 	o.done(article(typ) + " state")
 	return st

@@ -1,0 +1,298 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/states"
+)
+
+// A Workflow state runs another workflow of the registry as a child
+// execution: stored as an execution of its own whose Parent is the
+// state's execution and whose id names the state's visit and attempt
+// (ChildWorkflowID), so that a parent resumed after a crash finds the
+// child it started — running, waiting or ended — and never starts a
+// second one.
+
+// WorkflowSource resolves the workflows Workflow states run (the
+// registry of a store, through the server or the CLI).
+type WorkflowSource interface {
+	// ResolveWorkflow returns the definition of workflow name at ref ("" or
+	// "latest": the latest version; a version number; an alias; a semver
+	// label or constraint) and the registry reference it resolved to
+	// ("name@N"). An error names what is missing.
+	ResolveWorkflow(ctx context.Context, name, ref string) (definition []byte, registry string, err error)
+}
+
+// WaitingForChild is what an execution waits for when the child execution
+// of one of its Workflow states waits (a long Wait, an Approval).
+const WaitingForChild = "Workflow"
+
+// Own history events of a Workflow state.
+const (
+	// EventChildStarted records the child a Workflow state started: its
+	// detail names the child execution and the registry version.
+	EventChildStarted = "ChildExecutionStarted"
+	// EventChildEnded records how it ended (its status, error and cause).
+	EventChildEnded = "ChildExecutionEnded"
+)
+
+// Bounds of child executions: how deep children may nest (a child's child
+// is depth 2), and how many one run of an execution may start.
+const (
+	MaxChildDepth = 8
+	MaxChildren   = 1000
+)
+
+// childPoll bounds how long a parent waiting for a child sleeps before it
+// looks at the child again (a child's end wakes it at once when both run
+// in one process).
+const childPoll = time.Minute
+
+// ChildWorkflowID is the id of the child execution a Workflow state starts
+// in execution parent, at its visit step ("Research#1", qualified inside
+// Map items and Parallel branches) and attempt: "<parent>/<step>.<attempt>".
+func ChildWorkflowID(parent, step string, attempt int) string {
+	return parent + "/" + step + "." + itoa(attempt)
+}
+
+// IsWorkflowChild reports whether execution id, whose Parent is parent, is
+// the child of a Workflow state of parent (not a Distributed Map's child,
+// not a fork).
+func IsWorkflowChild(id, parent string) bool {
+	if parent == "" || !strings.HasPrefix(id, parent+"/") {
+		return false
+	}
+	_, mapChild := MapRunOf(id, parent)
+	return !mapChild
+}
+
+// workflowState runs a Workflow state: its child execution on the state's
+// input (Input built from it), whose output goes to ResultPath.
+func (h *stateRun) workflowState(ctx context.Context, s *states.Workflow, raw any) (stepResult, error) {
+	input, err := h.inputPath(raw)
+	if err != nil {
+		return stepResult{}, err
+	}
+	if s.Input != nil {
+		if input, _, err = h.template(s.Input, input, h.inSize); err != nil {
+			return stepResult{}, err
+		}
+	}
+	res, err := h.runChild(ctx, s.Name, s.Ref, input, s.Timeout)
+	if err != nil {
+		return stepResult{}, err
+	}
+	if res.Status != StatusSucceeded {
+		return stepResult{}, childError(res, s.WorkflowID, s.Timeout)
+	}
+	size, err := h.fits(res.Output, unknownSize)
+	if err != nil {
+		return stepResult{}, err
+	}
+	return h.finish(raw, res.Output, size, s.ResultPath)
+}
+
+// childError is the state's error for a child that did not succeed: the
+// child's own error (for Retry and Catch to match), with a cause naming
+// the child.
+func childError(res *Result, workflow string, timeout time.Duration) error {
+	name, cause := res.Error, res.Cause
+	switch {
+	case res.Status == StatusAborted && name == string(asl.ErrTimeout):
+		return asl.Errorf(asl.ErrTimeout, "child execution %s of workflow %s did not end within the state's Timeout (%s) and was stopped", res.ID, workflow, timeout)
+	case res.Status == StatusTimedOut:
+		name = string(asl.ErrTimeout)
+	case name == "":
+		name = string(asl.ErrTaskFailed)
+	}
+	return asl.Errorf(asl.ErrorName(name), "child execution %s of workflow %s %s: %s", res.ID, workflow, strings.ToLower(string(res.Status)), cause)
+}
+
+// runChild starts the state's child execution of workflow name at ref on
+// input, or, when it exists (a resumed parent), attaches to it; it
+// returns how the child ended, or parks the parent while the child waits.
+func (h *stateRun) runChild(ctx context.Context, name, ref string, input any, timeout time.Duration) (*Result, error) {
+	r, x := h.r, h.r.x
+	id := ChildWorkflowID(r.exec.ID, h.step(), h.env.retry)
+	var res *Result
+	var err error
+	if e, lerr := x.store.Load(ctx, id); lerr == nil && x.durable {
+		res, err = h.attachChild(ctx, e, timeout)
+	} else if lerr != nil && !errors.Is(lerr, ErrNotFound) {
+		return nil, lerr
+	} else {
+		res, err = h.startChild(ctx, id, name, ref, input, timeout)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res.Status == StatusWaiting {
+		wake := time.Now().Add(childPoll)
+		if !res.WakeAt.IsZero() && res.WakeAt.Before(wake) {
+			wake = res.WakeAt
+		}
+		return nil, h.park(ctx, WaitingForChild, wake, &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries})
+	}
+	r.ownEvent(Event{Type: EventChildEnded, State: h.name(), Scope: h.sc.prefix, Document: h.raw, Error: res.Error, Cause: res.Cause,
+		Detail: map[string]any{"execution": id, "status": string(res.Status)}})
+	return res, nil
+}
+
+// startChild starts child id of workflow name at ref, and runs it in this
+// process until it ends or waits.
+func (h *stateRun) startChild(ctx context.Context, id, name, ref string, input any, timeout time.Duration) (*Result, error) {
+	r, x := h.r, h.r.x
+	if x.workflows == nil {
+		return nil, asl.Errorf(asl.ErrTaskFailed, "state %s: workflow %s cannot be resolved: this executor has no workflow registry (engine.Config.Workflows)", h.name(), name)
+	}
+	def, registry, err := x.workflows.ResolveWorkflow(ctx, name, ref)
+	if err != nil {
+		return nil, asl.Errorf(asl.ErrTaskFailed, "state %s: %v", h.name(), err)
+	}
+	m, err := x.machines.Parse(def)
+	if err != nil {
+		return nil, asl.Errorf(asl.ErrTaskFailed, "state %s: workflow %s no longer parses: %v", h.name(), registry, err)
+	}
+	if depth, err := x.childDepth(ctx, r.exec); err != nil {
+		return nil, err
+	} else if depth >= MaxChildDepth {
+		return nil, asl.Errorf(asl.ErrTaskFailed, "state %s: workflow %s would nest %d deep, past the limit of %d child executions within each other", h.name(), registry, depth+1, MaxChildDepth)
+	}
+	r.mu.Lock()
+	r.children++
+	n := r.children
+	r.mu.Unlock()
+	if n > MaxChildren {
+		return nil, asl.Errorf(asl.ErrTaskFailed, "state %s: the execution started more than %d child executions", h.name(), MaxChildren)
+	}
+	r.ownEvent(Event{Type: EventChildStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
+		Detail: map[string]any{"execution": id, "workflow": registry}})
+	cctx, release := h.childContext(ctx, id, time.Now(), timeout)
+	defer release()
+	res, err := x.Run(cctx, m, input, StartOptions{
+		ID: id, MachineName: name, Registry: registry, parent: r.exec.ID,
+		Agents: r.agents, AgentsFile: r.exec.Agents, AgentsKind: r.exec.AgentsKind,
+		MaxPayloadSize: r.exec.MaxPayload, Durability: r.exec.Durability,
+	})
+	if errors.Is(err, ErrExists) && x.durable {
+		e, lerr := x.store.Load(ctx, id)
+		if lerr != nil {
+			return nil, lerr
+		}
+		return h.attachChild(ctx, e, timeout)
+	}
+	return res, err
+}
+
+// attachChild continues child e, which exists: an ended child is read (it
+// never runs again), an unfinished one resumed (or waited for, when
+// another process runs it).
+func (h *stateRun) attachChild(ctx context.Context, e *Execution, timeout time.Duration) (*Result, error) {
+	x := h.r.x
+	id := e.ID
+	for {
+		if e.Status.Ended() {
+			return &Result{ID: id, Status: e.Status, Output: e.Output, Error: e.Error, Cause: e.Cause}, nil
+		}
+		cctx, release := h.childContext(ctx, id, e.StartedAt, timeout)
+		res, err := x.Resume(cctx, id, ResumeOptions{Agents: h.r.agents})
+		release()
+		switch {
+		case errors.Is(err, ErrBusy):
+			// Another process (Serve recovering it) runs it: wait for it.
+			select {
+			case <-ctx.Done():
+				return nil, ctxError(ctx)
+			case <-time.After(50 * time.Millisecond):
+			}
+		case errors.Is(err, ErrEnded):
+		default:
+			return res, err
+		}
+		var lerr error
+		if e, lerr = x.store.Load(ctx, id); lerr != nil {
+			return nil, lerr
+		}
+	}
+}
+
+// childContext is the context child id runs in: a Stop of the parent
+// stops it (childContext of the Distributed Map), and so does the state's
+// Timeout, counted from when the child started, as a stop with
+// States.Timeout.
+func (h *stateRun) childContext(ctx context.Context, id string, started time.Time, timeout time.Duration) (context.Context, func()) {
+	cctx, _, release := childContext(ctx)
+	if timeout <= 0 {
+		return cctx, release
+	}
+	tctx, cancel := context.WithCancelCause(cctx)
+	t := time.AfterFunc(time.Until(started.Add(timeout)), func() {
+		cancel(&stopRequest{errName: string(asl.ErrTimeout), cause: fmt.Sprintf("the Workflow state's Timeout (%s) passed", timeout)})
+	})
+	return tctx, func() {
+		t.Stop()
+		cancel(nil)
+		release()
+	}
+}
+
+// childDepth is how deep e is among Workflow children: 0 for an execution
+// no Workflow state started.
+func (x *Executor) childDepth(ctx context.Context, e *Execution) (int, error) {
+	depth := 0
+	for id, parent := e.ID, e.Parent; IsWorkflowChild(id, parent); depth++ {
+		if depth > MaxChildDepth || !x.durable {
+			// Its ids say enough: each level adds a "/" part.
+			return max(depth, strings.Count(id, "/")), nil
+		}
+		p, err := x.store.Load(ctx, parent)
+		if errors.Is(err, ErrNotFound) {
+			return depth + 1, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		id, parent = p.ID, p.Parent
+	}
+	return depth, nil
+}
+
+// wakeParent continues the parent of child e, which just ended, when the
+// parent waits for it (it parked while the child waited): in this process,
+// at once, rather than at the parent's next look (childPoll).
+func (x *Executor) wakeParent(ctx context.Context, e *Execution) {
+	if !x.durable || !IsWorkflowChild(e.ID, e.Parent) {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	p, err := x.store.Load(ctx, e.Parent)
+	if err != nil || p.Status != StatusWaiting || p.WaitingFor != WaitingForChild {
+		return
+	}
+	if _, err := x.Resume(ctx, p.ID, ResumeOptions{woken: true}); err != nil && !errors.Is(err, ErrBusy) && !errors.Is(err, ErrEnded) {
+		x.log.Warn("the parent of an ended child execution could not be continued; it continues at its next look", "execution", p.ID, "child", e.ID, "error", err)
+	}
+}
+
+// stopChildren stops the running children of the Workflow states e waits
+// at (a Stop of a parked parent).
+func (x *Executor) stopChildren(ctx context.Context, e *Execution, req *stopRequest) {
+	for key, sc := range e.Progress.Scopes {
+		if sc == nil || sc.Step == nil || sc.Next == "" {
+			continue
+		}
+		id := ChildWorkflowID(e.ID, key+sc.Next+"#"+itoa(sc.Step.Visit), sc.Step.Attempt)
+		ce, err := x.store.Load(ctx, id)
+		if err != nil || ce.Parent != e.ID || ce.Status.Ended() {
+			continue
+		}
+		if _, err := x.Stop(ctx, id, req.errName, req.cause); err != nil && !errors.Is(err, ErrEnded) {
+			x.log.Warn("a child execution of a stopped execution could not be stopped", "execution", e.ID, "child", id, "error", err)
+		}
+	}
+}
