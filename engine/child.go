@@ -83,7 +83,7 @@ func (h *stateRun) workflowState(ctx context.Context, s *states.Workflow, raw an
 			return stepResult{}, err
 		}
 	}
-	res, err := h.runChild(ctx, s.Name, s.Ref, input, s.Timeout)
+	res, err := h.runChild(ctx, ChildWorkflowID(h.r.exec.ID, h.step(), h.env.retry), s.Name, s.Ref, input, s.Timeout)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -113,12 +113,11 @@ func childError(res *Result, workflow string, timeout time.Duration) error {
 	return asl.Errorf(asl.ErrorName(name), "child execution %s of workflow %s %s: %s", res.ID, workflow, strings.ToLower(string(res.Status)), cause)
 }
 
-// runChild starts the state's child execution of workflow name at ref on
-// input, or, when it exists (a resumed parent), attaches to it; it
+// runChild starts the state's child execution id of workflow name at ref
+// on input, or, when it exists (a resumed parent), attaches to it; it
 // returns how the child ended, or parks the parent while the child waits.
-func (h *stateRun) runChild(ctx context.Context, name, ref string, input any, timeout time.Duration) (*Result, error) {
+func (h *stateRun) runChild(ctx context.Context, id, name, ref string, input any, timeout time.Duration) (*Result, error) {
 	r, x := h.r, h.r.x
-	id := ChildWorkflowID(r.exec.ID, h.step(), h.env.retry)
 	var res *Result
 	var err error
 	if e, lerr := x.store.Load(ctx, id); lerr == nil && x.durable {

@@ -214,3 +214,95 @@ func TestWorkflowStateTimeoutAndDepth(t *testing.T) {
 	}
 	wantError(t, res, "States.TaskFailed", "past the limit of 8 child executions within each other")
 }
+
+// TestStartExecution: arn:aws:states:::states:startExecution starts a
+// child of the workflow its StateMachineArn names: fire and forget
+// (StartExecution's response), .sync (DescribeExecution's, Output as
+// text), .sync:2 (Output as JSON), a failed child (.sync: States.TaskFailed
+// with the description as cause), .waitForTaskToken (the child is given
+// the token; its answer is the state's result); an agent mapped to the
+// ARN still wins.
+func TestStartExecution(t *testing.T) {
+	ctx := context.Background()
+	const task = `{"StartAt":"Start","States":{"Start":{"Type":"Task","Resource":"arn:aws:states:::states:startExecution%s",
+		"Parameters":{"StateMachineArn":"arn:aws:states:us-east-1:123456789012:stateMachine:%s","Input":{"topic.$":"$.ticket"%s}},"End":true}}}`
+	var calls atomic.Int64
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Agents: childAgents(t, &calls), Store: st, Workflows: research})
+	run := func(id, pattern, workflow, extra string) *engine.Result {
+		t.Helper()
+		res, err := x.Run(ctx, mustParse(t, fmt.Sprintf(task, pattern, workflow, extra)), mustJSON(t, `{"ticket":"refunds"}`), engine.StartOptions{ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	res := run("ff", "", "research", "")
+	x.WaitDetached()
+	out := res.Output.(map[string]any)
+	child := engine.ChildWorkflowID("ff", "Start#1", 0)
+	if out["ExecutionArn"] != "arn:aws:states:us-east-1:123456789012:execution:research:"+child || out["StartDate"] == nil {
+		t.Errorf("StartExecution's response = %v", out)
+	}
+	if e, err := st.Load(ctx, child); err != nil || e.Status != engine.StatusSucceeded || e.Parent != "ff" {
+		t.Errorf("the detached child: %+v, %v", e, err)
+	}
+
+	res = run("s1", ".sync", "research", "")
+	out = res.Output.(map[string]any)
+	if out["Status"] != "SUCCEEDED" || out["Output"] != `{"found":"notes on refunds"}` || out["Input"] != `{"topic":"refunds"}` {
+		t.Errorf(".sync = %v", out)
+	}
+	res = run("s2", ".sync:2", "research", "")
+	out = res.Output.(map[string]any)
+	if got, _ := out["Output"].(map[string]any); got["found"] != "notes on refunds" {
+		t.Errorf(".sync:2 = %v", out)
+	}
+	res = run("s3", ".sync", "broken", "")
+	wantError(t, res, "States.TaskFailed", `"Status":"FAILED"`)
+
+	res = run("tt", ".waitForTaskToken", "research", `,"token.$":"$$.Task.Token"`)
+	if res.Status != engine.StatusWaiting {
+		t.Fatalf(".waitForTaskToken = %+v, want WAITING", res)
+	}
+	x.WaitDetached()
+	ce, err := st.Load(ctx, engine.ChildWorkflowID("tt", "Start#1", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _ := ce.Input.(map[string]any)["token"].(string)
+	if res, err = x.SendTaskSuccess(ctx, token, mustJSON(t, `{"answer":42}`), engine.ResumeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, res, `{"answer":42}`)
+
+	// A mapped agent wins over the registry.
+	reg := childAgents(t, &calls)
+	if err := reg.Register("arn:aws:states:::states:startExecution.sync", agents.Func(func(context.Context, *agents.Request) (any, error) { return "mocked", nil })); err != nil {
+		t.Fatal(err)
+	}
+	y := engine.New(engine.Config{Agents: reg, Store: store.NewMemory(), Workflows: research})
+	res, err = y.Run(ctx, mustParse(t, fmt.Sprintf(task, ".sync", "research", "")), mustJSON(t, `{"ticket":"x"}`), engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, res, `"mocked"`)
+
+	for _, bad := range []struct{ params, want string }{
+		{`{"StateMachineArn":"research"}`, `StateMachineArn "research" is not arn:aws:states:REGION:ACCOUNT:stateMachine:NAME`},
+		{`{"StateMachineArn":"arn:aws:states:us-east-1:123456789012:stateMachine:research","Input":"{not json"}`, "Input: a string Input must hold JSON text"},
+		{`{"StateMachineArn":"arn:aws:states:us-east-1:123456789012:stateMachine:research","Name":"a b"}`, `Name must be 1 to 80 letters`},
+		{`"text"`, "the parameters must be an object"},
+	} {
+		def := `{"StartAt":"S","States":{"S":{"Type":"Task","Resource":"arn:aws:states:::states:startExecution.sync","Parameters":` + bad.params + `,"End":true}}}`
+		if bad.params == `"text"` {
+			def = `{"StartAt":"S","States":{"S":{"Type":"Pass","Result":"text","Next":"T"},"T":{"Type":"Task","Resource":"arn:aws:states:::states:startExecution.sync","End":true}}}`
+		}
+		res, err := x.Run(ctx, mustParse(t, def), mustJSON(t, `{}`), engine.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, res, "States.TaskFailed", bad.want)
+	}
+}

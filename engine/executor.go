@@ -174,6 +174,9 @@ type Executor struct {
 	redactErr error
 	// workflows is Config.Workflows.
 	workflows WorkflowSource
+	// detached are the child executions started without waiting for them
+	// (child_resource.go).
+	detached sync.WaitGroup
 	// vectors are the semantic memory collections' indexes (semantic.go).
 	vectors vectorCache
 	// localCache is the result cache of an executor without a store;

@@ -160,6 +160,14 @@ func (h *stateRun) jsonataTask(ctx context.Context, s *states.Task, raw any) (st
 			return stepResult{}, err
 		}
 	}
+	if h.startsExecution(s) {
+		result, size, err := h.startExecution(ctx, s, args, cb)
+		if err != nil {
+			return stepResult{}, err
+		}
+		sc.Result, sc.HasResult = result, true
+		return h.jsonataFinish(ctx, sc, result, size)
+	}
 	if h.toWorkers(s) {
 		return stepResult{}, h.scheduleActivity(ctx, s, args, timeout, heartbeat)
 	}

@@ -125,6 +125,9 @@ func (h *stateRun) taskCall(ctx context.Context, s *states.Task, raw any) (any, 
 			return nil, 0, err
 		}
 	}
+	if h.startsExecution(s) {
+		return h.startExecution(ctx, s, params, cb)
+	}
 	if h.toWorkers(s) {
 		return nil, 0, h.scheduleActivity(ctx, s, params, timeout, heartbeat)
 	}
