@@ -39,6 +39,11 @@ type Machine struct {
 	// their child executions store), so that it can be stored and parsed
 	// again. Never modify it.
 	Definition any
+	// Lock maps each registry import the definition's Imports named, as
+	// written (registry://review@^1.0.0), to the version it resolved to
+	// (review@3); nil when there was none. Definition is the expanded
+	// definition, without Imports (see ParseWith).
+	Lock map[string]string
 
 	// redact are the Redact paths of its Tasks (RedactPaths).
 	redact []*jsonpath.Path
