@@ -49,6 +49,10 @@ type Case struct {
 	// Memory is agent memory present before the execution starts, by
 	// namespace and key.
 	Memory map[string]map[string]any
+	// Workflows are the registered workflows the case's Workflow states
+	// and startExecution Tasks run, by "name" or "name@ref" (README:
+	// "workflows").
+	Workflows map[string]any
 	// Expect is the expected outcome.
 	Expect Expect
 }
@@ -97,6 +101,25 @@ type Expect struct {
 	RequireErrorContains bool
 }
 
+// caseWorkflows is the registry of a case's workflows: "name@ref" when
+// the case has that key, else "name", registered as version 1.
+type caseWorkflows map[string]any
+
+func (w caseWorkflows) ResolveWorkflow(_ context.Context, name, ref string) ([]byte, string, error) {
+	def, ok := w[name+"@"+ref]
+	if !ok {
+		def, ok = w[name]
+	}
+	if !ok {
+		return nil, "", fmt.Errorf("no workflow %s is registered: %w", name, engine.ErrNotFound)
+	}
+	text, err := jsonvalue.Marshal(def)
+	if err != nil {
+		return nil, "", fmt.Errorf("workflow %s: %w", name, err)
+	}
+	return text, name + "@1", nil
+}
+
 // caseRedactKey is the redaction key the runner, as the owner, runs the
 // cases with, so that a case may redact (Audit.Redact).
 var caseRedactKey = []byte("aslrun conformance redaction key, not a secret")
@@ -143,6 +166,13 @@ func fromValue(v any) (*Case, error) {
 	}
 	if err := c.decode(m); err != nil {
 		return nil, err
+	}
+	if w, ok := m["workflows"]; ok {
+		obj, isObj := w.(map[string]any)
+		if !isObj {
+			return nil, errors.New("workflows must be an object of workflow name to definition")
+		}
+		c.Workflows = obj
 	}
 	ex, ok := m["expect"].(map[string]any)
 	if !ok {
@@ -497,7 +527,7 @@ func run(ctx context.Context, c *Case, opts Options) error {
 	var st store.Store
 	// Escalations are checked in the history (expect.events), not logged.
 	quiet := func(context.Context, engine.EscalationNotice) error { return nil }
-	cfg := engine.Config{Agents: reg, OnEscalation: quiet, Durability: mode, RedactKey: caseRedactKey}
+	cfg := engine.Config{Agents: reg, OnEscalation: quiet, Durability: mode, RedactKey: caseRedactKey, Workflows: caseWorkflows(c.Workflows)}
 	switch {
 	case mode == engine.DurabilityNone && (c.Memory != nil || c.Expect.Memory != nil):
 		return fmt.Errorf("%w: it seeds or checks agent memory", ErrNeedsStore)

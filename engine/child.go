@@ -135,6 +135,12 @@ func (h *stateRun) runChild(ctx context.Context, id, name, ref string, input any
 		if !res.WakeAt.IsZero() && res.WakeAt.Before(wake) {
 			wake = res.WakeAt
 		}
+		if timeout > 0 {
+			// Be back when the state's Timeout passes, to stop the child.
+			if e, err := x.store.Load(ctx, id); err == nil && e.StartedAt.Add(timeout).Before(wake) {
+				wake = e.StartedAt.Add(timeout)
+			}
+		}
 		return nil, h.park(ctx, WaitingForChild, wake, &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries})
 	}
 	r.ownEvent(Event{Type: EventChildEnded, State: h.name(), Scope: h.sc.prefix, Document: h.raw, Error: res.Error, Cause: res.Cause,
@@ -197,6 +203,20 @@ func (h *stateRun) attachChild(ctx context.Context, e *Execution, timeout time.D
 	for {
 		if e.Status.Ended() {
 			return &Result{ID: id, Status: e.Status, Output: e.Output, Error: e.Error, Cause: e.Cause}, nil
+		}
+		if timeout > 0 && !time.Now().Before(e.StartedAt.Add(timeout)) {
+			// The state's Timeout passed while the parent was away.
+			res, err := x.Stop(ctx, id, string(asl.ErrTimeout), fmt.Sprintf("the Workflow state's Timeout (%s) passed", timeout))
+			if err == nil {
+				return res, nil
+			}
+			if !errors.Is(err, ErrEnded) {
+				return nil, err
+			}
+			if e, err = x.store.Load(ctx, id); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		cctx, release := h.childContext(ctx, id, e.StartedAt, timeout)
 		res, err := x.Resume(cctx, id, ResumeOptions{Agents: h.r.agents})

@@ -299,3 +299,26 @@ func TestAuditRedactFeedbackWait(t *testing.T) {
 		t.Error("the database file holds the SSN")
 	}
 }
+
+// TestAuditRedactStop: stopping a waiting execution on an executor with a
+// redaction key ends it ABORTED, its sealed values left sealed.
+func TestAuditRedactStop(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	reg := registry(t, agents.Func(func(context.Context, *agents.Request) (any, error) { return map[string]any{}, nil }), "Verifier", "Charger")
+	x := engine.New(engine.Config{Agents: reg, Store: st, RedactKey: redactKey(t, 4)})
+	if res, err := x.Run(ctx, mustParse(t, redactFlow), mustJSON(t, redactInput), engine.StartOptions{ID: "s"}); err != nil || res.Status != engine.StatusWaiting {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	res, err := x.Stop(ctx, "s", "", "")
+	if err != nil || res.Status != engine.StatusAborted {
+		t.Fatalf("Stop = %+v, %v", res, err)
+	}
+	e, err := st.Load(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(e); bytes.Contains(b, []byte(secretSSN)) {
+		t.Error("the stopped execution's record holds the SSN")
+	}
+}

@@ -139,7 +139,12 @@ func (p *parser) redactPaths(ao *object) []*jsonpath.Path {
 // order met (state names in order, a nested machine's after the state
 // that holds it). An execution applies all of them to every document it
 // records: the values they select are its secrets. Never modify it.
-func (m *Machine) RedactPaths() []*jsonpath.Path { return m.redact }
+func (m *Machine) RedactPaths() []*jsonpath.Path {
+	if m == nil {
+		return nil
+	}
+	return m.redact
+}
 
 func (m *Machine) collectRedactPaths() []*jsonpath.Path {
 	var out []*jsonpath.Path
