@@ -44,6 +44,13 @@ type FieldError struct {
 type RegisterWorkflow struct {
 	Name       string          `json:"name"`
 	Definition json.RawMessage `json:"definition"`
+	// Label is the version's semver label (1.2.0), unique among the
+	// workflow's versions; optional.
+	Label string `json:"label,omitempty"`
+	// Lock maps the definition's imports to the versions they resolve to,
+	// "name@N", kept in the version's record (not in the definition, so
+	// its hash does not change); optional.
+	Lock map[string]string `json:"lock,omitempty"`
 }
 
 // Workflow is one registered version of a workflow.
@@ -53,6 +60,32 @@ type Workflow struct {
 	Hash       string          `json:"hash"`
 	CreatedAt  time.Time       `json:"createdAt"`
 	Definition json.RawMessage `json:"definition,omitempty"`
+	// Label is the version's semver label; "" for none.
+	Label string `json:"label,omitempty"`
+	// Lock maps the definition's imports to versions, "name@N".
+	Lock map[string]string `json:"lock,omitempty"`
+	// Aliases are the aliases that point to this version (in the
+	// versions list and GET /v1/workflows/{name}).
+	Aliases []string `json:"aliases,omitempty"`
+}
+
+// WorkflowAlias is an alias of a workflow: a name that points to one of
+// its versions.
+type WorkflowAlias struct {
+	Name      string    `json:"name"`
+	Alias     string    `json:"alias"`
+	Version   int       `json:"version"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// AliasList is the answer of GET /v1/workflows/{name}/aliases.
+type AliasList struct {
+	Aliases []WorkflowAlias `json:"aliases"`
+}
+
+// SetAlias is the body of PUT /v1/workflows/{name}/aliases/{alias}.
+type SetAlias struct {
+	Version int `json:"version"`
 }
 
 // WorkflowList is the answer of GET /v1/workflows.
@@ -72,11 +105,17 @@ type Validation struct {
 }
 
 // StartExecution is the body of POST /v1/executions: a registered
-// workflow (name, and version or 0 for the latest) or an inline
-// definition, never both.
+// workflow (name, and version or 0 for the latest, or an alias, or a
+// reference) or an inline definition, never both.
 type StartExecution struct {
-	Workflow   string          `json:"workflow,omitempty"`
-	Version    int             `json:"version,omitempty"`
+	Workflow string `json:"workflow,omitempty"`
+	Version  int    `json:"version,omitempty"`
+	// Alias names the version of Workflow by one of its aliases (prod).
+	Alias string `json:"alias,omitempty"`
+	// Ref names the version of Workflow by a reference: latest, a number,
+	// an alias, a semver label (1.2.0) or constraint (^1.0.0). At most one
+	// of Version, Alias and Ref is given; none means latest.
+	Ref        string          `json:"ref,omitempty"`
 	Definition json.RawMessage `json:"definition,omitempty"`
 	// MachineName names an inline definition: the execution's workflow in
 	// lists and $$.StateMachine.Name, 1 to 128 ASCII letters, digits, '-',

@@ -84,14 +84,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 			name = req.MachineName
 		}
 	case req.Workflow != "":
-		if req.Version < 0 {
-			return badRequest("/version", "version must be 0 (the latest) or more")
-		}
-		v, err := s.st.Workflow(r.Context(), req.Workflow, req.Version)
-		if errors.Is(err, engine.ErrNotFound) {
-			return &problem{status: http.StatusNotFound, kind: "not-found", title: "no such workflow", detail: err.Error(),
-				errors: []api.FieldError{{Pointer: "/workflow", Detail: err.Error()}}}
-		}
+		v, err := s.resolveStart(r.Context(), req)
 		if err != nil {
 			return err
 		}
@@ -100,6 +93,8 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("workflow %s version %d no longer parses: %w", v.Name, v.Version, err)
 		}
 		m, name, registry = parsed, v.Name, fmt.Sprintf("%s@%d", v.Name, v.Version)
+	case req.Alias != "" || req.Ref != "":
+		return badRequest("/workflow", "alias and ref name a version of a registered workflow: give workflow too")
 	default:
 		return badRequest("/definition", "give a registered workflow or an inline definition")
 	}

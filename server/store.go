@@ -51,11 +51,15 @@ type MemoryLister interface {
 	ListMemory(ctx context.Context, namespace string, now time.Time) ([]*engine.MemoryEntry, error)
 }
 
-// Registry registers workflow versions.
+// Registry registers workflow versions and moves their aliases.
 type Registry interface {
 	// RegisterWorkflow stores definition as the next version of name
 	// (store.Store's RegisterWorkflow).
-	RegisterWorkflow(ctx context.Context, name string, definition []byte, hash string) (store.WorkflowVersion, error)
+	RegisterWorkflow(ctx context.Context, name string, definition []byte, hash string, meta store.VersionMeta) (store.WorkflowVersion, error)
+	// SetWorkflowAlias points an alias of name at a version, and
+	// DeleteWorkflowAlias removes it (store.Store's).
+	SetWorkflowAlias(ctx context.Context, name, alias string, version int) (store.WorkflowAlias, error)
+	DeleteWorkflowAlias(ctx context.Context, name, alias string) error
 }
 
 // Workflows reads the registered workflows.
@@ -67,4 +71,9 @@ type Workflows interface {
 	WorkflowVersions(ctx context.Context, name string) ([]store.WorkflowVersion, error)
 	// Workflows returns the latest version of every workflow.
 	Workflows(ctx context.Context) ([]store.WorkflowVersion, error)
+	// ResolveWorkflow returns the version of name a reference names
+	// (store.ParseRef), with its definition.
+	ResolveWorkflow(ctx context.Context, name, ref string) (store.WorkflowVersion, error)
+	// WorkflowAliases returns the aliases of name, by alias.
+	WorkflowAliases(ctx context.Context, name string) ([]store.WorkflowAlias, error)
 }

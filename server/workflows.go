@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/aslrun/aslrun/api"
+	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
@@ -24,6 +26,14 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 	}
 	if len(req.Definition) == 0 {
 		return badRequest("/definition", "definition is required")
+	}
+	if req.Label != "" {
+		if err := store.CheckLabel(req.Label); err != nil {
+			return badRequest("/label", "%v", err)
+		}
+	}
+	if err := store.CheckLock(req.Lock); err != nil {
+		return badRequest("/lock", "%v", err)
 	}
 	m, err := states.Parse(req.Definition)
 	if err != nil {
@@ -45,16 +55,19 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	latest, err := s.st.Workflow(r.Context(), req.Name, 0)
-	existed := err == nil && latest.Hash == hash
-	v, err := s.st.RegisterWorkflow(r.Context(), req.Name, text, hash)
-	if errors.Is(err, store.ErrInvalidName) {
+	existed := err == nil
+	v, err := s.st.RegisterWorkflow(r.Context(), req.Name, text, hash, store.VersionMeta{Label: req.Label, Lock: req.Lock})
+	switch {
+	case errors.Is(err, store.ErrInvalidName):
 		return badRequest("/name", "%v", err)
-	}
-	if err != nil {
+	case errors.Is(err, engine.ErrExists):
+		return &problem{status: http.StatusConflict, kind: "exists", title: "the label is taken", detail: err.Error(),
+			errors: []api.FieldError{{Pointer: "/label", Detail: err.Error()}}}
+	case err != nil:
 		return err
 	}
 	status := http.StatusCreated
-	if existed {
+	if existed && v.Version == latest.Version {
 		status = http.StatusOK
 	}
 	w.Header().Set("Location", "/v1/workflows/"+v.Name+"?version="+strconv.Itoa(v.Version))
@@ -108,7 +121,7 @@ func (s *Server) workflowVersions(w http.ResponseWriter, r *http.Request) error 
 }
 
 func workflowOf(v store.WorkflowVersion) api.Workflow {
-	out := api.Workflow{Name: v.Name, Version: v.Version, Hash: v.Hash, CreatedAt: v.CreatedAt}
+	out := api.Workflow{Name: v.Name, Version: v.Version, Hash: v.Hash, CreatedAt: v.CreatedAt, Label: v.Label, Lock: v.Lock}
 	if v.Definition != nil {
 		out.Definition = v.Definition
 	}
@@ -130,4 +143,39 @@ func localFolders(m *states.Machine, at string) error {
 		p.errors = append(p.errors, api.FieldError{Pointer: at + e.Pointer, State: e.State, Detail: e.Msg})
 	}
 	return p
+}
+
+// resolveStart resolves the registered workflow a start names: its
+// version, alias or ref (at most one), through the store's
+// ResolveWorkflow.
+func (s *Server) resolveStart(ctx context.Context, req api.StartExecution) (store.WorkflowVersion, error) {
+	ref, at := "", ""
+	given := 0
+	if req.Version != 0 {
+		if req.Version < 0 {
+			return store.WorkflowVersion{}, badRequest("/version", "version must be 0 (the latest) or more")
+		}
+		ref, at, given = strconv.Itoa(req.Version), "/version", given+1
+	}
+	if req.Alias != "" {
+		if err := store.CheckAlias(req.Alias); err != nil {
+			return store.WorkflowVersion{}, badRequest("/alias", "%v", err)
+		}
+		ref, at, given = req.Alias, "/alias", given+1
+	}
+	if req.Ref != "" {
+		ref, at, given = req.Ref, "/ref", given+1
+	}
+	if given > 1 {
+		return store.WorkflowVersion{}, badRequest(at, "give at most one of version, alias and ref")
+	}
+	v, err := s.st.ResolveWorkflow(ctx, req.Workflow, ref)
+	switch {
+	case errors.Is(err, store.ErrInvalidRef):
+		return v, badRequest(at, "%v", err)
+	case errors.Is(err, engine.ErrNotFound):
+		return v, &problem{status: http.StatusNotFound, kind: "not-found", title: "no such workflow", detail: err.Error(),
+			errors: []api.FieldError{{Pointer: "/workflow", Detail: err.Error()}}}
+	}
+	return v, err
 }

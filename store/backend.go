@@ -389,9 +389,9 @@ func DecodeMemory(namespace, key string, record []byte, now time.Time) (*engine.
 }
 
 // CheckRegistration checks RegisterWorkflow's arguments: the name (an
-// error wrapping ErrInvalidName), the definition and its hash.
-func CheckRegistration(name string, definition []byte, hash string) error {
-	return checkRegistration(name, definition, hash)
+// error wrapping ErrInvalidName), the definition and its hash, and meta.
+func CheckRegistration(name string, definition []byte, hash string, meta VersionMeta) error {
+	return checkRegistration(name, definition, hash, meta)
 }
 
 // CompactDefinition returns a stored definition as Workflow returns it.

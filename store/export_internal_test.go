@@ -38,7 +38,7 @@ func TestExport(t *testing.T) {
 	}
 	defer b.Close()
 	ctx := t.Context()
-	if _, err := b.RegisterWorkflow(ctx, "wf", []byte(`{}`), "h"); err == nil {
+	if _, err := b.RegisterWorkflow(ctx, "wf", []byte(`{}`), "h", VersionMeta{}); err == nil {
 		t.Error("RegisterWorkflow on a read-only Bolt succeeded")
 	}
 	items, err := exportAll(t, b)

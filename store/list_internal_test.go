@@ -167,7 +167,7 @@ func TestBoltMigratesFormat5(t *testing.T) {
 	if cp, err := b.Checkpoint(ctx, "e0", "cp"); err != nil || cp.State != "S" {
 		t.Errorf("Checkpoint(e0, cp) after conversion = %+v, %v", cp, err)
 	}
-	if w, err := b.RegisterWorkflow(ctx, "wf", []byte(`{}`), "h"); err != nil || w.Version != 1 {
+	if w, err := b.RegisterWorkflow(ctx, "wf", []byte(`{}`), "h", VersionMeta{}); err != nil || w.Version != 1 {
 		t.Errorf("RegisterWorkflow after conversion = %+v, %v, want version 1", w, err)
 	}
 	err = b.view(func(x *tx) error {

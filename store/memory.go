@@ -39,6 +39,7 @@ type Memory struct {
 	cache       memCache          // the result cache (cache.go)
 	feedback    map[string][]byte // feedback records by id, made by the first AddFeedback (feedback.go)
 	workflows   map[string][]memWorkflow
+	aliases     map[string]WorkflowAlias // by "name \x00 alias", made by the first SetWorkflowAlias (registry_store.go)
 	codecs      Codecs
 	migrations  Migrations
 	docs        docCache

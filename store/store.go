@@ -59,8 +59,13 @@ type Store interface {
 	// definition text is kept once per hash, with the executions'
 	// definitions (Definition). A name that is not 1 to 128 bytes of
 	// ASCII letters, digits, '-', '_' and '.' is an error wrapping
-	// ErrInvalidName; an empty definition or hash is an error too.
-	RegisterWorkflow(ctx context.Context, name string, definition []byte, hash string) (WorkflowVersion, error)
+	// ErrInvalidName; an empty definition or hash is an error too. meta
+	// is kept in the version's record: a label that is not semver, or a
+	// lock entry that is not name@N, is an error wrapping ErrInvalidRef,
+	// and a label another version of name has one wrapping
+	// engine.ErrExists. The latest version is returned unchanged only
+	// when meta's label and lock are its own or left out.
+	RegisterWorkflow(ctx context.Context, name string, definition []byte, hash string, meta VersionMeta) (WorkflowVersion, error)
 	// Workflow returns version v of the workflow name (v 0: the latest),
 	// with its definition; an error wrapping engine.ErrNotFound when there is
 	// none.
@@ -72,6 +77,24 @@ type Store interface {
 	// first, without definitions; an error wrapping engine.ErrNotFound when
 	// there is no such workflow.
 	WorkflowVersions(ctx context.Context, name string) ([]WorkflowVersion, error)
+	// ResolveWorkflow returns the version of the workflow name that ref
+	// names (ParseRef: "" or latest, a number, an alias, a semver label or
+	// constraint), with its definition. A ref that does not parse is an
+	// error wrapping ErrInvalidRef; one that names no version an error
+	// wrapping engine.ErrNotFound that names the workflow, the ref and
+	// what exists.
+	ResolveWorkflow(ctx context.Context, name, ref string) (WorkflowVersion, error)
+	// SetWorkflowAlias points alias (CheckAlias, else an error wrapping
+	// ErrInvalidRef) of the workflow name at an existing version (else an
+	// error wrapping engine.ErrNotFound), making or moving it. Executions
+	// already started keep the version they started on.
+	SetWorkflowAlias(ctx context.Context, name, alias string, version int) (WorkflowAlias, error)
+	// DeleteWorkflowAlias removes an alias; an error wrapping
+	// engine.ErrNotFound when it is not set.
+	DeleteWorkflowAlias(ctx context.Context, name, alias string) error
+	// WorkflowAliases returns the aliases of the workflow name, by alias;
+	// an error wrapping engine.ErrNotFound when there is no such workflow.
+	WorkflowAliases(ctx context.Context, name string) ([]WorkflowAlias, error)
 	// GC removes the checkpoints expired at now, except the newest
 	// checkpoint of an execution still RUNNING or WAITING (it may be
 	// rolled back to), and the snapshot blobs no checkpoint references any
@@ -135,6 +158,11 @@ type WorkflowVersion struct {
 	CreatedAt time.Time
 	// Definition is the definition's text, compact JSON; nil in listings.
 	Definition []byte
+	// Label is the version's semver label, "" for none (VersionMeta).
+	Label string
+	// Lock maps the definition's imports to the versions they resolved
+	// to, "name@N"; nil for none (VersionMeta).
+	Lock map[string]string
 }
 
 // maxWorkflowName bounds workflow names.

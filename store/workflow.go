@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -19,14 +20,24 @@ import (
 
 // workflowRecord is a version's record (bucket workflows).
 type workflowRecord struct {
-	Hash      string    `json:"hash"`
-	CreatedAt time.Time `json:"createdAt"`
+	Hash      string            `json:"hash"`
+	CreatedAt time.Time         `json:"createdAt"`
+	Label     string            `json:"label,omitempty"`
+	Lock      map[string]string `json:"lock,omitempty"`
 }
 
 // checkRegistration checks RegisterWorkflow's arguments.
-func checkRegistration(name string, definition []byte, hash string) error {
+func checkRegistration(name string, definition []byte, hash string, meta VersionMeta) error {
 	if err := CheckWorkflowName(name); err != nil {
 		return err
+	}
+	if meta.Label != "" {
+		if err := CheckLabel(meta.Label); err != nil {
+			return fmt.Errorf("register workflow %s: %w", name, err)
+		}
+	}
+	if err := CheckLock(meta.Lock); err != nil {
+		return fmt.Errorf("register workflow %s: %w", name, err)
 	}
 	switch {
 	case len(definition) == 0:
@@ -78,7 +89,7 @@ func decodeWorkflow(k, v []byte) (WorkflowVersion, error) {
 	if err := json.Unmarshal(v, &r); err != nil {
 		return WorkflowVersion{}, &recordError{fmt.Errorf("workflow %s version %d: %w", w.Name, w.Version, err)}
 	}
-	w.Hash, w.CreatedAt = r.Hash, r.CreatedAt
+	w.Hash, w.CreatedAt, w.Label, w.Lock = r.Hash, r.CreatedAt, r.Label, r.Lock
 	return w, nil
 }
 
@@ -111,22 +122,31 @@ func (x *tx) withDefinition(w WorkflowVersion) (WorkflowVersion, error) {
 }
 
 // RegisterWorkflow stores definition as the next version of name.
-func (b *Bolt) RegisterWorkflow(ctx context.Context, name string, definition []byte, hash string) (WorkflowVersion, error) {
-	if err := checkRegistration(name, definition, hash); err != nil {
+func (b *Bolt) RegisterWorkflow(ctx context.Context, name string, definition []byte, hash string, meta VersionMeta) (WorkflowVersion, error) {
+	if err := checkRegistration(name, definition, hash, meta); err != nil {
 		return WorkflowVersion{}, err
 	}
 	now := time.Now().UTC()
-	rec, err := marshalRecord(&workflowRecord{Hash: hash, CreatedAt: now})
+	rec, err := marshalRecord(&workflowRecord{Hash: hash, CreatedAt: now, Label: meta.Label, Lock: meta.Lock})
 	if err != nil {
 		return WorkflowVersion{}, err
 	}
 	var out WorkflowVersion
 	err = b.write(ctx, func(x *tx) error {
-		latest, ok, err := x.latestWorkflow(name)
+		var versions []WorkflowVersion
+		err := scanPrefix(x.workflows, append([]byte(name), 0), func(k, v []byte) error {
+			w, err := decodeWorkflow(k, v)
+			versions = append(versions, w)
+			return err
+		})
 		if err != nil {
 			return reject(err)
 		}
-		if ok && latest.Hash == hash {
+		latest, same, err := SameAsLatest(name, versions, hash, meta)
+		if err != nil {
+			return reject(err)
+		}
+		if same {
 			out, err = x.withDefinition(latest)
 			return err
 		}
@@ -135,7 +155,7 @@ func (b *Bolt) RegisterWorkflow(ctx context.Context, name string, definition []b
 				return err
 			}
 		}
-		w := WorkflowVersion{Name: name, Version: latest.Version + 1, Hash: hash, CreatedAt: now}
+		w := WorkflowVersion{Name: name, Version: latest.Version + 1, Hash: hash, CreatedAt: now, Label: meta.Label, Lock: meta.Lock}
 		if err := x.workflows.Put(workflowKey(name, w.Version), rec); err != nil {
 			return err
 		}
@@ -236,11 +256,13 @@ func (b *Bolt) WorkflowVersions(ctx context.Context, name string) ([]WorkflowVer
 type memWorkflow struct {
 	hash      string
 	createdAt time.Time
+	label     string
+	lock      map[string]string
 }
 
 // version returns the version v of name, without its definition.
 func (w memWorkflow) version(name string, v int) WorkflowVersion {
-	return WorkflowVersion{Name: name, Version: v, Hash: w.hash, CreatedAt: w.createdAt}
+	return WorkflowVersion{Name: name, Version: v, Hash: w.hash, CreatedAt: w.createdAt, Label: w.label, Lock: maps.Clone(w.lock)}
 }
 
 // withDefinition fills in w's definition, with m.mu held.
@@ -254,8 +276,8 @@ func (m *Memory) withDefinition(w WorkflowVersion) (WorkflowVersion, error) {
 }
 
 // RegisterWorkflow stores definition as the next version of name.
-func (m *Memory) RegisterWorkflow(ctx context.Context, name string, definition []byte, hash string) (WorkflowVersion, error) {
-	if err := checkRegistration(name, definition, hash); err != nil {
+func (m *Memory) RegisterWorkflow(ctx context.Context, name string, definition []byte, hash string, meta VersionMeta) (WorkflowVersion, error) {
+	if err := checkRegistration(name, definition, hash, meta); err != nil {
 		return WorkflowVersion{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -268,13 +290,21 @@ func (m *Memory) RegisterWorkflow(ctx context.Context, name string, definition [
 		return WorkflowVersion{}, ErrClosed
 	}
 	vs := m.workflows[name]
-	if n := len(vs); n > 0 && vs[n-1].hash == hash {
-		return m.withDefinition(vs[n-1].version(name, n))
+	versions := make([]WorkflowVersion, len(vs))
+	for i, w := range vs {
+		versions[i] = w.version(name, i+1)
+	}
+	latest, same, err := SameAsLatest(name, versions, hash, meta)
+	if err != nil {
+		return WorkflowVersion{}, fmt.Errorf("register workflow %s: %w", name, err)
+	}
+	if same {
+		return m.withDefinition(latest)
 	}
 	if _, ok := m.definitions[hash]; !ok {
 		m.definitions[hash] = bytes.Clone(definition)
 	}
-	m.workflows[name] = append(vs, memWorkflow{hash: hash, createdAt: now})
+	m.workflows[name] = append(vs, memWorkflow{hash: hash, createdAt: now, label: meta.Label, lock: maps.Clone(meta.Lock)})
 	return m.withDefinition(m.workflows[name][len(vs)].version(name, len(vs)+1))
 }
 

@@ -64,7 +64,7 @@ func copySource(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.RegisterWorkflow(context.Background(), "review", text, fmt.Sprintf("%x", sha256.Sum256(text))); err != nil {
+		if _, err := st.RegisterWorkflow(context.Background(), "review", text, fmt.Sprintf("%x", sha256.Sum256(text)), store.VersionMeta{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,7 +21,7 @@ const (
 
 func register(t *testing.T, s store.Store, name, def string) store.WorkflowVersion {
 	t.Helper()
-	w, err := s.RegisterWorkflow(t.Context(), name, []byte(def), hash(t, Doc(t, def)))
+	w, err := s.RegisterWorkflow(t.Context(), name, []byte(def), hash(t, Doc(t, def)), store.VersionMeta{})
 	if err != nil {
 		t.Fatalf("RegisterWorkflow(%s) = %v", name, err)
 	}
@@ -125,7 +125,7 @@ func testWorkflows(t *testing.T, s store.Store) {
 func testWorkflowDefinitionShared(t *testing.T, s store.Store) {
 	create(t, s, newExecution(t, "e1"))
 	h := hash(t, Doc(t, definition))
-	w, err := s.RegisterWorkflow(t.Context(), "spaced", []byte(defV1), h)
+	w, err := s.RegisterWorkflow(t.Context(), "spaced", []byte(defV1), h, store.VersionMeta{})
 	if err != nil || string(w.Definition) != defV1 {
 		t.Errorf("RegisterWorkflow = %s, %v, want the definition %s", w.Definition, err, defV1)
 	}
@@ -152,7 +152,7 @@ func testWorkflowBadArguments(t *testing.T, s store.Store) {
 		{"ok", "", h, false},
 		{"ok", defV1, "", false},
 	} {
-		w, err := s.RegisterWorkflow(t.Context(), tt.name, []byte(tt.def), tt.hash)
+		w, err := s.RegisterWorkflow(t.Context(), tt.name, []byte(tt.def), tt.hash, store.VersionMeta{})
 		if err == nil || errors.Is(err, store.ErrInvalidName) != tt.invalidName {
 			t.Errorf("RegisterWorkflow(%q, %q, %q) = %s, %v, want an error (invalid name: %v)", tt.name, tt.def, tt.hash, versionText(w), err, tt.invalidName)
 		}
@@ -178,7 +178,7 @@ func testWorkflowsConcurrent(t *testing.T, s store.Store) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			w, err := s.RegisterWorkflow(t.Context(), "busy", []byte(defs[i]), hashes[i])
+			w, err := s.RegisterWorkflow(t.Context(), "busy", []byte(defs[i]), hashes[i], store.VersionMeta{})
 			if err != nil {
 				t.Errorf("RegisterWorkflow(busy #%d) = %v", i, err)
 			}
