@@ -232,6 +232,8 @@ func (s *Server) table() []route {
 		{"POST /v1/executions/{id}/redrive", RoleOperator, s.redriveExecution},
 		{"GET /v1/executions/{id}/map-runs", RoleViewer, s.listMapRuns},
 		{"GET /v1/executions/{id}/map-runs/{mapRun}/children", RoleViewer, s.listMapRunChildren},
+		// Child executions of Workflow states (executions_children.go).
+		{"GET /v1/executions/{id}/children", RoleViewer, s.listChildren},
 		// Control of executions (control.go).
 		{"POST /v1/executions/{id}/stop", RoleOperator, s.stopExecution},
 		// The answers to task tokens (tasktokens.go), and the activities'
