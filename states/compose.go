@@ -1,6 +1,7 @@
 package states
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -22,17 +23,18 @@ type ParseOptions struct {
 // the expanded definition, which parses again without the templates, and
 // its Lock the versions registry imports resolved to. Every problem, in
 // the definition or inside a template, is reported at the include site
-// with the template's name and the pointer inside it.
-func ParseWith(data []byte, opts ParseOptions) (*Machine, error) {
+// with the template's name and the pointer inside it. ctx bounds the
+// registry look-ups.
+func ParseWith(ctx context.Context, data []byte, opts ParseOptions) (*Machine, error) {
 	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return nil, err
 	}
-	return ParseValueWith(v, opts)
+	return ParseValueWith(ctx, v, opts)
 }
 
 // ParseValueWith is ParseWith on an already decoded definition.
-func ParseValueWith(v any, opts ParseOptions) (*Machine, error) {
+func ParseValueWith(ctx context.Context, v any, opts ParseOptions) (*Machine, error) {
 	top, ok := v.(map[string]any)
 	if opts.Imports == nil || !ok {
 		return ParseValue(v)
@@ -40,7 +42,7 @@ func ParseValueWith(v any, opts ParseOptions) (*Machine, error) {
 	if _, ok := top["Imports"]; !ok {
 		return ParseValue(v)
 	}
-	r, probs := include.ExpandResult(top, opts.Imports)
+	r, probs := include.ExpandResult(ctx, top, opts.Imports)
 	var list ErrorList
 	seen := map[string]bool{}
 	add := func(e *ValidationError) {

@@ -79,7 +79,7 @@ type cmdContext struct {
 
 func commands() []*command {
 	return []*command{
-		{name: "validate", usage: "validate FILE...", summary: "check workflow definitions and report every problem", run: cmdValidate},
+		{name: "validate", usage: "validate FILE... [--db PATH]", summary: "check workflow definitions and report every problem", run: cmdValidate},
 		{name: "run", usage: "run FILE [--input JSON|@FILE|-] [--mock FILE | --agents FILE [--allow-host PATTERN]... [--only-allowed-hosts]] [--name ID] [--follow] [--no-prompt] [--max-payload BYTES] [--allow-file-buckets] [--max-item-bytes BYTES] [--max-listed-objects N] [--durability strict|batched|none] [--db PATH|:memory:]", summary: "run a workflow durably and print its output", run: cmdRun},
 		{name: "resume", usage: "resume ID [--from-checkpoint NAME [--fork [--name ID]] [--restore document|memory|both]] [--mock FILE | --agents FILE] [--max-payload BYTES] [--allow-file-buckets] [--max-item-bytes BYTES] [--max-listed-objects N] [--db PATH]", summary: "continue an execution, or roll it back or fork it from a checkpoint", run: cmdResume},
 		{name: "approve", usage: "approve ID --decision OPTION [--by WHO] [--comment TEXT] [--edit JSON|@FILE|-] [--approval ID] [--digest D] [--mock FILE | --agents FILE] [--max-payload BYTES] [--allow-file-buckets] [--max-item-bytes BYTES] [--max-listed-objects N] [--db PATH]", summary: "decide a pending approval and continue the execution", run: cmdApprove},

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,8 +20,9 @@ import (
 	"github.com/aslrun/aslrun/store"
 )
 
-func cmdValidate(_ context.Context, c *cmdContext, args []string) error {
+func cmdValidate(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	db := dbFlag(fs)
 	files, err := parseFlags(fs, "validate", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
 		return err
@@ -28,9 +30,12 @@ func cmdValidate(_ context.Context, c *cmdContext, args []string) error {
 	if len(files) == 0 {
 		return usageErrorf("validate: no FILE given (see \"aslrun validate --help\")")
 	}
+	// The --db is opened only if a definition imports from its registry.
+	reg := &dbRegistry{c: c, db: *db, what: accessRead}
+	defer reg.close()
 	bad := false
 	for _, f := range files {
-		problems, err := c.validateFile(f)
+		problems, err := c.validateFile(ctx, f, reg)
 		if err != nil {
 			printf(c.stdout, "%s: %s\n", f, err)
 			bad = true
@@ -51,13 +56,10 @@ func cmdValidate(_ context.Context, c *cmdContext, args []string) error {
 }
 
 // validateFile returns the validation problems of a definition file, or an
-// error when the file cannot be read or is not strict JSON.
-func (c *cmdContext) validateFile(file string) ([]*states.ValidationError, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	_, err = states.Parse(data)
+// error when the file cannot be read or is not strict JSON. Its imports
+// are read relative to it, and from reg's registry.
+func (c *cmdContext) validateFile(ctx context.Context, file string, reg *dbRegistry) ([]*states.ValidationError, error) {
+	_, _, err := parseFile(ctx, file, reg)
 	var list states.ErrorList
 	if errors.As(err, &list) {
 		return list, nil
@@ -65,14 +67,44 @@ func (c *cmdContext) validateFile(file string) ([]*states.ValidationError, error
 	return nil, err
 }
 
-// loadMachine reads and validates a definition, or returns a usage error
-// naming the file and every problem. It returns the file's content too.
-func (c *cmdContext) loadMachine(file string) (*states.Machine, []byte, error) {
+// parseFile reads and validates a definition file, its templates read
+// relative to it and from reg's registry (nil: none). It returns the
+// definition's text too: the file's content or, when it imports
+// templates, the expanded definition. A file that cannot be read returns
+// an *fs.PathError.
+func parseFile(ctx context.Context, file string, reg *dbRegistry) (*states.Machine, []byte, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
+		return nil, nil, err
+	}
+	v, err := jsonvalue.Decode(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	src := &fileImports{dir: filepath.Dir(file), reg: reg}
+	m, err := states.ParseValueWith(ctx, v, states.ParseOptions{Imports: src})
+	if err != nil {
+		return nil, nil, err
+	}
+	if top, ok := v.(map[string]any); ok {
+		if _, ok := top["Imports"]; ok {
+			if data, err = jsonvalue.Marshal(m.Definition); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return m, data, nil
+}
+
+// loadMachine reads and validates a definition (parseFile), or returns a
+// usage error naming the file and every problem. It returns the
+// definition's text too.
+func (c *cmdContext) loadMachine(ctx context.Context, file string, reg *dbRegistry) (*states.Machine, []byte, error) {
+	m, data, err := parseFile(ctx, file, reg)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
 		return nil, nil, usageErrorf("%v", err)
 	}
-	m, err := states.Parse(data)
 	if err != nil {
 		var list states.ErrorList
 		if errors.As(err, &list) {
@@ -113,7 +145,11 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, def, err := c.loadMachine(pos[0])
+	// The database is opened here if the definition imports from its
+	// registry, else below.
+	reg := &dbRegistry{c: c, db: *db, what: accessRun, me: holderInfo{API: apiReads, Socket: socketPath(*db)}}
+	defer reg.close()
+	m, def, err := c.loadMachine(ctx, pos[0], reg)
 	if err != nil {
 		return err
 	}
@@ -137,11 +173,10 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 		}
 		return runInMemory(ctx, c, pos[0], m, in, opts, *maxPayload, access, *follow)
 	}
-	h, err := c.open(ctx, *db, accessRun, holderInfo{API: apiReads, Socket: socketPath(*db)})
+	h, err := reg.handle(ctx)
 	if err != nil {
 		return err
 	}
-	defer h.close()
 	if h.api != nil {
 		if err := notThroughAPI(h, fs, "run", "agents", "allow-file-buckets", "max-item-bytes", "max-listed-objects"); err != nil {
 			return err
@@ -182,6 +217,9 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	cfg.Buckets = access
 	x := engine.New(cfg)
+	// Children started without waiting (states:startExecution) run
+	// on before the command exits.
+	defer x.WaitDetached()
 	reads := c.startReads(h.st, x, socketPath(*db))
 	defer reads.stop(ctx)
 	// The id is printed once the execution exists, and only then.
@@ -389,6 +427,9 @@ func cmdResume(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	cfg.Buckets = access
 	x := engine.New(cfg)
+	// Children started without waiting (states:startExecution) run
+	// on before the command exits.
+	defer x.WaitDetached()
 	reads := c.startReads(h.st, x, socketPath(*db))
 	defer reads.stop(ctx)
 	id := pos[0]

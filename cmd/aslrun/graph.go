@@ -7,7 +7,7 @@ import (
 	"github.com/aslrun/aslrun/graph"
 )
 
-func cmdGraph(_ context.Context, c *cmdContext, args []string) error {
+func cmdGraph(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
 	format := fs.String("format", "dot", "output format: dot (Graphviz), mermaid or svg")
 	pos, err := parseFlags(fs, "graph", args, c.stdout)
@@ -17,7 +17,7 @@ func cmdGraph(_ context.Context, c *cmdContext, args []string) error {
 	if len(pos) != 1 {
 		return usageErrorf("graph: want exactly one FILE, got %d (see \"aslrun graph --help\")", len(pos))
 	}
-	m, _, err := c.loadMachine(pos[0])
+	m, _, err := c.loadMachine(ctx, pos[0], nil)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@
 package include
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -33,7 +34,7 @@ type Source interface {
 	// Registry returns the highest registered version of the workflow
 	// name that satisfies constraint ("latest", "1.2.0", "^1.0.0", …),
 	// and its reference "name@N" for the lock.
-	Registry(name, constraint string) (definition []byte, ref string, err error)
+	Registry(ctx context.Context, name, constraint string) (definition []byte, ref string, err error)
 }
 
 // Frame is one template a problem is inside: its alias, where it came
@@ -114,8 +115,8 @@ type site struct {
 
 // Expand expands def's Imports and Include states (see ExpandResult). It
 // returns the expanded definition and the lock, or the problems found.
-func Expand(def map[string]any, src Source) (expanded map[string]any, lock map[string]string, errs []Problem) {
-	r, errs := ExpandResult(def, src)
+func Expand(ctx context.Context, def map[string]any, src Source) (expanded map[string]any, lock map[string]string, errs []Problem) {
+	r, errs := ExpandResult(ctx, def, src)
 	return r.Definition, r.Lock, errs
 }
 
@@ -127,8 +128,8 @@ func Expand(def map[string]any, src Source) (expanded map[string]any, lock map[s
 // one-element array to the ResultPath. A definition with problems still
 // returns a Result, with each failed Include replaced by a Pass state
 // keeping its transition, so that the rest can be validated.
-func ExpandResult(def map[string]any, src Source) (*Result, []Problem) {
-	e := &expander{src: src}
+func ExpandResult(ctx context.Context, def map[string]any, src Source) (*Result, []Problem) {
+	e := &expander{ctx: ctx, src: src}
 	out, _ := jsonvalue.Clone(def).(map[string]any)
 	d := &doc{}
 	d.imports = e.imports(d, out, true)
@@ -209,7 +210,10 @@ func (e *expander) report(d *doc, ptr, format string, args ...any) {
 	e.probs = append(e.probs, p)
 }
 
+// expander is one expansion. It keeps the caller's context for the
+// Source's registry look-ups, for the length of one ExpandResult call.
 type expander struct {
+	ctx   context.Context
 	src   Source
 	lock  map[string]string
 	probs []Problem
@@ -445,7 +449,7 @@ func (e *expander) load(d *doc, imp imported, alias, ptr string) (*doc, map[stri
 	)
 	source := imp.text
 	if imp.ref.registry() {
-		data, name, err = e.src.Registry(imp.ref.name, imp.ref.constraint)
+		data, name, err = e.src.Registry(e.ctx, imp.ref.name, imp.ref.constraint)
 		if err == nil {
 			if e.lock == nil {
 				e.lock = make(map[string]string)

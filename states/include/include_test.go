@@ -1,6 +1,7 @@
 package include
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -34,7 +35,7 @@ func (f fakeSource) Open(from, p string) ([]byte, string, error) {
 	return []byte(s), name, nil
 }
 
-func (f fakeSource) Registry(name, constraint string) ([]byte, string, error) {
+func (f fakeSource) Registry(_ context.Context, name, constraint string) ([]byte, string, error) {
 	var best *semver.Version
 	var def string
 	for label, d := range f.registry[name] {
@@ -115,7 +116,7 @@ func TestIncludeParameters(t *testing.T) {
     "Done": {"Type": "Pass", "Parameters": {"note": "{{$.review}}"}, "End": true}
   }
 }`)
-	got, lock, errs := Expand(def, src)
+	got, lock, errs := Expand(context.Background(), def, src)
 	if len(errs) > 0 {
 		t.Fatalf("Expand: %v", errs)
 	}
@@ -170,7 +171,7 @@ func TestIncludeOverride(t *testing.T) {
       "End": true}
   }
 }`)
-	got, _, errs := Expand(def, src)
+	got, _, errs := Expand(context.Background(), def, src)
 	if len(errs) > 0 {
 		t.Fatalf("Expand: %v", errs)
 	}
@@ -194,7 +195,7 @@ func TestImportsRegistry(t *testing.T) {
 	}}}
 	def := decode(t, `{"Imports": {"r": "registry://review@^1.0.0"}, "StartAt": "R",
   "States": {"R": {"Type": "Include", "Template": "r", "ResultPath": null, "End": true}}}`)
-	got, lock, errs := Expand(def, src)
+	got, lock, errs := Expand(context.Background(), def, src)
 	if len(errs) > 0 {
 		t.Fatalf("Expand: %v", errs)
 	}
@@ -288,7 +289,7 @@ func TestIncludeRefusals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			def := decode(t, `{"Imports": `+c.imports+`, "StartAt": "S", "States": {"S": {"Type": "Include", `+c.include+`, "End": true}}}`)
-			_, _, errs := Expand(def, src)
+			_, _, errs := Expand(context.Background(), def, src)
 			var got []want
 			for _, p := range errs {
 				w := want{ptr: p.Pointer}
@@ -312,7 +313,7 @@ func TestLocate(t *testing.T) {
 		"inner.json": `{"StartAt": "A", "States": {"A": {"Type": "Pass", "End": true}}}`,
 	}}
 	def := decode(t, `{"Imports": {"o": "outer.json"}, "StartAt": "R", "States": {"R": {"Type": "Include", "Template": "o", "Next": "Z"}, "Z": {"Type": "Succeed"}}}`)
-	r, errs := ExpandResult(def, src)
+	r, errs := ExpandResult(context.Background(), def, src)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
