@@ -439,3 +439,51 @@ type Activity struct {
 type ActivityList struct {
 	Activities []Activity `json:"activities"`
 }
+
+// WorkflowDiff is the answer of GET /v1/workflows/{name}/diff: what
+// changed from one version of a workflow to another. States are compared
+// by name at the top level (a nested Parallel branch or Map processor
+// shows as changes of its state's fields); pointers are JSON Pointers
+// into the definitions.
+type WorkflowDiff struct {
+	Name string `json:"name"`
+	From int    `json:"from"`
+	To   int    `json:"to"`
+	// FromLabel and ToLabel are the versions' semver labels, if any.
+	FromLabel string `json:"fromLabel,omitempty"`
+	ToLabel   string `json:"toLabel,omitempty"`
+	// Added and Removed name the states only To or only From has.
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+	// Changed lists the states both have that differ, by name.
+	Changed []StateChange `json:"changed"`
+	// Fields are the changes of the top-level fields other than States
+	// (StartAt, Comment, TimeoutSeconds, …).
+	Fields []FieldChange `json:"fields"`
+	// AddedEdges and RemovedEdges are the transitions only To or only
+	// From has (Next, Default, a Choice rule's Next, a Catch's Next).
+	AddedEdges   []Edge `json:"addedEdges"`
+	RemovedEdges []Edge `json:"removedEdges"`
+}
+
+// StateChange is a state that differs between two versions.
+type StateChange struct {
+	State   string        `json:"state"`
+	Changes []FieldChange `json:"changes"`
+}
+
+// FieldChange is one value that differs: its JSON Pointer, and its value
+// before and after (absent when the field was added or removed).
+type FieldChange struct {
+	Pointer string          `json:"pointer"`
+	Before  json.RawMessage `json:"before,omitempty"`
+	After   json.RawMessage `json:"after,omitempty"`
+}
+
+// Edge is a transition between two top-level states; Kind is next,
+// default, choice or catch.
+type Edge struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	Kind string `json:"kind"`
+}

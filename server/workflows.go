@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
+	"github.com/aslrun/aslrun/workflowdiff"
 )
 
 // registerWorkflow stores a valid definition as the next version of a
@@ -89,35 +91,148 @@ func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getWorkflow answers a version of a workflow with its definition: the
-// latest, or ?version=N.
+// latest, or ?version=REF (a number, an alias, a semver label or
+// constraint: store.ParseRef), with the aliases that point to it.
 func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) error {
-	version := 0
-	if q := r.URL.Query().Get("version"); q != "" {
-		n, err := strconv.Atoi(q)
-		if err != nil || n < 1 {
-			return badRequest("", "version %q must be a number from 1", q)
-		}
-		version = n
-	}
-	v, err := s.st.Workflow(r.Context(), r.PathValue("name"), version)
+	name := r.PathValue("name")
+	v, err := s.resolveQuery(r, name, "version")
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, workflowOf(v))
+	aliases, err := s.st.WorkflowAliases(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	out := workflowOf(v)
+	out.Aliases = aliasesAt(aliases, v.Version)
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
+// resolveQuery resolves the workflow reference in the query parameter
+// param (absent: the latest); a reference that does not parse is a 400
+// naming the parameter.
+func (s *Server) resolveQuery(r *http.Request, name, param string) (store.WorkflowVersion, error) {
+	ref := r.URL.Query().Get(param)
+	v, err := s.st.ResolveWorkflow(r.Context(), name, ref)
+	if errors.Is(err, store.ErrInvalidRef) {
+		return v, badRequest("", "query parameter %s: %v", param, err)
+	}
+	return v, err
+}
+
+// aliasesAt returns the aliases of list that point to version v.
+func aliasesAt(list []store.WorkflowAlias, v int) []string {
+	var out []string
+	for _, a := range list {
+		if a.Version == v {
+			out = append(out, a.Alias)
+		}
+	}
+	return out
+}
+
 func (s *Server) workflowVersions(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.st.WorkflowVersions(r.Context(), r.PathValue("name"))
+	name := r.PathValue("name")
+	list, err := s.st.WorkflowVersions(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	aliases, err := s.st.WorkflowAliases(r.Context(), name)
 	if err != nil {
 		return err
 	}
 	out := api.WorkflowList{Workflows: []api.Workflow{}}
 	for _, v := range list {
-		out.Workflows = append(out.Workflows, workflowOf(v))
+		a := workflowOf(v)
+		a.Aliases = aliasesAt(aliases, v.Version)
+		out.Workflows = append(out.Workflows, a)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+func (s *Server) listAliases(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.st.WorkflowAliases(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	out := api.AliasList{Aliases: []api.WorkflowAlias{}}
+	for _, a := range list {
+		out.Aliases = append(out.Aliases, aliasOf(a))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// setAlias makes an alias or moves it to a version; executions already
+// started keep theirs.
+func (s *Server) setAlias(w http.ResponseWriter, r *http.Request) error {
+	var req api.SetAlias
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if req.Version < 1 {
+		return badRequest("/version", "version must be a version number from 1, not %d", req.Version)
+	}
+	alias := r.PathValue("alias")
+	if err := store.CheckAlias(alias); err != nil {
+		return badRequest("", "%v", err)
+	}
+	a, err := s.st.SetWorkflowAlias(r.Context(), r.PathValue("name"), alias, req.Version)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, aliasOf(a))
+	return nil
+}
+
+func (s *Server) deleteAlias(w http.ResponseWriter, r *http.Request) error {
+	alias := r.PathValue("alias")
+	if err := store.CheckAlias(alias); err != nil {
+		return badRequest("", "%v", err)
+	}
+	if err := s.st.DeleteWorkflowAlias(r.Context(), r.PathValue("name"), alias); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func aliasOf(a store.WorkflowAlias) api.WorkflowAlias {
+	return api.WorkflowAlias{Name: a.Name, Alias: a.Alias, Version: a.Version, UpdatedAt: a.UpdatedAt}
+}
+
+// diffWorkflow answers what changed from ?from=REF to ?to=REF (both
+// required).
+func (s *Server) diffWorkflow(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.workflowDiff(r, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// workflowDiff resolves ?from and ?to and compares the two versions.
+func (s *Server) workflowDiff(r *http.Request, name string) (api.WorkflowDiff, error) {
+	var vs [2]store.WorkflowVersion
+	for i, param := range []string{"from", "to"} {
+		if r.URL.Query().Get(param) == "" {
+			return api.WorkflowDiff{}, badRequest("", "query parameter %s is required: a version of %s (a number, an alias, a semver label or constraint)", param, name)
+		}
+		v, err := s.resolveQuery(r, name, param)
+		if err != nil {
+			return api.WorkflowDiff{}, err
+		}
+		vs[i] = v
+	}
+	d, err := workflowdiff.Diff(vs[0].Definition, vs[1].Definition)
+	if err != nil {
+		return api.WorkflowDiff{}, fmt.Errorf("workflow %s versions %d and %d: %w", name, vs[0].Version, vs[1].Version, err)
+	}
+	d.Name, d.From, d.To, d.FromLabel, d.ToLabel = name, vs[0].Version, vs[1].Version, vs[0].Label, vs[1].Label
+	return d, nil
 }
 
 func workflowOf(v store.WorkflowVersion) api.Workflow {
