@@ -175,8 +175,16 @@ func (h *stateRun) startChild(ctx context.Context, id, name, ref string, input a
 	if n > MaxChildren {
 		return nil, asl.Errorf(asl.ErrTaskFailed, "state %s: the execution started more than %d child executions", h.name(), MaxChildren)
 	}
-	r.ownEvent(Event{Type: EventChildStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
-		Detail: map[string]any{"execution": id, "workflow": registry}})
+	// The start is a committed step: a parent that dies after it finds
+	// its child, and records its start once (a parent that died between
+	// the two starts it, its start already recorded).
+	if p := h.progress; p == nil || p.Attempt != h.env.retry {
+		r.ownEvent(Event{Type: EventChildStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
+			Detail: map[string]any{"execution": id, "workflow": registry}})
+		if err := h.saveProgress(ctx, &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries}); err != nil {
+			return nil, err
+		}
+	}
 	cctx, release := h.childContext(ctx, id, time.Now(), timeout)
 	defer release()
 	res, err := x.Run(cctx, m, input, StartOptions{

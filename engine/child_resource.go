@@ -147,8 +147,13 @@ func (h *stateRun) startDetached(ctx context.Context, id, name, ref string, inpu
 	} else if depth >= MaxChildDepth {
 		return time.Time{}, asl.Errorf(asl.ErrTaskFailed, "state %s: workflow %s would nest %d deep, past the limit of %d child executions within each other", h.name(), registry, depth+1, MaxChildDepth)
 	}
-	r.ownEvent(Event{Type: EventChildStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
-		Detail: map[string]any{"execution": id, "workflow": registry, "detached": true}})
+	if p := h.progress; p == nil || p.Attempt != h.env.retry {
+		r.ownEvent(Event{Type: EventChildStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
+			Detail: map[string]any{"execution": id, "workflow": registry, "detached": true}})
+		if err := h.saveProgress(ctx, &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries}); err != nil {
+			return time.Time{}, err
+		}
+	}
 	created := make(chan time.Time, 1)
 	opts := StartOptions{
 		ID: id, MachineName: name, Registry: registry, parent: r.exec.ID,

@@ -82,6 +82,9 @@ func cmdApprove(ctx context.Context, c *cmdContext, args []string) error {
 		}
 		cfg.Buckets = access
 		x := engine.New(cfg)
+		// Children started without waiting (states:startExecution) run
+		// on before the command exits.
+		defer x.WaitDetached()
 		reads := c.startReads(h.st, x, socketPath(*db))
 		defer reads.stop(ctx)
 		if res, err = x.Decide(ctx, pos[0], d, engine.ResumeOptions{Agents: reg}); err != nil {

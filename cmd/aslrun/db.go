@@ -264,7 +264,7 @@ func executor(st store.Store, reg *agents.Registry, maxPayload int) (*engine.Exe
 // executorConfig is the configuration of executor, for a command that
 // sets more of it (run, resume and approve: their bucket flags).
 func executorConfig(st store.Store, reg *agents.Registry, maxPayload int) (engine.Config, error) {
-	cfg := engine.Config{Store: st, AgentsFor: agentsOf(egress.Config{}), MaxPayloadSize: maxPayload}
+	cfg := engine.Config{Store: st, AgentsFor: agentsOf(egress.Config{}), MaxPayloadSize: maxPayload, Workflows: store.WorkflowSource(st)}
 	if reg != nil {
 		cfg.Agents, cfg.AgentsFor = reg, nil
 	}

@@ -184,7 +184,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return fmt.Errorf("serve: --redact-key: %w", err)
 	}
-	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf(*hosts), Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Buckets: access, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{})), RedactKey: key})
+	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf(*hosts), Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Buckets: access, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{})), RedactKey: key, Workflows: store.WorkflowSource(st)})
 	if pg, ok := st.(*postgres.DB); ok {
 		// Clients of this server follow executions other servers run:
 		// their live feeds come through the database (docs/api.md).
