@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/server"
 	"github.com/aslrun/aslrun/store"
 )
 
@@ -116,10 +118,14 @@ func printList(c *cmdContext, list []store.Summary, asJSON bool) error {
 }
 
 // parentText says how execution id came from parent: a Distributed Map's
-// child, or a fork.
+// child, a Workflow state's child (by its id: a child its startExecution
+// Task named reads as a fork here; status looks it up), or a fork.
 func parentText(id, parent string) string {
 	if mapRun, ok := engine.MapRunOf(id, parent); ok {
 		return "child of " + parent + ", map run " + mapRun
+	}
+	if step, ok := server.ChildStep(parent, id); ok {
+		return "child of " + parent + ", state " + step
 	}
 	return "fork of " + parent
 }
@@ -134,7 +140,7 @@ func nullable(s string) any {
 
 func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON: id, status, output, error, cause, state, startedAt, stoppedAt, usage, parent (and mapRun for a Distributed Map's child)")
+	asJSON := fs.Bool("json", false, "print JSON: id, status, output, error, cause, state, startedAt, stoppedAt, usage, parent (and mapRun for a Distributed Map's child, parentState for a Workflow state's), children")
 	db := dbFlag(fs)
 	id, h, err := c.openForID(ctx, fs, "status", args, db, accessRead)
 	if err != nil || h == nil {
@@ -153,7 +159,50 @@ func cmdStatus(ctx context.Context, c *cmdContext, args []string) error {
 		}
 		v = statusOf(e)
 	}
+	if err := v.linkChildren(ctx, h); err != nil {
+		return err
+	}
 	return printStatus(c, v, *asJSON)
+}
+
+// linkChildren adds to v the child executions its Workflow states and
+// startExecution Tasks started and, when v is such a child, the step of
+// its parent that started it: through the API when a server holds the
+// database, from the database otherwise.
+func (v *statusView) linkChildren(ctx context.Context, h *handle) error {
+	list := func(id string) ([]api.ChildExecution, error) {
+		if h.api != nil {
+			l, err := h.api.Children(ctx, id, "")
+			if err != nil {
+				return nil, remoteError(h, err)
+			}
+			return l.Children, nil
+		}
+		return server.ChildExecutions(ctx, h.st, id)
+	}
+	var err error
+	if v.Children, err = list(v.ID); err != nil {
+		return fmt.Errorf("the children of execution %s: %w", v.ID, err)
+	}
+	if _, mapChild := engine.MapRunOf(v.ID, v.Parent); v.Parent == "" || v.ParentCheckpoint != "" || mapChild {
+		return nil
+	}
+	if step, ok := server.ChildStep(v.Parent, v.ID); ok {
+		v.ParentState = step
+		return nil
+	}
+	// A child its startExecution Task named, or a fork: the parent's
+	// history tells. A parent that is gone leaves it a fork.
+	siblings, err := list(v.Parent)
+	if err != nil {
+		return nil
+	}
+	for _, c := range siblings {
+		if c.ID == v.ID {
+			v.ParentState = c.State
+		}
+	}
+	return nil
 }
 
 // statusView is what status prints of an execution.
@@ -166,8 +215,12 @@ type statusView struct {
 	// Usage is unknown (nil) through the API.
 	Usage                    *engine.Usage
 	Parent, ParentCheckpoint string
-	Error, Cause             string
-	Output                   any
+	// ParentState is the step of Parent that started it, when a Workflow
+	// state or a startExecution Task did; Children are those it started.
+	ParentState  string
+	Children     []api.ChildExecution
+	Error, Cause string
+	Output       any
 }
 
 func statusOf(e *engine.Execution) statusView {
@@ -199,6 +252,22 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 		if mapRun, ok := engine.MapRunOf(e.ID, e.Parent); ok {
 			out["mapRun"] = mapRun
 		}
+		if e.ParentState != "" {
+			out["parentState"] = e.ParentState
+		}
+		children := make([]any, len(e.Children))
+		for i, ch := range e.Children {
+			m := map[string]any{"id": ch.ID, "state": ch.State, "workflow": ch.Workflow, "status": nullable(ch.Status),
+				"error": nullable(ch.Error), "startedAt": nil, "stoppedAt": nil, "detached": ch.Detached}
+			if ch.StartedAt != nil {
+				m["startedAt"] = timeJSON(*ch.StartedAt)
+			}
+			if ch.StoppedAt != nil {
+				m["stoppedAt"] = timeJSON(*ch.StoppedAt)
+			}
+			children[i] = m
+		}
+		out["children"] = children
 		return writeJSON(c.stdout, out)
 	}
 	w := newTable(c.stdout)
@@ -238,6 +307,8 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 		w.row("forked from", e.Parent+" at checkpoint "+e.ParentCheckpoint)
 	case child:
 		w.row("child of", e.Parent+" (map run "+mapRun+")")
+	case e.ParentState != "":
+		w.row("child of", termSafe(e.Parent+", state "+e.ParentState))
 	case e.Parent != "":
 		w.row("forked from", e.Parent)
 	}
@@ -246,6 +317,20 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 	}
 	if e.Cause != "" {
 		w.row("cause", e.Cause)
+	}
+	for i, ch := range e.Children {
+		key := ""
+		if i == 0 {
+			key = "children"
+		}
+		status := ch.Status
+		if status == "" {
+			status = "starting"
+		}
+		if ch.Detached {
+			status += " (not waited for)"
+		}
+		w.row(key, termSafe(fmt.Sprintf("%s  state %s  workflow %s  %s", ch.ID, ch.State, ch.Workflow, status)))
 	}
 	if e.Status == engine.StatusSucceeded {
 		b, err := jsonvalue.Marshal(e.Output)
