@@ -144,3 +144,37 @@ func TestImportsRegistryAdapter(t *testing.T) {
 		t.Errorf("definition text = %s, want the expanded definition", def)
 	}
 }
+
+// TestIncludeResultPaths runs an Include with each kind of ResultPath,
+// and in a JSONata machine: the fragment's output replaces the input
+// ($, the default), lands at a path, or is discarded (null).
+func TestIncludeResultPaths(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "t.json", `{"Parameters": {"K": {"Type": "string", "Default": "k"}},
+  "StartAt": "A", "States": {"A": {"Type": "Pass", "Parameters": {"key": "{{K}}"}, "Next": "B"}, "B": {"Type": "Pass", "Parameters": {"got.$": "$"}, "End": true}}}`)
+	writeFile(t, dir, "j.json", `{"StartAt": "A", "States": {"A": {"Type": "Pass", "Output": {"twice": "{% $states.input.n * 2 %}"}, "End": true}}}`)
+	for _, tc := range []struct {
+		name, def, want string
+	}{
+		{"default", `{"Imports": {"t": "t.json"}, "StartAt": "I", "States": {"I": {"Type": "Include", "Template": "t", "Parameters": {"K": "x"}, "End": true}}}`, `{"got":{"key":"x"}}`},
+		{"path", `{"Imports": {"t": "t.json"}, "StartAt": "I", "States": {"I": {"Type": "Include", "Template": "t", "ResultPath": "$.out", "End": true}}}`, `{"n":2,"out":{"got":{"key":"k"}}}`},
+		{"null", `{"Imports": {"t": "t.json"}, "StartAt": "I", "States": {"I": {"Type": "Include", "Template": "t", "ResultPath": null, "End": true}}}`, `{"n":2}`},
+		{"JSONata", `{"QueryLanguage": "JSONata", "Imports": {"j": "j.json"}, "StartAt": "I", "States": {"I": {"Type": "Include", "Template": "j", "End": true}}}`, `{"twice":4}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wf := writeFile(t, dir, tc.name+".json", tc.def)
+			code, out, errOut := invoke(t, "", "run", wf, "--db", ":memory:", "--input", `{"n":2}`)
+			if code != 0 {
+				t.Fatalf("run exit %d: %s %s", code, out, errOut)
+			}
+			var got any
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("output %q: %v", out, err)
+			}
+			if b, _ := json.Marshal(got); string(b) != tc.want {
+				t.Errorf("output = %s, want %s", b, tc.want)
+			}
+		})
+	}
+}

@@ -217,7 +217,13 @@ type expander struct {
 	src   Source
 	lock  map[string]string
 	probs []Problem
+	count int // Include states expanded
 }
+
+// MaxIncludes bounds the Include states one definition expands, its
+// templates' included (a template included twice that includes another
+// twice expands four times).
+const MaxIncludes = 1000
 
 // imports reads a document's Imports.
 func (e *expander) imports(d *doc, m map[string]any, top bool) map[string]imported {
@@ -334,6 +340,12 @@ var includeFields = []string{"Type", "Comment", "QueryLanguage", "Template", "Pa
 // the states that replace it, or a nil site when it could not.
 func (e *expander) include(d *doc, st map[string]any, name, ptr, ql string) (map[string]any, *site) {
 	bad := len(e.probs)
+	if e.count++; e.count > MaxIncludes {
+		if e.count == MaxIncludes+1 {
+			e.report(d, ptr, "more than %d Include states to expand, templates' included: the definition is too large", MaxIncludes)
+		}
+		return nil, nil
+	}
 	for _, k := range sortedKeys(st) {
 		if !slices.Contains(includeFields, k) {
 			e.report(d, ptr+"/"+jsonvalue.EscapePointer(k), "unknown field %q in an Include state (it has %s)", k, strings.Join(includeFields[1:], ", "))

@@ -228,7 +228,10 @@ func TestIncludeRefusals(t *testing.T) {
 		"nested/outer2.json":    `{"Imports": {"in": "inner-bad.json"}, "StartAt": "Sub", "States": {"Sub": {"Type": "Include", "Template": "in", "End": true}}}`,
 		"nested/inner-bad.json": `{"StartAt": "A", "States": {"A": {"Type": "Pass", "Result": "{{Q}}", "End": true}}}`,
 	}
-	src := fakeSource{files: files, registry: map[string]map[string]string{"review": {"1.0.0": reviewTemplate}}}
+	src := fakeSource{files: files, registry: map[string]map[string]string{
+		"review":  {"1.0.0": reviewTemplate},
+		"fileimp": {"1.0.0": `{"Imports": {"x": "review.json"}, "StartAt": "A", "States": {"A": {"Type": "Succeed"}}}`},
+	}}
 	type want struct {
 		ptr    string
 		frames []string // "alias pointer" of each frame
@@ -259,6 +262,8 @@ func TestIncludeRefusals(t *testing.T) {
 			[]want{{"/Imports/t", nil}, {"/States/S/Template", nil}}},
 		{"no version satisfies", `{"t": "registry://review@^2.0.0"}`, `"Template": "t"`,
 			[]want{{"/States/S/Template", nil}}},
+		{"registry template importing a file", `{"t": "registry://fileimp@latest"}`, `"Template": "t"`,
+			[]want{{"/States/S", []string{"t /Imports/x"}}}},
 		{"lock in definition", `{"_lock": {}}`, `"Template": "t"`,
 			[]want{{"/Imports/_lock", nil}, {"/States/S/Template", nil}}},
 		{"cyclic imports", `{"one": "a/cycle1.json"}`, `"Template": "one"`,
@@ -337,5 +342,54 @@ func TestLocate(t *testing.T) {
 		if ptr != c.ptr || strings.Join(fs, "; ") != c.frames {
 			t.Errorf("Locate(%s) = %s, %q, want %s, %q", c.in, ptr, strings.Join(fs, "; "), c.ptr, c.frames)
 		}
+	}
+}
+
+// FuzzExpand never panics on any definition, with templates of its own
+// making (the definition's Imports may name any of them).
+func FuzzExpand(f *testing.F) {
+	f.Add(`{"Imports": {"t": "review.json"}, "StartAt": "S", "States": {"S": {"Type": "Include", "Template": "t", "Parameters": {"Question": "q"}, "End": true}}}`, reviewTemplate)
+	f.Add(`{"Imports": {"t": "x.json", "r": "registry://x@^1.0.0"}, "StartAt": "S", "States": {"S": {"Type": "Parallel", "Branches": [{"StartAt": "I", "States": {"I": {"Type": "Include", "Template": "r", "ExitPoint": "A", "End": true}}}], "End": true}}}`,
+		`{"Imports": {"self": "x.json"}, "Parameters": {"p": {"Type": "object", "Default": {}}}, "StartAt": "A", "States": {"A": {"Type": "Pass", "Result": "{{p | json}}", "End": true}}}`)
+	f.Fuzz(func(t *testing.T, def, tmpl string) {
+		v, err := jsonvalue.Decode([]byte(def))
+		if err != nil {
+			return
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		src := fakeSource{
+			files:    map[string]string{"review.json": reviewTemplate, "x.json": tmpl},
+			registry: map[string]map[string]string{"x": {"1.0.0": tmpl}},
+		}
+		r, _ := ExpandResult(context.Background(), m, src)
+		if r.Definition == nil {
+			t.Fatalf("no definition returned")
+		}
+		if _, err := jsonvalue.Marshal(r.Definition); err != nil {
+			t.Fatalf("the expanded definition is not JSON: %v", err)
+		}
+	})
+}
+
+// TestIncludeLimit refuses a definition whose templates expand to more
+// than MaxIncludes Include states, once.
+func TestIncludeLimit(t *testing.T) {
+	files := map[string]string{"0.json": `{"StartAt": "A", "States": {"A": {"Type": "Succeed"}}}`}
+	for i := 1; i <= 10; i++ { // 2¹⁰ = 1024 expansions
+		files[fmt.Sprintf("%d.json", i)] = fmt.Sprintf(`{"Imports": {"d": "%d.json"}, "StartAt": "A", "States": {
+  "A": {"Type": "Include", "Template": "d", "Next": "B"}, "B": {"Type": "Include", "Template": "d", "End": true}}}`, i-1)
+	}
+	def := decode(t, `{"Imports": {"t": "10.json"}, "StartAt": "S", "States": {"S": {"Type": "Include", "Template": "t", "End": true}}}`)
+	_, _, errs := Expand(context.Background(), def, fakeSource{files: files})
+	if len(errs) != 1 || errs[0].Pointer != "/States/S" || len(errs[0].Frames) == 0 {
+		t.Errorf("Expand = %v, want one problem at /States/S, inside the templates", errs)
+	}
+	delete(files, "10.json")
+	def = decode(t, `{"Imports": {"t": "8.json"}, "StartAt": "S", "States": {"S": {"Type": "Include", "Template": "t", "End": true}}}`)
+	if _, _, errs := Expand(context.Background(), def, fakeSource{files: files}); len(errs) != 0 {
+		t.Errorf("Expand of 511 includes: %v", errs)
 	}
 }
