@@ -12,6 +12,7 @@ package include
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -727,4 +728,24 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// RegistryFunc is a Source with a registry and no files, for callers that
+// must not read files on a definition's say (a server): Open refuses
+// every file import, and Registry calls f.
+type RegistryFunc func(ctx context.Context, name, constraint string) (definition []byte, ref string, err error)
+
+var _ Source = RegistryFunc(nil)
+
+// ErrFileImport is what RegistryFunc's Open returns.
+var ErrFileImport = errors.New("file imports are not accepted here: import a registered workflow as registry://name@constraint")
+
+// Open refuses the file import.
+func (f RegistryFunc) Open(from, path string) ([]byte, string, error) {
+	return nil, "", fmt.Errorf("%q: %w", path, ErrFileImport)
+}
+
+// Registry calls f.
+func (f RegistryFunc) Registry(ctx context.Context, name, constraint string) ([]byte, string, error) {
+	return f(ctx, name, constraint)
 }

@@ -393,3 +393,23 @@ func TestIncludeLimit(t *testing.T) {
 		t.Errorf("Expand of 511 includes: %v", errs)
 	}
 }
+
+// TestImportsRegistryFunc: a registry-only Source refuses file imports
+// at the include site and resolves registry ones.
+func TestImportsRegistryFunc(t *testing.T) {
+	src := RegistryFunc(func(_ context.Context, name, constraint string) ([]byte, string, error) {
+		return []byte(`{"StartAt": "A", "States": {"A": {"Type": "Succeed"}}}`), name + "@2", nil
+	})
+	def := decode(t, `{"Imports": {"f": "review.json", "r": "registry://review@latest"}, "StartAt": "F", "States": {
+  "F": {"Type": "Include", "Template": "f", "Next": "R"}, "R": {"Type": "Include", "Template": "r", "End": true}}}`)
+	_, lock, errs := Expand(context.Background(), def, src)
+	if len(errs) != 1 || errs[0].Pointer != "/States/F/Template" {
+		t.Errorf("Expand = %v, want one problem at /States/F/Template", errs)
+	}
+	if lock["registry://review@latest"] != "review@2" {
+		t.Errorf("lock = %v, want registry://review@latest → review@2", lock)
+	}
+	if _, _, err := src.Open("", "x.json"); !errors.Is(err, ErrFileImport) {
+		t.Errorf("Open = %v, want ErrFileImport", err)
+	}
+}
