@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/graph"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
@@ -45,22 +48,28 @@ func (s *Server) workflowsPage(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, http.StatusOK, "workflows", data)
 }
 
-// workflowPage shows a workflow's versions and one version's definition
-// (the latest, or ?version=N), drawn and as text, with a form that starts
-// an execution of it (operators).
+// workflowPage shows a workflow's versions (with their labels and
+// aliases) and one version's definition (the latest, or ?version=REF),
+// drawn and as text, with a form that starts an execution of it
+// (operators) and one that compares two versions: with ?from=REF&to=REF
+// the page shows their diff, both graphs with the states added, removed
+// and changed marked.
 func (s *Server) workflowPage(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	version := 0
-	if q := r.URL.Query().Get("version"); q != "" {
-		n, err := strconv.Atoi(q)
-		if err != nil || n < 1 {
-			return &problem{status: http.StatusBadRequest, kind: "bad-request", title: "bad request", detail: fmt.Sprintf("version %q must be a number from 1", q)}
-		}
-		version = n
-	}
-	data, err := s.workflowData(r, name, version)
+	data, err := s.workflowData(r, name, r.URL.Query().Get("version"))
 	if err != nil {
 		return err
+	}
+	q := r.URL.Query()
+	if q.Get("from") != "" || q.Get("to") != "" {
+		d, err := s.workflowDiff(r, name)
+		if err != nil {
+			return err
+		}
+		if err := s.diffGraphs(r, data, d); err != nil {
+			return err
+		}
+		data.Diff = &d
 	}
 	return s.render(w, http.StatusOK, "workflow", data)
 }
@@ -69,15 +78,23 @@ type workflowData struct {
 	base
 	Workflow   store.WorkflowVersion
 	Versions   []store.WorkflowVersion
+	Aliases    map[int][]string // by version
 	Definition string
 	Graph      template.HTML
 	CanStart   bool
 	Input      string
 	Name       string
+	// Diff, with FromGraph and ToGraph, is the comparison the page shows
+	// (?from=&to=); nil for none.
+	Diff               *api.WorkflowDiff
+	FromGraph, ToGraph template.HTML
 }
 
-func (s *Server) workflowData(r *http.Request, name string, version int) (*workflowData, error) {
-	v, err := s.st.Workflow(r.Context(), name, version)
+func (s *Server) workflowData(r *http.Request, name, ref string) (*workflowData, error) {
+	v, err := s.st.ResolveWorkflow(r.Context(), name, ref)
+	if errors.Is(err, store.ErrInvalidRef) {
+		return nil, &problem{status: http.StatusBadRequest, kind: "bad-request", title: "bad request", detail: err.Error()}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +102,14 @@ func (s *Server) workflowData(r *http.Request, name string, version int) (*workf
 	if err != nil {
 		return nil, err
 	}
-	data := &workflowData{base: baseOf(r, "Workflow "+name), Workflow: v, Versions: versions, Input: "{}"}
+	aliases, err := s.st.WorkflowAliases(r.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	data := &workflowData{base: baseOf(r, "Workflow "+name), Workflow: v, Versions: versions, Input: "{}", Aliases: map[int][]string{}}
+	for _, a := range aliases {
+		data.Aliases[a.Version] = append(data.Aliases[a.Version], a.Alias)
+	}
 	data.CanStart = data.Principal.Role >= RoleOperator
 	if def, err := jsonvalue.Decode(v.Definition); err == nil {
 		data.Definition = pretty(def)
@@ -94,6 +118,45 @@ func (s *Server) workflowData(r *http.Request, name string, version int) (*workf
 		data.Graph, _ = workflowGraph(m)
 	}
 	return data, nil
+}
+
+// diffGraphs draws the two versions d compares: in the first, the states
+// removed are marked failed and those changed current; in the second,
+// the states added visited and those changed current (the graph's
+// classes, which the page's stylesheet colours).
+func (s *Server) diffGraphs(r *http.Request, data *workflowData, d api.WorkflowDiff) error {
+	changed := map[string]string{}
+	for _, c := range d.Changed {
+		changed[c.State] = "current"
+	}
+	for i, v := range []int{d.From, d.To} {
+		w, err := s.st.Workflow(r.Context(), d.Name, v)
+		if err != nil {
+			return err
+		}
+		m, err := states.Parse(w.Definition)
+		if err != nil {
+			return fmt.Errorf("workflow %s version %d no longer parses: %w", w.Name, w.Version, err)
+		}
+		status := maps.Clone(changed)
+		mark, names := "failed", d.Removed
+		if i == 1 {
+			mark, names = "visited", d.Added
+		}
+		for _, n := range names {
+			status[n] = mark
+		}
+		var buf bytes.Buffer
+		if err := graph.Build(m).WriteSVG(&buf, graph.SVGOptions{Unstyled: true, Status: status}); err != nil {
+			return err
+		}
+		if i == 0 {
+			data.FromGraph = template.HTML(buf.String())
+		} else {
+			data.ToGraph = template.HTML(buf.String())
+		}
+	}
+	return nil
 }
 
 // startPage starts an execution of a workflow version from the form and
@@ -105,7 +168,7 @@ func (s *Server) startPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || version < 1 {
 		return &problem{status: http.StatusBadRequest, kind: "bad-request", title: "bad request", detail: "the form names no version"}
 	}
-	data, err := s.workflowData(r, name, version)
+	data, err := s.workflowData(r, name, strconv.Itoa(version))
 	if err != nil {
 		return err
 	}
