@@ -39,7 +39,15 @@ const (
 	EventChildStarted = "ChildExecutionStarted"
 	// EventChildEnded records how it ended (its status, error and cause).
 	EventChildEnded = "ChildExecutionEnded"
+	// EventChildStopped records a child stopped because its parent rolled
+	// back to a checkpoint taken before the child started.
+	EventChildStopped = "ChildExecutionStopped"
 )
+
+// ErrParentRolledBack is the error a child ends ABORTED with when its
+// parent rolled back past its start: a parent that enters the state again
+// starts a new child ("<id>~2", "<id>~3", …) instead of reading this one.
+const ErrParentRolledBack = "States.ParentRolledBack"
 
 // Bounds of child executions: how deep children may nest (a child's child
 // is depth 2), and how many one run of an execution may start.
@@ -83,7 +91,11 @@ func (h *stateRun) workflowState(ctx context.Context, s *states.Workflow, raw an
 			return stepResult{}, err
 		}
 	}
-	res, err := h.runChild(ctx, ChildWorkflowID(h.r.exec.ID, h.step(), h.env.retry), s.Name, s.Ref, input, s.Timeout)
+	id, err := h.childID(ctx, ChildWorkflowID(h.r.exec.ID, h.step(), h.env.retry))
+	if err != nil {
+		return stepResult{}, err
+	}
+	res, err := h.runChild(ctx, id, s.Name, s.Ref, input, s.Timeout)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -95,6 +107,68 @@ func (h *stateRun) workflowState(ctx context.Context, s *states.Workflow, raw an
 		return stepResult{}, err
 	}
 	return h.finish(raw, res.Output, size, s.ResultPath)
+}
+
+// childID is the id of the state's child: id, unless a rollback of the
+// parent stopped the child of that id (ErrParentRolledBack), then the
+// first of id~2, id~3, … that is not such a child.
+func (h *stateRun) childID(ctx context.Context, id string) (string, error) {
+	x := h.r.x
+	if !x.durable {
+		return id, nil
+	}
+	for n, try := 2, id; ; n++ {
+		e, err := x.store.Load(ctx, try)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return try, nil
+		case err != nil:
+			return "", err
+		case e.Status != StatusAborted || e.Error != ErrParentRolledBack:
+			return try, nil
+		}
+		try = id + "~" + itoa(n)
+	}
+}
+
+// historyReader is a store that reads an execution's history (every real
+// store).
+type historyReader interface {
+	History(ctx context.Context, id string) ([]Event, error)
+}
+
+// stopRolledBackChildren stops the running children of e started after
+// checkpoint cp (their ChildExecutionStarted events come after it): a
+// rollback of e to cp goes back to before they were started. Each is
+// recorded as a ChildExecutionStopped event of r.
+func (x *Executor) stopRolledBackChildren(ctx context.Context, r *run, e *Execution, cp *Checkpoint) error {
+	hr, ok := x.store.(historyReader)
+	if !ok {
+		return nil
+	}
+	events, err := hr.History(ctx, e.ID)
+	if err != nil {
+		return fmt.Errorf("execution %s: history: %w", e.ID, err)
+	}
+	for _, ev := range events {
+		if ev.Type != EventChildStarted || ev.Superseded || ev.Own <= cp.LastOwnEvent {
+			continue
+		}
+		d, _ := ev.Detail.(map[string]any)
+		id, _ := d["execution"].(string)
+		if id == "" {
+			continue
+		}
+		ce, err := x.store.Load(ctx, id)
+		if err != nil || ce.Status.Ended() {
+			continue
+		}
+		if _, err := x.Stop(ctx, id, ErrParentRolledBack, fmt.Sprintf("its parent %s rolled back to checkpoint %q, taken before the child started", e.ID, cp.Name)); err != nil && !errors.Is(err, ErrEnded) {
+			return fmt.Errorf("execution %s: stop child %s: %w", e.ID, id, err)
+		}
+		r.ownEvent(Event{Type: EventChildStopped, State: ev.State, Scope: ev.Scope, Detail: map[string]any{"execution": id, "checkpoint": cp.Name}})
+	}
+	return nil
 }
 
 // childError is the state's error for a child that did not succeed: the

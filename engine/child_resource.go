@@ -57,7 +57,10 @@ func (h *stateRun) startExecution(ctx context.Context, s *states.Task, params an
 	if err != nil {
 		return nil, 0, asl.Errorf(asl.ErrTaskFailed, "%s: Input: %v", r.ARN, err)
 	}
-	id := ChildWorkflowID(h.r.exec.ID, h.step(), h.env.retry)
+	id, err := h.childID(ctx, ChildWorkflowID(h.r.exec.ID, h.step(), h.env.retry))
+	if err != nil {
+		return nil, 0, err
+	}
 	if n, has := p["Name"]; has {
 		given, isStr := n.(string)
 		if !isStr || !validExecutionName(given) {

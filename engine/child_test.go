@@ -306,3 +306,34 @@ func TestStartExecution(t *testing.T) {
 		wantError(t, res, "States.TaskFailed", bad.want)
 	}
 }
+
+// TestWorkflowStateRollbackStopsChild: rolling a parent back to a
+// checkpoint taken before its child started stops the child (recorded as
+// ChildExecutionStopped); entering the state again starts a new child.
+func TestWorkflowStateRollbackStopsChild(t *testing.T) {
+	ctx := context.Background()
+	var calls atomic.Int64
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Agents: childAgents(t, &calls), Store: st, Workflows: research})
+	def := `{"StartAt":"Keep","States":{"Keep":{"Type":"Checkpoint","Name":"before","Next":"Research"},
+		"Research":{"Type":"Workflow","WorkflowId":"reviewed","Input":{"topic.$":"$.ticket"},"End":true}}}`
+	if res, err := x.Run(ctx, mustParse(t, def), mustJSON(t, `{"ticket":"t"}`), engine.StartOptions{ID: "rb"}); err != nil || res.Status != engine.StatusWaiting {
+		t.Fatalf("run = %+v, %v", res, err)
+	}
+	first := engine.ChildWorkflowID("rb", "Research#1", 0)
+	res, err := x.Rollback(ctx, "rb", "before", engine.ResumeOptions{})
+	if err != nil || res.Status != engine.StatusWaiting {
+		t.Fatalf("Rollback = %+v, %v", res, err)
+	}
+	c, err := st.Load(ctx, first)
+	if err != nil || c.Status != engine.StatusAborted || c.Error != engine.ErrParentRolledBack {
+		t.Errorf("the first child after the rollback: %+v, %v", c, err)
+	}
+	second, err := st.Load(ctx, first+"~2")
+	if err != nil || second.Status != engine.StatusWaiting || second.Parent != "rb" {
+		t.Errorf("the second child: %+v, %v", second, err)
+	}
+	if n := eventCount(t, st, "rb", engine.EventChildStopped); n != 1 {
+		t.Errorf("%d ChildExecutionStopped events, want 1", n)
+	}
+}

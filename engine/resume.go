@@ -352,6 +352,11 @@ func (x *Executor) Rollback(ctx context.Context, id, checkpoint string, opts Res
 			return nil, fmt.Errorf("execution %s checkpoint %q: %w", id, cp.Name, err)
 		}
 	}
+	if opts.Restore != RestoreMemory {
+		if err := x.stopRolledBackChildren(ctx, r, e, cp); err != nil {
+			return nil, err
+		}
+	}
 	r.ownEvent(Event{Type: EventExecutionRolledBack, State: cp.State, Document: top.Doc, Detail: map[string]any{
 		"checkpoint": cp.Name, "restore": opts.Restore.String(), "from": string(e.Status), "memoryWrites": jsonvalue.IntNumber(int64(len(c.Memory))),
 	}})
