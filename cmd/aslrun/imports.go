@@ -91,6 +91,9 @@ func (r *dbRegistry) close() {
 }
 
 func (r *dbRegistry) resolve(ctx context.Context, name, constraint string) ([]byte, string, error) {
+	if r.db == memoryDB {
+		return nil, "", fmt.Errorf("--db %s has no workflow registry to resolve registry imports: name a database", memoryDB)
+	}
 	h, err := r.handle(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("opening %s for its workflow registry: %w", r.db, err)

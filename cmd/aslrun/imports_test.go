@@ -130,6 +130,12 @@ func TestImportsRegistryAdapter(t *testing.T) {
 	reg := &dbRegistry{h: &handle{st: st, close: func() {}}}
 	wf := writeFile(t, t.TempDir(), "main.json", `{"Imports": {"r": "registry://review@^1.0.0"}, "StartAt": "S",
   "States": {"S": {"Type": "Include", "Template": "r", "End": true}}}`)
+	if _, _, err := parseFile(context.Background(), wf, &dbRegistry{db: memoryDB}); err == nil {
+		t.Errorf("parseFile with --db %s resolved a registry import", memoryDB)
+	}
+	if _, err := os.Stat(memoryDB); err == nil {
+		t.Errorf("a file named %s was made", memoryDB)
+	}
 	m, def, err := parseFile(context.Background(), wf, reg)
 	if err != nil {
 		t.Fatalf("parseFile: %v", err)
