@@ -23,7 +23,10 @@ import (
 
 // Source reads the templates a definition imports. The implementations
 // are the caller's: the command line's (files, and the --db registry) and
-// the server's (the registry only).
+// the server's (the registry only, RegistryFunc). One expansion calls it
+// from one goroutine, in document order, at most once per Include state;
+// a Source shared by concurrent expansions must be safe for concurrent
+// use.
 type Source interface {
 	// Open returns the template file path names, imported by the file
 	// from ("" for the definition itself), and a name that identifies the
@@ -91,7 +94,8 @@ func orRoot(ptr string) string {
 	return ptr
 }
 
-// Result is an expanded definition.
+// Result is an expanded definition. It is not modified after
+// ExpandResult returns, and is safe for concurrent reads.
 type Result struct {
 	// Definition is the definition with every Include state expanded and
 	// without Imports.
