@@ -63,6 +63,12 @@ func ChildExecutions(ctx context.Context, st interface {
 	if err != nil {
 		return nil, fmt.Errorf("the children of execution %s: %w", id, err)
 	}
+	return childrenIn(ctx, st, id, events)
+}
+
+// childrenIn lists the children that events, the history of execution
+// id, started, each with what its record says.
+func childrenIn(ctx context.Context, st Executions, id string, events []engine.Event) ([]api.ChildExecution, error) {
 	var out []api.ChildExecution
 	seen := map[string]bool{}
 	for _, ev := range events {

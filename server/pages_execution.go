@@ -36,6 +36,9 @@ type eventView struct {
 	// Usage is what an agent call consumed, on the event of its outcome;
 	// nil when its agent reported nothing.
 	Usage *usageView
+	// Child is the child execution a ChildExecutionStarted event started
+	// (pages_execution_children.go); nil on other events.
+	Child *childLink
 }
 
 // changeView is one operation of a state's changes, as shown.
@@ -120,6 +123,12 @@ type executionData struct {
 	// part of ("" for any other execution).
 	MapRuns                []mapRunView
 	MapRunParent, MapRunOf string
+	// Children are the child executions its Workflow states and
+	// startExecution Tasks started; ParentStep is, for such a child, the
+	// step of its parent (Execution.Parent) that started it
+	// (pages_execution_children.go).
+	Children   []childView
+	ParentStep string
 	// RedriveState is the state a redrive runs again and RedriveInput
 	// that state's input; RedrivePatch is the JSON Patch typed into the
 	// redrive form (kept when refused) and PatchError why it was refused.
@@ -219,6 +228,16 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 	if mr, ok := engine.MapRunOf(id, e.Parent); ok {
 		data.MapRunParent, data.MapRunOf = e.Parent, mr
 	}
+	if data.Children, err = s.childrenViews(r.Context(), id, events); err != nil {
+		return executionData{}, err
+	}
+	if data.ParentStep, err = s.parentStep(r.Context(), e); err != nil {
+		return executionData{}, err
+	}
+	children := map[string]childView{}
+	for _, c := range data.Children {
+		children[c.ID] = c
+	}
 	if top := e.Progress.Scopes[""]; data.Redrivable() && top != nil && top.Done && top.Next != "" {
 		data.RedriveState, data.RedriveInput = top.Next, cut(pretty(top.Doc), raw+"redrive-input")
 	}
@@ -245,6 +264,9 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 			Cause: cut(ev.Cause, at+"cause"), Flagged: flagged(ev), Superseded: ev.Superseded}
 		if u, ok := callUsage(ev.Detail, currency); ok && isCallOutcome(ev.Type) {
 			view.Usage = &u
+		}
+		if c, ok := children[childOfEvent(ev)]; ok && ev.Type == engine.EventChildStarted {
+			view.Child = &childLink{ID: c.ID, Status: c.Status, Href: c.Href}
 		}
 		switch {
 		case ev.State != "" && strings.HasSuffix(ev.Type, "StateEntered"):

@@ -1,0 +1,93 @@
+package server
+
+// The execution page's child executions: a parent's Workflow states and
+// startExecution Tasks link to the children they started (the child's
+// graph opens in place, children.js), and a child links back to its
+// parent and names the state that started it.
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strconv"
+
+	"github.com/aslrun/aslrun/api"
+	"github.com/aslrun/aslrun/engine"
+)
+
+// childView is a child execution as the parent's page lists it.
+type childView struct {
+	api.ChildExecution
+	// N numbers it on the page (its graph's box is child-graph-N); Seq is
+	// the parent's event that started it (#event-Seq), 0 when unknown.
+	N, Seq int
+	// Href is the child's page.
+	Href string
+}
+
+// childLink is the child an event of the timeline started.
+type childLink struct {
+	ID, Status, Href string
+}
+
+// childrenViews lists the children of execution id for its page, each
+// with the number of the event that started it in events (id's history).
+func (s *Server) childrenViews(ctx context.Context, id string, events []engine.Event) ([]childView, error) {
+	list, err := childrenIn(ctx, s.st, id, events)
+	if err != nil {
+		return nil, err
+	}
+	seq := map[string]int{}
+	for i, ev := range events {
+		if ev.Type != engine.EventChildStarted {
+			continue
+		}
+		if c := childOfEvent(ev); c != "" && seq[c] == 0 {
+			seq[c] = i + 1
+		}
+	}
+	views := make([]childView, len(list))
+	for i, c := range list {
+		views[i] = childView{ChildExecution: c, N: i + 1, Seq: seq[c.ID], Href: "/executions/" + url.PathEscape(c.ID)}
+	}
+	return views, nil
+}
+
+// childOfEvent is the child execution a ChildExecutionStarted event
+// names ("" for none).
+func childOfEvent(ev engine.Event) string {
+	detail, _ := ev.Detail.(map[string]any)
+	id, _ := detail["execution"].(string)
+	return id
+}
+
+// parentStep is the step of e's parent that started e, when a Workflow
+// state or a startExecution Task did: read from e's id, or, for a child
+// its Task named, from the parent's history. "" for an execution that is
+// no such child (a Distributed Map's child, a fork, a first execution),
+// or whose parent is gone.
+func (s *Server) parentStep(ctx context.Context, e *engine.Execution) (string, error) {
+	if _, mapChild := engine.MapRunOf(e.ID, e.Parent); e.Parent == "" || e.ParentCheckpoint != "" || mapChild {
+		return "", nil
+	}
+	if step, ok := ChildStep(e.Parent, e.ID); ok {
+		return step, nil
+	}
+	siblings, err := ChildExecutions(ctx, s.st, e.Parent)
+	if errors.Is(err, engine.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, c := range siblings {
+		if c.ID == e.ID {
+			return c.State, nil
+		}
+	}
+	return "", nil
+}
+
+// GraphID is the id of the box the child's graph opens in on its
+// parent's page.
+func (v childView) GraphID() string { return "child-graph-" + strconv.Itoa(v.N) }
