@@ -79,6 +79,9 @@ type Request struct {
 	// Steps is set by the engine; call RunStep or Journal rather than
 	// this field.
 	Steps StepRunner
+	// Workflows is set by the engine: it runs a registered workflow as a
+	// child execution of the call's (RunWorkflow); nil where there is none.
+	Workflows WorkflowRunner
 	// Model is the Task's Model block (the models to try in order and the
 	// errors that move on to the next), nil when it has none: it takes
 	// the place of the model an agent is configured with. An agent that
@@ -149,6 +152,26 @@ type Generation struct {
 	TopP          *float64
 	MaxTokens     int
 	StopSequences []string
+}
+
+// WorkflowRunner runs registered workflows as child executions of an agent
+// call (a workflow used as a tool); the engine provides it.
+type WorkflowRunner interface {
+	// RunWorkflow runs workflow name at ref ("" for the latest; a
+	// version, an alias, a semver label or constraint) on input as a child
+	// execution and returns its output; a child that fails is its error.
+	// Within a durable step (Journal) the child is that step's: a call
+	// repeated after a crash attaches to it instead of starting another.
+	RunWorkflow(ctx context.Context, name, ref string, input any) (any, error)
+}
+
+// RunWorkflow runs a registered workflow as a child execution of the call
+// (Request.Workflows); an error when the engine gives the call none.
+func (r *Request) RunWorkflow(ctx context.Context, name, ref string, input any) (any, error) {
+	if r.Workflows == nil {
+		return nil, asl.Errorf(asl.ErrTaskFailed, "workflow %s cannot run here: the caller gives no workflow registry", name)
+	}
+	return r.Workflows.RunWorkflow(ctx, name, ref, input)
 }
 
 // StepRunner runs an agent call's durable steps (Request.Journal); the

@@ -141,6 +141,8 @@ type fileAgent struct {
 	request *HTTPRequestConfig
 	file    *fileToolConfig
 	loop    *loopConfig
+	// workflow is a workflow agent's Workflow ("name[@ref]").
+	workflow string
 	// meta is what a loop agent offering this agent as a tool tells the
 	// model.
 	meta toolMeta
@@ -616,6 +618,8 @@ func (fa fileAgent) build(base string, logger *slog.Logger, hosts *egress.Policy
 		return HTTPRequest(cfg)
 	case fa.file != nil:
 		return fa.file.build(base)
+	case fa.workflow != "":
+		return Workflow(fa.workflow), nil
 	}
 	cfg := *fa.exec
 	cfg.Logger = logger
@@ -657,7 +661,7 @@ func parseAgent(ptr string, v any) (fileAgent, error) {
 	}
 	typ, ok := obj["Type"]
 	if !ok {
-		return fileAgent{}, fileErrorf(ptr+"/Type", "Type is required: llm, loop, exec, http or file")
+		return fileAgent{}, fileErrorf(ptr+"/Type", "Type is required: llm, loop, exec, http, file or workflow")
 	}
 	if c, ok := obj["Comment"]; ok {
 		if _, isStr := c.(string); !isStr {
@@ -681,11 +685,13 @@ func parseAgent(ptr string, v any) (fileAgent, error) {
 		fa.file = p.file()
 	case "loop":
 		fa.loop = p.loop()
+	case "workflow":
+		fa.workflow = p.workflowAgent()
 	default:
 		if s, isStr := typ.(string); isStr {
-			return fileAgent{}, fileErrorf(ptr+"/Type", "unknown agent type %q: llm, loop, exec, http or file", s)
+			return fileAgent{}, fileErrorf(ptr+"/Type", "unknown agent type %q: llm, loop, exec, http, file or workflow", s)
 		}
-		return fileAgent{}, fileErrorf(ptr+"/Type", "Type must be a string (llm, loop, exec, http or file), not %s", jsonvalue.TypeName(typ))
+		return fileAgent{}, fileErrorf(ptr+"/Type", "Type must be a string (llm, loop, exec, http, file or workflow), not %s", jsonvalue.TypeName(typ))
 	}
 	fa.meta = p.toolMeta()
 	if p.err != nil {
@@ -720,9 +726,13 @@ func (p *fieldParser) failSecret(rel, format string, args ...any) {
 // unknown reports the first field of the object that is not in known.
 func (p *fieldParser) unknown(kind, known string) {
 	allowed := strings.Split(known, ", ")
+	article := "a"
+	if strings.ContainsAny(kind[:1], "aeiou") || kind == "llm" || kind == "http" {
+		article = "an"
+	}
 	for _, k := range slices.Sorted(maps.Keys(p.obj)) {
 		if !slices.Contains(allowed, k) {
-			p.fail(jsonvalue.EscapePointer(k), "unknown field %q (an %s agent has %s)", k, kind, known)
+			p.fail(jsonvalue.EscapePointer(k), "unknown field %q (%s %s agent has %s)", k, article, kind, known)
 			return
 		}
 	}

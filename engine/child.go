@@ -8,6 +8,7 @@ import (
 	"time"
 
 	asl "github.com/aslrun/aslrun"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 )
 
@@ -199,7 +200,7 @@ func (h *stateRun) runChild(ctx context.Context, id, name, ref string, input any
 	} else if lerr != nil && !errors.Is(lerr, ErrNotFound) {
 		return nil, lerr
 	} else {
-		res, err = h.startChild(ctx, id, name, ref, input, timeout)
+		res, err = h.startChild(ctx, id, name, ref, input, timeout, false)
 	}
 	if err != nil {
 		return nil, err
@@ -224,7 +225,10 @@ func (h *stateRun) runChild(ctx context.Context, id, name, ref string, input any
 
 // startChild starts child id of workflow name at ref, and runs it in this
 // process until it ends or waits.
-func (h *stateRun) startChild(ctx context.Context, id, name, ref string, input any, timeout time.Duration) (*Result, error) {
+//
+// inCall is set for a child an agent call starts (RunWorkflow): the call's
+// durable step is its start, so nothing is committed here.
+func (h *stateRun) startChild(ctx context.Context, id, name, ref string, input any, timeout time.Duration, inCall bool) (*Result, error) {
 	r, x := h.r, h.r.x
 	if x.workflows == nil {
 		return nil, asl.Errorf(asl.ErrTaskFailed, "state %s: workflow %s cannot be resolved: this executor has no workflow registry (engine.Config.Workflows)", h.name(), name)
@@ -252,7 +256,11 @@ func (h *stateRun) startChild(ctx context.Context, id, name, ref string, input a
 	// The start is a committed step: a parent that dies after it finds
 	// its child, and records its start once (a parent that died between
 	// the two starts it, its start already recorded).
-	if p := h.progress; p == nil || p.Attempt != h.env.retry {
+	switch p := h.progress; {
+	case inCall:
+		r.ownEvent(Event{Type: EventChildStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
+			Detail: map[string]any{"execution": id, "workflow": registry}})
+	case p == nil || p.Attempt != h.env.retry:
 		r.ownEvent(Event{Type: EventChildStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw,
 			Detail: map[string]any{"execution": id, "workflow": registry}})
 		if err := h.saveProgress(ctx, &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries}); err != nil {
@@ -274,6 +282,57 @@ func (h *stateRun) startChild(ctx context.Context, id, name, ref string, input a
 		return h.attachChild(ctx, e, timeout)
 	}
 	return res, err
+}
+
+// journalStepKey is the context key of the durable step (Journal) an
+// agent call runs in, for RunWorkflow.
+type journalStepKey struct{}
+
+// callWorkflows runs workflows for the agent calls of a state
+// (agents.Request.Workflows).
+type callWorkflows struct{ h *stateRun }
+
+// RunWorkflow runs workflow name at ref on input as a child of the call:
+// "<state's child id>/<journal step>" (or "/call" outside a step), started
+// once and attached to when the step runs again after a crash. A child
+// that waits (an Approval) is stopped and the call fails: a workflow run
+// for a call must end without waiting.
+func (c callWorkflows) RunWorkflow(ctx context.Context, name, ref string, input any) (any, error) {
+	h := c.h
+	x := h.r.x
+	input, err := jsonvalue.Normalize(input)
+	if err != nil {
+		return nil, asl.Errorf(asl.ErrTaskFailed, "workflow %s: its input is not JSON: %v", name, err)
+	}
+	key, _ := ctx.Value(journalStepKey{}).(string)
+	if key == "" {
+		key = "call"
+	}
+	id, err := h.childID(ctx, ChildWorkflowID(h.r.exec.ID, h.step(), h.env.retry)+"/"+strings.ReplaceAll(key, " ", "_"))
+	if err != nil {
+		return nil, err
+	}
+	var res *Result
+	if e, lerr := x.store.Load(ctx, id); lerr == nil && x.durable {
+		res, err = h.attachChild(ctx, e, 0)
+	} else if lerr != nil && !errors.Is(lerr, ErrNotFound) {
+		return nil, lerr
+	} else {
+		res, err = h.startChild(ctx, id, name, ref, input, 0, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch res.Status {
+	case StatusSucceeded:
+		return res.Output, nil
+	case StatusWaiting:
+		if _, err := x.Stop(context.WithoutCancel(ctx), id, string(asl.ErrTaskFailed), "it waited, and a workflow run for an agent's call must end without waiting"); err != nil && !errors.Is(err, ErrEnded) {
+			return nil, err
+		}
+		return nil, asl.Errorf(asl.ErrTaskFailed, "workflow %s (child execution %s) waited for %s: a workflow run for an agent's call must end without waiting, and was stopped", name, id, res.WaitingFor)
+	}
+	return nil, childError(res, name, 0)
 }
 
 // attachChild continues child e, which exists: an ended child is read (it

@@ -102,7 +102,7 @@ func (j *journal) step(ctx context.Context, spec agents.StepSpec, fn func(contex
 		return out, err
 	}
 	start := time.Now()
-	out, err := fn(ctx)
+	out, err := fn(context.WithValue(ctx, journalStepKey{}, spec.Name))
 	elapsed := time.Since(start)
 	if err != nil && ctx.Err() != nil {
 		// Cut short by the run stopping: run again when it resumes.

@@ -241,6 +241,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		req.Resource = s.Resource.ARN
 	}
 	req.Credentials = creds
+	req.Workflows = callWorkflows{h}
 	usage := new(callUsage)
 	req.Tools = h.toolSet(s.Tools, &usage.denied)
 	req.OnUsage = usage.report
