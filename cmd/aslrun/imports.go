@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/aslrun/aslrun/states/include"
-	"github.com/aslrun/aslrun/store"
 )
 
 // fileImports reads the templates a definition file imports (the
@@ -53,12 +52,6 @@ func (f *fileImports) Registry(ctx context.Context, name, constraint string) ([]
 	return f.reg.resolve(ctx, name, constraint)
 }
 
-// workflowResolver is what a store with a workflow registry offers to
-// resolve registry imports.
-type workflowResolver interface {
-	ResolveWorkflow(ctx context.Context, name, ref string) (store.WorkflowVersion, error)
-}
-
 // dbRegistry opens the --db the first time a registry import is resolved,
 // and keeps it open for the rest of the command (which may use it: see
 // handle). It is not safe for concurrent use.
@@ -101,11 +94,7 @@ func (r *dbRegistry) resolve(ctx context.Context, name, constraint string) ([]by
 	if h.api != nil {
 		return nil, "", fmt.Errorf("database %s is held by a server: registry imports are not resolved through its API yet (stop it, or start the definition on the server)", r.db)
 	}
-	res, ok := h.st.(workflowResolver)
-	if !ok {
-		return nil, "", fmt.Errorf("the store of %s has no workflow registry to resolve registry imports", r.db)
-	}
-	v, err := res.ResolveWorkflow(ctx, name, constraint)
+	v, err := h.st.ResolveWorkflow(ctx, name, constraint)
 	if err != nil {
 		return nil, "", err
 	}

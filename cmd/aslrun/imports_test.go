@@ -184,3 +184,39 @@ func TestIncludeResultPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestImportsRegistryRun runs a definition whose template comes from the
+// --db's registry: the highest labelled version satisfying the constraint
+// is included; a constraint no version satisfies is reported at the
+// Include.
+func TestImportsRegistryRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "x.db")
+	st, err := store.OpenBolt(db, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, label := range []string{"1.0.0", "1.3.0", "2.0.0"} {
+		text := []byte(`{"StartAt":"A","States":{"A":{"Type":"Pass","Result":"` + label + `","End":true}}}`)
+		if _, err := st.RegisterWorkflow(context.Background(), "review", text, "h"+label, store.VersionMeta{Label: label}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	def := func(constraint string) string {
+		return writeFile(t, dir, "main"+constraint+".json", `{"Imports": {"r": "registry://review@`+constraint+`"}, "StartAt": "S",
+  "States": {"S": {"Type": "Include", "Template": "r", "ResultPath": "$.got", "End": true}}}`)
+	}
+	code, out, errOut := invoke(t, "", "run", def("^1.0.0"), "--db", db, "--input", `{}`)
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got["got"] != "1.3.0" {
+		t.Errorf("run = %d %s %s, want the output of review 1.3.0", code, out, errOut)
+	}
+	code, out, _ = invoke(t, "", "validate", def("^3.0.0"), "--db", db)
+	if code != exitFailed || !strings.Contains(out, "/States/S/Template (S)") {
+		t.Errorf("validate with ^3.0.0 = %d %s, want a problem at /States/S/Template", code, out)
+	}
+}
