@@ -98,6 +98,7 @@ func commands() []*command {
 		{name: "memory", usage: "memory [NAMESPACE [KEY]] [--json] [--db PATH]", summary: "list agent memory", run: cmdMemory},
 		{name: "feedback", usage: "feedback export [--workflow NAME] [--state NAME] [--execution ID] [--db PATH]", summary: "export the feedback people gave on states' outputs, as JSONL", run: cmdFeedback},
 		{name: "cache", usage: "cache ls [--workflow NAME] [--json] [--db PATH] | cache purge KEY|--all [--db PATH]", summary: "list or purge the result cache of Tasks", run: cmdCache},
+		{name: "workflow", usage: "workflow register FILE --name NAME [--label 1.2.0] | workflow versions NAME [--json] | workflow alias NAME ALIAS VERSION | workflow alias NAME ALIAS --delete | workflow diff NAME FROM TO [--json]; each with [--db PATH]", summary: "register workflow versions, list them, move their aliases and compare two of them, in the --db's registry", run: cmdWorkflow},
 		{name: "migrate", usage: "migrate --db URL", summary: "apply the schema migrations a PostgreSQL database lacks", run: cmdMigrate},
 		{name: "copy", usage: "copy --from FILE --to URL [--skip-existing]", summary: "copy a bbolt database's executions, memory and workflows into PostgreSQL, verified", run: cmdCopy},
 		{name: "gc", usage: "gc [--db PATH]", summary: "remove expired checkpoints, unreferenced snapshots and expired memory", run: cmdGC},
