@@ -42,38 +42,47 @@ func ParseValueWith(ctx context.Context, v any, opts ParseOptions) (*Machine, er
 	if _, ok := top["Imports"]; !ok {
 		return ParseValue(v)
 	}
-	r, probs := include.ExpandResult(ctx, top, opts.Imports)
+	m, probs, err := parseExpanded(ctx, top, opts.Imports)
+	if err != nil {
+		return nil, err
+	}
 	var list ErrorList
 	seen := map[string]bool{}
-	add := func(e *ValidationError) {
+	for _, p := range probs {
+		e := &ValidationError{Pointer: p.Pointer, State: stateAt(p.Pointer), Msg: p.Where() + p.Msg}
 		if k := e.Error(); !seen[k] {
 			seen[k] = true
 			list = append(list, e)
 		}
 	}
-	for _, p := range probs {
-		add(&ValidationError{Pointer: p.Pointer, State: stateAt(p.Pointer), Msg: p.Where() + p.Msg})
-	}
-	m, err := ParseValue(r.Definition)
-	if err != nil {
-		var pl ErrorList
-		if !errors.As(err, &pl) {
-			return nil, err
-		}
-		for _, e := range pl {
-			ptr, frames := r.Locate(e.Pointer)
-			if ptr == e.Pointer && frames == nil {
-				add(e)
-				continue
-			}
-			add(&ValidationError{Pointer: ptr, State: stateAt(ptr), Msg: include.Problem{Frames: frames}.Where() + e.Msg})
-		}
-	}
 	if err := list.Err(); err != nil {
 		return nil, err
 	}
-	m.Lock = r.Lock
 	return m, nil
+}
+
+// parseExpanded expands top's templates and parses the result. The
+// problems, of the expansion and of the expanded definition, are located
+// in the definition and the templates.
+func parseExpanded(ctx context.Context, top map[string]any, src include.Source) (*Machine, []include.Problem, error) {
+	r, probs := include.ExpandResult(ctx, top, src)
+	m, err := ParseValue(r.Definition)
+	if err != nil {
+		var list ErrorList
+		if !errors.As(err, &list) {
+			return nil, nil, err
+		}
+		for _, e := range list {
+			ptr, frames := r.Locate(e.Pointer)
+			probs = append(probs, include.Problem{Pointer: ptr, Frames: frames, Msg: e.Msg})
+		}
+		return nil, probs, nil
+	}
+	if len(probs) > 0 {
+		return nil, probs, nil
+	}
+	m.Lock = r.Lock
+	return m, nil, nil
 }
 
 // stateAt returns the name of the innermost state ptr is in, or "".
@@ -86,4 +95,95 @@ func stateAt(ptr string) string {
 		}
 	}
 	return name
+}
+
+// ParseTemplate validates a template (a definition fragment with
+// top-level Parameters, see package include) on its own, as an Include of
+// it would validate it with every parameter given its Default, else its
+// first Enum value, else a sample of its Type ("x", 1, true, {}, []). Its
+// own Imports are read through opts.Imports, as those of a definition
+// are; nil refuses them. Problems are reported at their pointers inside
+// the template (a problem inside a template it includes keeps that
+// template's frame in its message).
+func ParseTemplate(ctx context.Context, data []byte, opts ParseOptions) error {
+	v, err := jsonvalue.Decode(data)
+	if err != nil {
+		return err
+	}
+	tm, ok := v.(map[string]any)
+	if !ok {
+		return ErrorList{{Msg: "a template must be an object with StartAt and States, not " + jsonvalue.TypeName(v)}}
+	}
+	args := map[string]any{}
+	decls, _ := tm["Parameters"].(map[string]any)
+	samples := map[string]any{"string": "x", "number": jsonvalue.IntNumber(1), "boolean": true, "object": map[string]any{}, "array": []any{}}
+	for name, d := range decls {
+		dm, _ := d.(map[string]any)
+		if _, ok := dm["Default"]; ok {
+			continue
+		}
+		if enum, ok := dm["Enum"].([]any); ok && len(enum) > 0 {
+			args[name] = enum[0]
+			continue
+		}
+		typ, _ := dm["Type"].(string)
+		if sample, ok := samples[typ]; ok {
+			args[name] = sample
+		}
+	}
+	const alias = "T"
+	def := map[string]any{
+		"Imports": map[string]any{alias: alias},
+		"StartAt": alias,
+		"States":  map[string]any{alias: map[string]any{"Type": "Include", "Template": alias, "Parameters": args, "End": true}},
+	}
+	_, probs, err := parseExpanded(ctx, def, templateSource{tmpl: data, next: opts.Imports})
+	if err != nil {
+		return err
+	}
+	var list ErrorList
+	seen := map[string]bool{}
+	for _, p := range probs {
+		if len(p.Frames) == 0 {
+			// The Include's own problems are the template's declarations'
+			// (a sample the template refuses), already reported inside it.
+			continue
+		}
+		in := p.Frames[0]
+		e := &ValidationError{Pointer: in.Pointer, State: stateAt(in.Pointer), Msg: include.Problem{Frames: p.Frames[1:]}.Where() + p.Msg}
+		if k := e.Error(); !seen[k] {
+			seen[k] = true
+			list = append(list, e)
+		}
+	}
+	return list.Err()
+}
+
+// templateName is the name templateSource gives the template it serves.
+const templateName = "\x00template"
+
+// templateSource serves the template ParseTemplate checks, and the
+// template's own imports through next (as the definition's: from "").
+type templateSource struct {
+	tmpl []byte
+	next include.Source
+}
+
+func (s templateSource) Open(from, path string) ([]byte, string, error) {
+	switch {
+	case from == "":
+		return s.tmpl, templateName, nil
+	case s.next == nil:
+		return nil, "", errors.New("a template's imports need a template resolver")
+	case from == templateName:
+		from = ""
+	}
+	return s.next.Open(from, path)
+}
+
+func (s templateSource) Registry(ctx context.Context, name, constraint string) ([]byte, string, error) {
+	if s.next == nil {
+		return nil, "", errors.New("a template's imports need a template resolver")
+	}
+	return s.next.Registry(ctx, name, constraint)
 }

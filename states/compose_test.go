@@ -108,3 +108,39 @@ func TestIncludeParseWithProblems(t *testing.T) {
 		}
 	}
 }
+
+// TestIncludeParseTemplate validates templates on their own: problems at
+// their pointers inside the template.
+func TestIncludeParseTemplate(t *testing.T) {
+	src := memSource{"lib/inner.json": `{"StartAt": "A", "States": {"A": {"Type": "Pass", "Seconds": 1, "End": true}}}`}
+	cases := []struct {
+		name, tmpl string
+		want       []string // "pointer (state)"
+	}{
+		{"valid", composeReview, nil},
+		{"enum and default", `{"Parameters": {"L": {"Type": "string", "Enum": ["a", "b"]}, "D": {"Type": "number", "Default": 3}},
+  "StartAt": "A", "States": {"A": {"Type": "Wait", "Seconds": "{{D}}", "Next": "B"}, "B": {"Type": "Pass", "Result": "{{L}}", "End": true}}}`, nil},
+		{"bad state", `{"StartAt": "A", "States": {"A": {"Type": "Pass", "Seconds": 1, "End": true}}}`, []string{"/States/A/Seconds (A)"}},
+		{"unknown placeholder", `{"StartAt": "A", "States": {"A": {"Type": "Pass", "Result": "{{Q}}", "End": true}}}`, []string{"/States/A/Result (A)"}},
+		{"bad declaration", `{"Parameters": {"N": {"Type": "integer"}}, "StartAt": "A", "States": {"A": {"Type": "Succeed"}}}`, []string{"/Parameters/N/Type"}},
+		{"module", `{"Module": "m", "StartAt": "A", "States": {"A": {"Type": "Succeed"}}}`, []string{"/Module"}},
+		{"nested problem", `{"Imports": {"in": "lib/inner.json"}, "StartAt": "I", "States": {"I": {"Type": "Include", "Template": "in", "End": true}}}`, []string{"/States/I (I)"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := ParseTemplate(context.Background(), []byte(c.tmpl), ParseOptions{Imports: src})
+			var got []string
+			var list ErrorList
+			if errors.As(err, &list) {
+				for _, e := range list {
+					got = append(got, strings.TrimSuffix(e.Pointer+" ("+e.State+")", " ()"))
+				}
+			} else if err != nil {
+				t.Fatalf("ParseTemplate = %v, want an ErrorList or nil", err)
+			}
+			if strings.Join(got, "; ") != strings.Join(c.want, "; ") {
+				t.Errorf("ParseTemplate problems at %v, want %v\n%v", got, c.want, err)
+			}
+		})
+	}
+}
