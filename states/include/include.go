@@ -223,6 +223,14 @@ type expander struct {
 	lock  map[string]string
 	probs []Problem
 	count int // Include states expanded
+	// resolved are the registry imports resolved so far, by their text,
+	// so that one expansion includes one version of each.
+	resolved map[string]resolved
+}
+
+type resolved struct {
+	data []byte
+	ref  string
 }
 
 // MaxIncludes bounds the Include states one definition expands, its
@@ -466,8 +474,16 @@ func (e *expander) load(d *doc, imp imported, alias, ptr string) (*doc, map[stri
 	)
 	source := imp.text
 	if imp.ref.registry() {
-		data, name, err = e.src.Registry(e.ctx, imp.ref.name, imp.ref.constraint)
+		if r, ok := e.resolved[imp.text]; ok {
+			data, name = r.data, r.ref
+		} else {
+			data, name, err = e.src.Registry(e.ctx, imp.ref.name, imp.ref.constraint)
+		}
 		if err == nil {
+			if e.resolved == nil {
+				e.resolved = make(map[string]resolved)
+			}
+			e.resolved[imp.text] = resolved{data: data, ref: name}
 			if e.lock == nil {
 				e.lock = make(map[string]string)
 			}

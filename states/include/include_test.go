@@ -19,6 +19,7 @@ import (
 type fakeSource struct {
 	files    map[string]string
 	registry map[string]map[string]string // name → label → definition
+	calls    *int                         // Registry calls, when not nil
 }
 
 var errMissing = errors.New("no such template")
@@ -36,6 +37,9 @@ func (f fakeSource) Open(from, p string) ([]byte, string, error) {
 }
 
 func (f fakeSource) Registry(_ context.Context, name, constraint string) ([]byte, string, error) {
+	if f.calls != nil {
+		*f.calls++
+	}
 	var best *semver.Version
 	var def string
 	for label, d := range f.registry[name] {
@@ -193,9 +197,15 @@ func TestImportsRegistry(t *testing.T) {
 		"1.4.1": fmt.Sprintf(tmpl, "1.4.1"),
 		"2.0.0": fmt.Sprintf(tmpl, "2.0.0"),
 	}}}
+	var calls int
+	src.calls = &calls
 	def := decode(t, `{"Imports": {"r": "registry://review@^1.0.0"}, "StartAt": "R",
-  "States": {"R": {"Type": "Include", "Template": "r", "ResultPath": null, "End": true}}}`)
+  "States": {"R": {"Type": "Include", "Template": "r", "ResultPath": null, "Next": "R2"},
+    "R2": {"Type": "Include", "Template": "r", "End": true}}}`)
 	got, lock, errs := Expand(context.Background(), def, src)
+	if calls != 1 {
+		t.Errorf("Registry called %d times for one import included twice, want 1", calls)
+	}
 	if len(errs) > 0 {
 		t.Fatalf("Expand: %v", errs)
 	}
