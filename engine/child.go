@@ -83,11 +83,18 @@ func IsWorkflowChild(id, parent string) bool {
 // workflowState runs a Workflow state: its child execution on the state's
 // input (Input built from it), whose output goes to ResultPath.
 func (h *stateRun) workflowState(ctx context.Context, s *states.Workflow, raw any) (stepResult, error) {
-	input, err := h.inputPath(raw)
-	if err != nil {
+	var input any
+	var err error
+	if s.JSONata() {
+		input = raw
+		if s.Arguments != nil {
+			if input, err = h.evalJSONata(ctx, s.Arguments, h.jsonataScope(raw), "Arguments"); err != nil {
+				return stepResult{}, err
+			}
+		}
+	} else if input, err = h.inputPath(raw); err != nil {
 		return stepResult{}, err
-	}
-	if s.Input != nil {
+	} else if s.Input != nil {
 		if input, _, err = h.template(s.Input, input, h.inSize); err != nil {
 			return stepResult{}, err
 		}
@@ -106,6 +113,11 @@ func (h *stateRun) workflowState(ctx context.Context, s *states.Workflow, raw an
 	size, err := h.fits(res.Output, unknownSize)
 	if err != nil {
 		return stepResult{}, err
+	}
+	if s.JSONata() {
+		sc := h.jsonataScope(raw)
+		sc.Result, sc.HasResult = res.Output, true
+		return h.jsonataFinish(ctx, sc, res.Output, size)
 	}
 	return h.finish(raw, res.Output, size, s.ResultPath)
 }

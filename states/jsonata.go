@@ -26,6 +26,7 @@ var jsonataStateFields = map[string][]string{
 	"Map":        {"Next", "End", "Assign", "Output", "Items", "ItemSelector", "ItemProcessor", "Iterator", "MaxConcurrency", "ToleratedFailureCount", "ToleratedFailurePercentage", "Label", "ItemReader", "ItemBatcher", "ResultWriter", "Retry", "Catch", "WritePolicy"},
 	"Parallel":   {"Next", "End", "Assign", "Output", "Arguments", "Branches", "Retry", "Catch", "WritePolicy"},
 	"Checkpoint": {"Next", "End", "Assign", "Output", "Name", "Storage", "TTL"},
+	"Workflow":   {"Next", "End", "Assign", "Output", "WorkflowId", "Arguments", "Timeout", "Retry", "Catch", "WritePolicy"},
 }
 
 // jsonataOnly are the fields only a JSONata state has.
@@ -37,6 +38,7 @@ var jsonPathOnly = map[string]string{
 	"InputPath":                      "$states.input in Arguments or Output",
 	"OutputPath":                     "Output",
 	"Parameters":                     "Arguments (ItemSelector on a Map)",
+	"Input":                          "Arguments",
 	"ResultSelector":                 "Output",
 	"ResultPath":                     "Output",
 	"Result":                         "Output",
@@ -245,6 +247,8 @@ func (p *parser) jsonataState(o *object, c Common) State {
 		return p.jsonataParallel(o, c)
 	case "Checkpoint":
 		return p.checkpoint(o, c)
+	case "Workflow":
+		return p.jsonataWorkflow(o, c)
 	}
 	return nil
 }

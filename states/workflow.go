@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aslrun/aslrun/jsonata"
 	"github.com/aslrun/aslrun/jsonpath"
 	"github.com/aslrun/aslrun/jsonvalue"
 )
@@ -27,6 +28,9 @@ type Workflow struct {
 	// ending in .$ are paths or intrinsics); nil passes the effective
 	// input.
 	Input *jsonpath.Template
+	// Arguments builds a JSONata Workflow state's child input ("{% … %}"
+	// expressions on $states.input); nil passes the state's input.
+	Arguments *jsonata.Template
 	// Timeout is how long the child may run before it is stopped and the
 	// state fails with States.Timeout; zero means no limit.
 	Timeout    time.Duration
@@ -40,6 +44,32 @@ const maxWorkflowName = 128
 
 // workflowState reads a Workflow state.
 func (p *parser) workflowState(o *object, c Common) *Workflow {
+	s := p.workflowCommon(o, c)
+	if v, ok := o.get("Input"); ok {
+		if _, isObj := v.(map[string]any); !isObj {
+			o.errorf("Input", "Input must be an object (its fields may end in .$), not %s", jsonvalue.TypeName(v))
+		} else {
+			s.Input = p.template(o, "Input")
+		}
+	}
+	s.ResultPath = p.resultPath(o, "ResultPath")
+	s.Catch = p.catch(o, false)
+	return s
+}
+
+// jsonataWorkflow reads a JSONata Workflow state: Arguments builds the
+// child's input, Output and Assign what the state makes of its result
+// ($states.result).
+func (p *parser) jsonataWorkflow(o *object, c Common) *Workflow {
+	s := p.workflowCommon(o, c)
+	s.Arguments = p.jsonataTemplate(o, "Arguments")
+	s.Catch = p.catch(o, true)
+	return s
+}
+
+// workflowCommon reads the fields a Workflow state has in both query
+// languages: WorkflowId, Timeout, Retry.
+func (p *parser) workflowCommon(o *object, c Common) *Workflow {
 	s := &Workflow{Common: c}
 	if id, ok := o.requiredStr("WorkflowId"); ok {
 		s.WorkflowID = id
@@ -53,17 +83,8 @@ func (p *parser) workflowState(o *object, c Common) *Workflow {
 			s.Name, s.Ref = name, ref
 		}
 	}
-	if v, ok := o.get("Input"); ok {
-		if _, isObj := v.(map[string]any); !isObj {
-			o.errorf("Input", "Input must be an object (its fields may end in .$), not %s", jsonvalue.TypeName(v))
-		} else {
-			s.Input = p.template(o, "Input")
-		}
-	}
 	s.Timeout = p.workflowTimeout(o)
-	s.ResultPath = p.resultPath(o, "ResultPath")
 	s.Retry = p.retry(o)
-	s.Catch = p.catch(o, false)
 	return s
 }
 
