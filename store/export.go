@@ -21,13 +21,14 @@ import (
 
 // ExportItem is one thing Export yields; exactly one field is set.
 // Export yields every definition first, then the registered workflow
-// versions, then the executions, then the agent memory records, then the
+// versions, then the workflows' aliases, then the executions, then the agent memory records, then the
 // feedback people gave, so that what an item refers to was yielded before
 // it. The result cache (computed again when missing) and the webhook
 // outbox are not exported.
 type ExportItem struct {
 	Definition *ExportedDefinition
 	Workflow   *WorkflowVersion // its Definition is nil: it is a Definition item's
+	Alias      *WorkflowAlias
 	Execution  *ExportedExecution
 	Memory     *MemoryWrite
 	Feedback   *engine.Feedback
@@ -92,6 +93,9 @@ func (b *Bolt) Export(ctx context.Context, f func(ExportItem) error) error {
 			if err := f(ExportItem{Workflow: &w}); err != nil {
 				return err
 			}
+		}
+		if err := x.exportAliases(f); err != nil {
+			return err
 		}
 		c = x.executions.Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {

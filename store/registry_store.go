@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -257,4 +258,30 @@ func (m *Memory) ResolveWorkflow(ctx context.Context, name, ref string) (Workflo
 		return WorkflowVersion{}, workflowNotFound(name, v)
 	}
 	return m.withDefinition(vs[v-1].version(name, v))
+}
+
+// exportAliases calls f with every alias, for Export.
+func (x *tx) exportAliases(f func(ExportItem) error) error {
+	bkt := x.workflows.Tx().Bucket(bucketAliases)
+	if bkt == nil {
+		return nil
+	}
+	c := bkt.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		name, alias, ok := bytes.Cut(k, []byte{0})
+		var r aliasRecord
+		if !ok {
+			return &recordError{fmt.Errorf("bucket %s: malformed key %q", bucketAliases, k)}
+		}
+		if err := json.Unmarshal(v, &r); err != nil {
+			return &recordError{fmt.Errorf("bucket %s: alias %q: %w", bucketAliases, k, err)}
+		}
+		if x.workflows.Get(workflowKey(string(name), r.Version)) == nil {
+			return &recordError{fmt.Errorf("alias %s of workflow %s: version %d is missing", alias, name, r.Version)}
+		}
+		if err := f(ExportItem{Alias: &WorkflowAlias{Name: string(name), Alias: string(alias), Version: r.Version, UpdatedAt: r.UpdatedAt}}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

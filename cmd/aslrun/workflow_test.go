@@ -120,3 +120,42 @@ func TestWorkflowVersionCLIServe(t *testing.T) {
 	startServe(t, db)
 	workflowSession(t, db)
 }
+
+// TestWorkflowVersionCopy: copy takes the versions' labels and locks and
+// the aliases into PostgreSQL.
+func TestWorkflowVersionCopy(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "a.db")
+	f1, f2 := writeFile(t, dir, "v1.json", wfV1), writeFile(t, dir, "v2.json", wfV2)
+	for _, args := range [][]string{
+		{"workflow", "register", f1, "--name", "triage", "--label", "1.0.0"},
+		{"workflow", "register", f2, "--name", "triage", "--label", "1.1.0"},
+		{"workflow", "alias", "triage", "prod", "1"},
+	} {
+		if code, out, errOut := invoke(t, "", append(args, "--db", db)...); code != 0 {
+			t.Fatalf("%v: %d %s %s", args, code, out, errOut)
+		}
+	}
+	url := pgtest.Fresh(t)
+	if code, out, errOut := invoke(t, "", "migrate", "--db", url); code != 0 {
+		t.Fatalf("migrate: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := invoke(t, "", "copy", "--from", db, "--to", url); code != 0 {
+		t.Fatalf("copy: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut := invoke(t, "", "workflow", "versions", "triage", "--json", "--db", url)
+	var list api.WorkflowList
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Workflows) != 2 {
+		t.Fatalf("versions on the copy: %d %q %q", code, out, errOut)
+	}
+	if v := list.Workflows[0]; v.Label != "1.0.0" || len(v.Aliases) != 1 || v.Aliases[0] != "prod" || list.Workflows[1].Label != "1.1.0" {
+		t.Errorf("versions on the copy = %+v, want labels 1.0.0 and 1.1.0 and prod on version 1", list.Workflows)
+	}
+	// Copying again with the alias moved in the source is a conflict.
+	if code, out, errOut := invoke(t, "", "workflow", "alias", "triage", "prod", "2", "--db", db); code != 0 {
+		t.Fatalf("move prod: %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := invoke(t, "", "copy", "--from", db, "--to", url, "--skip-existing"); code != exitUsage || !strings.Contains(errOut, "alias prod of workflow triage points to version 1, not 2") {
+		t.Errorf("copy with a moved alias: %d %s, want exit 2 naming the alias", code, errOut)
+	}
+}

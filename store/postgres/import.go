@@ -38,6 +38,8 @@ func (db *DB) Import(ctx context.Context, item store.ExportItem) error {
 		return nil
 	case item.Workflow != nil:
 		return db.importWorkflow(ctx, item.Workflow)
+	case item.Alias != nil:
+		return db.importAlias(ctx, item.Alias)
 	case item.Execution != nil:
 		return db.importExecution(ctx, item.Execution)
 	case item.Memory != nil:
@@ -56,17 +58,39 @@ func (db *DB) Import(ctx context.Context, item store.ExportItem) error {
 // importWorkflow writes a registered workflow version, with its
 // registration time (to the microsecond: a timestamptz).
 func (db *DB) importWorkflow(ctx context.Context, w *store.WorkflowVersion) error {
+	lock, err := lockText(w.Lock)
+	if err != nil {
+		return err
+	}
 	var have string
-	err := db.pool.QueryRow(ctx, `WITH i AS (
-  INSERT INTO workflows (name, version, definition_hash, created_at) VALUES ($1, $2, $3, $4)
+	err = db.pool.QueryRow(ctx, `WITH i AS (
+  INSERT INTO workflows (name, version, definition_hash, created_at, label, lock) VALUES ($1, $2, $3, $4, $5, $6)
   ON CONFLICT (name, version) DO NOTHING RETURNING definition_hash)
 SELECT definition_hash FROM i UNION ALL SELECT definition_hash FROM workflows WHERE name = $1 AND version = $2 LIMIT 1`,
-		w.Name, w.Version, w.Hash, w.CreatedAt).Scan(&have)
+		w.Name, w.Version, w.Hash, w.CreatedAt, w.Label, lock).Scan(&have)
 	if err != nil {
 		return db.dbErr(fmt.Sprintf("importing workflow %s version %d", w.Name, w.Version), err)
 	}
 	if have != w.Hash {
 		return fmt.Errorf("workflow %s version %d is registered with definition %s, not %s: %w", w.Name, w.Version, have, w.Hash, engine.ErrExists)
+	}
+	return nil
+}
+
+// importAlias writes a workflow's alias; one the target has pointing to
+// another version is engine.ErrExists.
+func (db *DB) importAlias(ctx context.Context, a *store.WorkflowAlias) error {
+	var have int
+	err := db.pool.QueryRow(ctx, `WITH i AS (
+  INSERT INTO workflow_aliases (name, alias, version, updated_at) VALUES ($1, $2, $3, $4)
+  ON CONFLICT (name, alias) DO NOTHING RETURNING version)
+SELECT version FROM i UNION ALL SELECT version FROM workflow_aliases WHERE name = $1 AND alias = $2 LIMIT 1`,
+		a.Name, a.Alias, a.Version, a.UpdatedAt).Scan(&have)
+	if err != nil {
+		return db.dbErr(fmt.Sprintf("importing alias %s of workflow %s", a.Alias, a.Name), err)
+	}
+	if have != a.Version {
+		return fmt.Errorf("alias %s of workflow %s points to version %d, not %d: %w", a.Alias, a.Name, have, a.Version, engine.ErrExists)
 	}
 	return nil
 }
