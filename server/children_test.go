@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/aslrun/aslrun/api"
@@ -178,4 +180,79 @@ func TestChildStep(t *testing.T) {
 			t.Errorf("ChildStep(%q, %q) = %q, %v, want %q, %v", tc.parent, tc.child, step, ok, tc.step, tc.ok)
 		}
 	}
+}
+
+// TestChildExecutionPage: the page's HTML escapes the state names and ids
+// of children and links to them by their escaped ids; a child's page
+// links back; past pageChildren children, the page lists the first ones
+// and says how many more there are.
+func TestChildExecutionPage(t *testing.T) {
+	ts := newChildrenServer(t)
+	b := ts.signedIn(t, RoleViewer)
+	code, body, _ := b.get(t, "/executions/p")
+	if code != http.StatusOK {
+		t.Fatalf("the parent's page: %d", code)
+	}
+	child := engine.ChildWorkflowID("p", "Research <&>#1", 0)
+	for _, want := range []string{
+		`<a class="child-state" href="#event-3">Research &lt;&amp;&gt;#1</a>`,
+		`<a class="child-link" href="/executions/` + html.EscapeString(url.PathEscape(child)) + `">p/Research &lt;&amp;&gt;#1.0</a>`,
+		`<li class="child" data-child="p/Research &lt;&amp;&gt;#1.0">`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the parent's page has no %s", want)
+		}
+	}
+	if strings.Contains(body, "Research <&>") || strings.Contains(body, "more-children") {
+		t.Error("the parent's page holds a state name unescaped, or says there are more children")
+	}
+	code, body, _ = b.get(t, "/executions/"+url.PathEscape(child))
+	if want := `<dd id="child-parent"><a href="/executions/p">p</a>, state <code class="state">Research &lt;&amp;&gt;#1</code> (runs research@1)</dd>`; code != http.StatusOK || !strings.Contains(body, want) {
+		t.Errorf("the child's page: %d, no %s", code, want)
+	}
+	if strings.Contains(body, `id="children"`) {
+		t.Error("the child's page lists children")
+	}
+
+	m, err := states.Parse([]byte(`{"StartAt":"Each","States":{"Each":{"Type":"Map","ItemsPath":"$.items","MaxConcurrency":4,"End":true,
+		"ItemProcessor":{"StartAt":"Deep","States":{"Deep":{"Type":"Workflow","WorkflowId":"research","End":true}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := strings.Repeat("0,", pageChildren+2)
+	input, _ := jsonvalue.Decode([]byte(`{"items":[` + items[:len(items)-1] + `]}`))
+	if res, err := ts.s.x.Run(context.Background(), m, input, engine.StartOptions{ID: "many"}); err != nil || res.Status != engine.StatusSucceeded {
+		t.Fatalf("many: %+v, %v", res, err)
+	}
+	_, body, _ = b.get(t, "/executions/many")
+	if n := strings.Count(body, `<li class="child"`); n != pageChildren || !strings.Contains(body, `<p class="hint" id="more-children">2 more:`) {
+		t.Errorf("a page of %d children lists %d, want %d and 2 more", pageChildren+2, n, pageChildren)
+	}
+}
+
+// FuzzChildStep: ChildStep never panics, and a step it reads is the one
+// the id was made of, as engine.ChildWorkflowID makes them.
+func FuzzChildStep(f *testing.F) {
+	f.Add("p", "p/Research#1.0")
+	f.Add("p", "p/Each#1.0/3/Deep#2.1")
+	f.Add("p", "p/Each#1.0:3")
+	f.Add("a/b", "a/b/.#.")
+	f.Add("", "")
+	f.Fuzz(func(t *testing.T, parent, child string) {
+		step, ok := ChildStep(parent, child)
+		if !ok {
+			if step != "" {
+				t.Errorf("ChildStep(%q, %q) = %q, false", parent, child, step)
+			}
+			return
+		}
+		prefix := parent + "/" + step + "."
+		attempt, cut := strings.CutPrefix(child, prefix)
+		if !cut || attempt == "" || strings.Trim(attempt, "0123456789") != "" || !strings.Contains(step, "#") {
+			t.Errorf("ChildStep(%q, %q) = %q: the id is not <parent>/<step>.<attempt>", parent, child, step)
+		}
+		if !engine.IsWorkflowChild(child, parent) {
+			t.Errorf("ChildStep(%q, %q) reads a step of what IsWorkflowChild says is no Workflow child", parent, child)
+		}
+	})
 }

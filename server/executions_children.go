@@ -63,12 +63,14 @@ func ChildExecutions(ctx context.Context, st interface {
 	if err != nil {
 		return nil, fmt.Errorf("the children of execution %s: %w", id, err)
 	}
-	return childrenIn(ctx, st, id, events)
+	list, _, err := childrenIn(ctx, st, id, events, 0)
+	return list, err
 }
 
 // childrenIn lists the children that events, the history of execution
-// id, started, each with what its record says.
-func childrenIn(ctx context.Context, st Executions, id string, events []engine.Event) ([]api.ChildExecution, error) {
+// id, started, each with what its record says: the first limit of them (0:
+// all), and how many there are.
+func childrenIn(ctx context.Context, st Executions, id string, events []engine.Event, limit int) ([]api.ChildExecution, int, error) {
 	var out []api.ChildExecution
 	seen := map[string]bool{}
 	for _, ev := range events {
@@ -82,6 +84,9 @@ func childrenIn(ctx context.Context, st Executions, id string, events []engine.E
 			continue
 		}
 		seen[child] = true
+		if limit > 0 && len(out) == limit {
+			continue
+		}
 		c := api.ChildExecution{ID: child, State: childStep(id, child, ev), Superseded: ev.Superseded}
 		c.Workflow, _ = detail["workflow"].(string)
 		c.Detached, _ = detail["detached"].(bool)
@@ -89,14 +94,14 @@ func childrenIn(ctx context.Context, st Executions, id string, events []engine.E
 		switch {
 		case errors.Is(err, engine.ErrNotFound):
 		case err != nil:
-			return nil, fmt.Errorf("child %s of execution %s: %w", child, id, err)
+			return nil, 0, fmt.Errorf("child %s of execution %s: %w", child, id, err)
 		default:
 			c.Status, c.Error = string(e.Status), e.Error
 			c.StartedAt, c.StoppedAt = timePtr(e.StartedAt), timePtr(e.StoppedAt)
 		}
 		out = append(out, c)
 	}
-	return out, nil
+	return out, len(seen), nil
 }
 
 // childStep is the step of parent that started child: from the child's

@@ -125,10 +125,12 @@ type executionData struct {
 	MapRunParent, MapRunOf string
 	// Children are the child executions its Workflow states and
 	// startExecution Tasks started; ParentStep is, for such a child, the
-	// step of its parent (Execution.Parent) that started it
+	// step of its parent (Execution.Parent) that started it; MoreChildren
+	// counts the children past the first pageChildren, not listed
 	// (pages_execution_children.go).
-	Children   []childView
-	ParentStep string
+	Children     []childView
+	MoreChildren int
+	ParentStep   string
 	// RedriveState is the state a redrive runs again and RedriveInput
 	// that state's input; RedrivePatch is the JSON Patch typed into the
 	// redrive form (kept when refused) and PatchError why it was refused.
@@ -228,7 +230,7 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 	if mr, ok := engine.MapRunOf(id, e.Parent); ok {
 		data.MapRunParent, data.MapRunOf = e.Parent, mr
 	}
-	if data.Children, err = s.childrenViews(r.Context(), id, events); err != nil {
+	if data.Children, data.MoreChildren, err = s.childrenViews(r.Context(), id, events); err != nil {
 		return executionData{}, err
 	}
 	if data.ParentStep, err = s.parentStep(r.Context(), e); err != nil {

@@ -30,12 +30,17 @@ type childLink struct {
 	ID, Status, Href string
 }
 
-// childrenViews lists the children of execution id for its page, each
-// with the number of the event that started it in events (id's history).
-func (s *Server) childrenViews(ctx context.Context, id string, events []engine.Event) ([]childView, error) {
-	list, err := childrenIn(ctx, s.st, id, events)
+// pageChildren is how many children the execution page lists (each
+// costs a read of its record, at each refresh of the live part).
+const pageChildren = 50
+
+// childrenViews lists the first pageChildren children of execution id
+// for its page, each with the number of the event that started it in
+// events (id's history), and how many more there are.
+func (s *Server) childrenViews(ctx context.Context, id string, events []engine.Event) ([]childView, int, error) {
+	list, total, err := childrenIn(ctx, s.st, id, events, pageChildren)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	seq := map[string]int{}
 	for i, ev := range events {
@@ -50,7 +55,7 @@ func (s *Server) childrenViews(ctx context.Context, id string, events []engine.E
 	for i, c := range list {
 		views[i] = childView{ChildExecution: c, N: i + 1, Seq: seq[c.ID], Href: "/executions/" + url.PathEscape(c.ID)}
 	}
-	return views, nil
+	return views, total - len(list), nil
 }
 
 // childOfEvent is the child execution a ChildExecutionStarted event
