@@ -296,7 +296,7 @@ func TestSchema(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"agent_memory", "cache_claims", "cache_totals", "checkpoints", "definitions", "executions", "feedback", "history_records", "leases", "memory_namespaces", "outbox", "ready", "result_cache", "schema_migrations", "scopes", "snapshot_blobs", "stop_requests", "workflows"}
+	want := []string{"agent_memory", "cache_claims", "cache_totals", "checkpoints", "definitions", "executions", "feedback", "history_records", "leases", "memory_namespaces", "outbox", "ready", "result_cache", "schema_migrations", "scopes", "snapshot_blobs", "stop_requests", "workflow_aliases", "workflows"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("tables = %v, want %v", got, want)
 	}
