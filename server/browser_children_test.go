@@ -91,4 +91,20 @@ func TestChildExecutionBrowser(t *testing.T) {
 	if path, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`)); err != nil || path != "/executions/p" {
 		t.Errorf("back at %q (%v), want the parent's page", path, err)
 	}
+
+	// The graph's side panel, on the Workflow state, lists its child and
+	// opens its graph; on the Map's Workflow state, both items' children.
+	if err := chromedp.Do(ctx, chromedp.Click(`#graph [data-state="Research <&>"]`), chromedp.WaitVisible("#graph-panel")); err != nil {
+		t.Fatal(err)
+	}
+	pollTrue(t, ctx, "the panel lists the state's child", `[...document.querySelectorAll("#graph-panel .panel-children a.child-link")].map(a => a.textContent).join() === `+jsString(child))
+	if err := chromedp.Do(ctx, chromedp.Click(`#graph-panel .panel-children .child-graph-toggle`)); err != nil {
+		t.Fatal(err)
+	}
+	pollTrue(t, ctx, "the child's graph opens in the panel", `document.querySelector('#panel-child-graph-1 svg [data-state="Tidy"]') !== null`)
+	if err := chromedp.Do(ctx, chromedp.Click(`#graph [data-state="Each/*/Deep"]`)); err != nil {
+		t.Fatal(err)
+	}
+	pollTrue(t, ctx, "the panel on the Map's Workflow state lists both items' children",
+		`document.getElementById("graph-panel-title").textContent === "Each/*/Deep" && [...document.querySelectorAll("#graph-panel .panel-children a.child-link")].map(a => a.textContent).join() === "p/Each#1.0/0/Deep#1.0,p/Each#1.0/1/Deep#1.0"`)
 }

@@ -197,7 +197,7 @@ func TestChildExecutionPage(t *testing.T) {
 	for _, want := range []string{
 		`<a class="child-state" href="#event-3">Research &lt;&amp;&gt;#1</a>`,
 		`<a class="child-link" href="/executions/` + html.EscapeString(url.PathEscape(child)) + `">p/Research &lt;&amp;&gt;#1.0</a>`,
-		`<li class="child" data-child="p/Research &lt;&amp;&gt;#1.0">`,
+		`<li class="child" data-child="p/Research &lt;&amp;&gt;#1.0" data-node="Research &lt;&amp;&gt;">`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the parent's page has no %s", want)

@@ -230,7 +230,7 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 	if mr, ok := engine.MapRunOf(id, e.Parent); ok {
 		data.MapRunParent, data.MapRunOf = e.Parent, mr
 	}
-	if data.Children, data.MoreChildren, err = s.childrenViews(r.Context(), id, events); err != nil {
+	if data.Children, data.MoreChildren, err = s.childrenViews(r.Context(), id, m, events); err != nil {
 		return executionData{}, err
 	}
 	if data.ParentStep, err = s.parentStep(r.Context(), e); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/states"
 )
 
 // childView is a child execution as the parent's page lists it.
@@ -21,8 +22,10 @@ type childView struct {
 	// N numbers it on the page (its graph's box is child-graph-N); Seq is
 	// the parent's event that started it (#event-Seq), 0 when unknown.
 	N, Seq int
-	// Href is the child's page.
-	Href string
+	// Href is the child's page; Node the graph's node of the state that
+	// started it ("Each/*/Deep", as the graph's data-state names it), ""
+	// when the page has no graph.
+	Href, Node string
 }
 
 // childLink is the child an event of the timeline started.
@@ -36,24 +39,28 @@ const pageChildren = 50
 
 // childrenViews lists the first pageChildren children of execution id
 // for its page, each with the number of the event that started it in
-// events (id's history), and how many more there are.
-func (s *Server) childrenViews(ctx context.Context, id string, events []engine.Event) ([]childView, int, error) {
+// events (id's history) and its node in the graph of m (nil: none), and
+// how many more there are.
+func (s *Server) childrenViews(ctx context.Context, id string, m *states.Machine, events []engine.Event) ([]childView, int, error) {
 	list, total, err := childrenIn(ctx, s.st, id, events, pageChildren)
 	if err != nil {
 		return nil, 0, err
 	}
-	seq := map[string]int{}
+	seq, node := map[string]int{}, map[string]string{}
 	for i, ev := range events {
 		if ev.Type != engine.EventChildStarted {
 			continue
 		}
 		if c := childOfEvent(ev); c != "" && seq[c] == 0 {
 			seq[c] = i + 1
+			if m != nil {
+				node[c] = graphName(m, ev.Scope+ev.State)
+			}
 		}
 	}
 	views := make([]childView, len(list))
 	for i, c := range list {
-		views[i] = childView{ChildExecution: c, N: i + 1, Seq: seq[c.ID], Href: "/executions/" + url.PathEscape(c.ID)}
+		views[i] = childView{ChildExecution: c, N: i + 1, Seq: seq[c.ID], Href: "/executions/" + url.PathEscape(c.ID), Node: node[c.ID]}
 	}
 	return views, total - len(list), nil
 }

@@ -3,8 +3,9 @@
 // part, /executions/{child}/live: the same drawing, with its states'
 // statuses); the button closes it again. The graph's states link to the
 // child's page. Graphs left open are opened again when the live part is
-// fetched anew. Without this script the children are links to their
-// pages. Text is only ever set as text.
+// fetched anew. The graph's side panel, open on a state that started
+// children, lists them with the same control. Without this script the
+// children are links to their pages. Text is only ever set as text.
 "use strict";
 (function () {
   var opened = {}; // the children whose graph is open, by id
@@ -46,8 +47,9 @@
   }
 
   function show(btn) {
-    var el = box(btn), id = btn.closest("[data-child]").dataset.child;
-    opened[id] = true;
+    var el = box(btn);
+    // Only the list's graphs are opened again after a refresh.
+    if (btn.closest("#children")) opened[btn.closest("[data-child]").dataset.child] = true;
     btn.setAttribute("aria-expanded", "true");
     btn.textContent = "Hide its graph";
     el.hidden = false;
@@ -66,7 +68,7 @@
   }
   function hide(btn) {
     var el = box(btn);
-    delete opened[btn.closest("[data-child]").dataset.child];
+    if (btn.closest("#children")) delete opened[btn.closest("[data-child]").dataset.child];
     btn.setAttribute("aria-expanded", "false");
     btn.textContent = "Show its graph";
     el.hidden = true;
@@ -89,6 +91,57 @@
       if (opened[btn.closest("[data-child]").dataset.child]) show(btn);
     });
   }
+  // The graph's side panel (graph.js), open on a state that started
+  // children, lists them too, each with its status and graph.
+  var panelBody = document.getElementById("graph-panel-body");
+  var panelTitle = document.getElementById("graph-panel-title");
+  function panel() {
+    if (!panelBody || panelBody.querySelector(".panel-children")) return;
+    var name = panelTitle.textContent;
+    var kids = Array.prototype.filter.call(document.querySelectorAll("#children li.child[data-node]"), function (li) { return li.dataset.node === name; });
+    if (!kids.length) return;
+    var sec = document.createElement("section");
+    sec.className = "panel-children";
+    var h = document.createElement("h3");
+    h.textContent = "Child executions (" + kids.length + ")";
+    sec.appendChild(h);
+    var ul = document.createElement("ul");
+    kids.forEach(function (li, i) {
+      var src = li.querySelector(".child-graph-toggle");
+      var item = document.createElement("li");
+      item.dataset.child = li.dataset.child;
+      var a = document.createElement("a");
+      a.className = "child-link";
+      a.href = src.dataset.href;
+      a.textContent = li.dataset.child;
+      item.appendChild(a);
+      var st = li.querySelector(".status");
+      if (st) {
+        item.appendChild(document.createTextNode(" "));
+        item.appendChild(st.cloneNode(true));
+      }
+      var btn = document.createElement("button");
+      btn.type = "button";
+      btn.className = "child-graph-toggle";
+      btn.textContent = "Show its graph";
+      btn.setAttribute("aria-expanded", "false");
+      btn.setAttribute("aria-controls", "panel-child-graph-" + (i + 1));
+      btn.dataset.live = src.dataset.live;
+      btn.dataset.href = src.dataset.href;
+      item.appendChild(document.createTextNode(" "));
+      item.appendChild(btn);
+      var box = document.createElement("div");
+      box.className = "child-graph";
+      box.id = "panel-child-graph-" + (i + 1);
+      box.hidden = true;
+      item.appendChild(box);
+      ul.appendChild(item);
+    });
+    sec.appendChild(ul);
+    panelBody.appendChild(sec);
+  }
+  if (panelBody && panelTitle && window.MutationObserver) new MutationObserver(panel).observe(panelBody, { childList: true });
+
   setup();
   var live = document.getElementById("live");
   if (live && live.parentNode && window.MutationObserver) new MutationObserver(setup).observe(live.parentNode, { childList: true });
