@@ -1,12 +1,15 @@
 package server
 
 import (
+	"encoding/json"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
 )
 
@@ -107,4 +110,45 @@ func TestChildExecutionBrowser(t *testing.T) {
 	}
 	pollTrue(t, ctx, "the panel on the Map's Workflow state lists both items' children",
 		`document.getElementById("graph-panel-title").textContent === "Each/*/Deep" && [...document.querySelectorAll("#graph-panel .panel-children a.child-link")].map(a => a.textContent).join() === "p/Each#1.0/0/Deep#1.0,p/Each#1.0/1/Deep#1.0"`)
+}
+
+// TestChildExecutionBrowserLive: the parent's page follows its children
+// without a reload: the event that starts one is appended to the
+// timeline with a link to the child, the children's list appears with
+// the child WAITING at its approval, and once the child is decided both
+// turn SUCCEEDED.
+func TestChildExecutionBrowserLive(t *testing.T) {
+	ts := newChildrenServer(t)
+	def := json.RawMessage(`{"StartAt":"Gate","States":{
+		"Gate":{"Type":"Approval","Prompt":"Go?","Options":["go"],"ResultPath":"$.gate","Next":"Review"},
+		"Review":{"Type":"Workflow","WorkflowId":"reviewed","ResultPath":"$.review","End":true}}}`)
+	if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", map[string]any{"name": "lw", "definition": def}, nil); code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	gate := ts.waitFor(t, "lw", func(e api.Execution) bool { return e.Status == "WAITING" })
+	ctx := browser(t)
+	signInBrowser(t, ctx, ts, RoleViewer)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/executions/lw"), chromedp.WaitVisible("#timeline")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#children").length`)); err != nil || n != 0 {
+		t.Fatalf("the page lists children before any started (%d, %v)", n, err)
+	}
+	if code, body := ts.call(t, RoleApprover, "POST", "/v1/approvals/"+gate.Approvals[0].ID+"/decision", map[string]any{"option": "go"}, nil); code != http.StatusAccepted {
+		t.Fatalf("decide the gate: %d %s", code, body)
+	}
+	child := engine.ChildWorkflowID("lw", "Review#1", 0)
+	pollTrue(t, ctx, "the start of the child is appended to the timeline with its link",
+		`[...document.querySelectorAll("#timeline .event[data-type=ChildExecutionStarted] a.child-link")].map(a => a.textContent + " " + decodeURIComponent(a.pathname)).join() === `+jsString(child+" /executions/"+child))
+	pollTrue(t, ctx, "the children's list appears, the child waiting", `document.querySelector("#children li.child .status") && document.querySelector("#children li.child .status").textContent === "WAITING"`)
+
+	// The page showed it WAITING: its approval is committed.
+	var review api.Execution
+	if code, body := ts.call(t, RoleViewer, "GET", "/v1/executions/"+url.PathEscape(child), nil, &review); code != http.StatusOK || len(review.Approvals) != 1 {
+		t.Fatalf("the child: %d %s, want it waiting at its approval", code, body)
+	}
+	if code, body := ts.call(t, RoleApprover, "POST", "/v1/approvals/"+review.Approvals[0].ID+"/decision", map[string]any{"option": "approve"}, nil); code != http.StatusAccepted {
+		t.Fatalf("decide the child's review: %d %s", code, body)
+	}
+	pollTrue(t, ctx, "the child and its parent succeed on the page", `document.querySelector("#children li.child .status").textContent === "SUCCEEDED" && document.getElementById("status").textContent === "SUCCEEDED"`)
 }

@@ -33,6 +33,7 @@ func (w testWorkflows) ResolveWorkflow(_ context.Context, name, ref string) ([]b
 var childWorkflows = testWorkflows{
 	"research": `{"StartAt":"Look <up>","States":{"Look <up>":{"Type":"Pass","Result":{"found":"notes"},"Next":"Tidy"},"Tidy":{"Type":"Pass","End":true}}}`,
 	"broken":   `{"StartAt":"Give up","States":{"Give up":{"Type":"Fail","Error":"Research.Closed","Cause":"the library is closed"}}}`,
+	"reviewed": `{"StartAt":"Ok","States":{"Ok":{"Type":"Approval","Prompt":"Fine?","Options":["approve"],"ResultPath":"$.review","End":true}}}`,
 }
 
 // parentFlow starts four children: a Workflow state's, one in each of

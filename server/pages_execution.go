@@ -84,9 +84,10 @@ func streamEvents() string {
 		engine.EventBudgetOverridden, engine.EventMapIterationStart, engine.EventMapIterationOK, engine.EventMapIterationFailed,
 		engine.EventMapStateStarted, engine.EventMapStateSucceeded, engine.EventMapStateFailed, engine.EventParallelStarted,
 		engine.EventParallelSucceeded, engine.EventParallelFailed, engine.EventTaskSubmitted, engine.EventActivityScheduled,
-		engine.EventActivityStarted, engine.EventActivitySucceeded, engine.EventActivityFailed, engine.EventActivityTimedOut}
+		engine.EventActivityStarted, engine.EventActivitySucceeded, engine.EventActivityFailed, engine.EventActivityTimedOut,
+		engine.EventChildStarted, engine.EventChildEnded}
 	names = append(names, journalEvents()...)
-	for _, t := range []string{"Pass", "Task", "Choice", "Wait", "Succeed", "Fail", "Map", "Parallel", "Approval", "Debate", "Checkpoint"} {
+	for _, t := range []string{"Pass", "Task", "Choice", "Wait", "Succeed", "Fail", "Map", "Parallel", "Approval", "Debate", "Checkpoint", "Workflow"} {
 		names = append(names, t+"StateEntered", t+"StateExited")
 	}
 	return strings.Join(names, " ")

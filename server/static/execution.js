@@ -139,7 +139,7 @@
   // changesControls tells the events after which the controls may differ:
   // the execution's own, approvals and checkpoints.
   function changesControls(type) {
-    return /^(Execution|Approval|ForkedTo|CheckpointSaved)/.test(type);
+    return /^(Execution|Approval|ForkedTo|CheckpointSaved|ChildExecution)/.test(type);
   }
   function onEvent(msg) {
     var ev = JSON.parse(msg.data);
@@ -160,6 +160,12 @@
       var err = add(li, "div", "event-error");
       add(err, "span", "error-name", ev.error);
       err.appendChild(document.createTextNode(" " + (ev.cause || "")));
+    }
+    if (ev.type === "ChildExecutionStarted" && ev.detail && typeof ev.detail.execution === "string") {
+      // As the server writes it: a link to the child it started.
+      var started = add(li, "p", "event-child", "Child execution ");
+      var link = add(started, "a", "child-link", ev.detail.execution);
+      link.href = "/executions/" + encodeURIComponent(ev.detail.execution);
     }
     var at = "/executions/" + encodeURIComponent(id) + "/events/" + ev.seq + "/";
     details(li, "Input", ev.input, at + "input");
