@@ -214,6 +214,11 @@ func TestChildExecutionPage(t *testing.T) {
 	if strings.Contains(body, `id="children"`) {
 		t.Error("the child's page lists children")
 	}
+	// A child its Task named: its parent's history says which state.
+	code, body, _ = b.get(t, "/executions/fired")
+	if want := `<dd id="child-parent"><a href="/executions/p">p</a>, state <code class="state">Fire</code> (runs research@1)</dd>`; code != http.StatusOK || !strings.Contains(body, want) {
+		t.Errorf("the named child's page: %d, no %s", code, want)
+	}
 
 	m, err := states.Parse([]byte(`{"StartAt":"Each","States":{"Each":{"Type":"Map","ItemsPath":"$.items","MaxConcurrency":4,"End":true,
 		"ItemProcessor":{"StartAt":"Deep","States":{"Deep":{"Type":"Workflow","WorkflowId":"research","End":true}}}}}}`))
