@@ -65,4 +65,3 @@ func (c *Client) WorkflowDiff(ctx context.Context, name, from, to string) (api.W
 	err := c.do(ctx, "GET", "/v1/workflows/"+url.PathEscape(name)+"/diff?"+q.Encode(), nil, &d)
 	return d, err
 }
-
