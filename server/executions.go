@@ -30,7 +30,7 @@ func (s *Server) validateWorkflow(w http.ResponseWriter, r *http.Request) error 
 		return badRequest("/definition", "definition is required")
 	}
 	out := api.Validation{Valid: true, Problems: []api.FieldError{}}
-	m, err := states.Parse(req.Definition)
+	m, err := s.parseDefinition(r.Context(), req.Definition)
 	if err != nil {
 		var list states.ErrorList
 		if !errors.As(err, &list) {
@@ -65,7 +65,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	case req.MachineName != "" && len(req.Definition) == 0:
 		return badRequest("/machineName", "machineName names an inline definition; a registered workflow is named by workflow")
 	case len(req.Definition) > 0:
-		parsed, err := s.machines.Parse(req.Definition)
+		parsed, err := s.parseDefinition(r.Context(), req.Definition)
 		if err != nil {
 			var list states.ErrorList
 			if errors.As(err, &list) {

@@ -11,6 +11,7 @@ import (
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/states/include"
 	"github.com/aslrun/aslrun/store"
 	"github.com/aslrun/aslrun/workflowdiff"
 )
@@ -37,22 +38,15 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 	if err := store.CheckLock(req.Lock); err != nil {
 		return badRequest("/lock", "%v", err)
 	}
-	m, err := states.Parse(req.Definition)
-	if err != nil {
-		var list states.ErrorList
-		if errors.As(err, &list) {
-			return invalidDefinition(list, "/definition")
-		}
-		return badRequest("/definition", "%v", err)
-	}
-	if err := localFolders(m, "/definition"); err != nil {
-		return err
-	}
-	text, err := jsonvalue.Marshal(m.Definition)
+	def, err := s.registrable(r.Context(), &req)
 	if err != nil {
 		return err
 	}
-	hash, err := jsonvalue.CanonicalHash(m.Definition)
+	text, err := jsonvalue.Marshal(def)
+	if err != nil {
+		return err
+	}
+	hash, err := jsonvalue.CanonicalHash(def)
 	if err != nil {
 		return err
 	}
@@ -293,4 +287,43 @@ func (s *Server) resolveStart(ctx context.Context, req api.StartExecution) (stor
 			errors: []api.FieldError{{Pointer: "/workflow", Detail: err.Error()}}}
 	}
 	return v, err
+}
+
+// registrable checks a definition to register and returns what is stored:
+// a workflow's, with its templates expanded (the versions they resolved to
+// go to req.Lock unless it gives one); or a template's — a definition with
+// top-level Parameters, which other workflows import as
+// registry://name@constraint — as written, once it validates with sample
+// arguments.
+func (s *Server) registrable(ctx context.Context, req *api.RegisterWorkflow) (any, error) {
+	problem := func(err error) error {
+		var list states.ErrorList
+		if errors.As(err, &list) {
+			return invalidDefinition(list, "/definition")
+		}
+		return badRequest("/definition", "%v", err)
+	}
+	v, err := jsonvalue.Decode(req.Definition)
+	if err != nil {
+		return nil, problem(err)
+	}
+	if obj, ok := v.(map[string]any); ok {
+		if _, isTemplate := obj["Parameters"]; isTemplate {
+			if err := states.ParseTemplate(ctx, req.Definition, states.ParseOptions{Imports: include.RegistryFunc(s.templateOf)}); err != nil {
+				return nil, problem(err)
+			}
+			return v, nil
+		}
+	}
+	m, err := s.parseDefinition(ctx, req.Definition)
+	if err != nil {
+		return nil, problem(err)
+	}
+	if err := localFolders(m, "/definition"); err != nil {
+		return nil, err
+	}
+	if req.Lock == nil {
+		req.Lock = m.Lock
+	}
+	return m.Definition, nil
 }
