@@ -116,17 +116,30 @@ func childStep(parent, child string, ev engine.Event) string {
 
 // ChildStep returns the step ("Research#1", qualified inside Map items
 // and Parallel branches) of parent whose Workflow state or startExecution
-// Task started child, read from the child's id
-// (engine.ChildWorkflowID); false when the id does not say (a
-// Distributed Map's child, a fork, a child its Task named).
+// Task started child, read from the child's id,
+// "<parent>/<step>.<attempt>" (engine.ChildWorkflowID) with "~N" after it
+// for the Nth child of a step a rollback of the parent went back over;
+// false when the id does not say (a Distributed Map's child, a fork, a
+// child its Task named).
 func ChildStep(parent, child string) (string, bool) {
 	if !engine.IsWorkflowChild(child, parent) {
 		return "", false
 	}
 	rest := child[len(parent)+1:]
+	if i := strings.LastIndexByte(rest, '~'); i >= 0 {
+		if !digits(rest[i+1:]) {
+			return "", false
+		}
+		rest = rest[:i]
+	}
 	i := strings.LastIndexByte(rest, '.')
-	if i <= 0 || !strings.Contains(rest[:i], "#") || strings.Trim(rest[i+1:], "0123456789") != "" || i == len(rest)-1 {
+	if i <= 0 || !strings.Contains(rest[:i], "#") || !digits(rest[i+1:]) {
 		return "", false
 	}
 	return rest[:i], true
+}
+
+// digits reports whether s is a number: one digit or more, nothing else.
+func digits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }

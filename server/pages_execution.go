@@ -36,8 +36,9 @@ type eventView struct {
 	// Usage is what an agent call consumed, on the event of its outcome;
 	// nil when its agent reported nothing.
 	Usage *usageView
-	// Child is the child execution a ChildExecutionStarted event started
-	// (pages_execution_children.go); nil on other events.
+	// Child is the child execution a ChildExecutionStarted, Ended or
+	// Stopped event names (pages_execution_children.go); nil on other
+	// events.
 	Child *childLink
 }
 
@@ -85,7 +86,7 @@ func streamEvents() string {
 		engine.EventMapStateStarted, engine.EventMapStateSucceeded, engine.EventMapStateFailed, engine.EventParallelStarted,
 		engine.EventParallelSucceeded, engine.EventParallelFailed, engine.EventTaskSubmitted, engine.EventActivityScheduled,
 		engine.EventActivityStarted, engine.EventActivitySucceeded, engine.EventActivityFailed, engine.EventActivityTimedOut,
-		engine.EventChildStarted, engine.EventChildEnded}
+		engine.EventChildStarted, engine.EventChildEnded, engine.EventChildStopped}
 	names = append(names, journalEvents()...)
 	for _, t := range []string{"Pass", "Task", "Choice", "Wait", "Succeed", "Fail", "Map", "Parallel", "Approval", "Debate", "Checkpoint", "Workflow"} {
 		names = append(names, t+"StateEntered", t+"StateExited")
@@ -268,7 +269,7 @@ func (s *Server) execution(r *http.Request, id string) (executionData, error) {
 		if u, ok := callUsage(ev.Detail, currency); ok && isCallOutcome(ev.Type) {
 			view.Usage = &u
 		}
-		if c, ok := children[childOfEvent(ev)]; ok && ev.Type == engine.EventChildStarted {
+		if c, ok := children[childOfEvent(ev)]; ok && childEvent(ev.Type) {
 			view.Child = &childLink{ID: c.ID, Status: c.Status, Href: c.Href}
 		}
 		switch {

@@ -65,8 +65,13 @@ func (s *Server) childrenViews(ctx context.Context, id string, m *states.Machine
 	return views, total - len(list), nil
 }
 
-// childOfEvent is the child execution a ChildExecutionStarted event
-// names ("" for none).
+// childEvent reports whether events of type typ name a child execution.
+func childEvent(typ string) bool {
+	return typ == engine.EventChildStarted || typ == engine.EventChildEnded || typ == engine.EventChildStopped
+}
+
+// childOfEvent is the child execution a ChildExecutionStarted, Ended or
+// Stopped event names ("" for none).
 func childOfEvent(ev engine.Event) string {
 	detail, _ := ev.Detail.(map[string]any)
 	id, _ := detail["execution"].(string)

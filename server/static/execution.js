@@ -161,8 +161,8 @@
       add(err, "span", "error-name", ev.error);
       err.appendChild(document.createTextNode(" " + (ev.cause || "")));
     }
-    if (ev.type === "ChildExecutionStarted" && ev.detail && typeof ev.detail.execution === "string") {
-      // As the server writes it: a link to the child it started.
+    if (/^ChildExecution(Started|Ended|Stopped)$/.test(ev.type) && ev.detail && typeof ev.detail.execution === "string") {
+      // As the server writes it: a link to the child.
       var started = add(li, "p", "event-child", "Child execution ");
       var link = add(started, "a", "child-link", ev.detail.execution);
       link.href = "/executions/" + encodeURIComponent(ev.detail.execution);
