@@ -6,8 +6,9 @@ import "time"
 // states:startExecution Task of an execution started, as GET
 // /v1/executions/{id}/children lists it.
 type ChildExecution struct {
-	// ID is the child's execution id: "<parent>/<step>.<attempt>", or the
-	// Name a startExecution Task gave it.
+	// ID is the child's execution id: "<parent>/<step>.<attempt>" (and
+	// "~N" after it for a child started again after a rollback of the
+	// parent), or the Name a startExecution Task gave it.
 	ID string `json:"id"`
 	// State is the step of the parent that started it: the state's name
 	// and visit ("Research#1"), qualified inside Map items and Parallel
