@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/states"
+	"github.com/aslrun/aslrun/states/include"
 	"github.com/aslrun/aslrun/store"
 	"github.com/aslrun/aslrun/workflowdiff"
 )
@@ -129,10 +132,14 @@ func (w *workflowCmd) open(ctx context.Context, what access) (*handle, error) {
 // the --db's registry) and registers it as the next version of name: the
 // definition as run would store it (expanded when it imports templates),
 // with the lock of its registry imports.
+//
+// A template (a file with top-level Parameters) is checked as one, its
+// imports from the registry only (a template in the registry has no
+// directory to read files from), and registered as written.
 func (w *workflowCmd) register(ctx context.Context, file, name, label string) error {
 	reg := &dbRegistry{c: w.c, db: w.db, what: accessRun}
 	defer reg.close()
-	m, _, err := w.c.loadMachine(ctx, file, reg)
+	m, err := w.registrable(ctx, file, reg)
 	if err != nil {
 		return err
 	}
@@ -173,6 +180,26 @@ func (w *workflowCmd) register(ctx context.Context, file, name, label string) er
 	}
 	printf(w.c.stdout, "registered %s version %d%s\n", v.Name, v.Version, labelText(v.Label))
 	return nil
+}
+
+// registrable reads FILE for register: a workflow's definition parsed (its
+// templates expanded), or a template checked and kept as written.
+func (w *workflowCmd) registrable(ctx context.Context, file string, reg *dbRegistry) (*states.Machine, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	v, err := jsonvalue.Decode(data)
+	if obj, isObj := v.(map[string]any); err == nil && isObj {
+		if _, isTemplate := obj["Parameters"]; isTemplate {
+			if err := states.ParseTemplate(ctx, data, states.ParseOptions{Imports: include.RegistryFunc(reg.resolve)}); err != nil {
+				return nil, usageErrorf("%s: the template: %v", file, err)
+			}
+			return &states.Machine{Definition: v}, nil
+		}
+	}
+	m, _, err := w.c.loadMachine(ctx, file, reg)
+	return m, err
 }
 
 func labelText(label string) string {
