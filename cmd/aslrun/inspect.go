@@ -258,7 +258,7 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 		children := make([]any, len(e.Children))
 		for i, ch := range e.Children {
 			m := map[string]any{"id": ch.ID, "state": ch.State, "workflow": ch.Workflow, "status": nullable(ch.Status),
-				"error": nullable(ch.Error), "startedAt": nil, "stoppedAt": nil, "detached": ch.Detached}
+				"error": nullable(ch.Error), "startedAt": nil, "stoppedAt": nil, "detached": ch.Detached, "superseded": ch.Superseded}
 			if ch.StartedAt != nil {
 				m["startedAt"] = timeJSON(*ch.StartedAt)
 			}
@@ -329,6 +329,9 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 		}
 		if ch.Detached {
 			status += " (not waited for)"
+		}
+		if ch.Superseded {
+			status += " (started before a rollback)"
 		}
 		w.row(key, termSafe(fmt.Sprintf("%s  state %s  workflow %s  %s", ch.ID, ch.State, ch.Workflow, status)))
 	}
