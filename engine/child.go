@@ -217,7 +217,10 @@ func (h *stateRun) runChild(ctx context.Context, id, name, ref string, input any
 	if err != nil {
 		return nil, err
 	}
-	if res.Status == StatusWaiting {
+	if res.Status == StatusWaiting || res.Status == StatusRunning {
+		// The child waits, or runs in another process (a server with
+		// room took it): the parent waits for it without holding a
+		// slot; the child's end wakes it.
 		wake := time.Now().Add(childPoll)
 		if !res.WakeAt.IsZero() && res.WakeAt.Before(wake) {
 			wake = res.WakeAt
@@ -334,6 +337,20 @@ func (c callWorkflows) RunWorkflow(ctx context.Context, name, ref string, input 
 	}
 	if err != nil {
 		return nil, err
+	}
+	// A child another process took (a server with room) is waited for
+	// here: the call needs its output.
+	for wait := 20 * time.Millisecond; res.Status == StatusRunning; wait = min(2*wait, time.Second) {
+		select {
+		case <-ctx.Done():
+			return nil, ctxError(ctx)
+		case <-time.After(wait):
+		}
+		e, err := x.store.Load(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		res = &Result{ID: id, Status: e.Status, Output: e.Output, Error: e.Error, Cause: e.Cause, WaitingFor: e.WaitingFor}
 	}
 	switch res.Status {
 	case StatusSucceeded:

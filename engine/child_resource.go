@@ -26,7 +26,7 @@ var stateMachineARN = regexp.MustCompile(`^arn:(aws|aws-cn|aws-us-gov):states:([
 // Resource is states:startExecution and no agent is mapped to it.
 func (h *stateRun) startsExecution(s *states.Task) bool {
 	r := s.Resource
-	if r == nil || r.Kind != states.Integration || r.Service != "states" || r.Action != "startExecution" {
+	if !r.StartsExecution() {
 		return false
 	}
 	// An entry mapped to an agent that is not registered is that

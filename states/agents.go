@@ -49,7 +49,7 @@ func (m *Machine) agentRefs(prefix string, out *[]AgentRef) {
 		switch s := m.States[name].(type) {
 		case *Task:
 			add("Agent", s.Agent)
-			if r := s.Resource; r != nil && !r.dynamic() && r.Kind != Activity {
+			if r := s.Resource; r != nil && !r.dynamic() && r.Kind != Activity && !r.StartsExecution() {
 				*out = append(*out, AgentRef{State: q, Field: "Resource", Agent: r.AgentName(), Resource: r.ARN, Function: r.Function()})
 			}
 			if c := s.Context; c != nil && c.Summarize != nil {

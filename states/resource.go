@@ -280,6 +280,14 @@ func (p *parser) credentials(o *object, jsonataState bool) (any, bool) {
 // the agent, and waits until the token is sent back.
 func (r *Resource) WaitsForTaskToken() bool { return r != nil && r.Pattern == PatternWaitForTaskToken }
 
+// StartsExecution reports whether the Resource is
+// arn:aws:states:::states:startExecution (any pattern): an agent mapped to
+// it answers, else it starts a child execution of the registered workflow
+// its StateMachineArn names, so it needs no agent.
+func (r *Resource) StartsExecution() bool {
+	return r != nil && r.Kind == Integration && r.Service == "states" && r.Action == "startExecution"
+}
+
 // Function returns the Lambda function the Resource calls as written: the
 // ARN itself for a function ARN, the literal FunctionName for
 // lambda:invoke, and "" otherwise.
