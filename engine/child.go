@@ -217,10 +217,18 @@ func (h *stateRun) runChild(ctx context.Context, id, name, ref string, input any
 	if err != nil {
 		return nil, err
 	}
+	if res.Status == StatusRunning && x.durable {
+		// Another process took it, and may have finished it already
+		// (its end found this parent still running, and woke nothing).
+		if e, err := x.store.Load(ctx, id); err == nil && e.Status.Ended() {
+			res = &Result{ID: id, Status: e.Status, Output: e.Output, Error: e.Error, Cause: e.Cause}
+		}
+	}
 	if res.Status == StatusWaiting || res.Status == StatusRunning {
 		// The child waits, or runs in another process (a server with
 		// room took it): the parent waits for it without holding a
-		// slot; the child's end wakes it.
+		// slot; the child's end wakes it, or the parent looks again
+		// within childPoll (an end that came while it was parking).
 		wake := time.Now().Add(childPoll)
 		if !res.WakeAt.IsZero() && res.WakeAt.Before(wake) {
 			wake = res.WakeAt
