@@ -314,3 +314,41 @@ func BenchmarkRedactLoop(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWorkflowState runs a Workflow state whose child is one Pass,
+// against the same Pass inline, on the memory store and on bbolt: what a
+// child execution costs (its record, its start, its history, the
+// parent's events).
+func BenchmarkWorkflowState(b *testing.B) {
+	child := `{"StartAt":"P","States":{"P":{"Type":"Pass","Result":"done","ResultPath":"$.r","End":true}}}`
+	src := benchWorkflows{"child": child}
+	for _, tc := range []struct{ name, def string }{
+		{"inline", child},
+		{"child", `{"StartAt":"W","States":{"W":{"Type":"Workflow","WorkflowId":"child","ResultPath":"$.w","End":true}}}`},
+	} {
+		for _, s := range benchStores(b) {
+			if s.name == "volatile" {
+				continue
+			}
+			b.Run(tc.name+"/"+s.name, func(b *testing.B) {
+				m, input := benchMachine(b, tc.def)
+				x := engine.New(engine.Config{Store: s.open(b), Workflows: src})
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					res, err := x.Run(ctx, m, input, engine.StartOptions{})
+					if err != nil || res.Status != engine.StatusSucceeded {
+						b.Fatalf("run: %v %+v", err, res)
+					}
+				}
+			})
+		}
+	}
+}
+
+// benchWorkflows is a registry of definitions by name.
+type benchWorkflows map[string]string
+
+func (w benchWorkflows) ResolveWorkflow(_ context.Context, name, _ string) ([]byte, string, error) {
+	return []byte(w[name]), name + "@1", nil
+}
