@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -48,9 +49,7 @@ func TestChildExecutionBrowser(t *testing.T) {
 	}
 
 	// The first child's graph opens in place, drawn with its statuses.
-	if err := chromedp.Do(ctx, chromedp.Click(`#children li.child:first-child .child-graph-toggle`)); err != nil {
-		t.Fatal(err)
-	}
+	clickLive(t, ctx, `#children li.child:first-child .child-graph-toggle`)
 	pollTrue(t, ctx, "the child's graph opens in place", `document.querySelector('#child-graph-1 svg [data-state="Look <up>"]') !== null`)
 	checks := map[string]string{
 		"the toggle says it is open":        `document.querySelector("#children li.child:first-child .child-graph-toggle").getAttribute("aria-expanded") === "true"`,
@@ -69,13 +68,12 @@ func TestChildExecutionBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "execution-children")
-	if err := chromedp.Do(ctx, chromedp.Click(`#children li.child:first-child .child-graph-toggle`)); err != nil {
-		t.Fatal(err)
-	}
+	clickLive(t, ctx, `#children li.child:first-child .child-graph-toggle`)
 	pollTrue(t, ctx, "the child's graph closes", `document.getElementById("child-graph-1").hidden && !document.querySelector("#child-graph-1 svg")`)
 
 	// To the child's page, and back.
-	if err := chromedp.Do(ctx, chromedp.Click(`#children li.child:first-child a.child-link`), chromedp.WaitVisible("#child-parent")); err != nil {
+	clickLive(t, ctx, `#children li.child:first-child a.child-link`)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#child-parent")); err != nil {
 		t.Fatal(err)
 	}
 	shown, err := chromedp.Run(ctx, chromedp.Text("#child-parent"))
@@ -88,7 +86,8 @@ func TestChildExecutionBrowser(t *testing.T) {
 	if path, err := chromedp.Run(ctx, chromedp.Evaluate[string](`decodeURIComponent(location.pathname)`)); err != nil || path != "/executions/"+child {
 		t.Errorf("the child's page is at %q (%v)", path, err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`#child-parent a`), chromedp.WaitVisible("#children li.child")); err != nil {
+	clickLive(t, ctx, `#child-parent a`)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#children li.child")); err != nil {
 		t.Fatal(err)
 	}
 	if path, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`)); err != nil || path != "/executions/p" {
@@ -97,17 +96,14 @@ func TestChildExecutionBrowser(t *testing.T) {
 
 	// The graph's side panel, on the Workflow state, lists its child and
 	// opens its graph; on the Map's Workflow state, both items' children.
-	if err := chromedp.Do(ctx, chromedp.Click(`#graph [data-state="Research <&>"]`), chromedp.WaitVisible("#graph-panel")); err != nil {
+	clickLive(t, ctx, `#graph [data-state="Research <&>"]`)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#graph-panel")); err != nil {
 		t.Fatal(err)
 	}
 	pollTrue(t, ctx, "the panel lists the state's child", `[...document.querySelectorAll("#graph-panel .panel-children a.child-link")].map(a => a.textContent).join() === `+jsString(child))
-	if err := chromedp.Do(ctx, chromedp.Click(`#graph-panel .panel-children .child-graph-toggle`)); err != nil {
-		t.Fatal(err)
-	}
+	clickLive(t, ctx, `#graph-panel .panel-children .child-graph-toggle`)
 	pollTrue(t, ctx, "the child's graph opens in the panel", `document.querySelector('#panel-child-graph-1 svg [data-state="Tidy"]') !== null`)
-	if err := chromedp.Do(ctx, chromedp.Click(`#graph [data-state="Each/*/Deep"]`)); err != nil {
-		t.Fatal(err)
-	}
+	clickLive(t, ctx, `#graph [data-state="Each/*/Deep"]`)
 	pollTrue(t, ctx, "the panel on the Map's Workflow state lists both items' children",
 		`document.getElementById("graph-panel-title").textContent === "Each/*/Deep" && [...document.querySelectorAll("#graph-panel .panel-children a.child-link")].map(a => a.textContent).join() === "p/Each#1.0/0/Deep#1.0,p/Each#1.0/1/Deep#1.0"`)
 }
@@ -151,4 +147,15 @@ func TestChildExecutionBrowserLive(t *testing.T) {
 		t.Fatalf("decide the child's review: %d %s", code, body)
 	}
 	pollTrue(t, ctx, "the child and its parent succeed on the page", `document.querySelector("#children li.child .status").textContent === "SUCCEEDED" && document.getElementById("status").textContent === "SUCCEEDED"`)
+}
+
+// clickLive clicks the element sel selects as it is when clicked: the
+// page's live updates replace parts of it, so a node found before may be
+// gone by the time a click dispatched through the DevTools protocol
+// reaches it.
+func clickLive(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	pollTrue(t, ctx, "click "+sel, `(() => { const e = document.querySelector(`+jsString(sel)+`); if (!e) return false;
+		if (typeof e.click === "function") { e.click() } else { e.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true})) }
+		return true })()`)
 }
