@@ -57,10 +57,10 @@ const (
 	MaxChildren   = 1000
 )
 
-// childPoll bounds how long a parent waiting for a child sleeps before it
-// looks at the child again (a child's end wakes it at once when both run
-// in one process).
-const childPoll = time.Minute
+// defaultChildPoll bounds how long a parent waiting for a child sleeps
+// before it looks at the child again (a child's end wakes it at once when
+// both run in one process): Config.ChildPoll's default.
+const defaultChildPoll = time.Minute
 
 // ChildWorkflowID is the id of the child execution a Workflow state starts
 // in execution parent, at its visit step ("Research#1", qualified inside
@@ -228,8 +228,8 @@ func (h *stateRun) runChild(ctx context.Context, id, name, ref string, input any
 		// The child waits, or runs in another process (a server with
 		// room took it): the parent waits for it without holding a
 		// slot; the child's end wakes it, or the parent looks again
-		// within childPoll (an end that came while it was parking).
-		wake := time.Now().Add(childPoll)
+		// within Config.ChildPoll (an end that came while it was parking).
+		wake := time.Now().Add(x.childPoll)
 		if !res.WakeAt.IsZero() && res.WakeAt.Before(wake) {
 			wake = res.WakeAt
 		}
@@ -239,6 +239,9 @@ func (h *stateRun) runChild(ctx context.Context, id, name, ref string, input any
 				wake = e.StartedAt.Add(timeout)
 			}
 		}
+		r.mu.Lock()
+		r.waitingChildren = append(r.waitingChildren, id)
+		r.mu.Unlock()
 		return nil, h.park(ctx, WaitingForChild, wake, &StepProgress{Visit: h.visit, Attempt: h.env.retry, Retries: h.retries})
 	}
 	r.ownEvent(Event{Type: EventChildEnded, State: h.name(), Scope: h.sc.prefix, Document: h.raw, Error: res.Error, Cause: res.Cause,
@@ -461,7 +464,7 @@ func (x *Executor) childDepth(ctx context.Context, e *Execution) (int, error) {
 
 // wakeParent continues the parent of child e, which just ended, when the
 // parent waits for it (it parked while the child waited): in this process,
-// at once, rather than at the parent's next look (childPoll).
+// at once, rather than at the parent's next look (Config.ChildPoll).
 func (x *Executor) wakeParent(ctx context.Context, e *Execution) {
 	if !x.durable || !IsWorkflowChild(e.ID, e.Parent) {
 		return
@@ -491,5 +494,36 @@ func (x *Executor) stopChildren(ctx context.Context, e *Execution, req *stopRequ
 		if _, err := x.Stop(ctx, id, req.errName, req.cause); err != nil && !errors.Is(err, ErrEnded) {
 			x.log.Warn("a child execution of a stopped execution could not be stopped", "execution", e.ID, "child", id, "error", err)
 		}
+	}
+}
+
+// recheckChildren looks, once execution r parked, at the children its
+// Workflow states wait for: a child that ended meanwhile — before the
+// parent was WAITING, so its end woke nothing — continues the parent now,
+// in the background of this process (WaitDetached), once the run that
+// parked it lets go of it.
+func (x *Executor) recheckChildren(ctx context.Context, r *run) {
+	r.mu.Lock()
+	ids := r.waitingChildren
+	r.waitingChildren = nil
+	r.mu.Unlock()
+	if !x.durable {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	for _, id := range ids {
+		e, err := x.store.Load(ctx, id)
+		if err != nil || !e.Status.Ended() {
+			continue
+		}
+		parent := r.exec.ID
+		x.detached.Add(1)
+		go func() {
+			defer x.detached.Done()
+			if _, err := x.Resume(ctx, parent, ResumeOptions{woken: true}); err != nil && !errors.Is(err, ErrBusy) && !errors.Is(err, ErrEnded) {
+				x.log.Warn("an execution whose child ended as it parked could not be continued; it continues at its next look", "execution", parent, "child", id, "error", err)
+			}
+		}()
+		return
 	}
 }

@@ -134,6 +134,10 @@ type Config struct {
 	// executions (the store's registry); nil refuses them (the state
 	// fails with States.TaskFailed saying so).
 	Workflows WorkflowSource
+	// ChildPoll is how long a parent waiting for a child (one that waits,
+	// or that another process runs) sleeps before it looks at the child
+	// again when no end of the child woke it; 0 means a minute.
+	ChildPoll time.Duration
 }
 
 // Executor runs executions of state machines. It is safe for concurrent
@@ -174,6 +178,8 @@ type Executor struct {
 	redactErr error
 	// workflows is Config.Workflows.
 	workflows WorkflowSource
+	// childPoll is Config.ChildPoll (child.go).
+	childPoll time.Duration
 	// detached are the child executions started without waiting for them
 	// (child_resource.go).
 	detached sync.WaitGroup
@@ -234,6 +240,10 @@ func New(cfg Config) *Executor {
 	x.buckets = cfg.Buckets
 	x.embedder = newEmbedder(cfg.Embedder)
 	x.workflows = cfg.Workflows
+	x.childPoll = cfg.ChildPoll
+	if x.childPoll <= 0 {
+		x.childPoll = defaultChildPoll
+	}
 	switch {
 	case len(cfg.RedactKey) > 0:
 		x.redactor, x.redactErr = NewRedactor(cfg.RedactKey)

@@ -31,6 +31,9 @@ type run struct {
 	// children counts the child executions this run started (Workflow
 	// states), guarded by mu.
 	children int
+	// waitingChildren are the children the run's Workflow states parked
+	// waiting for (recheckChildren), guarded by mu.
+	waitingChildren []string
 	// maxPayload is the execution's payload limit in bytes (its own, else
 	// the executor's); negative means none.
 	maxPayload int
@@ -307,7 +310,11 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 		r.event(Event{Type: EventExecutionAborted, Error: res.Error, Cause: res.Cause, Document: top.Doc})
 		r.emitEnd(res)
 	case errors.Is(err, errParked):
-		return r.parkExecution(ctx, res)
+		res, err := r.parkExecution(ctx, res)
+		if err == nil {
+			r.x.recheckChildren(ctx, r)
+		}
+		return res, err
 	case err == nil:
 		res.Status, res.Output = StatusSucceeded, out
 		r.event(Event{Type: EventExecutionSucceeded, Output: out, Document: out})
