@@ -25,11 +25,11 @@ func (r registryOf) ResolveWorkflow(_ context.Context, name, ref string) ([]byte
 	return []byte(def), name + "@1", nil
 }
 
-// TestWorkflowAsTool: a workflow agent of the agents file, offered to a
+// TestChildExecutionAsTool: a workflow agent of the agents file, offered to a
 // loop agent as a tool, runs its workflow as a child execution when the
 // model calls it, and the model gets the child's output; called by a Task
 // directly it is the Task's child too.
-func TestWorkflowAsTool(t *testing.T) {
+func TestChildExecutionAsTool(t *testing.T) {
 	chat := &chatServer{}
 	srv := httptest.NewServer(chat)
 	defer srv.Close()

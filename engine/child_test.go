@@ -57,11 +57,11 @@ var research = workflows{
 const triage = `{"StartAt":"Research","States":{
 	"Research":{"Type":"Workflow","WorkflowId":"%s","Input":{"topic.$":"$.ticket"},"ResultPath":"$.research",%s"End":true}}}`
 
-// TestWorkflowStateRunsChild: a Workflow state runs its workflow as a
+// TestChildExecutionWorkflowState: a Workflow state runs its workflow as a
 // child execution on Input; the child's output lands at ResultPath; the
 // child is linked to its parent; its failure is the state's error, with
 // the child's error name, caught by Catch.
-func TestWorkflowStateRunsChild(t *testing.T) {
+func TestChildExecutionWorkflowState(t *testing.T) {
 	ctx := context.Background()
 	var calls atomic.Int64
 	st := store.NewMemory()
@@ -98,11 +98,11 @@ func TestWorkflowStateRunsChild(t *testing.T) {
 	wantError(t, res, "States.TaskFailed", "state Research: no workflow missing")
 }
 
-// TestWorkflowStateChildWaits: a child that waits for an approval parks its
+// TestChildExecutionWaits: a child that waits for an approval parks its
 // parent (WAITING for Workflow); deciding the child ends it and continues
 // the parent, which gets the child's output. Stopping a parent that waits
 // stops its child.
-func TestWorkflowStateChildWaits(t *testing.T) {
+func TestChildExecutionWaits(t *testing.T) {
 	ctx := context.Background()
 	var calls atomic.Int64
 	st := store.NewMemory()
@@ -136,10 +136,10 @@ func TestWorkflowStateChildWaits(t *testing.T) {
 	}
 }
 
-// TestWorkflowStateResumeAttaches: a parent that stopped while its child
+// TestChildExecutionResumeAttaches: a parent that stopped while its child
 // ran (its process died) resumes attached to the child: the child runs on
 // from its last commit and is never started a second time.
-func TestWorkflowStateResumeAttaches(t *testing.T) {
+func TestChildExecutionResumeAttaches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var calls atomic.Int64
 	block := make(chan struct{})
@@ -185,10 +185,10 @@ func TestWorkflowStateResumeAttaches(t *testing.T) {
 	}
 }
 
-// TestWorkflowStateTimeoutAndDepth: a child that outlasts Timeout is
+// TestChildExecutionTimeoutAndDepth: a child that outlasts Timeout is
 // stopped and the state fails with States.Timeout; a workflow that calls
 // itself stops at MaxChildDepth with an error saying so.
-func TestWorkflowStateTimeoutAndDepth(t *testing.T) {
+func TestChildExecutionTimeoutAndDepth(t *testing.T) {
 	ctx := context.Background()
 	var calls atomic.Int64
 	reg := childAgents(t, &calls)
@@ -222,7 +222,7 @@ func TestWorkflowStateTimeoutAndDepth(t *testing.T) {
 // with the description as cause), .waitForTaskToken (the child is given
 // the token; its answer is the state's result); an agent mapped to the
 // ARN still wins.
-func TestStartExecution(t *testing.T) {
+func TestChildExecutionStartExecution(t *testing.T) {
 	ctx := context.Background()
 	const task = `{"StartAt":"Start","States":{"Start":{"Type":"Task","Resource":"arn:aws:states:::states:startExecution%s",
 		"Parameters":{"StateMachineArn":"arn:aws:states:us-east-1:123456789012:stateMachine:%s","Input":{"topic.$":"$.ticket"%s}},"End":true}}}`
@@ -307,10 +307,10 @@ func TestStartExecution(t *testing.T) {
 	}
 }
 
-// TestWorkflowStateRollbackStopsChild: rolling a parent back to a
+// TestChildExecutionRollback: rolling a parent back to a
 // checkpoint taken before its child started stops the child (recorded as
 // ChildExecutionStopped); entering the state again starts a new child.
-func TestWorkflowStateRollbackStopsChild(t *testing.T) {
+func TestChildExecutionRollback(t *testing.T) {
 	ctx := context.Background()
 	var calls atomic.Int64
 	st := store.NewMemory()

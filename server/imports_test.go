@@ -9,13 +9,13 @@ import (
 	"github.com/aslrun/aslrun/api"
 )
 
-// TestTemplatesOverTheAPI: a template (a definition with Parameters) is
+// TestImportsOverTheAPI: a template (a definition with Parameters) is
 // registered as a workflow; a workflow importing it as
 // registry://review@^1.0.0 is registered with the version it resolved to
 // in its lock, its Include expanded into what is stored, and runs; an
 // inline definition may import the registry too; a file import, a URL and
 // a constraint no version satisfies are refused at the definition.
-func TestTemplatesOverTheAPI(t *testing.T) {
+func TestImportsOverTheAPI(t *testing.T) {
 	ts := newTestServer(t)
 	tmpl := json.RawMessage(`{"Parameters":{"Team":{"Type":"string","Required":true}},
 		"StartAt":"Tag","States":{"Tag":{"Type":"Pass","Parameters":{"team":"{{Team | upper}}","doc.$":"$.doc"},"End":true}}}`)

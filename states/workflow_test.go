@@ -8,7 +8,7 @@ import (
 
 // TestWorkflowState: the accepted forms of a Workflow state's WorkflowId
 // and Timeout.
-func TestWorkflowState(t *testing.T) {
+func TestChildExecutionStateParse(t *testing.T) {
 	for _, tc := range []struct {
 		fields, name, ref string
 		timeout           time.Duration

@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestStartExecutionCLI: `aslrun run` of a definition whose Task is
+// TestChildExecutionCLI: `aslrun run` of a definition whose Task is
 // states:startExecution.sync:2 with no agent mapped to it runs the --db's
 // registered workflow as a child (no agent needed, none refused), and a
 // Workflow state does the same.
-func TestStartExecutionCLI(t *testing.T) {
+func TestChildExecutionCLI(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "s.db")

@@ -49,14 +49,14 @@ func registerWorker(t *testing.T, db string) {
 	}
 }
 
-// TestChildExecutionsAcrossKills: `aslrun run` of a parent whose Map waits
+// TestChildExecutionCrashAcrossKills: `aslrun run` of a parent whose Map waits
 // on three Workflow children is SIGKILLed, each time after three more of
 // the children's agent calls began (their exec agent appends to a log),
 // and resumed until it ends, on bbolt (strict and batched) and on
 // PostgreSQL: each child was started once (three child executions, one
 // ChildExecutionStarted each, none of a second attempt) and the parent
 // ends with the output of a run nobody killed.
-func TestChildExecutionsAcrossKills(t *testing.T) {
+func TestChildExecutionCrashAcrossKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test skipped in -short mode")
 	}

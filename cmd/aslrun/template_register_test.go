@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestWorkflowRegisterTemplate: `aslrun workflow register` takes a template
+// TestWorkflowVersionRegisterTemplate: `aslrun workflow register` takes a template
 // (a file with Parameters) as one, so that a workflow registered next can
 // import it as registry://name@constraint and run; a template whose
 // parameters are wrong, or that imports a file, is refused.
-func TestWorkflowRegisterTemplate(t *testing.T) {
+func TestWorkflowVersionRegisterTemplate(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "t.db")

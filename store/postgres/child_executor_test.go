@@ -13,11 +13,11 @@ import (
 	"github.com/aslrun/aslrun/store"
 )
 
-// TestChildOnAnotherServer: a parent running on server A, whose only slot
+// TestChildExecutionOnAnotherServer: a parent running on server A, whose only slot
 // it holds, starts a Workflow child; A has no room for it, so server B
 // takes it from the database and runs it (B's agent answers); the parent
 // waits for it without a slot and ends with the output of the child B ran.
-func TestChildOnAnotherServer(t *testing.T) {
+func TestChildExecutionOnAnotherServer(t *testing.T) {
 	url := testServer.Schema(t)
 	ctx := context.Background()
 	release := make(chan struct{})
