@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/aslrun/aslrun/agents"
+	"github.com/aslrun/aslrun/states"
 )
 
 // workflowFields are the fields of a workflow agent.
@@ -32,23 +33,8 @@ func (p *fieldParser) workflowAgent() string {
 		return ""
 	}
 	name, ref, hasRef := strings.Cut(w, "@")
-	if !validWorkflowRef(name) || hasRef && (ref == "" || strings.ContainsAny(ref, " \t\n@/")) {
+	if !states.ValidWorkflowName(name) || hasRef && (ref == "" || strings.ContainsAny(ref, " \t\n@/")) {
 		p.fail("Workflow", "Workflow %q must be a registered workflow's name (letters, digits, '-', '_', '.'), optionally @version, @alias or @semver", w)
 	}
 	return w
-}
-
-// validWorkflowRef reports whether name can name a registered workflow.
-func validWorkflowRef(name string) bool {
-	if name == "" || len(name) > 128 {
-		return false
-	}
-	for i := range len(name) {
-		switch c := name[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -185,14 +185,12 @@ func (s *secrets) commit(c *Commit) *Commit {
 	return out
 }
 
-// unsealExecution replaces the sealed values of an execution as loaded by
-// their values, which become its secrets again.
-func (s *secrets) unsealExecution(e *Execution) error {
-	if s == nil {
-		return nil
-	}
+// unsealer returns a function that replaces the sealed values of the
+// document it is given in place, and the first error it met (after which
+// it does nothing).
+func (s *secrets) unsealer() (func(*any), *error) {
 	var err error
-	f := func(v *any) {
+	return func(v *any) {
 		if err != nil {
 			return
 		}
@@ -200,13 +198,22 @@ func (s *secrets) unsealExecution(e *Execution) error {
 		if nv, _, err = s.unseal(*v); err == nil {
 			*v = nv
 		}
+	}, &err
+}
+
+// unsealExecution replaces the sealed values of an execution as loaded by
+// their values, which become its secrets again.
+func (s *secrets) unsealExecution(e *Execution) error {
+	if s == nil {
+		return nil
 	}
+	f, err := s.unsealer()
 	f(&e.Input)
 	f(&e.Output)
 	for _, sc := range e.Progress.Scopes {
 		sc.docs(f)
 	}
-	return err
+	return *err
 }
 
 // unsealCheckpoint replaces the sealed values of a checkpoint as loaded.
@@ -214,21 +221,12 @@ func (s *secrets) unsealCheckpoint(cp *Checkpoint) error {
 	if s == nil || cp == nil {
 		return nil
 	}
-	var err error
-	f := func(v *any) {
-		if err != nil {
-			return
-		}
-		var nv any
-		if nv, _, err = s.unseal(*v); err == nil {
-			*v = nv
-		}
-	}
+	f, err := s.unsealer()
 	f(&cp.Document)
 	f(&cp.Context)
 	f(&cp.Memory)
 	vars(cp.Variables, f)
-	return err
+	return *err
 }
 
 // docID is the identity of an object or array document: the same map, or

@@ -75,7 +75,7 @@ func (p *parser) workflowCommon(o *object, c Common) *Workflow {
 		s.WorkflowID = id
 		name, ref, hasRef := strings.Cut(id, "@")
 		switch {
-		case !validWorkflowName(name):
+		case !ValidWorkflowName(name):
 			o.errorf("WorkflowId", "WorkflowId %q must be a registered workflow's name (1 to %d letters, digits, '-', '_' or '.'), optionally @version, @alias or @semver", id, maxWorkflowName)
 		case hasRef && (ref == "" || strings.ContainsAny(ref, " \t\n@/")):
 			o.errorf("WorkflowId", "WorkflowId %q: after @ comes a version number, an alias or a semver label or constraint, like %s@3, %s@prod or %s@^1.2.0", id, name, name, name)
@@ -107,9 +107,9 @@ func (p *parser) workflowTimeout(o *object) time.Duration {
 	return d
 }
 
-// validWorkflowName reports whether name can name a registered workflow:
-// 1 to 128 ASCII letters, digits, '-', '_' and '.'.
-func validWorkflowName(name string) bool {
+// ValidWorkflowName reports whether name can name a registered workflow:
+// 1 to 128 ASCII letters, digits, '-', '_' and '.' (the registry's rule).
+func ValidWorkflowName(name string) bool {
 	if name == "" || len(name) > maxWorkflowName {
 		return false
 	}
