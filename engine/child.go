@@ -208,6 +208,11 @@ func (h *stateRun) runChild(ctx context.Context, id, name, ref string, input any
 	var res *Result
 	var err error
 	if e, lerr := x.store.Load(ctx, id); lerr == nil && x.durable {
+		if e.Parent != r.exec.ID {
+			// A startExecution Name may name any execution: only its own
+			// child is attached to, never another's read.
+			return nil, asl.Errorf(asl.ErrTaskFailed, "StepFunctions.ExecutionAlreadyExistsException: an execution named %s exists, not started by this state", id)
+		}
 		res, err = h.attachChild(ctx, e, timeout)
 	} else if lerr != nil && !errors.Is(lerr, ErrNotFound) {
 		return nil, lerr

@@ -337,3 +337,24 @@ func TestChildExecutionRollback(t *testing.T) {
 		t.Errorf("%d ChildExecutionStopped events, want 1", n)
 	}
 }
+
+// TestChildExecutionNameOfAnother: a startExecution Name that names an
+// execution this state did not start is refused; its output is not read.
+func TestChildExecutionNameOfAnother(t *testing.T) {
+	ctx := context.Background()
+	var calls atomic.Int64
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Agents: childAgents(t, &calls), Store: st, Workflows: research})
+	if _, err := x.Run(ctx, mustParse(t, `{"StartAt":"P","States":{"P":{"Type":"Pass","Result":"the other's secret","End":true}}}`), mustJSON(t, `{}`), engine.StartOptions{ID: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pattern := range []string{".sync", ""} {
+		def := `{"StartAt":"S","States":{"S":{"Type":"Task","Resource":"arn:aws:states:::states:startExecution` + pattern + `",
+			"Parameters":{"StateMachineArn":"arn:aws:states:us-east-1:123456789012:stateMachine:research","Name":"other"},"End":true}}}`
+		res, err := x.Run(ctx, mustParse(t, def), mustJSON(t, `{}`), engine.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, res, "States.TaskFailed", "ExecutionAlreadyExistsException: an execution named other exists, not started by this state")
+	}
+}
