@@ -38,12 +38,18 @@ func PendingOf(e *Execution) []PendingApproval {
 
 // pendingKeys lists the scopes of e waiting for a decision, sorted.
 func pendingKeys(e *Execution) []string {
+	return waitingKeys(e, func(st *StepProgress) bool { return st.Approval != nil && st.Approval.Decision == nil })
+}
+
+// waitingKeys lists, sorted, the scopes of e, a WAITING execution, whose
+// state waits as waits says (for a decision, for feedback).
+func waitingKeys(e *Execution, waits func(*StepProgress) bool) []string {
 	if e.Status != StatusWaiting {
 		return nil
 	}
 	var keys []string
 	for key, s := range e.Progress.Scopes {
-		if s != nil && !s.Done && s.Step != nil && s.Step.Approval != nil && s.Step.Approval.Decision == nil {
+		if s != nil && !s.Done && s.Step != nil && waits(s.Step) {
 			keys = append(keys, key)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/aslrun/aslrun/jsonvalue"
@@ -201,17 +200,7 @@ func WaitingFeedbackOf(e *Execution) []PendingFeedback {
 
 // waitingFeedbackKeys lists the scopes of e waiting for feedback, sorted.
 func waitingFeedbackKeys(e *Execution) []string {
-	if e.Status != StatusWaiting {
-		return nil
-	}
-	var keys []string
-	for key, s := range e.Progress.Scopes {
-		if s != nil && !s.Done && s.Step != nil && s.Step.Feedback != nil && s.Step.Feedback.Given == nil {
-			keys = append(keys, key)
-		}
-	}
-	sort.Strings(keys)
-	return keys
+	return waitingKeys(e, func(st *StepProgress) bool { return st.Feedback != nil && st.Feedback.Given == nil })
 }
 
 // Value returns the wait as a JSON value, the form stores keep
