@@ -470,13 +470,22 @@ func (x *Executor) childDepth(ctx context.Context, e *Execution) (int, error) {
 // wakeParent continues the parent of child e, which just ended, when the
 // parent waits for it (it parked while the child waited): in this process,
 // at once, rather than at the parent's next look (Config.ChildPoll).
+//
+// A Distributed Map's child wakes its parent the same way when the parent
+// waits for its map run.
 func (x *Executor) wakeParent(ctx context.Context, e *Execution) {
-	if !x.durable || !IsWorkflowChild(e.ID, e.Parent) {
+	if !x.durable {
+		return
+	}
+	waitingFor := WaitingForChild
+	if _, mapChild := MapRunOf(e.ID, e.Parent); mapChild {
+		waitingFor = WaitingForMapRun
+	} else if !IsWorkflowChild(e.ID, e.Parent) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
 	p, err := x.store.Load(ctx, e.Parent)
-	if err != nil || p.Status != StatusWaiting || p.WaitingFor != WaitingForChild {
+	if err != nil || p.Status != StatusWaiting || p.WaitingFor != waitingFor {
 		return
 	}
 	if _, err := x.Resume(ctx, p.ID, ResumeOptions{woken: true}); err != nil && !errors.Is(err, ErrBusy) && !errors.Is(err, ErrEnded) {

@@ -358,3 +358,30 @@ func TestChildExecutionNameOfAnother(t *testing.T) {
 		wantError(t, res, "States.TaskFailed", "ExecutionAlreadyExistsException: an execution named other exists, not started by this state")
 	}
 }
+
+// TestChildExecutionMapChildWakesParent: a Distributed Map whose item
+// waits for an approval parks its execution; deciding the item's child
+// ends it and continues the parent at once, which collects the map run.
+func TestChildExecutionMapChildWakesParent(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	x := engine.New(engine.Config{Store: st})
+	def := `{"StartAt":"Fan","States":{"Fan":{"Type":"Map","ItemsPath":"$.items","End":true,
+		"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},"StartAt":"Ok","States":{
+			"Ok":{"Type":"Approval","Prompt":"ok?","ResultPath":"$.ok","End":true}}}}}}`
+	res, err := x.Run(ctx, mustParse(t, def), mustJSON(t, `{"items":[{"n":1}]}`), engine.StartOptions{ID: "m"})
+	if err != nil || res.Status != engine.StatusWaiting || res.WaitingFor != engine.WaitingForMapRun {
+		t.Fatalf("run = %+v, %v, want WAITING for MapRun", res, err)
+	}
+	runs, err := x.MapRuns(ctx, "m")
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("MapRuns = %+v, %v", runs, err)
+	}
+	if _, err := x.Decide(ctx, engine.ChildID(runs[0].ID, 0), engine.Decision{Approval: "approve", Approver: "ann"}, engine.ResumeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.Load(ctx, "m")
+	if err != nil || p.Status != engine.StatusSucceeded {
+		t.Fatalf("the parent after its item's decision: %s, %v", p.Status, err)
+	}
+}
