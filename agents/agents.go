@@ -331,8 +331,31 @@ func (r *Request) Heartbeat() {
 	}
 }
 
+// ContextHonouring is implemented by an agent that returns promptly once
+// its context is done — every wait of its own selects on ctx — and so may
+// be called directly, on the state's goroutine, when HonoursContext says
+// so. The engine otherwise runs each call on a goroutine of its own, which
+// it can walk away from at the state's TimeoutSeconds or when the
+// execution stops, should the agent not return. An agent that can block
+// without watching ctx (a call into code that takes none) must not claim
+// it. A state with HeartbeatSeconds always gets the goroutine (its timer is
+// watched beside the call).
+type ContextHonouring interface {
+	HonoursContext() bool
+}
+
 // Func adapts a function to the Agent interface.
 type Func func(ctx context.Context, req *Request) (any, error)
+
+// DirectFunc is a Func that honours its context (ContextHonouring): the
+// engine calls it on the state's goroutine.
+type DirectFunc func(ctx context.Context, req *Request) (any, error)
+
+// Invoke calls f.
+func (f DirectFunc) Invoke(ctx context.Context, req *Request) (any, error) { return f(ctx, req) }
+
+// HonoursContext reports true: f returns once ctx is done.
+func (DirectFunc) HonoursContext() bool { return true }
 
 // Invoke calls f.
 func (f Func) Invoke(ctx context.Context, req *Request) (any, error) { return f(ctx, req) }

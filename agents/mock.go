@@ -405,6 +405,10 @@ func (m *Mock) Invoke(ctx context.Context, req *Request) (any, error) {
 	return r.result, nil
 }
 
+// HonoursContext reports true: a mock's delays and tool calls end with
+// their context.
+func (m *Mock) HonoursContext() bool { return true }
+
 var _ Agent = (*Mock)(nil)
 
 // call is the scripted tool call t: it takes t's delay (sending the

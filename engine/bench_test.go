@@ -352,3 +352,38 @@ type benchWorkflows map[string]string
 func (w benchWorkflows) ResolveWorkflow(_ context.Context, name, _ string) ([]byte, string, error) {
 	return []byte(w[name]), name + "@1", nil
 }
+
+// BenchmarkInvoke runs the agent loop of BenchmarkEffectLoop without a
+// store, its agent a Func (called on a goroutine of its own, which the
+// engine can walk away from) and a DirectFunc (it honours its context, so
+// it is called on the state's goroutine): what the goroutine, channel and
+// context per call cost.
+func BenchmarkInvoke(b *testing.B) {
+	def := `{"StartAt":"Start","States":{
+		"Start":{"Type":"Pass","Parameters":{"n.$":"States.MathAdd($.n, 1)"},"Next":"Call"},
+		"Call":{"Type":"Task","Agent":"Worker","ResultPath":"$.r","TimeoutSeconds":60,"Next":"Loop"},
+		"Loop":{"Type":"Choice","Choices":[{"Variable":"$.n","NumericLessThan":500,"Next":"Start"}],"Default":"Done"},
+		"Done":{"Type":"Succeed"}}}`
+	work := func(context.Context, *agents.Request) (any, error) { return map[string]any{"ok": true}, nil }
+	for _, tc := range []struct {
+		name  string
+		agent agents.Agent
+	}{{"goroutine", agents.Func(work)}, {"direct", agents.DirectFunc(work)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			m, _ := benchMachine(b, def)
+			reg := agents.NewRegistry()
+			_ = reg.Register("Worker", tc.agent)
+			x := engine.New(engine.Config{Agents: reg})
+			ctx := context.Background()
+			input := map[string]any{"n": jsonvalue.IntNumber(0)}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := x.Run(ctx, m, input, engine.StartOptions{})
+				if err != nil || res.Status != engine.StatusSucceeded {
+					b.Fatalf("run: %v %+v", err, res)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/500, "ns/call")
+		})
+	}
+}

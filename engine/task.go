@@ -408,6 +408,9 @@ type invokeResult struct {
 // own goroutine so that an agent ignoring its context cannot hold the run
 // past its timeout; a panicking agent becomes States.TaskFailed.
 func invoke(ctx context.Context, a agents.Agent, req *agents.Request, timeout, heartbeat time.Duration) (any, error) {
+	if h, ok := a.(agents.ContextHonouring); ok && heartbeat <= 0 && h.HonoursContext() {
+		return invokeDirect(ctx, a, req, timeout)
+	}
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var timeoutC <-chan time.Time
@@ -459,6 +462,34 @@ func invoke(ctx context.Context, a agents.Agent, req *agents.Request, timeout, h
 			return nil, ctxError(ctx)
 		}
 	}
+}
+
+// invokeDirect calls an agent that honours its context on this goroutine:
+// no goroutine, channel or timer of the call's own (the state's timeout is
+// the context's deadline). A call cut short by the timeout is
+// errTaskTimeout, by the run's cancellation the run's error.
+func invokeDirect(ctx context.Context, a agents.Agent, req *agents.Request, timeout time.Duration) (v any, err error) {
+	callCtx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeoutCause(ctx, timeout, errTaskTimeout)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, asl.Errorf(asl.ErrTaskFailed, "agent %q panicked: %v", req.Agent, p)
+		}
+	}()
+	v, err = a.Invoke(callCtx, req)
+	switch {
+	case err == nil:
+		return v, nil
+	case ctx.Err() != nil:
+		return nil, ctxError(ctx)
+	case callCtx.Err() != nil && errors.Is(context.Cause(callCtx), errTaskTimeout):
+		return nil, errTaskTimeout
+	}
+	return v, err
 }
 
 // classify maps the error of an agent call to its ASL error: an *asl.Error
