@@ -157,7 +157,17 @@
     panel.hidden = true;
     openState = null;
     mark();
-    if (opener && document.contains(opener)) opener.focus();
+    // The focus goes back to the node the panel was opened from, or, when
+    // a live update drew the graph again meanwhile, to its state's node now.
+    var back = opener;
+    if (back && !document.contains(back)) {
+      back = null;
+      var nodes = document.querySelectorAll("#graph [data-state]");
+      for (var i = 0; i < nodes.length && !back; i++) {
+        if (nodes[i].dataset.state === opener.dataset.state) back = nodes[i];
+      }
+    }
+    if (back) back.focus();
     opener = null;
   }
   // mark shows which node the panel is open on.
