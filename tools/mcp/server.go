@@ -506,7 +506,14 @@ func (s *Server) Close() error {
 		err = c.sess.Close()
 	}
 	s.wg.Wait()
-	if err != nil && !errors.Is(err, io.EOF) {
+	var exited *exec.ExitError
+	switch {
+	case errors.As(err, &exited):
+		// The process ended with a status of its own — a crash Close came
+		// just after, before watch had seen it — and it was waited for:
+		// the server is closed, which is what Close is asked.
+		s.log.Warn("mcp server had exited when closed", "error", err.Error())
+	case err != nil && !errors.Is(err, io.EOF):
 		return fmt.Errorf("mcp server %s: close: %w", s.cfg.Name, err)
 	}
 	return nil
