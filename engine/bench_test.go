@@ -139,16 +139,7 @@ func BenchmarkMap100k(b *testing.B) {
 func BenchmarkPassChain100MemoryStore(b *testing.B) {
 	m, input := benchMachine(b, passChain(100))
 	x := engine.New(engine.Config{Store: store.NewMemory()})
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		res, err := x.Run(ctx, m, input, engine.StartOptions{})
-		if err != nil || res.Status != engine.StatusSucceeded {
-			b.Fatalf("run: %v %+v", err, res)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/state")
+	runBench(b, x, m, input, 100, "ns/state")
 }
 
 // benchStores are the stores the agentic benchmarks run on: none
@@ -270,15 +261,7 @@ func BenchmarkEffectLoop(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				x := engine.New(engine.Config{Agents: reg, Store: s.open(b), Durability: mode})
-				ctx := context.Background()
-				b.ReportAllocs()
-				for b.Loop() {
-					res, err := x.Run(ctx, m, input, engine.StartOptions{})
-					if err != nil || res.Status != engine.StatusSucceeded {
-						b.Fatalf("run: %v %+v", err, res)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/statesPerRun, "ns/state")
+				runBench(b, x, m, input, statesPerRun, "ns/state")
 			})
 		}
 	}
@@ -302,15 +285,7 @@ func BenchmarkRedactLoop(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			m, _ := benchMachine(b, fmt.Sprintf(def, tc.audit))
 			x := engine.New(engine.Config{Agents: reg, Store: store.NewMemory(), RedactKey: bytes.Repeat([]byte{1}, engine.MinRedactKey), Logger: slog.New(slog.DiscardHandler)})
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				res, err := x.Run(ctx, m, input, engine.StartOptions{})
-				if err != nil || res.Status != engine.StatusSucceeded {
-					b.Fatalf("run: %v %+v", err, res)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/300, "ns/state")
+			runBench(b, x, m, input, 300, "ns/state")
 		})
 	}
 }
@@ -374,16 +349,24 @@ func BenchmarkInvoke(b *testing.B) {
 			reg := agents.NewRegistry()
 			_ = reg.Register("Worker", tc.agent)
 			x := engine.New(engine.Config{Agents: reg})
-			ctx := context.Background()
-			input := map[string]any{"n": jsonvalue.IntNumber(0)}
-			b.ReportAllocs()
-			for b.Loop() {
-				res, err := x.Run(ctx, m, input, engine.StartOptions{})
-				if err != nil || res.Status != engine.StatusSucceeded {
-					b.Fatalf("run: %v %+v", err, res)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/500, "ns/call")
+			runBench(b, x, m, map[string]any{"n": jsonvalue.IntNumber(0)}, 500, "ns/call")
 		})
 	}
+}
+
+// runBench runs m on input with x for the benchmark's iterations, each
+// to success, reporting allocations and the time per unit (each run
+// counting perRun of them, "ns/state", "ns/call").
+func runBench(b *testing.B, x *engine.Executor, m *states.Machine, input any, perRun int, unit string) {
+	b.Helper()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := x.Run(ctx, m, input, engine.StartOptions{})
+		if err != nil || res.Status != engine.StatusSucceeded {
+			b.Fatalf("run: %v %+v", err, res)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(perRun), unit)
 }
