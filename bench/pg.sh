@@ -2,7 +2,10 @@
 # aslrun on PostgreSQL next to bbolt: commit latency (p50, p99) and state
 # transitions per second on the loop workflow of bench/workflows, strict
 # and batched, one execution at a time and 16 at once (bench/pg -mode
-# latency). Needs a PostgreSQL server: $ASLRUN_BENCH_SERVER, by default
+# latency); with -mode bytes, the WAL and table bytes PostgreSQL writes
+# per step of one execution of the loop, 2000 turns, strict (measure on a
+# quiet server: the server's WAL is every database's). Needs a
+# PostgreSQL server: $ASLRUN_BENCH_SERVER, by default
 # postgres://postgres@127.0.0.1:5432; a fresh database is made for the run
 # and dropped after it. Prints the date and the machine with the figures.
 set -euo pipefail

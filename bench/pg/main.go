@@ -1,7 +1,9 @@
 // Command pg measures aslrun on PostgreSQL next to bbolt: the latency of
 // a commit (p50, p99) and state transitions per second on the same
 // workflow (-mode latency), and how executions spread and scale over 1, 2
-// and 4 `aslrun serve` processes sharing one database (-mode scale).
+// and 4 `aslrun serve` processes sharing one database (-mode scale), and
+// the WAL and table bytes PostgreSQL writes per step of the loop (-mode
+// bytes).
 // bench/pg.sh runs it with a fresh database and prints the date and the
 // machine with the figures.
 package main
@@ -35,10 +37,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pg", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	db := fs.String("db", os.Getenv("ASLRUN_BENCH_POSTGRES"), "the PostgreSQL `URL` of an empty database to measure on ($ASLRUN_BENCH_POSTGRES)")
-	mode := fs.String("mode", "latency", "what to measure: latency or scale")
+	mode := fs.String("mode", "latency", "what to measure: latency, scale or bytes")
 	workflows := fs.String("workflows", "bench/workflows", "the workflows `folder`")
 	tmp := fs.String("tmp", os.TempDir(), "where the bbolt databases go")
-	turns := fs.Int("turns", 50, "latency: turns of the loop in each execution")
+	turns := fs.Int("turns", 50, "latency, bytes: turns of the loop in each execution (bytes: 2000 unless given)")
 	executions := fs.Int("executions", 64, "latency: executions of each row")
 	concurrent := fs.Int("concurrent", 16, "latency: executions at once in the concurrent rows")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to `FILE`")
@@ -54,6 +56,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	repeat := fs.Int("repeat", 1, "scale: runs of each row; the row printed is the median run by executions per second")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *mode == "bytes" && !flagGiven(fs, "turns") {
+		*turns = 2000
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
@@ -76,6 +81,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch *mode {
 	case "latency":
 		figures, err = latencyTable(ctx, stdout, *workflows, *tmp, *db, *turns, *executions, *concurrent)
+	case "bytes":
+		figures, err = bytesTable(ctx, stdout, *workflows, *db, *turns)
 	case "scale":
 		if *aslrun == "" {
 			return errNoScale
@@ -96,7 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		figures, err = scaleTable(ctx, stdout, cfg)
 	default:
-		return fmt.Errorf("-mode %q: want latency or scale", *mode)
+		return fmt.Errorf("-mode %q: want latency, scale or bytes", *mode)
 	}
 	if err != nil {
 		return err
@@ -109,4 +116,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return os.WriteFile(*jsonOut, append(data, '\n'), 0o644)
 	}
 	return nil
+}
+
+// flagGiven reports whether the flag name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aslrun/aslrun/store/postgres/pgtest"
 )
 
 func TestPercentile(t *testing.T) {
@@ -42,6 +44,7 @@ func TestRefusedFlags(t *testing.T) {
 		{[]string{"-db", ""}, "-db: a PostgreSQL URL is required"},
 		{[]string{"-db", "postgres://x/y", "-mode", "fast"}, `-mode "fast"`},
 		{[]string{"-db", "postgres://x/y", "-turns", "0"}, "-turns 0: want at least 1"},
+		{[]string{"-db", "postgres://x/y", "-mode", "bytes", "-turns", "0"}, "-turns 0: want at least 1"},
 		{[]string{"-db", "postgres://x/y", "extra"}, "unexpected arguments: extra"},
 		{[]string{"-db", "postgres://x/y", "-mode", "scale"}, "needs -aslrun"},
 		{[]string{"-db", "postgres://x/y", "-mode", "scale", "-aslrun", "x", "-submit", "all"}, `-submit "all"`},
@@ -153,5 +156,41 @@ func TestMedianRun(t *testing.T) {
 	}
 	if got := runsOf([]float64{212.64, 198, 0.05}); got != "212.6, 198.0, 0.1" {
 		t.Errorf("runsOf = %q", got)
+	}
+}
+
+// TestBytesRuns measures a short loop on a fresh database and checks the
+// figures add up: a step per state, an update of the execution and a
+// history record per commit, and bytes written.
+func TestBytesRuns(t *testing.T) {
+	url := pgtest.Fresh(t)
+	var out bytes.Buffer
+	const turns = 3
+	r, err := bytesTable(context.Background(), &out, "../workflows", url, turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Five states a turn (Prepare, Work, Review, Tally, Check), and Done.
+	if r.Steps != 5*turns+1 {
+		t.Errorf("%d steps, want %d:\n%s", r.Steps, 5*turns+1, out.String())
+	}
+	if r.Commits < turns {
+		t.Errorf("%d commits for %d turns, want one a turn at least:\n%s", r.Commits, turns, out.String())
+	}
+	if r.WALBytes <= 0 || r.TableBytes <= 0 {
+		t.Errorf("WAL %d bytes, tables %d bytes, want more than none:\n%s", r.WALBytes, r.TableBytes, out.String())
+	}
+	tables := make(map[string]tableBytes)
+	for _, tb := range r.Tables {
+		tables[tb.Name] = tb
+	}
+	if got := tables["executions"]; got.Inserted != 1 || got.Updated != r.Commits {
+		t.Errorf("executions: %d inserted, %d updated, want 1 and %d (a commit each):\n%s", got.Inserted, got.Updated, r.Commits, out.String())
+	}
+	if got := tables["history_records"]; got.Inserted != r.Commits {
+		t.Errorf("history_records: %d inserted, want %d (a commit each):\n%s", got.Inserted, r.Commits, out.String())
+	}
+	if r.OwnWALBytes > 0 && (tables["history_records"].WAL <= 0 || r.OwnWALBytes > r.WALBytes) {
+		t.Errorf("own WAL %d bytes of the server's %d, history_records' %d:\n%s", r.OwnWALBytes, r.WALBytes, tables["history_records"].WAL, out.String())
 	}
 }
