@@ -11,6 +11,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aslrun/aslrun/store/postgres/pgtest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/report.golden")
@@ -33,8 +37,12 @@ func TestQuick(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				pgURL := ""
+				if mode == rPostgres {
+					pgURL = pgtest.Fresh(t)
+				}
 				var exited atomic.Int64
-				mt, err := runAPI(context.Background(), workflows, t.TempDir(), w, mode, func(string, string) { exited.Add(1) })
+				mt, err := runAPI(context.Background(), workflows, t.TempDir(), pgURL, w, mode, func(string, string) { exited.Add(1) })
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -50,6 +58,9 @@ func TestQuick(t *testing.T) {
 				}
 				if (mode == rNone) != (mt.Commits < 0) {
 					t.Errorf("%d commits in mode %s", mt.Commits, mode)
+				}
+				if onPG := mode == rPostgres; onPG != (mt.WALBytes > 0) || onPG != (mt.TableBytes > 0) {
+					t.Errorf("WAL %d B, tables grown by %d B in mode %s", mt.WALBytes, mt.TableBytes, mode)
 				}
 			})
 		}
@@ -82,6 +93,107 @@ func TestQuickCLI(t *testing.T) {
 	}
 	if mt.DBBytes <= 0 || mt.MaxRSS <= 0 {
 		t.Errorf("measurement %+v: want a database size and a peak RSS", mt)
+	}
+}
+
+// TestWithDatabase checks that a run on PostgreSQL gets a database of its
+// own, which is gone after it.
+func TestWithDatabase(t *testing.T) {
+	t.Parallel()
+	server := pgtest.Fresh(t)
+	ctx := context.Background()
+	var name string
+	mt, err := withDatabase(ctx, server, func(dbURL string) (measurement, error) {
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			return unmeasured(), err
+		}
+		defer conn.Close(ctx)
+		if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&name); err != nil {
+			return unmeasured(), err
+		}
+		return measurement{Seconds: 1}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mt.Seconds != 1 {
+		t.Errorf("withDatabase = %+v, want fn's measurement", mt)
+	}
+	if !strings.HasPrefix(name, "aslrun_compare_") {
+		t.Fatalf("the run's database is %q, want a fresh aslrun_compare_ one", name)
+	}
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("database %s is still there after the run", name)
+	}
+
+	want := errors.New("boom")
+	if _, err := withDatabase(ctx, server, func(string) (measurement, error) { return unmeasured(), want }); !errors.Is(err, want) {
+		t.Errorf("withDatabase = %v, want fn's error", err)
+	}
+}
+
+// TestStats checks the median, the range and the comparison of runs.
+func TestStats(t *testing.T) {
+	runs := func(secs ...float64) result {
+		var x result
+		for i, s := range secs {
+			x.runs = append(x.runs, measurement{Seconds: s, Commits: int64(i)})
+		}
+		return x
+	}
+	tests := []struct {
+		name     string
+		x        result
+		median   float64
+		commits  int64 // which run the median is
+		lo, hi   float64
+		timeText string
+	}{
+		{"one", runs(2), 2, 0, 2, 2, "2.00 s"},
+		{"odd", runs(3, 1, 2), 2, 2, 1, 3, "2.00 s (1.00 s–3.00 s)"},
+		{"even", runs(4, 1, 2, 3), 2.5, 2, 1, 4, "2.50 s (1.00 s–4.00 s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := tt.x.median()
+			if m.Seconds != tt.median || m.Commits != tt.commits {
+				t.Errorf("median = %v s (run %d), want %v s (run %d)", m.Seconds, m.Commits, tt.median, tt.commits)
+			}
+			if lo, hi := tt.x.span(); lo != tt.lo || hi != tt.hi {
+				t.Errorf("span = %v, %v, want %v, %v", lo, hi, tt.lo, tt.hi)
+			}
+			if got := timeRange(tt.x); got != tt.timeText {
+				t.Errorf("timeRange = %q, want %q", got, tt.timeText)
+			}
+		})
+	}
+	versusTests := []struct {
+		base, x result
+		want    string
+	}{
+		{runs(4, 5, 6), runs(1, 2, 3), "2.5× faster"},
+		{runs(4, 5, 6), runs(3, 4, 4.5), "about even (1.2× faster)"},
+		{runs(1, 2, 3), runs(3, 4, 5), "about even (2.0× slower)"},
+		{runs(1, 2, 3), runs(4, 5, 6), "2.5× slower"},
+		{runs(5), runs(4), "1.2× faster"},
+	}
+	for _, tt := range versusTests {
+		if got := versus(tt.base, tt.x); got != tt.want {
+			t.Errorf("versus(%v, %v) = %q, want %q", tt.base.runs, tt.x.runs, got, tt.want)
+		}
+	}
+	if got, want := versusNamed(runs(1, 2), runs(1.5, 3), "P"), "about even with P (1.5× slower)"; got != want {
+		t.Errorf("versusNamed = %q, want %q", got, want)
 	}
 }
 
@@ -179,22 +291,42 @@ func TestMockedResult(t *testing.T) {
 // with testdata/report.golden (go test ./bench/compare -run Report
 // -update rewrites it).
 func TestReport(t *testing.T) {
-	cfg := &config{runs: 3, modules: "testdata/none", executions: 64}
+	cfg := &config{runs: 3, modules: "testdata/none", dbosSource: "testdata/none", executions: 64}
 	m := &machine{date: "2026-01-02 03:04 UTC", cpu: "Some CPU", memory: "8 GiB", arch: "amd64",
 		goVersion: "go1.26.0", nodeVersion: "Node v22.0.0", revision: "abc1234", cores: 2}
 	// The sizes of a full run, without their inputs (the report needs
 	// none).
 	workloads := map[string]*workload{
 		wLoop:        {name: wLoop, n: 20000, executions: 1, states: 100001, tasks: 20000},
+		wPeers:       {name: wPeers, n: 200, executions: 1, states: 1001, tasks: 200},
 		wMap:         {name: wMap, n: 100000, executions: 1, states: 100001, tasks: 100000},
 		wMapDiscard:  {name: wMapDiscard, n: 1000000, executions: 1, states: 1000001, tasks: 1000000},
 		wConcurrent1: {name: wConcurrent1, n: 200, executions: 1, states: 1001, tasks: 200},
 		wConcurrentN: {name: wConcurrentN, n: 200, executions: 64, states: 1001, tasks: 200},
 	}
 	ms := func(seconds float64, mallocs, commits, db, written, rss int64) result {
-		return result{best: measurement{Seconds: seconds, Mallocs: mallocs, Commits: commits, DBBytes: db, WriteBytes: written, MaxRSS: rss}}
+		return result{runs: []measurement{{Seconds: seconds, Mallocs: mallocs, Commits: commits, DBBytes: db, WriteBytes: written, MaxRSS: rss, WALBytes: -1, TableBytes: -1}}}
+	}
+	// times gives a result runs of the times given, each with pg's WAL
+	// and table bytes (-1: not measured) and the commits.
+	times := func(commits, wal, tables int64, secs ...float64) result {
+		var x result
+		for _, s := range secs {
+			x.runs = append(x.runs, measurement{Seconds: s, Mallocs: -1, Commits: commits, DBBytes: -1, WriteBytes: -1, MaxRSS: 100 << 20, WALBytes: wal, TableBytes: tables})
+		}
+		return x
 	}
 	results := map[string]map[string]result{
+		wPeers: {
+			rNode:       times(-1, -1, -1, 0.05, 0.04, 0.06),
+			rMemory:     times(201, -1, -1, 0.01, 0.012, 0.011),
+			rLGMemory:   times(-1, -1, -1, 2.2, 2.0, 2.4),
+			rStrict:     times(201, -1, -1, 1.2, 0.5, 0.9),
+			rLGSQLite:   times(-1, -1, -1, 1.0, 1.1, 7),
+			rPostgres:   times(201, 2_000_000, 900_000, 0.8, 0.9, 1.0),
+			rLGPostgres: times(-1, 20_000_000, 3_000_000, 18, 19, 20),
+			rDBOS:       {err: errors.New("dbos: exit status 1: no database")},
+		},
 		wLoop: {
 			rNode:    ms(1.6, -1, -1, -1, -1, 120<<20),
 			rNone:    ms(0.16, 800_000, -1, -1, -1, 20<<20),

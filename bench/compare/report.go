@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -16,7 +18,7 @@ func report(out io.Writer, cfg *config, m *machine, workloads map[string]*worklo
 	if cfg.runs == 1 {
 		fmt.Fprintln(out, ", one run each.")
 	} else {
-		fmt.Fprintf(out, ", fastest of %d runs each.\n", cfg.runs)
+		fmt.Fprintf(out, ", %d runs each, the runners taking turns: times are the median (fastest–slowest), the other figures the median run's; ratios are of medians, \"about even\" where the ranges overlap.\n", cfg.runs)
 	}
 	parts := []string{fmt.Sprintf("%d cores", m.cores)}
 	for _, p := range []string{m.cpu, m.memory, m.arch, m.goVersion, m.nodeVersion} {
@@ -26,11 +28,17 @@ func report(out io.Writer, cfg *config, m *machine, workloads map[string]*worklo
 	}
 	fmt.Fprintf(out, "Machine: %s.\n", strings.Join(parts, ", "))
 
-	for _, name := range []string{wLoop, wMap, wMapDiscard} {
-		if w, ok := workloads[name]; ok {
-			fmt.Fprintln(out)
-			fmt.Fprintln(out, heading(w))
-			fmt.Fprintln(out)
+	for _, name := range []string{wLoop, wPeers, wMap, wMapDiscard} {
+		w, ok := workloads[name]
+		if !ok {
+			continue
+		}
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, heading(w))
+		fmt.Fprintln(out)
+		if name == wPeers {
+			peerTable(out, cfg, w, results[name])
+		} else {
 			runTable(out, cfg, w, results[name])
 		}
 	}
@@ -50,6 +58,9 @@ func heading(w *workload) string {
 	case wLoop:
 		return fmt.Sprintf("**The loop** (`loop.json`): %s turns of Pass, Task (its agent mocked), Pass, Pass, Choice, then Succeed: %s state transitions on a 1 KiB document.",
 			thousands(int64(w.n)), thousands(int64(w.states)))
+	case wPeers:
+		return fmt.Sprintf("**The loop on aslrun and its peers** (`loop.json`, each peer's own way of writing it: bench/langgraph, bench/dbos): %s turns of Prepare, Work (the mocked agent), Review, Tally and Check on the 1 KiB document; figures per turn, one agent call. On PostgreSQL, WAL is what the server wrote during the executions (the whole server's: other work on it counts too), tables what the database's tables (indexes, TOAST) grew by.",
+			thousands(int64(w.n)))
 	case wMap:
 		return fmt.Sprintf("**Map, results kept** (`map.json`): %s items, `MaxConcurrency` 64, a Task (its agent mocked) per item: %s state transitions.",
 			thousands(int64(w.n)), thousands(int64(w.states)))
@@ -74,6 +85,19 @@ func label(cfg *config, r string) string {
 		return "aslrun Go API, bbolt, strict"
 	case rBatched:
 		return "aslrun Go API, bbolt, batched"
+	case rPostgres:
+		return "aslrun Go API, PostgreSQL, strict"
+	case rLGMemory, rLGSQLite, rLGPostgres:
+		name := "LangGraph JS"
+		if v := peerVersion(cfg.modules, "@langchain/langgraph"); v != "" {
+			name += " " + v
+		}
+		return name + ", " + map[string]string{rLGMemory: "MemorySaver", rLGSQLite: "SqliteSaver", rLGPostgres: "PostgresSaver"}[r]
+	case rDBOS:
+		if v := dbosVersion(cfg.dbosSource); v != "" {
+			return "DBOS Transact Go " + v + ", PostgreSQL"
+		}
+		return "DBOS Transact Go, PostgreSQL"
 	}
 	return "`aslrun run` (bbolt)"
 }
@@ -96,16 +120,16 @@ func runTable(out io.Writer, cfg *config, w *workload, res map[string]result) {
 			fmt.Fprintf(out, "| %s | not measured: %s | — | — | — | — | — | — | — | %s |\n", label(cfg, r), cell(x.err.Error()), t)
 			continue
 		}
-		b := x.best
+		b := x.median()
 		states := float64(w.states * w.executions)
 		vs := "—"
 		if r == rNode {
 			vs = "1"
 		} else if hasNode && node.err == nil {
-			vs = ratio(node.best.Seconds / b.Seconds)
+			vs = versus(node, x)
 		}
 		fmt.Fprintf(out, "| %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s |\n",
-			label(cfg, r), seconds(b.Seconds), b.Seconds*1e6/states,
+			label(cfg, r), timeRange(x), b.Seconds*1e6/states,
 			perState(b.Mallocs, states, ""), bytesOrDash(b.MaxRSS),
 			perState(b.DBBytes, states, " B"), writtenPerCommit(b), writtenRatio(b), vs, t)
 	}
@@ -117,7 +141,7 @@ func concurrencyTable(out io.Writer, cfg *config, n int, one, many *workload, re
 	fmt.Fprintf(out, "| runner | 1 execution | %d at once | %d vs 1 | vs aws-local-stepfunctions, %d at once | target |\n", n, n, n)
 	fmt.Fprintln(out, "| --- | --- | --- | --- | --- | --- |")
 	rate := func(w *workload, x result) float64 {
-		return float64(w.tasks*w.executions) / x.best.Seconds
+		return float64(w.tasks*w.executions) / x.median().Seconds
 	}
 	nodeN, hasNode := resN[rNode]
 	for _, r := range runnerOrder {
@@ -158,8 +182,8 @@ func target(w, r string, res map[string]result) string {
 	case wLoop + "/" + rMemory:
 		mem, none := res[rMemory], res[rNone]
 		t := "≤ 2× the time of no store"
-		if mem.err == nil && none.err == nil && none.best.Seconds > 0 {
-			t += fmt.Sprintf(" (now %.1f×)", mem.best.Seconds/none.best.Seconds)
+		if mem.err == nil && none.err == nil && none.median().Seconds > 0 {
+			t += fmt.Sprintf(" (now %.1f×)", mem.median().Seconds/none.median().Seconds)
 		}
 		return t
 	case wLoop + "/" + rStrict, wLoop + "/" + rCLI:
@@ -174,6 +198,64 @@ func target(w, r string, res map[string]result) string {
 		return "≤ 20 s, ≤ 300 MiB"
 	}
 	return ""
+}
+
+// median is the run of median time (of the two middle ones, the faster),
+// its time the median of the times.
+func (x result) median() measurement {
+	if len(x.runs) == 0 {
+		return unmeasured()
+	}
+	runs := slices.SortedFunc(slices.Values(x.runs), func(a, b measurement) int { return cmp.Compare(a.Seconds, b.Seconds) })
+	m := runs[(len(runs)-1)/2]
+	if len(runs)%2 == 0 {
+		m.Seconds = (m.Seconds + runs[len(runs)/2].Seconds) / 2
+	}
+	return m
+}
+
+// span is the fastest and the slowest run's time.
+func (x result) span() (lo, hi float64) {
+	for i, m := range x.runs {
+		if i == 0 || m.Seconds < lo {
+			lo = m.Seconds
+		}
+		if i == 0 || m.Seconds > hi {
+			hi = m.Seconds
+		}
+	}
+	return lo, hi
+}
+
+// timeRange is the median time with the fastest and the slowest.
+func timeRange(x result) string {
+	med := seconds(x.median().Seconds)
+	if len(x.runs) < 2 {
+		return med
+	}
+	lo, hi := x.span()
+	return fmt.Sprintf("%s (%s–%s)", med, seconds(lo), seconds(hi))
+}
+
+// versus compares x with base: the ratio of their median times, "about
+// even" when the ranges of their times overlap.
+func versus(base, x result) string {
+	r := ratio(base.median().Seconds / x.median().Seconds)
+	blo, bhi := base.span()
+	xlo, xhi := x.span()
+	if len(base.runs) > 1 && len(x.runs) > 1 && xlo <= bhi && blo <= xhi {
+		return "about even (" + r + ")"
+	}
+	return r
+}
+
+// versusNamed is versus with the name of what x is compared with.
+func versusNamed(base, x result, name string) string {
+	v := versus(base, x)
+	if rest, ok := strings.CutPrefix(v, "about even"); ok {
+		return "about even with " + name + rest
+	}
+	return v + " than " + name
 }
 
 // ratio says how many times faster (r > 1) or slower a runner is.
@@ -248,4 +330,93 @@ func thousands(n int64) string {
 // cell makes text safe in a markdown table cell.
 func cell(s string) string {
 	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
+}
+
+// peerOrder is the order of the rows of the peers' table: each aslrun row
+// above the peers it is compared with.
+var peerOrder = []string{rNode, rMemory, rLGMemory, rStrict, rLGSQLite, rPostgres, rLGPostgres, rDBOS}
+
+// peersOf are the peers each aslrun row is compared with: the same kind
+// of store.
+var peersOf = map[string][]string{
+	rMemory:   {rLGMemory},
+	rStrict:   {rLGSQLite},
+	rPostgres: {rLGPostgres, rDBOS},
+}
+
+// persists says what a runner persists per turn of the loop, as read in
+// its code: aslrun's in engine/commit.go (pure states are committed with
+// the next step that has an effect) and store/docs.go; LangGraph's in
+// @langchain/langgraph's pregel/loop.js (a checkpoint per super-step,
+// durability "sync" awaiting it), @langchain/langgraph-checkpoint-sqlite
+// (put: one row with the whole checkpoint; journal_mode=WAL, and
+// better-sqlite3 builds SQLite with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1) and
+// -postgres (put: a transaction of blob rows for the new channel versions
+// and the checkpoint row without channel_values; putWrites: a transaction
+// of write rows); DBOS's in dbos/internal/sysdb (RecordOperationResult:
+// its own transaction inserting the step's output row). The commits
+// column is measured; a run of 200 turns left LangGraph's PostgresSaver
+// 802 checkpoint, 1,603 write and 2,405 blob rows.
+func persists(r string) string {
+	switch r {
+	case rNode:
+		return "nothing: the execution lives in memory, no history"
+	case rMemory:
+		return "one commit per agent call (the Pass states go with it): the states' events and documents, kept in memory, not durable"
+	case rStrict:
+		return "one fsynced bbolt transaction per agent call (the Pass states go with it): the execution's head and a history record of the states' events, each document in it once, by canonical hash, or as a delta"
+	case rPostgres:
+		return "one PostgreSQL transaction per agent call (the Pass states go with it): the execution's head and a history record of the states' events, each document in it once, by canonical hash, or as a delta"
+	case rLGMemory:
+		return "a checkpoint per super-step (4 a turn), every channel's value and the step's writes, in memory"
+	case rLGSQLite:
+		return "per super-step (4 a turn) a checkpoint row holding every channel's value, the 1 KiB document included, and a transaction of write rows; WAL, synchronous=NORMAL (no fsync per commit)"
+	case rLGPostgres:
+		return "per super-step (4 a turn) a transaction of the checkpoint row and a blob row per channel it changed (the document once per run), and a transaction of write rows"
+	case rDBOS:
+		return "one transaction per agent call holding its output row (the Pass states are code, not persisted); the workflow's status, input and output rows at its start and end"
+	}
+	return ""
+}
+
+// peerTable prints the loop on aslrun and on its peers, per turn.
+func peerTable(out io.Writer, cfg *config, w *workload, res map[string]result) {
+	fmt.Fprintln(out, "| runner | persists per turn | time | µs/turn | peak RSS | commits/turn | WAL/turn | tables/turn | vs aws-local-stepfunctions | vs its peers |")
+	fmt.Fprintln(out, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	node, hasNode := res[rNode]
+	turns := float64(w.n)
+	for _, r := range peerOrder {
+		x, ok := res[r]
+		if !ok {
+			continue
+		}
+		if x.err != nil {
+			fmt.Fprintf(out, "| %s | %s | not measured: %s | — | — | — | — | — | — | — |\n", label(cfg, r), persists(r), cell(x.err.Error()))
+			continue
+		}
+		b := x.median()
+		vs := "—"
+		if r == rNode {
+			vs = "1"
+		} else if hasNode && node.err == nil {
+			vs = versus(node, x)
+		}
+		var peers []string
+		for _, p := range peersOf[r] {
+			if y, ok := res[p]; ok && y.err == nil {
+				peers = append(peers, versusNamed(y, x, label(cfg, p)))
+			}
+		}
+		vsPeers := "—"
+		if len(peers) > 0 {
+			vsPeers = strings.Join(peers, "; ")
+		}
+		commits := "—"
+		if b.Commits >= 0 {
+			commits = fmt.Sprintf("%.2f", float64(b.Commits)/turns)
+		}
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			label(cfg, r), persists(r), timeRange(x), thousands(int64(math.Round(b.Seconds*1e6/turns))), bytesOrDash(b.MaxRSS), commits,
+			perState(b.WALBytes, turns, " B"), perState(b.TableBytes, turns, " B"), vs, vsPeers)
+	}
 }

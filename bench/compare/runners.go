@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.etcd.io/bbolt"
 	"golang.org/x/sync/errgroup"
 
@@ -25,22 +26,28 @@ import (
 	"github.com/aslrun/aslrun/jsonvalue"
 	"github.com/aslrun/aslrun/states"
 	"github.com/aslrun/aslrun/store"
+	"github.com/aslrun/aslrun/store/postgres"
 )
 
-// The runners: aws-local-stepfunctions, the engine API in four modes, and
-// the CLI.
+// The runners: aws-local-stepfunctions, the engine API in five modes, the
+// CLI, and the peers (LangGraph JS on three checkpointers, DBOS).
 const (
-	rNode    = "aws-local-stepfunctions"
-	rNone    = "none"
-	rMemory  = "memory"
-	rStrict  = "strict"
-	rBatched = "batched"
-	rCLI     = "cli"
+	rNode       = "aws-local-stepfunctions"
+	rNone       = "none"
+	rMemory     = "memory"
+	rStrict     = "strict"
+	rBatched    = "batched"
+	rPostgres   = "postgres"
+	rCLI        = "cli"
+	rLGMemory   = "langgraph-memory"
+	rLGSQLite   = "langgraph-sqlite"
+	rLGPostgres = "langgraph-postgres"
+	rDBOS       = "dbos"
 )
 
 // apiModes are the runners that run in this program, through the engine
 // API.
-var apiModes = []string{rNone, rMemory, rStrict, rBatched}
+var apiModes = []string{rNone, rMemory, rStrict, rBatched, rPostgres}
 
 // A measurement is what one run of a workload measured. A figure a runner
 // cannot measure is -1.
@@ -63,18 +70,26 @@ type measurement struct {
 	WriteBytes int64 `json:"writeBytes"`
 	// MaxRSS is the process's peak resident set in bytes.
 	MaxRSS int64 `json:"maxRSS"`
+	// WALBytes is the PostgreSQL write-ahead log written during the run
+	// (pg_current_wal_lsn before and after it: the whole server's, other
+	// databases' writes included), TableBytes the size of the run's
+	// database's tables after it (pg_total_relation_size: indexes and
+	// TOAST included).
+	WALBytes   int64 `json:"walBytes"`
+	TableBytes int64 `json:"tableBytes"`
 }
 
 // unmeasured is a measurement with nothing measured yet.
 func unmeasured() measurement {
-	return measurement{Mallocs: -1, Commits: -1, DBBytes: -1, WriteBytes: -1, MaxRSS: -1}
+	return measurement{Mallocs: -1, Commits: -1, DBBytes: -1, WriteBytes: -1, MaxRSS: -1, WALBytes: -1, TableBytes: -1}
 }
 
-// runAPI runs w through the engine API in mode (none, memory, strict or
-// batched) in this process, with a database under tmp, and checks what
-// the executions return. exited, when set, is the executor's
+// runAPI runs w through the engine API in mode (none, memory, strict,
+// batched, or postgres on the empty database at pgURL, strict) in this
+// process, with a bbolt database under tmp, and checks what the
+// executions return. exited, when set, is the executor's
 // Hooks.StateExited.
-func runAPI(ctx context.Context, dir, tmp string, w *workload, mode string, exited func(id, state string)) (measurement, error) {
+func runAPI(ctx context.Context, dir, tmp, pgURL string, w *workload, mode string, exited func(id, state string)) (measurement, error) {
 	mt := unmeasured()
 	def, err := os.ReadFile(filepath.Join(dir, w.file))
 	if err != nil {
@@ -105,8 +120,10 @@ func runAPI(ctx context.Context, dir, tmp string, w *workload, mode string, exit
 	// aws-local-stepfunctions does not apply.
 	cfg := engine.Config{Agents: reg, MaxPayloadSize: -1, Hooks: engine.Hooks{StateExited: exited}}
 	var (
-		db   string
-		bolt *store.Bolt
+		db     string
+		bolt   *store.Bolt
+		pgConn *pgx.Conn
+		mark   pgMark
 	)
 	defer func() {
 		if bolt != nil {
@@ -114,6 +131,23 @@ func runAPI(ctx context.Context, dir, tmp string, w *workload, mode string, exit
 		}
 	}()
 	switch mode {
+	case rPostgres:
+		if pgURL == "" {
+			return mt, fmt.Errorf("mode %s: no database (-pg)", mode)
+		}
+		pg, err := postgres.Open(ctx, pgURL, postgres.Options{Migrate: true})
+		if err != nil {
+			return mt, err
+		}
+		defer pg.Close()
+		cfg.Store = pg
+		if pgConn, err = pgx.Connect(ctx, pgURL); err != nil {
+			return mt, err
+		}
+		defer pgConn.Close(context.WithoutCancel(ctx))
+		if mark, err = markPG(ctx, pgConn); err != nil {
+			return mt, err
+		}
 	case rNone:
 	case rMemory:
 		cfg.Store = store.NewMemory()
@@ -169,6 +203,11 @@ func runAPI(ctx context.Context, dir, tmp string, w *workload, mode string, exit
 	mt.Mallocs = int64(after.Mallocs - before.Mallocs)
 	if cfg.Store != nil {
 		mt.Commits = commits.Load()
+	}
+	if pgConn != nil {
+		if err := mark.since(ctx, pgConn, &mt); err != nil {
+			return mt, err
+		}
 	}
 	if bolt != nil {
 		err := bolt.Close()
@@ -271,13 +310,13 @@ func maxRSS(ru *syscall.Rusage) int64 {
 // runChild runs w in mode through the engine API in a child process (this
 // program with -child), so that its peak RSS and bytes written are its
 // own.
-func runChild(ctx context.Context, cfg *config, w *workload, mode string) (measurement, error) {
+func runChild(ctx context.Context, cfg *config, w *workload, mode, pgURL string) (measurement, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return unmeasured(), err
 	}
 	out, _, ru, err := runProcess(ctx, cfg.timeout, self, "-child", "-mode", mode, "-workload", w.name,
-		"-n", strconv.Itoa(w.n), "-executions", strconv.Itoa(w.executions), "-workflows", cfg.workflows, "-tmp", cfg.tmp)
+		"-n", strconv.Itoa(w.n), "-executions", strconv.Itoa(w.executions), "-workflows", cfg.workflows, "-tmp", cfg.tmp, "-pg", pgURL)
 	if err != nil {
 		return unmeasured(), err
 	}

@@ -33,6 +33,7 @@ type workload struct {
 // and the final Succeed; a Map runs itself and one Task per item.
 const (
 	wLoop         = "loop"
+	wPeers        = "loop-peers"
 	wMap          = "map"
 	wMapDiscard   = "map-discard"
 	wConcurrent1  = "concurrent-1"
@@ -54,7 +55,7 @@ func newWorkload(dir, name string, n, executions int) (*workload, error) {
 	}
 	w := &workload{name: name, n: n, executions: 1}
 	switch name {
-	case wLoop, wConcurrent1, wConcurrentN:
+	case wLoop, wPeers, wConcurrent1, wConcurrentN:
 		if name == wConcurrentN {
 			if executions < 1 {
 				return nil, fmt.Errorf("workload %s: executions must be at least 1, not %d", name, executions)
@@ -74,7 +75,7 @@ func newWorkload(dir, name string, n, executions int) (*workload, error) {
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("unknown workload %q (want %s, %s, %s, %s or %s)", name, wLoop, wMap, wMapDiscard, wConcurrent1, wConcurrentN)
+		return nil, fmt.Errorf("unknown workload %q (want %s, %s, %s, %s, %s or %s)", name, wLoop, wPeers, wMap, wMapDiscard, wConcurrent1, wConcurrentN)
 	}
 	return w, nil
 }
