@@ -1,0 +1,52 @@
+// Package pebble is a store.Store on a Pebble database (an LSM tree with a
+// write-ahead log): an embedded alternative to store.Bolt. It keeps the
+// records package store encodes (store.Records), the same bytes as Bolt's
+// and PostgreSQL's, so histories hash and chain the same way on every
+// backend.
+//
+// # Durability
+//
+// A commit is one Pebble batch. An execution of durability strict (or
+// none given) is committed with pebble.Sync: the batch is in the WAL and
+// the WAL is fdatasynced when Commit returns. An execution of durability
+// batched (the engine already writes its commits together) is committed
+// without a sync, except the commits that park it (WAITING), end it or
+// write a checkpoint, which are synced as in strict mode. Create,
+// registrations and GC are always synced.
+//
+// Commits are serialised by one mutex (a commit reads the head it applies
+// to and writes the new one); reads take a Pebble snapshot and do not
+// wait for commits.
+//
+// # Keys
+//
+// Every key starts with one byte naming its kind. Execution ids,
+// checkpoint names, workflow names, namespaces and memory keys have no NUL
+// byte, which ends them where another part follows; numbers are 8 bytes
+// big-endian, so that keys sort by them.
+//
+//	's' id                      the execution's fixed record (Spec)
+//	'h' id                      its head: durability (1 byte), wake time
+//	                            (Unix ns, 0 for none), status (1 byte length
+//	                            and text), then the head record
+//	'c' id 0 scope-key          a scope record
+//	'r' id 0 first-event        a history record, by the position of its
+//	                            first event (from 1)
+//	'k' id 0 name               a checkpoint's row: its record and the
+//	                            fields store.VerifyCheckpoints checks
+//	'n' id 0 namespace          a memory namespace the execution uses
+//	'b' sha256                  a snapshot blob (raw hash)
+//	'd' hash                    a definition's text
+//	'a' namespace 0 key         an agent memory record
+//	'w' name 0 version          a registered workflow version (JSON)
+//	'v' name 0 alias            a workflow alias (JSON)
+//	'l' started-ns id           List's index: newest first by iterating back
+//	'q' wake-ns id              Due's index of WAITING executions
+//	'u' id                      Unfinished's index of RUNNING executions
+//	'm' "format"                the format marker of the database
+//
+// The result cache, feedback and the outbox are not supported by the
+// pebble store: it does not implement engine.CacheStore,
+// engine.FeedbackStore or engine.OutboxStore, and a commit carrying outbox
+// entries fails.
+package pebble
