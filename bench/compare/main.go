@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	only := fs.String("only", "", "comma-separated workloads to run: "+strings.Join(allWorkloads, ", ")+" (default all)")
 	fs.StringVar(&cfg.node, "node", "", "the node `binary` to run aws-local-stepfunctions with (default: do not run it)")
 	fs.StringVar(&cfg.script, "script", "bench/aws-local/run.mjs", "the `script` running a workflow on aws-local-stepfunctions")
-	fs.StringVar(&cfg.modules, "modules", "bench/.node/node_modules", "the node_modules `folder` aws-local-stepfunctions is installed in")
+	fs.StringVar(&cfg.modules, "modules", "bench/.node/node_modules", "the node_modules `folder` aws-local-stepfunctions and LangGraph's packages are installed in")
 	fs.StringVar(&cfg.aslrun, "aslrun", "", "the aslrun `binary` (default: build ./cmd/aslrun; -: do not run the CLI)")
 	fs.StringVar(&cfg.langgraph, "langgraph", "", "the `script` running the loop on LangGraph JS, with -node, from -modules (default: do not run LangGraph)")
 	fs.StringVar(&cfg.dbosSource, "dbos", "", "the `folder` of the program running the loop on DBOS, a Go module of its own, needs -postgres (default: do not run DBOS)")
@@ -172,7 +172,9 @@ var groups = map[string][]string{
 
 // plan is which runners run which workload: the Map without its results
 // skips the memory store and batched mode (each run is long, and the
-// target is bbolt's), and the CLI runs one execution per process.
+// target is bbolt's), and the CLI runs one execution per process. The
+// peers run a shorter loop (-peer-turns: LangGraph takes milliseconds a
+// turn), beside the aslrun runners each is compared with.
 var plan = []struct {
 	workload string
 	runners  []string

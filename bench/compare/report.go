@@ -368,7 +368,7 @@ func persists(r string) string {
 	case rPostgres:
 		return "one PostgreSQL transaction per agent call (the Pass states go with it): the execution's head and a history record of the states' events, each document in it once, by canonical hash, or as a delta"
 	case rLGMemory:
-		return "a checkpoint per super-step (4 a turn), every channel's value and the step's writes, in memory"
+		return "per super-step (4 a turn) a serialized copy of the whole checkpoint, every channel's value (the 1 KiB document included), and of the step's writes, in memory, not durable"
 	case rLGSQLite:
 		return "per super-step (4 a turn) a checkpoint row holding every channel's value, the 1 KiB document included, and a transaction of write rows; WAL, synchronous=NORMAL (no fsync per commit)"
 	case rLGPostgres:
