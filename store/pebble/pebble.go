@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/store"
@@ -28,6 +29,10 @@ type Options struct {
 	// Migrations upgrade snapshots of older formats when they are loaded
 	// (default none).
 	Migrations *store.Migrations
+
+	// fs replaces the file system Pebble writes to, for the benchmarks
+	// that count its syncs (nil: the operating system's).
+	fs vfs.FS
 }
 
 // Store is a store.Store on a Pebble database folder. It is safe for
@@ -71,7 +76,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := pebble.Open(path, &pebble.Options{Logger: quietLogger{}})
+	db, err := pebble.Open(path, &pebble.Options{Logger: quietLogger{}, FS: opts.fs})
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)

@@ -1,0 +1,160 @@
+package pebble_test
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/store/pebble"
+)
+
+// commitBenchDoc is the agent-like document of about 1 KiB of the store
+// package's commit benchmarks.
+const commitBenchDoc = `{"ticket":{"id":"T-20250314-0042","channel":"email","priority":2,` +
+	`"customer":{"id":"C-99812","name":"Ada Lovelace","tier":"gold","since":"2019-04-01","balance":1234.56},` +
+	`"subject":"Refund for a duplicate charge on my March invoice",` +
+	`"body":"Hello, I was charged twice for invoice INV-7781 on March 3rd. Could you refund the duplicate charge? Thanks, Ada."},` +
+	`"classification":{"intent":"refund","confidence":0.9371,"labels":["billing","duplicate-charge","refund"]},` +
+	`"retrieved":[{"doc":"kb/refunds.md","score":0.88,"snippet":"Duplicate charges are refunded within 5 business days."},` +
+	`{"doc":"kb/invoices.md","score":0.71,"snippet":"Invoices are issued on the 1st of each month."}],` +
+	`"draft":"Dear Ada, we are sorry for the duplicate charge on invoice INV-7781. We have issued a refund of 49.90 EUR, which should reach your account within 5 business days.",` +
+	`"notes":["customer verified by email","duplicate confirmed in ledger","refund within policy limit"],` +
+	`"usage":{"tokens":1843,"cost":0.01106},"step_count":4,"status":"running"}`
+
+// statesPerCommit is how many states each commit carries, as the engine
+// commits pure states with the next step that has an effect.
+const statesPerCommit = 4
+
+// stateLoop makes the commits of the store package's BenchmarkCommitStates:
+// statesPerCommit states each, every state an Entered and an Exited event,
+// its output its input with one field changed, and the one scope with the
+// last document.
+type stateLoop struct {
+	id    string
+	doc   map[string]any
+	seq   int64
+	event int64
+	c     engine.Commit
+}
+
+func newStateLoop(tb testing.TB, id string) *stateLoop {
+	d, err := jsonvalue.Decode([]byte(commitBenchDoc))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &stateLoop{id: id, doc: d.(map[string]any)}
+}
+
+// next returns the loop's next commit, reusing one Commit as the engine
+// does.
+func (l *stateLoop) next() *engine.Commit {
+	l.seq++
+	now := time.Now()
+	events := l.c.Events[:0]
+	for range statesPerCommit {
+		in := l.doc
+		out := maps.Clone(in)
+		out["step_count"] = jsonvalue.IntNumber(int64(l.event))
+		l.doc = out
+		l.event++
+		events = append(events, engine.Event{ID: 2*l.event - 1, Type: "PassStateEntered", State: "Step", Timestamp: now, Input: in, Document: in})
+		events = append(events, engine.Event{ID: 2 * l.event, Type: "PassStateExited", State: "Step", Timestamp: now, Output: out, Document: out})
+	}
+	l.c = engine.Commit{
+		Execution: l.id, Seq: l.seq, Status: engine.StatusRunning, LastEvent: 2 * l.event, Events: events,
+		Scopes: map[string]*engine.Scope{"": {Next: "Step", Doc: l.doc, Visits: map[string]int{"Step": int(l.event)}}},
+	}
+	return &l.c
+}
+
+// procIO returns a counter of /proc/self/io: wchar (bytes handed to
+// write calls) or write_bytes (bytes sent to the storage layer).
+func procIO(b *testing.B, name string) int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		b.Skip("no /proc/self/io")
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, name+": "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Skipf("no %s in /proc/self/io", name)
+	return 0
+}
+
+// BenchmarkCommit commits the store package's BenchmarkCommitStates
+// commits to one execution, strict (synced) and batched (not synced). It
+// reports the latency's p50 and p99, the syncs per commit, and the bytes
+// the process wrote per commit (wchar: write calls; disk: write_bytes)
+// against the bytes the database grew by (written/stored). Written and
+// stored are measured after a flush and a full compaction, so that the
+// LSM tree's rewriting of what the commits wrote is counted.
+func BenchmarkCommit(b *testing.B) {
+	for _, d := range []engine.Durability{engine.DurabilityStrict, engine.DurabilityBatched} {
+		b.Run(string(d), func(b *testing.B) {
+			var syncs atomic.Int64
+			s, err := pebble.OpenCounting(filepath.Join(b.TempDir(), "db"), pebble.Options{}, &syncs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Create(b.Context(), &engine.Execution{ID: "bench", Durability: d}); err != nil {
+				b.Fatal(err)
+			}
+			l := newStateLoop(b, "bench")
+			for range 10 {
+				if err := s.Commit(b.Context(), l.next()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			stored0, err := pebble.SettledSize(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			written0, disk0, syncs0 := procIO(b, "wchar"), procIO(b, "write_bytes"), syncs.Load()
+			lat := make([]time.Duration, 0, 1024)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				c := l.next()
+				start := time.Now()
+				if err := s.Commit(b.Context(), c); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			commitSyncs := syncs.Load() - syncs0
+			stored, err := pebble.SettledSize(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := float64(b.N)
+			grown := float64(stored - stored0)
+			written, disk := float64(procIO(b, "wchar")-written0), float64(procIO(b, "write_bytes")-disk0)
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds()), "p99-µs")
+			b.ReportMetric(float64(commitSyncs)/n, "syncs/commit")
+			b.ReportMetric(grown/float64(b.N*statesPerCommit), "db-B/state")
+			b.ReportMetric(written/n, "written-B/commit")
+			b.ReportMetric(disk/n, "disk-B/commit")
+			if grown > 0 {
+				b.ReportMetric(written/grown, "written/stored")
+			}
+		})
+	}
+}
