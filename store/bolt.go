@@ -92,6 +92,20 @@ type BoltOptions struct {
 	// take it for writing meanwhile. A database of an older format is
 	// refused (it cannot be converted), and every write fails.
 	ReadOnly bool
+	// Log writes each commit through a write-ahead log beside the
+	// database (its path + "-log"): one fdatasync per transaction instead
+	// of bbolt's two, the database synced at checkpoints (bolt_log.go).
+	// Default false. A database is recovered from its log whenever it has
+	// one, Log or not; opened without Log, the log is then removed.
+	Log bool
+
+	// logMaxRecords and logMaxBytes bound the log between checkpoints
+	// (defaults logMaxRecords, logMaxBytes), for the tests.
+	logMaxRecords int
+	logMaxBytes   int64
+	// logCheckpointed is called after each checkpoint, in the commit
+	// loop, for the tests.
+	logCheckpointed func()
 
 	// bbolt replaces boltOptions, for the benchmarks that choose them.
 	bbolt *bbolt.Options
@@ -138,6 +152,12 @@ type Bolt struct {
 	heads headCache
 	// docs knows the documents of the executions' histories.
 	docs docCache
+
+	// log is the write-ahead log (BoltOptions.Log), nil without it; only
+	// the loop uses it. logWS is the loop's write set. [log]
+	log       *boltLog
+	logWS     writeSet
+	logReport LogReport
 }
 
 var _ Store = (*Bolt)(nil)
@@ -177,8 +197,20 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if info.Size() == 0 {
 		return nil, dbErr(path, "the file is empty: %w", ErrNotOurs)
 	}
+	// [log] The log is locked, and the database taken back to its
+	// checkpoint, before the database is opened.
+	lg, err := openLog(path, &opts)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Bolt, error) {
+		if lg != nil {
+			lg.close()
+		}
+		return nil, err
+	}
 	if err := checkPages(path, opts.LockTimeout); err != nil {
-		return nil, openError(path, err)
+		return fail(openError(path, err))
 	}
 	var db *bbolt.DB
 	err = guard(path, func() error {
@@ -187,17 +219,31 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 		return err
 	})
 	if err != nil {
-		return nil, openError(path, err)
+		return fail(openError(path, err))
 	}
 	db.AllocSize = growStep(int64(info.Size()))
 	if err := guard(path, func() error { return checkFormat(db, path, opts.ReadOnly) }); err != nil {
 		db.Close()
-		return nil, err
+		return fail(err)
 	}
 	b := &Bolt{
 		db: db, path: path, codec: opts.Codec, migrations: opts.Migrations,
 		queue: make(chan *writeReq, queueLen), loopDone: make(chan struct{}),
 		heads: newHeadCache(),
+	}
+	if lg != nil { // [log]
+		if opts.ReadOnly {
+			lg.close() // bbolt's shared lock keeps writers out
+		} else if err := lg.start(db, int64(opts.bboltOptions().InitialMmapSize)/2); err != nil {
+			lg.shut(db)
+			db.Close()
+			return nil, err
+		} else {
+			b.logReport = lg.report
+			if !lg.off {
+				b.log = lg
+			}
+		}
 	}
 	go b.loop()
 	return b, nil
@@ -544,10 +590,14 @@ func (b *Bolt) Close() error {
 	close(b.queue)
 	b.mu.Unlock()
 	<-b.loopDone
+	var lerr error
+	if b.log != nil { // [log] a last checkpoint; the pin ends before bbolt closes
+		lerr = b.log.shut(b.db)
+	}
 	if err := guard(b.path, b.db.Close); err != nil {
 		return dbErr(b.path, "close: %w", err)
 	}
-	return nil
+	return lerr
 }
 
 // tx holds a transaction's buckets, and in the commit loop's transactions
@@ -557,6 +607,7 @@ type tx struct {
 	checkpoints, expiry, definitions, blobs, blobRefs, orphans *bbolt.Bucket
 	memory, memExpiry, namespaces, machines, workflows         *bbolt.Bucket
 	cache                                                      *headCache
+	ws                                                         *writeSet // [log] records put, del and nextSequence; nil when not logged
 }
 
 // bucketsOf returns the buckets of t; a missing one means the database is

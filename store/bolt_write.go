@@ -115,7 +115,7 @@ func (x *tx) headForWrite(id string) (*headRecord, error) {
 // putHead writes an execution's head, sealed; the caller no longer
 // changes h.
 func (x *tx) putHead(id string, h *headRecord) error {
-	if err := x.heads.Put([]byte(id), encodeSealedHead(id, h)); err != nil {
+	if err := x.put(x.heads, []byte(id), encodeSealedHead(id, h)); err != nil {
 		return err
 	}
 	if x.cache != nil {
@@ -129,16 +129,24 @@ type writeReq struct {
 	ctx   context.Context
 	apply func(x *tx) error
 	done  chan error
+	// logged says that apply writes only through x.put, x.del and
+	// x.nextSequence, so that its writes may go through the log. [log]
+	logged bool
 }
 
 // write hands apply to the commit loop and waits for its outcome. A request
 // whose ctx ends before the loop takes it is not applied; once it is
 // applied, write reports how the transaction went, whatever ctx does.
 func (b *Bolt) write(ctx context.Context, apply func(x *tx) error) error {
+	return b.submit(ctx, apply, false)
+}
+
+// submit is write, for a request that may go through the log when logged.
+func (b *Bolt) submit(ctx context.Context, apply func(x *tx) error, logged bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &writeReq{ctx: ctx, apply: apply, done: make(chan error, 1)}
+	r := &writeReq{ctx: ctx, apply: apply, done: make(chan error, 1), logged: logged}
 	b.mu.RLock()
 	if b.closed {
 		b.mu.RUnlock()
@@ -208,19 +216,31 @@ func (b *Bolt) commitBatch(batch []*writeReq) {
 		}
 		live = append(live, r)
 	}
+	forceSync := false // [log] a write set was incomplete: no log for this batch
 	for len(live) > 0 {
+		if b.log != nil && b.log.err != nil { // [log] a failed sync ends writing
+			for _, r := range live {
+				r.done <- b.log.err
+			}
+			return
+		}
+		ws := b.logTx(live, forceSync)
 		rejected := make([]error, len(live))
 		failed, failErr := -1, error(nil)
+		appended := 0
 		err := guard(b.path, func() error {
 			return b.db.Update(func(t *bbolt.Tx) error {
 				// The loop is the only writer: the step set here is the one
 				// this transaction grows the file by (growStep).
 				b.db.AllocSize = growStep(t.Size())
+				if b.log != nil {
+					b.log.size = t.Size()
+				}
 				x, err := bucketsOf(t)
 				if err != nil {
 					return err
 				}
-				x.cache = &b.heads
+				x.cache, x.ws = &b.heads, ws
 				applied := 0
 				for i, r := range live {
 					failed = i // until it returns
@@ -240,11 +260,30 @@ func (b *Bolt) commitBatch(batch []*writeReq) {
 				if applied == 0 {
 					return errAllRejected
 				}
+				if ws != nil { // [log] durable in the log before bbolt commits
+					if ws.bad {
+						return errUnlogged
+					}
+					if err := b.log.append(ws.buf); err != nil {
+						return err
+					}
+					appended = logFrameLen + len(ws.buf)
+				}
 				return nil
 			})
 		})
+		if err != nil && appended > 0 {
+			b.log.unappend(appended) // bbolt did not commit it
+		}
+		if errors.Is(err, errUnlogged) {
+			b.heads.settle(false)
+			forceSync = true
+			continue
+		}
 		if errors.Is(err, errAllRejected) {
 			err = nil
+		} else if err == nil && b.log != nil {
+			err = b.logCommitted(ws != nil)
 		}
 		b.heads.settle(err == nil)
 		if err != nil && failed < 0 {
@@ -282,7 +321,7 @@ func (b *Bolt) Create(ctx context.Context, e *engine.Execution) error {
 	if err != nil {
 		return fmt.Errorf("create execution %s: %w", e.ID, err)
 	}
-	if err := b.write(ctx, func(x *tx) error { return x.create(c) }); err != nil {
+	if err := b.submit(ctx, func(x *tx) error { return x.create(c) }, true); err != nil {
 		return fmt.Errorf("create execution %s: %w", e.ID, err)
 	}
 	return nil
@@ -295,7 +334,7 @@ func (x *tx) create(c *created) error {
 		return reject(engine.ErrExists)
 	}
 	if c.definitionHash != "" && len(c.definition) > 0 && x.definitions.Get([]byte(c.definitionHash)) == nil {
-		if err := x.definitions.Put([]byte(c.definitionHash), c.definition); err != nil {
+		if err := x.put(x.definitions, []byte(c.definitionHash), c.definition); err != nil {
 			return err
 		}
 	}
@@ -309,18 +348,18 @@ func (x *tx) create(c *created) error {
 		{x.machines, machineKey(&c.summary), nil},
 	}
 	for _, p := range puts {
-		if err := p.bkt.Put(p.k, p.v); err != nil {
+		if err := x.put(p.bkt, p.k, p.v); err != nil {
 			return err
 		}
 	}
 	if at := waitingAt(&c.head); !at.IsZero() {
-		if err := x.timers.Put(timedKey(at, c.id), nil); err != nil {
+		if err := x.put(x.timers, timedKey(at, c.id), nil); err != nil {
 			return err
 		}
 	}
 	for _, w := range c.scopes {
 		if w.value != nil {
-			if err := x.scopes.Put(idKey(c.id, w.key), w.value); err != nil {
+			if err := x.put(x.scopes, idKey(c.id, w.key), w.value); err != nil {
 				return err
 			}
 		}
@@ -337,7 +376,10 @@ func (b *Bolt) Commit(ctx context.Context, c *engine.Commit) error {
 		return fmt.Errorf("commit execution %s: %w", c.Execution, err)
 	}
 	b.preseal(p)
-	if err := b.write(ctx, func(x *tx) error { return x.apply(p) }); err != nil {
+	// Agent memory and the outbox are written by code of their own, not
+	// through x.put and x.del: such a commit is not logged. [log]
+	logged := len(p.memory) == 0 && len(p.outbox) == 0
+	if err := b.submit(ctx, func(x *tx) error { return x.apply(p) }, logged); err != nil {
 		return fmt.Errorf("commit execution %s: %w", p.id, err)
 	}
 	p.committed(&b.docs)
@@ -417,52 +459,52 @@ func (x *tx) apply(p *prepared) error {
 	}
 
 	if h.Status != oldStatus {
-		if err := x.status.Delete(statusKey(oldStatus, p.id)); err != nil {
+		if err := x.del(x.status, statusKey(oldStatus, p.id)); err != nil {
 			return err
 		}
-		if err := x.status.Put(statusKey(h.Status, p.id), nil); err != nil {
+		if err := x.put(x.status, statusKey(h.Status, p.id), nil); err != nil {
 			return err
 		}
 	}
 	if wake := waitingAt(h); !wake.Equal(oldWake) {
 		if !oldWake.IsZero() {
-			if err := x.timers.Delete(timedKey(oldWake, p.id)); err != nil {
+			if err := x.del(x.timers, timedKey(oldWake, p.id)); err != nil {
 				return err
 			}
 		}
 		if !wake.IsZero() {
-			if err := x.timers.Put(timedKey(wake, p.id), nil); err != nil {
+			if err := x.put(x.timers, timedKey(wake, p.id), nil); err != nil {
 				return err
 			}
 		}
 	}
 	for _, prefix := range p.drop {
-		if err := deletePrefix(x.scopes, idKey(p.id, prefix)); err != nil {
+		if err := x.deletePrefix(x.scopes, idKey(p.id, prefix)); err != nil {
 			return fmt.Errorf("drop scopes %q: %w", prefix, err)
 		}
 	}
 	for _, w := range p.scopes {
 		k := idKey(p.id, w.key)
 		if w.value == nil {
-			err = x.scopes.Delete(k)
+			err = x.del(x.scopes, k)
 		} else {
-			err = x.scopes.Put(k, w.value)
+			err = x.put(x.scopes, k, w.value)
 		}
 		if err != nil {
 			return fmt.Errorf("scope %q: %w", w.key, err)
 		}
 	}
 	for _, r := range superseded {
-		if err := x.events.Put(recordKey(r.key), r.value); err != nil {
+		if err := x.put(x.events, recordKey(r.key), r.value); err != nil {
 			return fmt.Errorf("history record %d: %w", r.key, err)
 		}
 	}
 	if len(p.history.values) > 0 {
-		key, err := x.events.NextSequence()
+		key, err := x.nextSequence(x.events)
 		if err != nil {
 			return err
 		}
-		if err := x.events.Put(recordKey(key), p.history.record); err != nil {
+		if err := x.put(x.events, recordKey(key), p.history.record); err != nil {
 			return fmt.Errorf("history record %d: %w", key, err)
 		}
 		h.LastRecord = key
@@ -493,7 +535,7 @@ func (x *tx) apply(p *prepared) error {
 		return fmt.Errorf("agent memory: %w", err)
 	}
 	for _, ns := range p.namespaces {
-		if err := x.namespaces.Put(idKey(p.id, ns), nil); err != nil {
+		if err := x.put(x.namespaces, idKey(p.id, ns), nil); err != nil {
 			return fmt.Errorf("memory namespace %q: %w", ns, err)
 		}
 	}
@@ -503,24 +545,6 @@ func (x *tx) apply(p *prepared) error {
 		}
 	}
 	return x.putHead(p.id, h)
-}
-
-// deletePrefix deletes every key of bkt that starts with prefix.
-func deletePrefix(bkt *bbolt.Bucket, prefix []byte) error {
-	var keys [][]byte
-	err := scanPrefix(bkt, prefix, func(k, _ []byte) error {
-		keys = append(keys, bytes.Clone(k))
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := bkt.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // supersede returns the execution's history records that rollback rb
@@ -575,7 +599,7 @@ func (x *tx) checkpointRecord(id, name string) (*checkpointRecord, error) {
 // record of the one of the same name (nil when there is none).
 func (x *tx) writeCheckpoint(id string, cp *preparedCheckpoint, bd checkpointBinding, old *checkpointRecord) error {
 	if old != nil && !old.ExpiresAt.IsZero() {
-		if err := x.expiry.Delete(timedKey(old.ExpiresAt, id, cp.name)); err != nil {
+		if err := x.del(x.expiry, timedKey(old.ExpiresAt, id, cp.name)); err != nil {
 			return err
 		}
 	}
@@ -588,11 +612,11 @@ func (x *tx) writeCheckpoint(id string, cp *preparedCheckpoint, bd checkpointBin
 		}
 	}
 	if !cp.expiresAt.IsZero() {
-		if err := x.expiry.Put(timedKey(cp.expiresAt, id, cp.name), nil); err != nil {
+		if err := x.put(x.expiry, timedKey(cp.expiresAt, id, cp.name), nil); err != nil {
 			return err
 		}
 	}
-	return x.checkpoints.Put(idKey(id, cp.name), encodeCheckpointValue(bd, cp.record))
+	return x.put(x.checkpoints, idKey(id, cp.name), encodeCheckpointValue(bd, cp.record))
 }
 
 // ref records one more reference to a blob, storing it if it is new.
@@ -600,14 +624,14 @@ func (x *tx) ref(key string, data []byte) error {
 	k := []byte(key)
 	n := refCount(x.blobRefs.Get(k))
 	if x.blobs.Get(k) == nil {
-		if err := x.blobs.Put(k, data); err != nil {
+		if err := x.put(x.blobs, k, data); err != nil {
 			return fmt.Errorf("bucket %s: %w", bucketBlobs, err)
 		}
 	}
-	if err := x.orphans.Delete(k); err != nil {
+	if err := x.del(x.orphans, k); err != nil {
 		return err
 	}
-	return x.blobRefs.Put(k, binary.BigEndian.AppendUint64(nil, n+1))
+	return x.put(x.blobRefs, k, binary.BigEndian.AppendUint64(nil, n+1))
 }
 
 // unref drops a reference to a blob; a blob left unreferenced becomes an
@@ -616,12 +640,12 @@ func (x *tx) unref(key string) error {
 	k := []byte(key)
 	n := refCount(x.blobRefs.Get(k))
 	if n > 1 {
-		return x.blobRefs.Put(k, binary.BigEndian.AppendUint64(nil, n-1))
+		return x.put(x.blobRefs, k, binary.BigEndian.AppendUint64(nil, n-1))
 	}
-	if err := x.blobRefs.Delete(k); err != nil {
+	if err := x.del(x.blobRefs, k); err != nil {
 		return err
 	}
-	return x.orphans.Put(k, nil)
+	return x.put(x.orphans, k, nil)
 }
 
 func refCount(v []byte) uint64 {
