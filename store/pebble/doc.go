@@ -43,10 +43,10 @@
 //	'l' started-ns id           List's index: newest first by iterating back
 //	'q' wake-ns id              Due's index of WAITING executions
 //	'u' id                      Unfinished's index of RUNNING executions
+//	'o' id                      an outbox delivery (engine.Delivery, JSON)
 //	'm' "format"                the format marker of the database
 //
-// The result cache, feedback and the outbox are not supported by the
-// pebble store: it does not implement engine.CacheStore,
-// engine.FeedbackStore or engine.OutboxStore, and a commit carrying outbox
-// entries fails.
+// The result cache and feedback are not supported by the pebble store:
+// it does not implement engine.CacheStore or engine.FeedbackStore. The
+// outbox is (engine.OutboxStore, outbox.go).
 package pebble

@@ -17,9 +17,6 @@ import (
 	"github.com/aslrun/aslrun/store"
 )
 
-// ErrNotSupported reports a feature the pebble store does not keep.
-var ErrNotSupported = errors.New("not supported by the pebble store")
-
 // nameOK reports whether s can name something stored: no NUL byte.
 func nameOK(s string) bool { return s != "" && strings.IndexByte(s, 0) < 0 }
 
@@ -139,11 +136,11 @@ func (s *Store) commit(id string, p *store.PreparedCommit) error {
 	if err != nil {
 		return err
 	}
-	if len(a.Outbox) > 0 {
-		return fmt.Errorf("%d outbox entries: the outbox is %w", len(a.Outbox), ErrNotSupported)
-	}
 	b := s.db.NewBatch()
 	defer b.Close()
+	if err := s.putOutbox(b, a.Outbox); err != nil {
+		return err
+	}
 	now := envelope{sync: old.sync, wake: wakeKey(a.WakeAt), status: a.Status, head: a.Head}
 	b.Set(key(kindHead, id), now.encode(), nil)
 	indexHead(b, id, old, &now)
