@@ -284,3 +284,42 @@ func TestBoltLogKillChild(t *testing.T) {
 	wg.Wait()
 	b.Close()
 }
+
+// TestBoltLogOwner checks that a database open with the log cannot be
+// opened again, with or without the log, and that once it is closed it
+// opens read-only with every commit there.
+func TestBoltLogOwner(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "aslrun.db")
+	b, err := store.OpenBolt(path, store.BoltOptions{Log: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Create(t.Context(), &engine.Execution{ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	for seq := int64(1); seq <= 3; seq++ {
+		if err := b.Commit(t.Context(), killCommit("x", seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, opts := range []store.BoltOptions{{Log: true}, {}, {ReadOnly: true}} {
+		opts.LockTimeout = 50 * time.Millisecond
+		if b2, err := store.OpenBolt(path, opts); !errors.Is(err, store.ErrLocked) {
+			if err == nil {
+				b2.Close()
+			}
+			t.Errorf("OpenBolt(%+v) while open = %v, want ErrLocked", opts, err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("OpenBolt(ReadOnly) after Close = %v", err)
+	}
+	defer r.Close()
+	if e, err := r.Load(t.Context(), "x"); err != nil || e.Seq != 3 {
+		t.Errorf("Load = %v, %v, want Seq 3", e, err)
+	}
+}
