@@ -44,9 +44,10 @@
 //	'q' wake-ns id              Due's index of WAITING executions
 //	'u' id                      Unfinished's index of RUNNING executions
 //	'o' id                      an outbox delivery (engine.Delivery, JSON)
+//	'f' id                      a feedback item (JSON)
 //	'm' "format"                the format marker of the database
 //
-// The result cache and feedback are not supported by the pebble store:
-// it does not implement engine.CacheStore or engine.FeedbackStore. The
-// outbox is (engine.OutboxStore, outbox.go).
+// The result cache is not supported by the pebble store: it does not
+// implement engine.CacheStore. The outbox (engine.OutboxStore, outbox.go)
+// and feedback (engine.FeedbackStore, feedback.go) are.
 package pebble
