@@ -214,6 +214,9 @@ func (h *stateRun) distributedMap(ctx context.Context, s *states.Map, raw any) (
 	if run.written != nil {
 		return h.writtenResult(ctx, raw, run.written)
 	}
+	if run.counted != nil {
+		return h.countedResults(raw, run.counted, s.ResultPath)
+	}
 	return h.collected(ctx, raw, run.outputs, nil, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
 }
 
@@ -531,6 +534,9 @@ type mapRunOutcome struct {
 	// outputs are the children's outputs in order (nil when the Map keeps
 	// none: a ResultWriter, or ResultPath null).
 	outputs []any
+	// counted stands for the outputs of a Map that throws them away under
+	// a payload limit (nil otherwise).
+	counted *resultCount
 	// records are the children as ended, for a ResultWriter of an
 	// executor without a store (a durable one reads them back instead).
 	records []*Execution
@@ -550,13 +556,18 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 	if limit <= 0 {
 		limit = defaultMaxConcurrency
 	}
-	keep := d.bucket == nil && !d.writerOnly && !(s.ResultPath.Discard && s.ResultSelector == nil && r.maxPayload < 0)
+	out := &mapRunOutcome{}
+	// Without a ResultWriter the outputs are the Map's result: kept, or
+	// counted when the Map throws them away under a payload limit.
+	keep := d.bucket == nil && !d.writerOnly && !discardsResults(s)
+	if d.bucket == nil && !d.writerOnly && !keep && r.maxPayload >= 0 {
+		out.counted = newResultCount(r.maxPayload)
+	}
 	keepRecords := (d.bucket != nil || d.writerOnly) && !r.x.durable
 	// The items run on turns of their own (fair.go): this one waits.
 	defer pauseTurn(ctx).resume()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(limit)
-	out := &mapRunOutcome{}
 	// The children's progress, as an inline Map's items' (by count: a
 	// child's own agents report in its own execution).
 	progress := h.newCounts(0, nil)
@@ -638,6 +649,8 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 				progress.end(index, false)
 				if keep {
 					out.outputs[index] = res.Output
+				} else if out.counted != nil {
+					out.counted.add(res.Output)
 				}
 			case StatusWaiting:
 				waiting = true
@@ -659,6 +672,8 @@ func (h *stateRun) runChildren(ctx context.Context, d *distributed, items itemio
 				progress.end(index, true)
 				if keep {
 					out.outputs[index] = errorOutput(&asl.Error{Name: asl.ErrorName(res.Error), Cause: res.Cause})
+				} else if out.counted != nil {
+					out.counted.add(errorOutput(&asl.Error{Name: asl.ErrorName(res.Error), Cause: res.Cause}))
 				}
 				if !exceeded && exceeds() {
 					// The map run fails: its children still running are

@@ -428,7 +428,7 @@ func (h *stateRun) jsonataMap(ctx context.Context, s *states.Map, raw any) (step
 		return stepResult{}, err
 	}
 	h.r.event(Event{Type: EventMapStateStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
-	results, err := h.runItems(ctx, s, raw, arr, itemSize, cfg)
+	results, _, err := h.runItems(ctx, s, raw, arr, itemSize, cfg)
 	return h.collected(ctx, raw, results, err, EventMapStateSucceeded, EventMapStateFailed, nil, states.ResultPath{})
 }
 

@@ -52,8 +52,65 @@ func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepRe
 	}
 	r := h.r
 	r.event(Event{Type: EventMapStateStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
-	results, err := h.runItems(ctx, s, input, arr, itemSize, cfg)
+	results, count, err := h.runItems(ctx, s, input, arr, itemSize, cfg)
+	if count != nil && err == nil {
+		return h.countedResults(raw, count, s.ResultPath)
+	}
 	return h.collected(ctx, raw, results, err, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
+}
+
+// discardsResults reports whether a Map throws its results away: its
+// ResultPath is null and nothing else reads them (no ResultSelector, no
+// Assign).
+func discardsResults(s *states.Map) bool {
+	return s.ResultPath.Discard && s.ResultSelector == nil && s.Assign == nil
+}
+
+// resultCount stands for the result array of a Map that throws its
+// results away under a payload limit: AWS holds a state's result to the
+// limit before ResultPath drops it, so the array's size is counted as the
+// items end, and nothing else of it is kept. It is safe for concurrent
+// use.
+type resultCount struct {
+	mu    sync.Mutex
+	limit int // the payload limit (>= 0)
+	items int
+	bytes int // the items' sizes
+}
+
+func newResultCount(limit int) *resultCount { return &resultCount{limit: limit} }
+
+// add counts result v of one item.
+func (c *resultCount) add(v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.items++
+	c.bytes = saturatingAdd(c.bytes, jsonvalue.Size(v))
+}
+
+// size is the size of the array of the results counted: brackets, items
+// and commas.
+func (c *resultCount) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.items == 0 {
+		return 2
+	}
+	return saturatingAdd(c.bytes, c.items+1)
+}
+
+// countedResults ends a Map whose results were counted, not kept: it fails
+// with States.DataLimitExceeded, as collected would, when their array
+// passes the payload limit, and otherwise goes on with the Map's input
+// (its ResultPath is null).
+func (h *stateRun) countedResults(raw any, count *resultCount, rp states.ResultPath) (stepResult, error) {
+	h.r.event(Event{Type: EventMapStateSucceeded, State: h.name(), Scope: h.sc.prefix, Document: raw})
+	if n := count.size(); n > count.limit {
+		e := asl.Errorf(asl.ErrDataLimitExceeded, "The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", h.name())
+		e.Err = &PayloadError{State: h.qualified(), Size: n, Limit: count.limit}
+		return stepResult{}, e
+	}
+	return h.finish(raw, nil, 0, rp)
 }
 
 // collected finishes a Map or Parallel once its items or branches are done:
@@ -175,9 +232,23 @@ func floatValue(v any) (float64, bool) {
 
 // runItems runs the processor on every item (each of at most itemSize
 // bytes) and returns the outputs in item order.
-func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr []any, itemSize int, cfg mapConfig) ([]any, error) {
+func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr []any, itemSize int, cfg mapConfig) ([]any, *resultCount, error) {
 	r := h.r
-	results := make([]any, len(arr))
+	// A Map whose results are thrown away keeps none of them, so that its
+	// memory does not grow with its items; under a payload limit it counts
+	// their size (and its items commit their outputs, so that a resumed
+	// Map counts those that had ended too).
+	discard := discardsResults(s)
+	var (
+		results []any
+		count   *resultCount
+	)
+	switch {
+	case !discard:
+		results = make([]any, len(arr))
+	case r.maxPayload >= 0:
+		count = newResultCount(r.maxPayload)
+	}
 	limit := cfg.concurrency
 	if limit <= 0 {
 		limit = defaultMaxConcurrency
@@ -196,10 +267,6 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 		// A distributed Map's iterations cannot see outer variables (AWS).
 		parent = nil
 	}
-	// A Map whose results are thrown away (ResultPath null, no
-	// ResultSelector) and held to no payload limit keeps none of them, so
-	// that its memory does not grow with its items.
-	discard := s.ResultPath.Discard && s.ResultSelector == nil && r.maxPayload < 0
 	prefix := h.qualified() + "/"
 	key := h.nestedKey()
 	h.drop = append(h.drop, h.nestedPrefix())
@@ -235,7 +302,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 			r.event(Event{Type: EventMapIterationStart, State: h.name(), Scope: h.sc.prefix, Input: itemInput, Document: itemInput, Detail: r.indexDetail(i)})
 			progress.start()
 			n := itoa(i) + "/"
-			child := &scope{parent: parent, key: key + n, prefix: prefix + n, item: mi, discard: discard, agg: progress, slot: i}
+			child := &scope{parent: parent, key: key + n, prefix: prefix + n, item: mi, discard: discard && count == nil, agg: progress, slot: i}
 			out, err := h.nested(gctx, s.Processor, child, itemInput, size)
 			if errors.Is(err, errParked) {
 				// The item waits (an Approval): the others go on.
@@ -258,25 +325,33 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 				failed++
 				mu.Unlock()
 				progress.end(i, true)
-				results[i] = errorOutput(ae)
+				switch {
+				case count != nil:
+					count.add(errorOutput(ae))
+				case !discard:
+					results[i] = errorOutput(ae)
+				}
 				return nil
 			}
 			r.event(Event{Type: EventMapIterationOK, State: h.name(), Scope: h.sc.prefix, Document: out, Detail: r.indexDetail(i)})
 			progress.end(i, false)
-			if !discard {
+			switch {
+			case count != nil:
+				count.add(out)
+			case !discard:
 				results[i] = out
 			}
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, ctxError(ctx)
+		return nil, nil, ctxError(ctx)
 	}
 	if parked.Load() {
-		return nil, errParked
+		return nil, nil, errParked
 	}
 	if cfg.tolerant && failed > 0 {
 		exceeded := cfg.maxFailed >= 0 && failed > cfg.maxFailed
@@ -287,10 +362,10 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 			exceeded = true
 		}
 		if exceeded {
-			return nil, asl.Errorf(asl.ErrExceedToleratedFailureThreshold, "The specified tolerated failure threshold was exceeded")
+			return nil, nil, asl.Errorf(asl.ErrExceedToleratedFailureThreshold, "The specified tolerated failure threshold was exceeded")
 		}
 	}
-	return results, nil
+	return results, count, nil
 }
 
 // errorOutput is the error object Catch and tolerated Map items produce.
