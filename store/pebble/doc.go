@@ -45,9 +45,11 @@
 //	'u' id                      Unfinished's index of RUNNING executions
 //	'o' id                      an outbox delivery (engine.Delivery, JSON)
 //	'f' id                      a feedback item (JSON)
+//	'x' key                     a result cache entry (JSON)
 //	'm' "format"                the format marker of the database
 //
-// The result cache is not supported by the pebble store: it does not
-// implement engine.CacheStore. The outbox (engine.OutboxStore, outbox.go)
-// and feedback (engine.FeedbackStore, feedback.go) are.
+// Besides the engine's interfaces it keeps the outbox
+// (engine.OutboxStore, outbox.go), feedback (engine.FeedbackStore,
+// feedback.go) and the result cache (engine.CacheStore, cache.go, whose
+// claims are held in memory: one process owns the folder).
 package pebble

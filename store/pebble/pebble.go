@@ -46,6 +46,7 @@ type Store struct {
 	life   sync.RWMutex // guards closed; held for reading by every call
 	closed bool
 	mu     sync.Mutex // serialises the writes
+	cache  cacheState // guarded by mu
 }
 
 var _ store.Store = (*Store)(nil)
