@@ -31,10 +31,10 @@ const distCrashDef = `{"StartAt":"Rows","States":{"Rows":{"Type":"Map","Label":"
 	"End":true}}}`
 
 // TestDistributedMapCrash runs a Distributed Map over 10,000 CSV rows
-// (ASLRUN_LONG=1: 100,000) as a real aslrun process, kills it with
-// SIGKILL halfway, resumes it, and checks that it ends as an uninterrupted
-// run (its output and result files) and that no child that had finished
-// before the kill ran again.
+// (ASLRUN_LONG=1: 1,000,000) as a real aslrun process, kills it with
+// SIGKILL once half of its batches have called their agent, resumes it,
+// and checks that it ends as an uninterrupted run (its output and result
+// files) and that no child that had finished before the kill ran again.
 func TestDistributedMapCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test skipped in -short mode")
@@ -42,8 +42,10 @@ func TestDistributedMapCrash(t *testing.T) {
 	t.Parallel()
 	rows := 10000
 	if long(t) {
-		rows = 100000
+		rows = 1000000
 	}
+	batches := rows / 100
+	failed := (rows + 2299) / 2300 // the batches starting with a row i%2300 == 0
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in")
 	os.Mkdir(in, 0o755)
@@ -60,8 +62,8 @@ func TestDistributedMapCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each run's agents file maps "in" to the rows and "out" to a folder
-	// of its own, and runs Work as a command answering {"ok": true} after
-	// 30 ms.
+	// of its own, and runs Work as a command that adds a line to the run's
+	// calls file and answers {"ok": true} after 30 ms.
 	setup := func(name string) (def, agentsFile, out, db string) {
 		out = filepath.Join(dir, name+"-out")
 		os.Mkdir(filepath.Join(dir, name), 0o755)
@@ -70,7 +72,7 @@ func TestDistributedMapCrash(t *testing.T) {
 		os.WriteFile(def, []byte(distCrashDef), 0o644)
 		agentsFile = filepath.Join(dir, name, "agents.json")
 		text, err := json.Marshal(map[string]any{
-			"Work":    map[string]any{"Type": "exec", "Command": []string{"sh", "-c", `sleep 0.03; echo '{"ok":true}'`}},
+			"Work":    map[string]any{"Type": "exec", "Command": []string{"sh", "-c", `echo . >> "$0"; sleep 0.03; echo '{"ok":true}'`, filepath.Join(dir, name+".calls")}},
 			"Buckets": map[string]any{"in": map[string]any{"Dir": in}, "out": map[string]any{"Dir": out}},
 		})
 		if err != nil {
@@ -82,9 +84,7 @@ func TestDistributedMapCrash(t *testing.T) {
 	input := `{"run":"r1"}`
 
 	refDef, refAgents, refOut, refDB := setup("reference")
-	began := time.Now()
 	code, want, _ := crashRun(t, nil, false, 0, "run", refDef, "--agents", refAgents, "--input", input, "--db", refDB, "--name", "dm")
-	took := time.Since(began)
 	if code != 0 {
 		t.Fatalf("reference run: exit %d: %s", code, want)
 	}
@@ -94,14 +94,18 @@ func TestDistributedMapCrash(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(took / 2) // not an assertion: where to kill it
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	if !waitForLines(filepath.Join(dir, "crash.calls"), (batches-failed)/2, exited) {
+		t.Fatal("the run ended before half of its batches had called their agent")
+	}
 	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	<-exited
 
 	finished := childrenEnded(t, db)
-	t.Logf("reference run %v; %d children had ended at the kill", took, len(finished))
-	if len(finished) == 100 {
-		t.Skip("the run had ended before the kill")
+	t.Logf("%d children had ended at the kill", len(finished))
+	if len(finished) == batches {
+		t.Fatal("every child had ended at the kill")
 	}
 	code, got, _ := crashRun(t, nil, false, 0, "resume", "dm", "--db", db)
 	if code != 0 {
@@ -111,8 +115,8 @@ func TestDistributedMapCrash(t *testing.T) {
 		t.Errorf("resumed output %s, want %s (the reference's)", got, want)
 	}
 	after := childrenEnded(t, db)
-	if len(after) != 100 {
-		t.Errorf("%d children ended, want 100", len(after))
+	if len(after) != batches {
+		t.Errorf("%d children ended, want %d", len(after), batches)
 	}
 	for id, seq := range finished {
 		if after[id] != seq {
@@ -126,7 +130,7 @@ func TestDistributedMapCrash(t *testing.T) {
 		t.Fatalf("map-runs: exit %d: %s%s", code, text, errText)
 	}
 	r := runs[0]
-	if r["mapRunId"] != "dm/Rows#1.0" || r["label"] != "rows" || r["status"] != "SUCCEEDED" || r["total"] != 100.0 || r["succeeded"] != 95.0 || r["failed"] != 5.0 || r["pending"] != 0.0 {
+	if r["mapRunId"] != "dm/Rows#1.0" || r["label"] != "rows" || r["status"] != "SUCCEEDED" || r["total"] != float64(batches) || r["succeeded"] != float64(batches-failed) || r["failed"] != float64(failed) || r["pending"] != 0.0 {
 		t.Errorf("map-runs: %v", r)
 	}
 	if code, _, errText := invoke(t, "", "map-runs", "nope", "--db", db); code != exitUsage || !strings.Contains(errText, "not found") {
@@ -138,6 +142,24 @@ func TestDistributedMapCrash(t *testing.T) {
 		c := resultSummary(t, filepath.Join(out, "results/Rows#1.0", f))
 		if a != c {
 			t.Errorf("%s differs from the reference:\n%s\nwant:\n%s", f, c, a)
+		}
+	}
+}
+
+// waitForLines waits until the file at path holds n lines (of two bytes:
+// ".\n"), reading it as the agents of a run add to it, or until exited is
+// closed (then false).
+func waitForLines(path string, n int, exited <-chan struct{}) bool {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if st, err := os.Stat(path); err == nil && st.Size() >= int64(2*n) {
+			return true
+		}
+		select {
+		case <-exited:
+			return false
+		case <-tick.C:
 		}
 	}
 }
