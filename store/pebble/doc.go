@@ -14,9 +14,12 @@
 // write a checkpoint, which are synced as in strict mode. Create,
 // registrations and GC are always synced.
 //
-// Commits are serialised by one mutex (a commit reads the head it applies
-// to and writes the new one); reads take a Pebble snapshot and do not
-// wait for commits.
+// The commits of one execution are serialised (a commit reads the head it
+// applies to and writes the new one); those of different executions run
+// together, so that Pebble's commit pipeline shares their WAL syncs,
+// except the commits that touch agent memory or the outbox, which
+// exclude every other write. Reads take a Pebble snapshot and do not wait
+// for commits.
 //
 // # Keys
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"sync"
@@ -45,8 +46,34 @@ type Store struct {
 
 	life   sync.RWMutex // guards closed; held for reading by every call
 	closed bool
-	mu     sync.Mutex // serialises the writes
-	cache  cacheState // guarded by mu
+	// mu is held for writing by the writes that read what other
+	// executions' commits may write (agent memory, the outbox), by GC, the
+	// registry, the cache and feedback; and for reading by the other
+	// commits and creates, which the execution's stripe of execs
+	// serialises. Commits of different executions so go on together, and
+	// Pebble's commit pipeline shares their WAL syncs.
+	mu    sync.RWMutex
+	execs [64]sync.Mutex
+	cache cacheState // guarded by mu
+}
+
+// lockExec locks what the writes of execution id need: s.mu for writing
+// when exclusive, else for reading and id's stripe of s.execs. It
+// returns the unlock.
+func (s *Store) lockExec(id string, exclusive bool) func() {
+	if exclusive {
+		s.mu.Lock()
+		return s.mu.Unlock
+	}
+	s.mu.RLock()
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	m := &s.execs[h.Sum32()%uint32(len(s.execs))]
+	m.Lock()
+	return func() {
+		m.Unlock()
+		s.mu.RUnlock()
+	}
 }
 
 var _ store.Store = (*Store)(nil)

@@ -30,8 +30,7 @@ func (s *Store) Create(ctx context.Context, e *engine.Execution) error {
 	if err != nil {
 		return fmt.Errorf("create execution %s: %w", e.ID, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lockExec(n.ID, false)()
 	_, exists, err := get(s.db, key(kindHead, n.ID))
 	switch {
 	case err != nil:
@@ -96,16 +95,20 @@ func (s *Store) Commit(ctx context.Context, c *engine.Commit) error {
 		return fmt.Errorf("commit execution %s: %w", c.Execution, err)
 	}
 	id := p.Execution()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.commit(id, p); err != nil {
+	// A commit that reads or writes agent memory, or writes the outbox,
+	// excludes every other write: what it reads must not change before it
+	// is written.
+	unlock := s.lockExec(id, len(c.Memory) > 0 || len(c.Outbox) > 0)
+	err = s.commit(id, p)
+	unlock()
+	if err != nil {
 		return fmt.Errorf("commit execution %s: %w", id, err)
 	}
 	s.rec.Committed(p)
 	return nil
 }
 
-// commit writes a prepared commit with s.mu held.
+// commit writes a prepared commit with the execution locked (lockExec).
 func (s *Store) commit(id string, p *store.PreparedCommit) error {
 	raw, ok, err := get(s.db, key(kindHead, id))
 	switch {
