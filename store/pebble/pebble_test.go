@@ -3,7 +3,9 @@ package pebble_test
 import (
 	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/store"
@@ -72,5 +74,53 @@ func TestReopen(t *testing.T) {
 	ids, err := s.Unfinished(ctx)
 	if err != nil || len(ids) != 1 || ids[0] != "e1" {
 		t.Errorf("Unfinished after reopening = %v, %v; want [e1]", ids, err)
+	}
+}
+
+// TestSyncs: a strict execution's commit syncs the WAL before it returns;
+// a batched execution's commit does not, but the one that parks it
+// (WAITING) and the one that ends it do.
+func TestSyncs(t *testing.T) {
+	var syncs atomic.Int64
+	s, err := pebble.OpenCounting(filepath.Join(t.TempDir(), "db"), pebble.Options{}, &syncs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	for _, d := range []engine.Durability{"", engine.DurabilityStrict, engine.DurabilityBatched} {
+		if err := s.Create(ctx, &engine.Execution{ID: "e-" + string(d), Durability: d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		id     string
+		seq    int64
+		status engine.Status
+		synced bool
+	}{
+		{"e-", 1, engine.StatusRunning, true},
+		{"e-strict", 1, engine.StatusRunning, true},
+		{"e-batched", 1, engine.StatusRunning, false},
+		{"e-batched", 2, engine.StatusRunning, false},
+		{"e-batched", 3, engine.StatusWaiting, true},
+		{"e-batched", 4, engine.StatusRunning, false},
+		{"e-batched", 5, engine.StatusSucceeded, true},
+	} {
+		before := syncs.Load()
+		c := &engine.Commit{Execution: tc.id, Seq: tc.seq, Status: tc.status,
+			Scopes: map[string]*engine.Scope{"": {Next: "S", Doc: map[string]any{"seq": tc.seq}}}}
+		if tc.status == engine.StatusWaiting {
+			c.WakeAt, c.WaitingFor = time.Unix(1_900_000_000, 0), "Wait"
+		}
+		if tc.status == engine.StatusSucceeded {
+			c.Output = map[string]any{}
+		}
+		if err := s.Commit(ctx, c); err != nil {
+			t.Fatalf("commit %d of %s: %v", tc.seq, tc.id, err)
+		}
+		if got := syncs.Load() > before; got != tc.synced {
+			t.Errorf("commit %d of %s (%s): synced %v, want %v", tc.seq, tc.id, tc.status, got, tc.synced)
+		}
 	}
 }
