@@ -158,8 +158,8 @@ WHERE attrelid = 'executions'::regclass AND attnum > 0 AND NOT attisdropped ORDE
 		if err := pool.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = $1::regclass`, table).Scan(&opts); err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(opts, []string{"fillfactor=70"}) {
-			t.Errorf("%s's options = %v, want fillfactor=70", table, opts)
+		if !reflect.DeepEqual(opts, []string{"fillfactor=50"}) {
+			t.Errorf("%s's options = %v, want fillfactor=50", table, opts)
 		}
 	}
 	var fks int
