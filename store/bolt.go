@@ -95,8 +95,11 @@ type BoltOptions struct {
 	// Log writes each commit through a write-ahead log beside the
 	// database (its path + "-log"): one fdatasync per transaction instead
 	// of bbolt's two, the database synced at checkpoints (bolt_log.go).
-	// Default false. A database is recovered from its log whenever it has
-	// one, Log or not; opened without Log, the log is then removed.
+	// Default false. Commits without agent memory or outbox writes, and
+	// Create, go through the log; any other write is a synced bbolt
+	// transaction followed by a checkpoint (three fdatasyncs instead of
+	// two). A database is recovered from its log whenever it has one, Log
+	// or not; opened without Log, the log is then removed.
 	Log bool
 
 	// logMaxRecords and logMaxBytes bound the log between checkpoints

@@ -617,7 +617,12 @@ func (l *boltLog) close() {
 // checkpoint syncs the database and starts the log afresh after its state,
 // which a new pin keeps whole until the next checkpoint. Nothing is done
 // when nothing was written since the last one.
-func (l *boltLog) checkpoint(db *bbolt.DB) error {
+func (l *boltLog) checkpoint(db *bbolt.DB) error { return l.checkpointSynced(db, false) }
+
+// checkpointSynced is checkpoint; synced says that the database file was
+// just synced whole (a synced bbolt transaction: bbolt's fdatasync covers
+// what earlier NoSync transactions wrote too), which saves the sync.
+func (l *boltLog) checkpointSynced(db *bbolt.DB, synced bool) error {
 	if l.err != nil {
 		return l.err
 	}
@@ -627,19 +632,21 @@ func (l *boltLog) checkpoint(db *bbolt.DB) error {
 			return nil
 		}
 	}
-	if err := l.checkpointOnce(db); err != nil {
+	if err := l.checkpointOnce(db, synced); err != nil {
 		l.err = err
 		return err
 	}
 	return nil
 }
 
-func (l *boltLog) checkpointOnce(db *bbolt.DB) error {
+func (l *boltLog) checkpointOnce(db *bbolt.DB, synced bool) error {
 	lp := logPath(l.path)
-	if err := db.Sync(); err != nil {
-		return dbErr(l.path, "sync: %w", err)
+	if !synced {
+		if err := db.Sync(); err != nil {
+			return dbErr(l.path, "sync: %w", err)
+		}
+		l.syncs.Add(1)
 	}
-	l.syncs.Add(1)
 	pin, err := db.Begin(false)
 	if err != nil {
 		return dbErr(l.path, "checkpoint: %w", err)
@@ -915,5 +922,5 @@ func (b *Bolt) logCommitted(viaLog bool) error {
 		}
 		return nil
 	}
-	return b.log.checkpoint(b.db)
+	return b.log.checkpointSynced(b.db, true)
 }
