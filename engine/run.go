@@ -534,9 +534,13 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		res = stepResult{output: input, proposed: input, next: c.Next, size: size}
 		err = h.complete(ctx, &res)
 	}
-	var ae *asl.Error
-	if err != nil && errors.As(err, &ae) && ctx.Err() == nil {
-		r.emitState("failed", c, sc.prefix, map[string]any{"Error": string(ae.Name), "Cause": ae.Cause})
+	if err != nil && ctx.Err() == nil {
+		// Declared here: errors.As makes it escape, and a state that
+		// succeeds allocates nothing for it.
+		var ae *asl.Error
+		if errors.As(err, &ae) {
+			r.emitState("failed", c, sc.prefix, map[string]any{"Error": string(ae.Name), "Cause": ae.Cause})
+		}
 	}
 	if f := r.x.hooks.StateEnded; f != nil && traced {
 		waiting, failed := errors.Is(err, errParked), err
