@@ -1,8 +1,17 @@
+//go:build pebble
+
 // Package pebble is a store.Store on a Pebble database (an LSM tree with a
 // write-ahead log): an embedded alternative to store.Bolt. It keeps the
 // records package store encodes (store.Records), the same bytes as Bolt's
 // and PostgreSQL's, so histories hash and chain the same way on every
 // backend.
+//
+// The package is built with the pebble build tag only
+// (go build -tags pebble, go test -tags pebble ./store/pebble): Pebble and
+// its dependencies take minutes to compile, which the default build and
+// the test suite are spared while Bolt stays the default embedded store
+// (docs/performance.md, "Embedded stores compared", has the measurements
+// and the decision).
 //
 // # Durability
 //

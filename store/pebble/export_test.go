@@ -1,3 +1,5 @@
+//go:build pebble
+
 package pebble
 
 import (
