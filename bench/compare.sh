@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs bench/workflows side by side on aws-local-stepfunctions and on
 # aslrun (the Go API without a store, on the memory store, on bbolt strict
-# and batched, on PostgreSQL, and `aslrun run`), and the loop on the peers
+# and batched, on bbolt with its log and on Pebble (strict; built with the
+# pebble tag), on PostgreSQL, and `aslrun run`), and the loop on the peers
 # too: LangGraph JS (bench/langgraph: MemorySaver, SqliteSaver,
 # PostgresSaver) and DBOS Transact (bench/dbos, a Go module of its own).
 # The runners take turns, 5 runs each by default, and it prints the date,
@@ -90,5 +91,5 @@ else
 	echo "compare.sh: no PostgreSQL answers at $server: the runs on PostgreSQL are left out" >&2
 fi
 
-exec go run ./bench/compare -node "$node" -modules "$modules" -script bench/aws-local/run.mjs \
+exec go run -tags pebble ./bench/compare -node "$node" -modules "$modules" -script bench/aws-local/run.mjs \
 	-langgraph bench/langgraph/run.mjs "${postgres[@]}" "$@"

@@ -52,7 +52,7 @@ func TestQuick(t *testing.T) {
 				if mt.Seconds <= 0 || mt.Mallocs <= 0 {
 					t.Errorf("measurement %+v: want a time and allocations", mt)
 				}
-				durable := mode == rStrict || mode == rBatched
+				durable := mode == rStrict || mode == rStrictLog || mode == rBatched || mode == rPebble
 				if durable != (mt.DBBytes > 0) {
 					t.Errorf("database size %d in mode %s", mt.DBBytes, mode)
 				}

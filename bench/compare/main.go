@@ -179,12 +179,12 @@ var plan = []struct {
 	workload string
 	runners  []string
 }{
-	{wLoop, []string{rNode, rNone, rMemory, rStrict, rBatched, rCLI}},
+	{wLoop, []string{rNode, rNone, rMemory, rStrict, rStrictLog, rPebble, rBatched, rCLI}},
 	{wPeers, []string{rNode, rMemory, rLGMemory, rStrict, rLGSQLite, rPostgres, rLGPostgres, rDBOS}},
 	{wMap, []string{rNode, rNone, rMemory, rStrict, rBatched, rCLI}},
 	{wMapDiscard, []string{rNode, rNone, rStrict, rCLI}},
-	{wConcurrent1, []string{rNode, rNone, rMemory, rStrict, rBatched}},
-	{wConcurrentN, []string{rNode, rNone, rMemory, rStrict, rBatched}},
+	{wConcurrent1, []string{rNode, rNone, rMemory, rStrict, rStrictLog, rPebble, rBatched}},
+	{wConcurrentN, []string{rNode, rNone, rMemory, rStrict, rStrictLog, rPebble, rBatched}},
 }
 
 // A result is a runner's runs of a workload, in the order they ran, or

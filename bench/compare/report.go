@@ -83,6 +83,10 @@ func label(cfg *config, r string) string {
 		return "aslrun Go API, memory store"
 	case rStrict:
 		return "aslrun Go API, bbolt, strict"
+	case rStrictLog:
+		return "aslrun Go API, bbolt with its log, strict"
+	case rPebble:
+		return "aslrun Go API, Pebble, strict"
 	case rBatched:
 		return "aslrun Go API, bbolt, batched"
 	case rPostgres:
@@ -103,7 +107,7 @@ func label(cfg *config, r string) string {
 }
 
 // runnerOrder is the order of the rows.
-var runnerOrder = []string{rNode, rNone, rMemory, rStrict, rBatched, rCLI}
+var runnerOrder = []string{rNode, rNone, rMemory, rStrict, rStrictLog, rPebble, rBatched, rCLI}
 
 // runTable prints the table of one workload.
 func runTable(out io.Writer, cfg *config, w *workload, res map[string]result) {
@@ -188,6 +192,8 @@ func target(w, r string, res map[string]result) string {
 		return t
 	case wLoop + "/" + rStrict, wLoop + "/" + rCLI:
 		return "≤ 5× slower; ≤ 600 B/state; written ÷ stored ≤ 2×"
+	case wLoop + "/" + rStrictLog, wLoop + "/" + rPebble:
+		return "≤ 2.5× slower; written ÷ stored ≤ 4×"
 	case wLoop + "/" + rBatched:
 		return "faster"
 	case wMap + "/" + rNone:

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,8 @@ const (
 	rNone       = "none"
 	rMemory     = "memory"
 	rStrict     = "strict"
+	rStrictLog  = "strict-log"
+	rPebble     = "pebble"
 	rBatched    = "batched"
 	rPostgres   = "postgres"
 	rCLI        = "cli"
@@ -46,8 +49,12 @@ const (
 )
 
 // apiModes are the runners that run in this program, through the engine
-// API.
-var apiModes = []string{rNone, rMemory, rStrict, rBatched, rPostgres}
+// API (rPebble only in a build with the pebble tag: pebble.go).
+var apiModes = []string{rNone, rMemory, rStrict, rStrictLog, rBatched, rPostgres}
+
+// openPebble opens a Pebble store in folder dir; nil in a build without
+// the pebble tag.
+var openPebble func(dir string) (store.Store, error)
 
 // A measurement is what one run of a workload measured. A figure a runner
 // cannot measure is -1.
@@ -121,13 +128,17 @@ func runAPI(ctx context.Context, dir, tmp, pgURL string, w *workload, mode strin
 	cfg := engine.Config{Agents: reg, MaxPayloadSize: -1, Hooks: engine.Hooks{StateExited: exited}}
 	var (
 		db     string
-		bolt   *store.Bolt
-		pgConn *pgx.Conn
+		bolt     *store.Bolt
+		pebbleDB store.Store
+		pgConn   *pgx.Conn
 		mark   pgMark
 	)
 	defer func() {
 		if bolt != nil {
 			bolt.Close()
+		}
+		if pebbleDB != nil {
+			pebbleDB.Close()
 		}
 	}()
 	switch mode {
@@ -151,18 +162,30 @@ func runAPI(ctx context.Context, dir, tmp, pgURL string, w *workload, mode strin
 	case rNone:
 	case rMemory:
 		cfg.Store = store.NewMemory()
-	case rStrict, rBatched:
+	case rStrict, rStrictLog, rBatched:
 		if db, err = newDBPath(tmp); err != nil {
 			return mt, err
 		}
-		defer os.Remove(db)
-		if bolt, err = store.OpenBolt(db, store.BoltOptions{}); err != nil {
+		defer os.RemoveAll(filepath.Dir(db))
+		if bolt, err = store.OpenBolt(db, store.BoltOptions{Log: mode == rStrictLog}); err != nil {
 			return mt, err
 		}
 		cfg.Store = bolt
 		if mode == rBatched {
 			cfg.Durability = engine.DurabilityBatched
 		}
+	case rPebble:
+		if openPebble == nil {
+			return mt, errors.New("this build has no Pebble store: build with -tags pebble (bench/compare.sh does)")
+		}
+		if db, err = newDBPath(tmp); err != nil {
+			return mt, err
+		}
+		defer os.RemoveAll(filepath.Dir(db))
+		if pebbleDB, err = openPebble(db); err != nil {
+			return mt, err
+		}
+		cfg.Store = pebbleDB
 	default:
 		return mt, fmt.Errorf("unknown mode %q (want %s)", mode, strings.Join(apiModes, ", "))
 	}
@@ -222,7 +245,33 @@ func runAPI(ctx context.Context, dir, tmp, pgURL string, w *workload, mode strin
 			return mt, err
 		}
 	}
+	if pebbleDB != nil {
+		err := pebbleDB.Close()
+		pebbleDB = nil
+		if err != nil {
+			return mt, err
+		}
+		if writtenAfter := writeBytes(); writtenBefore >= 0 && writtenAfter >= 0 {
+			mt.WriteBytes = writtenAfter - writtenBefore
+		}
+		mt.DBBytes = folderBytes(db)
+	}
 	return mt, nil
+}
+
+// folderBytes is the total size of the files in folder dir (a Pebble
+// database: its WAL, tables and manifests).
+func folderBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // newDBPath returns the path of a database that does not exist yet, in a
