@@ -127,11 +127,11 @@ func runAPI(ctx context.Context, dir, tmp, pgURL string, w *workload, mode strin
 	// aws-local-stepfunctions does not apply.
 	cfg := engine.Config{Agents: reg, MaxPayloadSize: -1, Hooks: engine.Hooks{StateExited: exited}}
 	var (
-		db     string
+		db       string
 		bolt     *store.Bolt
 		pebbleDB store.Store
 		pgConn   *pgx.Conn
-		mark   pgMark
+		mark     pgMark
 	)
 	defer func() {
 		if bolt != nil {
