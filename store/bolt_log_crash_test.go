@@ -1,15 +1,11 @@
 package store_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,13 +32,6 @@ func logCommits(t *testing.T, path, id string, n int) {
 		}
 	}
 	store.AbandonBolt(b)
-}
-
-// killCommit is commit seq of execution id.
-func killCommit(id string, seq int64) *engine.Commit {
-	return &engine.Commit{Execution: id, Seq: seq, Status: engine.StatusRunning,
-		Scopes: map[string]*engine.Scope{"": {Next: "S", Doc: map[string]any{"seq": seq}}},
-		Events: []engine.Event{{ID: seq, Type: "E", Timestamp: time.Now(), Document: map[string]any{"seq": seq}}}}
 }
 
 // logRecords returns the offsets of the log's records and the offset of
@@ -188,62 +177,11 @@ func TestBoltLogSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
-	path := filepath.Join(t.TempDir(), "aslrun.db")
-	acked := make(map[string]int64)
-	for round := range 4 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestBoltLogKillChild$")
-		cmd.Env = append(os.Environ(), logKillEnv+"="+path)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(out)
-		lines, kill := 0, 150+97*round
-		for sc.Scan() {
-			var id string
-			var seq int64
-			if _, err := fmt.Sscanf(sc.Text(), "ack %s %d", &id, &seq); err != nil {
-				continue
-			}
-			acked[id] = max(acked[id], seq)
-			if lines++; lines == kill {
-				cmd.Process.Kill() // SIGKILL, in the middle of commits
-			}
-		}
-		err = cmd.Wait()
-		if lines < kill {
-			t.Fatalf("round %d: the child acknowledged %d commits before ending (%v), want it killed after %d", round, lines, err, kill)
-		}
-		b, err := store.OpenBolt(path, store.BoltOptions{Log: true})
-		if err != nil {
-			t.Fatalf("round %d: OpenBolt after SIGKILL = %v", round, err)
-		}
-		t.Logf("round %d: %d acknowledged, LogReport %+v", round, lines, b.LogReport())
-		for id, seq := range acked {
-			e, err := b.Load(t.Context(), id)
-			if err != nil {
-				t.Fatalf("round %d: Load(%s) after SIGKILL = %v", round, id, err)
-			}
-			if e.Seq < seq {
-				t.Errorf("round %d: execution %s has Seq %d after SIGKILL, want at least %d (acknowledged)", round, id, e.Seq, seq)
-			}
-			if err := b.VerifyHistory(t.Context(), id); err != nil {
-				t.Errorf("round %d: VerifyHistory(%s) after SIGKILL = %v", round, id, err)
-			}
-		}
-		if err := b.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	survivesKill(t, "TestBoltLogKillChild", logKillEnv, 4, func(round int) int { return 150 + 97*round }, store.BoltOptions{Log: true})
 }
 
 // TestBoltLogKillChild is the child of TestBoltLogSurvivesKill: it commits
-// to 8 executions from 8 goroutines through the log and prints "ack ID
-// SEQ" for every commit that returned nil, until it is killed (or 30
-// seconds pass).
+// through the log, with a checkpoint every 64 records.
 func TestBoltLogKillChild(t *testing.T) {
 	path := os.Getenv(logKillEnv)
 	if path == "" {
@@ -251,38 +189,7 @@ func TestBoltLogKillChild(t *testing.T) {
 	}
 	opts := store.LogOptions(64, nil)
 	opts.LockTimeout = 5 * time.Second
-	b, err := store.OpenBolt(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(30 * time.Second)
-	for i := range 8 {
-		id := fmt.Sprintf("k%d", i)
-		wg.Go(func() {
-			e, err := b.Load(t.Context(), id)
-			if errors.Is(err, engine.ErrNotFound) {
-				err = b.Create(t.Context(), &engine.Execution{ID: id})
-				e = &engine.Execution{}
-			}
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			for seq := e.Seq + 1; time.Now().Before(deadline); seq++ {
-				if err := b.Commit(t.Context(), killCommit(id, seq)); err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				fmt.Fprintf(os.Stdout, "ack %s %d\n", id, seq)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	b.Close()
+	killChild(t, path, opts)
 }
 
 // TestBoltLogOwner checks that a database open with the log cannot be

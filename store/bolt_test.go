@@ -404,11 +404,30 @@ func TestBoltSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
+	survivesKill(t, "TestBoltKillChild", killEnv, 3, func(round int) int { return 200 + 100*round }, store.BoltOptions{})
+}
+
+// TestBoltKillChild is the child process of TestBoltSurvivesKill.
+func TestBoltKillChild(t *testing.T) {
+	path := os.Getenv(killEnv)
+	if path == "" {
+		t.Skip("run by TestBoltSurvivesKill")
+	}
+	killChild(t, path, store.BoltOptions{LockTimeout: 5 * time.Second})
+}
+
+// survivesKill runs child (a test of this binary calling killChild on the
+// database its env variable names) rounds times on one database, kills it
+// with SIGKILL once it has acknowledged killAt(round) commits, reopens the
+// database with opts and checks that every commit it acknowledged is
+// there, its history verified.
+func survivesKill(t *testing.T, child, env string, rounds int, killAt func(round int) int, opts store.BoltOptions) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "aslrun.db")
 	acked := make(map[string]int64)
-	for round := range 3 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestBoltKillChild$")
-		cmd.Env = append(os.Environ(), killEnv+"="+path)
+	for round := range rounds {
+		cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$")
+		cmd.Env = append(os.Environ(), env+"="+path)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -417,7 +436,7 @@ func TestBoltSurvivesKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		sc := bufio.NewScanner(out)
-		lines := 0
+		lines, kill := 0, killAt(round)
 		for sc.Scan() {
 			var id string
 			var seq int64
@@ -425,19 +444,19 @@ func TestBoltSurvivesKill(t *testing.T) {
 				continue
 			}
 			acked[id] = max(acked[id], seq)
-			if lines++; lines == 200+100*round {
+			if lines++; lines == kill {
 				cmd.Process.Kill() // SIGKILL, in the middle of commits
 			}
 		}
 		err = cmd.Wait()
-		if lines < 200+100*round {
-			t.Fatalf("round %d: the child acknowledged %d commits before ending (%v), want it killed after %d", round, lines, err, 200+100*round)
+		if lines < kill {
+			t.Fatalf("round %d: the child acknowledged %d commits before ending (%v), want it killed after %d", round, lines, err, kill)
 		}
-
-		b, err := store.OpenBolt(path, store.BoltOptions{})
+		b, err := store.OpenBolt(path, opts)
 		if err != nil {
 			t.Fatalf("round %d: OpenBolt after SIGKILL = %v", round, err)
 		}
+		t.Logf("round %d: %d acknowledged, LogReport %+v", round, lines, b.LogReport())
 		for id, seq := range acked {
 			e, err := b.Load(t.Context(), id)
 			if err != nil {
@@ -450,19 +469,17 @@ func TestBoltSurvivesKill(t *testing.T) {
 				t.Errorf("round %d: VerifyHistory(%s) after SIGKILL = %v", round, id, err)
 			}
 		}
-		b.Close()
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
-// TestBoltKillChild is the child process of TestBoltSurvivesKill: it
-// commits to 8 executions from 8 goroutines and prints "ack ID SEQ" for
-// every commit that returned nil, until it is killed (or 30 seconds pass).
-func TestBoltKillChild(t *testing.T) {
-	path := os.Getenv(killEnv)
-	if path == "" {
-		t.Skip("run by TestBoltSurvivesKill")
-	}
-	b, err := store.OpenBolt(path, store.BoltOptions{LockTimeout: 5 * time.Second})
+// killChild opens the database at path with opts, commits to 8
+// executions from 8 goroutines and prints "ack ID SEQ" for every commit
+// that returned nil, until it is killed (or 30 seconds pass).
+func killChild(t *testing.T, path string, opts store.BoltOptions) {
+	b, err := store.OpenBolt(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,10 +499,7 @@ func TestBoltKillChild(t *testing.T) {
 				return
 			}
 			for seq := e.Seq + 1; time.Now().Before(deadline); seq++ {
-				err := b.Commit(t.Context(), &engine.Commit{Execution: id, Seq: seq, Status: engine.StatusRunning,
-					Scopes: map[string]*engine.Scope{"": {Next: "S", Doc: map[string]any{"seq": seq}}},
-					Events: []engine.Event{{ID: seq, Type: "E", Timestamp: time.Now(), Document: map[string]any{"seq": seq}}}})
-				if err != nil {
+				if err := b.Commit(t.Context(), killCommit(id, seq)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -497,4 +511,11 @@ func TestBoltKillChild(t *testing.T) {
 	}
 	wg.Wait()
 	b.Close()
+}
+
+// killCommit is commit seq of execution id in the kill tests.
+func killCommit(id string, seq int64) *engine.Commit {
+	return &engine.Commit{Execution: id, Seq: seq, Status: engine.StatusRunning,
+		Scopes: map[string]*engine.Scope{"": {Next: "S", Doc: map[string]any{"seq": seq}}},
+		Events: []engine.Event{{ID: seq, Type: "E", Timestamp: time.Now(), Document: map[string]any{"seq": seq}}}}
 }
