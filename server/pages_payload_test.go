@@ -17,13 +17,13 @@ import (
 	"github.com/aslrun/aslrun/store"
 )
 
-// TestLongPayloadsCut: an execution carrying a 2.9 MB document makes an
+// TestLongPayloadsCut: an execution carrying a 1.2 MB document makes an
 // execution page that shows 64 KiB of each payload, says how much it
 // cut, and links to the whole, which the raw routes serve as JSON to the
 // signed-in.
 func TestLongPayloadsCut(t *testing.T) {
 	ts := newTestServer(t, func(c *Config) { c.MaxBody = 8 << 20 })
-	text := strings.Repeat("é0123456789", 2_900_000/12)
+	text := strings.Repeat("é0123456789", 1_200_000/12)
 	input, err := json.Marshal(map[string]any{"text": text})
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestLongPayloadsCut(t *testing.T) {
 		t.Fatalf("%d payloads cut, want every event carrying the document and the output", len(links))
 	}
 	for _, l := range links {
-		if !strings.Contains(l[1], "of 2.9 MB shown") || !strings.Contains(l[1], "cut") {
+		if !strings.Contains(l[1], "of 1.2 MB shown") || !strings.Contains(l[1], "cut") {
 			t.Errorf("the note %q does not say how much was cut", l[1])
 		}
 	}
