@@ -227,7 +227,11 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		r.event(Event{Type: EventTaskFailed, State: h.name(), Scope: h.sc.prefix, Error: string(err.Name), Cause: err.Cause, Document: h.raw, Detail: key})
 		return nil, 0, err
 	}
-	req := &agents.Request{
+	// The request and its usage counter are one allocation.
+	call := &struct {
+		req   agents.Request
+		usage callUsage
+	}{req: agents.Request{
 		Agent:      name,
 		Execution:  r.exec.ID,
 		Step:       step,
@@ -236,13 +240,13 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		Invocation: n,
 		Input:      agentInput,
 		Violation:  h.violation,
-	}
+	}}
+	req, usage := &call.req, &call.usage
 	if s.Resource != nil {
 		req.Resource = s.Resource.ARN
 	}
 	req.Credentials = creds
 	req.Workflows = callWorkflows{h}
-	usage := new(callUsage)
 	req.Tools = h.toolSet(s.Tools, &usage.denied)
 	req.OnUsage = usage.report
 	if states.State(s) == h.st {
