@@ -106,9 +106,7 @@ func (c *resultCount) size() int {
 func (h *stateRun) countedResults(raw any, count *resultCount, rp states.ResultPath) (stepResult, error) {
 	h.r.event(Event{Type: EventMapStateSucceeded, State: h.name(), Scope: h.sc.prefix, Document: raw})
 	if n := count.size(); n > count.limit {
-		e := asl.Errorf(asl.ErrDataLimitExceeded, "The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", h.name())
-		e.Err = &PayloadError{State: h.qualified(), Size: n, Limit: count.limit}
-		return stepResult{}, e
+		return stepResult{}, h.dataLimitErrorOf(n)
 	}
 	return h.finish(raw, nil, 0, rp)
 }

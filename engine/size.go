@@ -72,8 +72,13 @@ func saturatingAdd(a, b int) int {
 // dataLimitError is the States.DataLimitExceeded of document v, with AWS's
 // cause; the sizes are in its *PayloadError.
 func (h *stateRun) dataLimitError(v any) *asl.Error {
+	return h.dataLimitErrorOf(jsonvalue.Size(v))
+}
+
+// dataLimitErrorOf is dataLimitError of a document of size bytes.
+func (h *stateRun) dataLimitErrorOf(size int) *asl.Error {
 	e := asl.Errorf(asl.ErrDataLimitExceeded, "The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", h.name())
-	e.Err = &PayloadError{State: h.qualified(), Size: jsonvalue.Size(v), Limit: h.r.maxPayload}
+	e.Err = &PayloadError{State: h.qualified(), Size: size, Limit: h.r.maxPayload}
 	return e
 }
 
