@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,19 +17,11 @@ import (
 
 	"github.com/aslrun/aslrun/engine"
 	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/store/internal/commitbench"
 )
 
 // commitBenchDoc is an agent-like document of about 1 KiB.
-const commitBenchDoc = `{"ticket":{"id":"T-20250314-0042","channel":"email","priority":2,` +
-	`"customer":{"id":"C-99812","name":"Ada Lovelace","tier":"gold","since":"2019-04-01","balance":1234.56},` +
-	`"subject":"Refund for a duplicate charge on my March invoice",` +
-	`"body":"Hello, I was charged twice for invoice INV-7781 on March 3rd. Could you refund the duplicate charge? Thanks, Ada."},` +
-	`"classification":{"intent":"refund","confidence":0.9371,"labels":["billing","duplicate-charge","refund"]},` +
-	`"retrieved":[{"doc":"kb/refunds.md","score":0.88,"snippet":"Duplicate charges are refunded within 5 business days."},` +
-	`{"doc":"kb/invoices.md","score":0.71,"snippet":"Invoices are issued on the 1st of each month."}],` +
-	`"draft":"Dear Ada, we are sorry for the duplicate charge on invoice INV-7781. We have issued a refund of 49.90 EUR, which should reach your account within 5 business days.",` +
-	`"notes":["customer verified by email","duplicate confirmed in ledger","refund within policy limit"],` +
-	`"usage":{"tokens":1843,"cost":0.01106},"step_count":4,"status":"running"}`
+const commitBenchDoc = commitbench.Doc
 
 // benchCommit returns a realistic transition commit of execution id: the
 // document, variables, visits and three history events.
@@ -498,51 +489,15 @@ func BenchmarkListPage(b *testing.B) {
 }
 
 // statesPerCommit is how many states each commit of the effect-sized
-// benchmarks carries, as the engine commits pure states with the next
-// step that has an effect.
-const statesPerCommit = 4
+// benchmarks carries.
+const statesPerCommit = commitbench.StatesPerCommit
 
-// stateLoop makes commits of statesPerCommit states each: every state has
-// an Entered event (its input) and an Exited event (its output), its
-// output is its input with one field changed, and the commit carries the
-// one scope with the last document.
-type stateLoop struct {
-	id    string
-	doc   map[string]any
-	seq   int64
-	event int64
-	c     engine.Commit
-}
+// stateLoop makes the commits of the effect-sized benchmarks.
+type stateLoop struct{ *commitbench.Loop }
 
-func newStateLoop(tb testing.TB, id string) *stateLoop {
-	d, err := jsonvalue.Decode([]byte(commitBenchDoc))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &stateLoop{id: id, doc: d.(map[string]any)}
-}
+func newStateLoop(tb testing.TB, id string) stateLoop { return stateLoop{commitbench.NewLoop(tb, id)} }
 
-// next returns the loop's next commit; the engine's way, it reuses one
-// Commit and copies a document only along the path it changes.
-func (l *stateLoop) next() *engine.Commit {
-	l.seq++
-	now := time.Now()
-	events := l.c.Events[:0]
-	for range statesPerCommit {
-		in := l.doc
-		out := maps.Clone(in)
-		out["step_count"] = jsonvalue.IntNumber(int64(l.event))
-		l.doc = out
-		l.event++
-		events = append(events, engine.Event{ID: 2*l.event - 1, Type: "PassStateEntered", State: "Step", Timestamp: now, Input: in, Document: in})
-		events = append(events, engine.Event{ID: 2 * l.event, Type: "PassStateExited", State: "Step", Timestamp: now, Output: out, Document: out})
-	}
-	l.c = engine.Commit{
-		Execution: l.id, Seq: l.seq, Status: engine.StatusRunning, LastEvent: 2 * l.event, Events: events,
-		Scopes: map[string]*engine.Scope{"": {Next: "Step", Doc: l.doc, Visits: map[string]int{"Step": int(l.event)}}},
-	}
-	return &l.c
-}
+func (l stateLoop) next() *engine.Commit { return l.Next() }
 
 // BenchmarkMemoryCommitStates is BenchmarkMemoryCommit with commits of
 // statesPerCommit states of a 1 KiB document that changes one field per
@@ -572,7 +527,7 @@ func BenchmarkCommitStates(b *testing.B) {
 }
 
 // commitStates runs BenchmarkCommitStates on s.
-func commitStates(b *testing.B, s *Bolt, l *stateLoop) {
+func commitStates(b *testing.B, s *Bolt, l stateLoop) {
 	for range 10 {
 		if err := s.Commit(b.Context(), l.next()); err != nil {
 			b.Fatal(err)

@@ -42,7 +42,7 @@ func benchCommitLog(b *testing.B, conc int, logged bool) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	loops := make([]*stateLoop, conc)
+	loops := make([]stateLoop, conc)
 	for i := range loops {
 		id := fmt.Sprintf("bench-%d", i)
 		if err := s.Create(b.Context(), &engine.Execution{ID: id}); err != nil {

@@ -3,7 +3,6 @@
 package pebble_test
 
 import (
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,68 +13,12 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
-	"github.com/aslrun/aslrun/jsonvalue"
+	"github.com/aslrun/aslrun/store/internal/commitbench"
 	"github.com/aslrun/aslrun/store/pebble"
 )
 
-// commitBenchDoc is the agent-like document of about 1 KiB of the store
-// package's commit benchmarks.
-const commitBenchDoc = `{"ticket":{"id":"T-20250314-0042","channel":"email","priority":2,` +
-	`"customer":{"id":"C-99812","name":"Ada Lovelace","tier":"gold","since":"2019-04-01","balance":1234.56},` +
-	`"subject":"Refund for a duplicate charge on my March invoice",` +
-	`"body":"Hello, I was charged twice for invoice INV-7781 on March 3rd. Could you refund the duplicate charge? Thanks, Ada."},` +
-	`"classification":{"intent":"refund","confidence":0.9371,"labels":["billing","duplicate-charge","refund"]},` +
-	`"retrieved":[{"doc":"kb/refunds.md","score":0.88,"snippet":"Duplicate charges are refunded within 5 business days."},` +
-	`{"doc":"kb/invoices.md","score":0.71,"snippet":"Invoices are issued on the 1st of each month."}],` +
-	`"draft":"Dear Ada, we are sorry for the duplicate charge on invoice INV-7781. We have issued a refund of 49.90 EUR, which should reach your account within 5 business days.",` +
-	`"notes":["customer verified by email","duplicate confirmed in ledger","refund within policy limit"],` +
-	`"usage":{"tokens":1843,"cost":0.01106},"step_count":4,"status":"running"}`
-
-// statesPerCommit is how many states each commit carries, as the engine
-// commits pure states with the next step that has an effect.
-const statesPerCommit = 4
-
-// stateLoop makes the commits of the store package's BenchmarkCommitStates:
-// statesPerCommit states each, every state an Entered and an Exited event,
-// its output its input with one field changed, and the one scope with the
-// last document.
-type stateLoop struct {
-	id    string
-	doc   map[string]any
-	seq   int64
-	event int64
-	c     engine.Commit
-}
-
-func newStateLoop(tb testing.TB, id string) *stateLoop {
-	d, err := jsonvalue.Decode([]byte(commitBenchDoc))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &stateLoop{id: id, doc: d.(map[string]any)}
-}
-
-// next returns the loop's next commit, reusing one Commit as the engine
-// does.
-func (l *stateLoop) next() *engine.Commit {
-	l.seq++
-	now := time.Now()
-	events := l.c.Events[:0]
-	for range statesPerCommit {
-		in := l.doc
-		out := maps.Clone(in)
-		out["step_count"] = jsonvalue.IntNumber(int64(l.event))
-		l.doc = out
-		l.event++
-		events = append(events, engine.Event{ID: 2*l.event - 1, Type: "PassStateEntered", State: "Step", Timestamp: now, Input: in, Document: in})
-		events = append(events, engine.Event{ID: 2 * l.event, Type: "PassStateExited", State: "Step", Timestamp: now, Output: out, Document: out})
-	}
-	l.c = engine.Commit{
-		Execution: l.id, Seq: l.seq, Status: engine.StatusRunning, LastEvent: 2 * l.event, Events: events,
-		Scopes: map[string]*engine.Scope{"": {Next: "Step", Doc: l.doc, Visits: map[string]int{"Step": int(l.event)}}},
-	}
-	return &l.c
-}
+// statesPerCommit is how many states each commit of the loop carries.
+const statesPerCommit = commitbench.StatesPerCommit
 
 // procIO returns a counter of /proc/self/io: wchar (bytes handed to
 // write calls) or write_bytes (bytes sent to the storage layer).
@@ -116,9 +59,9 @@ func BenchmarkCommit(b *testing.B) {
 			if err := s.Create(b.Context(), &engine.Execution{ID: "bench", Durability: d}); err != nil {
 				b.Fatal(err)
 			}
-			l := newStateLoop(b, "bench")
+			l := commitbench.NewLoop(b, "bench")
 			for range 10 {
-				if err := s.Commit(b.Context(), l.next()); err != nil {
+				if err := s.Commit(b.Context(), l.Next()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -131,7 +74,7 @@ func BenchmarkCommit(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				c := l.next()
+				c := l.Next()
 				start := time.Now()
 				if err := s.Commit(b.Context(), c); err != nil {
 					b.Fatal(err)
@@ -181,9 +124,9 @@ func BenchmarkCommitConcurrent(b *testing.B) {
 			b.Error(err)
 			return
 		}
-		l := newStateLoop(b, id)
+		l := commitbench.NewLoop(b, id)
 		for pb.Next() {
-			if err := s.Commit(b.Context(), l.next()); err != nil {
+			if err := s.Commit(b.Context(), l.Next()); err != nil {
 				b.Error(err)
 				return
 			}
