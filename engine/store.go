@@ -91,6 +91,10 @@ type Execution struct {
 	Progress Progress
 	// Seq counts the commits of the execution.
 	Seq int64
+	// HistoryDropped is set once a commit dropped the execution's history
+	// (Commit.DropHistory): the store keeps its head (input, output,
+	// status, progress) and no events; History returns none.
+	HistoryDropped bool
 
 	// secrets are the secrets of an execution loaded with sealed values
 	// (the run that continues it keeps them); nil otherwise.
@@ -248,6 +252,14 @@ type Commit struct {
 	// Transition is what the commit point checked (nil for history-only
 	// commits); stores need not keep it.
 	Transition *Transition
+	// DropHistory drops the execution's history in the same transaction:
+	// its events (this commit's Events are not kept either), its
+	// checkpoints and what only they reference; the head is kept and
+	// marked HistoryDropped, its event count and last hash reset so that
+	// the empty history verifies. The engine sets it on the commit that
+	// ends a Distributed Map child that succeeded, and on every commit of
+	// an EXPRESS child.
+	DropHistory bool
 
 	// nestedEnd marks the commit of a nested machine's end, which may wait
 	// for the next commit (run.deferrable).
