@@ -5,6 +5,12 @@ package jsonvalue
 // (old's items, then add's), and anything else is replaced by add. Neither
 // argument is modified; the result shares their unchanged parts.
 func Combine(old, add any) any {
+	// Packed arrays join as arrays: their elements are decoded.
+	if oa, ok := arrayValue(old); ok {
+		if aa, ok := arrayValue(add); ok {
+			old, add = oa, aa
+		}
+	}
 	switch a := add.(type) {
 	case map[string]any:
 		o, ok := old.(map[string]any)
@@ -32,4 +38,17 @@ func Combine(old, add any) any {
 		return append(append(out, o...), a...)
 	}
 	return add
+}
+
+// arrayValue returns v as a []any when it is an array: a *Packed is
+// decoded (its elements cannot fail to decode).
+func arrayValue(v any) ([]any, bool) {
+	switch x := v.(type) {
+	case []any:
+		return x, true
+	case *Packed:
+		a, err := x.Slice()
+		return a, err == nil
+	}
+	return nil, false
 }

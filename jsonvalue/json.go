@@ -45,7 +45,7 @@ func TypeName(v any) string {
 		return "string"
 	case json.Number, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		return "number"
-	case []any:
+	case []any, *Packed:
 		return "array"
 	case map[string]any:
 		return "object"

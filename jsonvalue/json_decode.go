@@ -28,6 +28,12 @@ import (
 // escapes decoded. The result shares no memory with data.
 func Decode(data []byte) (any, error) {
 	d := newDecoder(data)
+	return d.decode()
+}
+
+// decode reads d.data as exactly one JSON value.
+func (d *decoder) decode() (any, error) {
+	data := d.data
 	d.skipSpace()
 	if d.pos == len(data) {
 		return nil, &JSONError{Offset: d.pos, Path: "$", Msg: "empty input"}
@@ -57,6 +63,9 @@ type decoder struct {
 	keys  []objectKey // object keys being read
 	buf   []byte      // scratch for strings with escapes
 	arena strArena
+	// pack is the element count from which an array is packed
+	// (DecodePacked); 0 never packs.
+	pack int
 }
 
 // objectKey is a key as written and its NFC form, to find duplicates.
@@ -412,13 +421,32 @@ func (d *decoder) array(depth int) (any, *JSONError) {
 		return []any{}, nil
 	}
 	base := len(d.vals)
+	var packed *packer
 	for i := 0; ; i++ {
 		v, err := d.value(depth)
 		if err != nil {
 			d.path = append(d.path, indexSeg(i))
 			return nil, err
 		}
-		d.vals = append(d.vals, v)
+		if packed != nil {
+			if err := packed.add(v); err != nil {
+				return nil, d.fail(d.pos, "%s", err.Msg)
+			}
+		} else {
+			d.vals = append(d.vals, v)
+			if d.pack > 0 && i+1 == d.pack {
+				// Large enough to pack: the elements read so far go
+				// into its text, and each next one as soon as it is read.
+				packed = &packer{}
+				for _, e := range d.vals[base:] {
+					if err := packed.add(e); err != nil {
+						return nil, d.fail(d.pos, "%s", err.Msg)
+					}
+				}
+				clear(d.vals[base:])
+				d.vals = d.vals[:base]
+			}
+		}
 		d.skipSpace()
 		if d.pos == len(d.data) {
 			return nil, d.fail(d.pos, "unexpected end of input in array")
@@ -431,6 +459,9 @@ func (d *decoder) array(depth int) (any, *JSONError) {
 		if c != ',' {
 			return nil, d.fail(d.pos-1, "expected ',' or ']' after array element, found %s", d.describe(d.pos-1))
 		}
+	}
+	if packed != nil {
+		return packed.done(), nil
 	}
 	arr := make([]any, len(d.vals)-base)
 	copy(arr, d.vals[base:])

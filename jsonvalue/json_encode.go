@@ -124,6 +124,14 @@ func (e *encoder) value(dst []byte, v any, depth int) ([]byte, *JSONError) {
 			return e.cachedValue(dst, mapKey(v), depth, func(dst []byte) ([]byte, *JSONError) { return e.objectOf(dst, v, depth+1) })
 		}
 		return e.objectOf(dst, v, depth+1)
+	case *Packed:
+		if depth+v.depth >= MaxDepth {
+			return dst, tooDeep()
+		}
+		if e.pretty || e.canonical && !v.canon {
+			return e.packed(dst, v, depth+1)
+		}
+		return v.appendRaw(dst), nil
 	case float64:
 		return appendGoFloat(dst, v, 64)
 	case float32:
@@ -192,6 +200,38 @@ func (e *encoder) array(dst []byte, a []any, depth int) ([]byte, *JSONError) {
 		}
 		var err *JSONError
 		if dst, err = e.value(dst, x, depth); err != nil {
+			e.path = append(e.path, indexSeg(i))
+			return dst, err
+		}
+	}
+	if e.pretty {
+		dst = e.newline(dst, depth-1)
+	}
+	return append(dst, ']'), nil
+}
+
+// packed appends p element by element, each decoded and written as the
+// encoder's form asks (pretty, or canonical when the text is not).
+func (e *encoder) packed(dst []byte, p *Packed, depth int) ([]byte, *JSONError) {
+	if p.Len() == 0 {
+		return append(dst, '[', ']'), nil
+	}
+	dst = append(dst, '[')
+	for i := range p.Len() {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if e.pretty {
+			dst = e.newline(dst, depth)
+		}
+		x, derr := p.At(i)
+		var err *JSONError
+		if derr != nil {
+			err = valueError("packed element: %v", derr)
+		} else {
+			dst, err = e.value(dst, x, depth)
+		}
+		if err != nil {
 			e.path = append(e.path, indexSeg(i))
 			return dst, err
 		}
@@ -418,6 +458,11 @@ func sizeOf(v any, limit, depth int, n *int) bool {
 				return false
 			}
 		}
+	case *Packed:
+		if depth+v.depth >= MaxDepth {
+			return false
+		}
+		*n += v.size()
 	case float64:
 		return floatSize(v, 64, limit, n)
 	case float32:

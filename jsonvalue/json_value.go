@@ -1,7 +1,9 @@
 package jsonvalue
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -21,6 +23,15 @@ func Equal(a, b any) bool { return equal(a, b, 0) }
 func equal(a, b any, depth int) bool {
 	if depth > maxWalk {
 		return false
+	}
+	if pa, ok := a.(*Packed); ok {
+		if pb, ok := b.(*Packed); ok && pa.canon && pb.canon {
+			return bytes.Equal(pa.text, pb.text) && slices.Equal(pa.ends, pb.ends)
+		}
+		return equalPacked(pa, b, depth)
+	}
+	if pb, ok := b.(*Packed); ok {
+		return equalPacked(pb, a, depth)
 	}
 	switch x := a.(type) {
 	case nil:
@@ -65,6 +76,32 @@ func equal(a, b any, depth int) bool {
 	}
 	y, ok := numberOf(b)
 	return ok && CompareNumbers(x, y) == 0
+}
+
+// equalPacked reports whether p and v are equal arrays, element by element.
+func equalPacked(p *Packed, v any, depth int) bool {
+	at := func(i int) (any, bool) { x, err := p.At(i); return x, err == nil }
+	var n int
+	var other func(int) (any, bool)
+	switch y := v.(type) {
+	case []any:
+		n, other = len(y), func(i int) (any, bool) { return y[i], true }
+	case *Packed:
+		n, other = y.Len(), func(i int) (any, bool) { x, err := y.At(i); return x, err == nil }
+	default:
+		return false
+	}
+	if n != p.Len() {
+		return false
+	}
+	for i := range n {
+		x, ok1 := at(i)
+		y, ok2 := other(i)
+		if !ok1 || !ok2 || !equal(x, y, depth+1) {
+			return false
+		}
+	}
+	return true
 }
 
 // numberOf returns the number v stands for: a json.Number, or a Go integer
@@ -185,6 +222,12 @@ func (n *normalizer) value(v any, depth int) (any, bool, *JSONError) {
 			return nil, false, tooDeep()
 		}
 		return n.object(x, depth+1)
+	case *Packed:
+		// Made by this package: already in the model.
+		if depth+x.depth >= MaxDepth {
+			return nil, false, tooDeep()
+		}
+		return v, false, nil
 	case float64:
 		return n.float(x, 64)
 	case float32:
