@@ -1,6 +1,7 @@
 package jsonpath
 
 import (
+	"github.com/aslrun/aslrun/jsonvalue"
 	"errors"
 	"fmt"
 	"strings"
@@ -196,7 +197,10 @@ func (c *call) eval(input any, env Env, b *builtBudget) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		args[i] = v
+		// The functions read arrays as []any: a packed one is decoded.
+		if args[i], err = jsonvalue.Expand(v); err != nil {
+			return nil, err
+		}
 	}
 	if c.fn.builds != nil {
 		// A function whose result grows with its arguments is charged

@@ -219,6 +219,11 @@ func (p *Path) Get(input any, env Env) (any, error) {
 	if p.definite {
 		return p.getDefinite(root)
 	}
+	// jp walks arrays as []any: packed ones are decoded for the walk.
+	root, err := jsonvalue.Expand(root)
+	if err != nil {
+		return nil, err
+	}
 	out, over := collect(p.query, root, root, nil, boundsOf(env).PathSteps)
 	if over {
 		return nil, p.overBudget(env)
@@ -313,6 +318,10 @@ func (p *Path) Locate(input any) ([]Location, error) {
 		}
 		return locs, nil
 	}
+	input, err := jsonvalue.Expand(input)
+	if err != nil {
+		return nil, err
+	}
 	b := walkBudget{left: DefaultPathSteps}
 	walk(p.query, &walkState{root: input, b: &b}, input, func(path jp.Expr, nodes []any) {
 		if b.spend() {
@@ -341,15 +350,17 @@ func (p *Path) locateDefinite(cur any) (Location, bool) {
 			loc[i] = Step{Key: s.name}
 			continue
 		}
-		a, ok := cur.([]any)
+		n, ok := arrayLen(cur)
 		if !ok {
 			return nil, false
 		}
-		j, ok := index(a, s.index)
+		j, ok := resolveIndex(n, s.index)
 		if !ok {
 			return nil, false
 		}
-		cur = a[j]
+		if cur, ok = element(cur, j); !ok {
+			return nil, false
+		}
 		loc[i] = Step{Index: j, IsIndex: true}
 	}
 	return loc, true
@@ -421,7 +432,7 @@ func (p *Path) getDefinite(cur any) (any, error) {
 			cur = v
 			continue
 		}
-		a, ok := cur.([]any)
+		n, ok := arrayLen(cur)
 		if !ok {
 			if cur == nil {
 				return nil, p.pathError("The path " + p.normalized(i) + " is null")
@@ -430,14 +441,13 @@ func (p *Path) getDefinite(cur any) (any, error) {
 				"Filter: %s can only be applied to arrays. Current context is: %s",
 				p.fragments(i), javaString(cur)))
 		}
-		j := s.index
-		if j < 0 {
-			j += len(a)
-		}
-		if j < 0 || j >= len(a) {
+		j, ok := resolveIndex(n, s.index)
+		if !ok {
 			return nil, p.noResults()
 		}
-		cur = a[j]
+		if cur, ok = element(cur, j); !ok {
+			return nil, p.pathError(fmt.Sprintf("element %d of %s cannot be read", j, p.normalized(i)))
+		}
 	}
 	return cur, nil
 }
@@ -525,6 +535,12 @@ func (p *Path) setAt(doc, cur any, present bool, i int, value any) (any, error) 
 		out[s.name] = nv
 		return out, nil
 	}
+	if pk, isPacked := cur.(*jsonvalue.Packed); isPacked {
+		// Set copies the arrays on its way: a packed one is decoded.
+		if a, err := pk.Slice(); err == nil {
+			cur = a
+		}
+	}
 	a, ok := cur.([]any)
 	if !present || !ok {
 		what := "missing"
@@ -551,4 +567,38 @@ func (p *Path) setAt(doc, cur any, present bool, i int, value any) (any, error) 
 	copy(out, a)
 	out[j] = nv
 	return out, nil
+}
+
+// arrayLen returns the length of v when it is an array ([]any or a
+// *jsonvalue.Packed).
+func arrayLen(v any) (int, bool) {
+	switch a := v.(type) {
+	case []any:
+		return len(a), true
+	case *jsonvalue.Packed:
+		return a.Len(), true
+	}
+	return 0, false
+}
+
+// resolveIndex resolves index i of an array of n elements, counting a
+// negative i from the end; false when it is out of range.
+func resolveIndex(n, i int) (int, bool) {
+	if i < 0 {
+		i += n
+	}
+	return i, i >= 0 && i < n
+}
+
+// element returns element j (in range) of array v; a packed element is
+// decoded, and false only when that fails.
+func element(v any, j int) (any, bool) {
+	switch a := v.(type) {
+	case []any:
+		return a[j], true
+	case *jsonvalue.Packed:
+		e, err := a.At(j)
+		return e, err == nil
+	}
+	return nil, false
 }

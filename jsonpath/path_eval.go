@@ -432,7 +432,7 @@ func typeName(v any) string {
 		return "a string"
 	case json.Number:
 		return "a number"
-	case []any:
+	case []any, *jsonvalue.Packed:
 		return "an array"
 	case map[string]any:
 		return "an object"
@@ -461,7 +461,7 @@ func javaClassName(v any) string {
 			return "java.lang.Long"
 		}
 		return "java.math.BigInteger"
-	case []any:
+	case []any, *jsonvalue.Packed:
 		return "net.minidev.json.JSONArray"
 	case map[string]any:
 		return "net.minidev.json.JSONObject"
