@@ -1,9 +1,9 @@
 package jsonpath
 
 import (
-	"github.com/aslrun/aslrun/jsonvalue"
 	"errors"
 	"fmt"
+	"github.com/aslrun/aslrun/jsonvalue"
 	"strings"
 	"unicode/utf8"
 )
