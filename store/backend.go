@@ -128,6 +128,12 @@ type AppliedCommit struct {
 	// LastHash the last one's Hash (hex).
 	Events   int64
 	LastHash string
+	// DropHistory says that the commit drops the execution's history
+	// (engine.Commit.DropHistory): the backend deletes its history
+	// records, its checkpoints and the snapshots only they referenced
+	// before it writes the rest. History and Checkpoint are then nil, and
+	// the head's history is empty (Events 0, LastHash "").
+	DropHistory bool
 	// History is the commit's history record (nil when it has no event),
 	// whose first event is at position FirstEvent of the history (from 1).
 	History    []byte
@@ -211,7 +217,7 @@ func (p *prepared) apply(head []byte, history [][]byte, get func([]byte) []byte)
 		return nil, err
 	}
 	p.applyHead(h)
-	a := &AppliedCommit{FirstEvent: h.Events + 1, DropScopes: slices.Clone(p.drop), Namespaces: p.namespaces, Outbox: p.outboxed}
+	a := &AppliedCommit{DropHistory: p.dropHistory, FirstEvent: h.Events + 1, DropScopes: slices.Clone(p.drop), Namespaces: p.namespaces, Outbox: p.outboxed}
 	if p.rollback != nil {
 		n := 0
 		for i, rec := range history {

@@ -413,18 +413,19 @@ func (x *tx) apply(p *prepared) error {
 	var h *headRecord
 	var oldStatus engine.Status
 	var oldWake time.Time
+	var oldRecord uint64 // the last history record before the commit
 	var superseded []storedRecord
 	if p.base != nil && x.cache != nil && x.cache.current(p.id) == p.base {
 		// Sealed against the execution's head (preseal). A copy, as the
 		// transaction may be applied again.
 		c := *p.head
-		h, oldStatus, oldWake = &c, p.base.Status, waitingAt(p.base)
+		h, oldStatus, oldWake, oldRecord = &c, p.base.Status, waitingAt(p.base), p.base.LastRecord
 	} else {
 		var err error
 		if h, err = x.headForWrite(p.id); err != nil {
 			return reject(err)
 		}
-		oldStatus, oldWake = h.Status, waitingAt(h)
+		oldStatus, oldWake, oldRecord = h.Status, waitingAt(h), h.LastRecord
 		p.applyHead(h)
 		if p.rollback != nil {
 			if superseded, err = x.supersede(p.id, h, p.rollback); err != nil {
@@ -439,6 +440,12 @@ func (x *tx) apply(p *prepared) error {
 	var oldCheckpoint *checkpointRecord
 	if cp := p.checkpoint; cp != nil {
 		if oldCheckpoint, err = x.checkpointRecord(p.id, cp.name); err != nil {
+			return reject(err)
+		}
+	}
+	var drop *droppedHistory
+	if p.dropHistory {
+		if drop, err = x.historyToDrop(p.id, oldRecord); err != nil {
 			return reject(err)
 		}
 	}
@@ -476,6 +483,11 @@ func (x *tx) apply(p *prepared) error {
 			if err := x.put(x.timers, timedKey(wake, p.id), nil); err != nil {
 				return err
 			}
+		}
+	}
+	if drop != nil {
+		if err := x.dropHistory(p.id, drop); err != nil {
+			return fmt.Errorf("drop history: %w", err)
 		}
 	}
 	for _, prefix := range p.drop {
@@ -545,6 +557,75 @@ func (x *tx) apply(p *prepared) error {
 		}
 	}
 	return x.putHead(p.id, h)
+}
+
+// droppedHistory is what a commit that drops an execution's history
+// deletes: its history records, by key, and its checkpoints.
+type droppedHistory struct {
+	records     []uint64
+	checkpoints []droppedCheckpoint
+}
+
+// droppedCheckpoint is a checkpoint to delete, with its record.
+type droppedCheckpoint struct {
+	name string
+	r    *checkpointRecord
+}
+
+// historyToDrop reads what dropping the history of execution id, whose
+// last history record is last, deletes. A history whose links do not
+// hold is an error (ErrTampered): the records it would miss would stay.
+func (x *tx) historyToDrop(id string, last uint64) (*droppedHistory, error) {
+	d := &droppedHistory{}
+	records, err := x.historyRecords(id, &headRecord{LastRecord: last})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range records {
+		d.records = append(d.records, r.key)
+	}
+	prefix := idKey(id, "")
+	err = scanPrefix(x.checkpoints, prefix, func(k, _ []byte) error {
+		name := string(k[len(prefix):])
+		r, err := x.checkpointRecord(id, name)
+		if err != nil {
+			return err
+		}
+		d.checkpoints = append(d.checkpoints, droppedCheckpoint{name: name, r: r})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// dropHistory deletes what historyToDrop found: the history records, and
+// the checkpoints with their expiry entries and their references to
+// snapshots (a snapshot no one else references becomes an orphan, which
+// GC removes).
+func (x *tx) dropHistory(id string, d *droppedHistory) error {
+	for _, key := range d.records {
+		if err := x.del(x.events, recordKey(key)); err != nil {
+			return fmt.Errorf("history record %d: %w", key, err)
+		}
+	}
+	for _, cp := range d.checkpoints {
+		if !cp.r.ExpiresAt.IsZero() {
+			if err := x.del(x.expiry, timedKey(cp.r.ExpiresAt, id, cp.name)); err != nil {
+				return fmt.Errorf("checkpoint %q: %w", cp.name, err)
+			}
+		}
+		if cp.r.Blob != "" {
+			if err := x.unref(cp.r.Blob); err != nil {
+				return fmt.Errorf("checkpoint %q: %w", cp.name, err)
+			}
+		}
+		if err := x.del(x.checkpoints, idKey(id, cp.name)); err != nil {
+			return fmt.Errorf("checkpoint %q: %w", cp.name, err)
+		}
+	}
+	return nil
 }
 
 // supersede returns the execution's history records that rollback rb

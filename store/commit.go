@@ -43,6 +43,10 @@ type prepared struct {
 	outbox       []outboxWrite
 	outboxed     []engine.OutboxEntry // outbox, as AppliedCommit gives it
 	redriven     time.Time
+	// dropHistory drops the execution's history and checkpoints
+	// (engine.Commit.DropHistory): the commit has no history and no
+	// checkpoint of its own.
+	dropHistory bool
 
 	// docs and memo are what the commit's history record holds, for the
 	// docCache once the commit succeeded.
@@ -101,30 +105,38 @@ func prepareCommit(c *engine.Commit, codecs *Codecs, codec Codec, cache *docCach
 	if p.scopes, err = encodeScopes(c.Scopes, memo); err != nil {
 		return nil, err
 	}
-	if c.Checkpoint != nil {
+	if c.DropHistory {
+		// Its events and checkpoint would be dropped with the rest: they
+		// are not encoded.
+		p.dropHistory = true
+	} else if c.Checkpoint != nil {
 		if p.checkpoint, err = prepareCheckpoint(c.Execution, c.Checkpoint, memo, codecs, codec); err != nil {
 			return nil, err
 		}
 	}
-	p.docs, p.memo = newDocWriter(memo, known, len(c.Events)), memo
-	ew := eventWriter{values: make([]byte, 0, 128*len(c.Events)), digests: make([]byte, 0, 400*len(c.Events)), spans: make([][2][2]int, 0, len(c.Events))}
-	for i := range c.Events {
-		if err = ew.add(&c.Events[i], memo, p.docs); err != nil {
-			return nil, fmt.Errorf("event %d (%s): %w", i+1, c.Events[i].Type, err)
+	var events []engine.Event
+	if !p.dropHistory {
+		events = c.Events
+	}
+	p.docs, p.memo = newDocWriter(memo, known, len(events)), memo
+	ew := eventWriter{values: make([]byte, 0, 128*len(events)), digests: make([]byte, 0, 400*len(events)), spans: make([][2][2]int, 0, len(events))}
+	for i := range events {
+		if err = ew.add(&events[i], memo, p.docs); err != nil {
+			return nil, fmt.Errorf("event %d (%s): %w", i+1, events[i].Type, err)
 		}
 	}
-	events := ew.events()
+	prepared := ew.events()
 	if cp := p.checkpoint; cp != nil {
 		// One of the commit's events records the checkpoint's hash, in
 		// the chain (integrity.go).
-		if cp.event = bindingEvent(c.Events, cp.name); cp.event >= 0 {
-			e := &events[cp.event]
+		if cp.event = bindingEvent(events, cp.name); cp.event >= 0 {
+			e := &prepared[cp.event]
 			e.value = setEventCheckpoint(e.value, cp.hash)
 			e.digest = appendCheckpointDigest(e.digest, cp.hash)
 		}
 	}
-	p.history = newPreparedHistory(c.Execution, events, p.docs.buf, p.docs.n)
-	if rb := c.Rollback; rb != nil {
+	p.history = newPreparedHistory(c.Execution, prepared, p.docs.buf, p.docs.n)
+	if rb := c.Rollback; rb != nil && !p.dropHistory {
 		p.rollback = &engine.Rollback{ToEvent: rb.ToEvent, ToOwnEvent: rb.ToOwnEvent}
 	}
 	if len(c.Memory) > 0 {
@@ -195,9 +207,10 @@ func prepareCheckpoint(id string, cp *engine.Checkpoint, memo *docMemo, codecs *
 	return p, nil
 }
 
-// committed tells cache what the commit, which succeeded, wrote.
+// committed tells cache what the commit, which succeeded, wrote: nothing
+// of an execution that ended or whose history the commit dropped.
 func (p *prepared) committed(cache *docCache) {
-	if p.status.Ended() {
+	if p.status.Ended() || p.dropHistory {
 		cache.forget(p.id)
 		return
 	}
@@ -216,8 +229,14 @@ func (p *prepared) committed(cache *docCache) {
 // they are; one with a Status replaces them all. Invocations and Usage are
 // replaced only when the commit carries them, then AddInvocations,
 // AddUsage and Notices are added; the
-// event counters and Seq never go backwards.
+// event counters and Seq never go backwards. A commit that drops the
+// history empties it (no events, no last hash or record, no checkpoint
+// bound to the head) and marks the head HistoryDropped.
 func (p *prepared) applyHead(h *headRecord) {
+	if p.dropHistory {
+		h.Events, h.LastHash, h.LastRecord, h.Unbound = 0, "", 0, nil
+		h.HistoryDropped = true
+	}
 	if p.status != "" {
 		h.Status = p.status
 		h.Output, h.Error, h.Cause, h.StoppedAt = p.output, p.errMsg, p.cause, p.stoppedAt

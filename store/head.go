@@ -34,6 +34,7 @@ import (
 //	17   unbound       count, then each checkpoint name (sorted) and hash (strings)
 //	18   redriveCount  varint
 //	19   redrivenAt    time
+//	20   historyDropped varint 1 (engine.Commit.DropHistory dropped the history)
 //
 // A tag this program does not know, a field out of order or repeated, and
 // a value cut short are errors: a head of a newer program is refused, not
@@ -58,6 +59,7 @@ const (
 	headUnbound
 	headRedriveCount
 	headRedrivenAt
+	headHistoryDropped
 )
 
 // encodeHead writes a headRecord.
@@ -128,6 +130,9 @@ func appendHead(b []byte, h *headRecord) []byte {
 	}
 	num(headRedriveCount, int64(h.RedriveCount))
 	tm(headRedrivenAt, h.RedrivenAt)
+	if h.HistoryDropped {
+		num(headHistoryDropped, 1)
+	}
 	return b
 }
 
@@ -231,6 +236,11 @@ func parseHead(data []byte) (*headRecord, error) {
 			h.RedriveCount = int(n)
 		case headRedrivenAt:
 			h.RedrivenAt = r.time()
+		case headHistoryDropped:
+			if v := r.varint(); v != 1 && r.err == nil {
+				r.fail(fmt.Errorf("history dropped %d", v))
+			}
+			h.HistoryDropped = true
 		default:
 			return nil, fmt.Errorf("unknown field %d (written by a newer aslrun?)", tag)
 		}

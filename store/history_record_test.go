@@ -219,6 +219,7 @@ func TestEncodeHead(t *testing.T) {
 			Usage: engine.Usage{InputTokens: 10, OutputTokens: -3, Tokens: 7, Cost: 0.125}, Notices: []string{"n1", ""},
 			LastEvent: 12, LastOwnEvent: 3, Seq: 9, Events: 15, LastHash: "ab12", LastRecord: 1 << 40,
 			Unbound: map[string]string{"cp": "h1", "a": ""}, RedriveCount: 2, RedrivenAt: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+			HistoryDropped: true,
 		}},
 		{"before 1970", headRecord{StoppedAt: time.Date(1900, 1, 1, 0, 0, 0, 5, time.UTC)}},
 	}
@@ -258,6 +259,7 @@ func TestDecodeHeadRejects(t *testing.T) {
 		{"too many invocations", []byte{headInvocations, 100, 1, 'a', 2}},
 		{"agent counted twice", []byte{headInvocations, 2, 1, 'a', 2, 1, 'a', 4}},
 		{"bad nanoseconds", []byte{headStoppedAt, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}},
+		{"history dropped other than 1", []byte{headHistoryDropped, 4}},
 		{"negative redrive count", []byte{headRedriveCount, 1}},
 	}
 	for _, tt := range tests {

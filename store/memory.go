@@ -152,7 +152,25 @@ func (m *Memory) apply(p *prepared) error {
 		}
 	}
 
+	var droppedBlobs []string
+	if a.DropHistory {
+		for name, cp := range x.checkpoints {
+			_, r, err := decodeCheckpoint(p.id, name, cp.Record, false)
+			if err != nil {
+				return err
+			}
+			droppedBlobs = append(droppedBlobs, r.Blob)
+		}
+	}
+
 	x.head = a.Head
+	if a.DropHistory {
+		x.history = nil
+		clear(x.checkpoints)
+		for _, b := range droppedBlobs {
+			m.unref(b)
+		}
+	}
 	if len(a.DropScopes) > 0 {
 		maps.DeleteFunc(x.scopes, func(k string, _ []byte) bool { return dropped(k, a.DropScopes) })
 	}

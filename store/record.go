@@ -69,6 +69,9 @@ type headRecord struct {
 	Unbound      map[string]string `json:"unboundCheckpoints,omitempty"`
 	RedriveCount int               `json:"redriveCount,omitempty"`
 	RedrivenAt   time.Time         `json:"redrivenAt,omitzero"`
+	// HistoryDropped is set once a commit dropped the history
+	// (engine.Commit.DropHistory).
+	HistoryDropped bool `json:"historyDropped,omitempty"`
 }
 
 // scopeRecord is one engine.Scope.
@@ -400,6 +403,7 @@ func execution(id string, x *execRecord, h *headRecord, definition []byte, scope
 		Agents: x.Agents, AgentsKind: x.AgentsKind, Trace: x.Trace, MaxPayload: x.MaxPayload, Durability: x.Durability, Registry: x.Registry,
 		Status: h.Status, Error: h.Error, Cause: h.Cause, StoppedAt: h.StoppedAt,
 		WakeAt: h.WakeAt, WaitingFor: h.WaitingFor, Seq: h.Seq, RedriveCount: h.RedriveCount, RedrivenAt: h.RedrivenAt,
+		HistoryDropped: h.HistoryDropped,
 		Progress: engine.Progress{
 			Scopes: scopes, Invocations: h.Invocations, Usage: h.Usage, Notices: h.Notices,
 			LastEvent: h.LastEvent, LastOwnEvent: h.LastOwnEvent,

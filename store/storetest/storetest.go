@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TamperedHistory", testTampered},
 		{"HistoryRange", testHistoryRange},
 		{"Rollback", testRollback},
+		{"DropHistory", testDropHistory},
 		{"List", testList},
 		{"ListFilters", testListFilters},
 		{"ListPaging", testListPaging},
