@@ -297,7 +297,7 @@ func (db *DB) commit(ctx context.Context, c *engine.Commit) error {
 			return fmt.Errorf("commit execution %s: %w", id, err)
 		}
 		seq := cached.seq
-		err = db.sendCommit(ctx, len(a.MemoryRead) > 0, func(b *pgx.Batch) { queueCommit(b, id, seq, epoch, releases, a, firsts) })
+		err = db.sendCommit(ctx, len(a.MemoryRead) > 0, func(b *pgx.Batch) { queueCommit(b, id, seq, epoch, releases, c.DropHistory, a, firsts) })
 		code := sqlState(err)
 		if err != nil && code == "" {
 			// The batch failed outside the database (the connection was
@@ -437,19 +437,20 @@ func (db *DB) memoryRecord(ctx context.Context, namespace, key string) ([]byte, 
 }
 
 // The statements of a commit's batch besides aslrun_commit (migration
-// 0005), which writes the rest.
+// 0012), which writes the rest.
 const (
-	commitQuery = `SELECT aslrun_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`
+	commitQuery = `SELECT aslrun_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
 	checkMemory = `SELECT aslrun_refuse('AR002', 'agent memory changed since it was read')
 WHERE (SELECT value FROM agent_memory WHERE namespace = $1 AND key = $2 FOR UPDATE) IS DISTINCT FROM $3::bytea`
 )
 
 // queueCommit queues in b the statements that write a applied to the
 // head of commit seq seq of execution id, fenced by epoch (0: not fenced),
-// releasing the lease when it ends the execution and release is set;
-// firsts are the first events of the history records a rollback was
-// applied to.
-func queueCommit(b *pgx.Batch, id string, seq, epoch int64, release bool, a *store.AppliedCommit, firsts []int64) {
+// releasing the lease when it ends the execution and release is set, and
+// dropping the execution's history (its records and checkpoints) first
+// when drop is set; firsts are the first events of the history records a
+// rollback was applied to.
+func queueCommit(b *pgx.Batch, id string, seq, epoch int64, release, drop bool, a *store.AppliedCommit, firsts []int64) {
 	lastHash, _ := store.HashBytes(a.LastHash)
 	var put, del []store.ScopeRecord
 	for _, s := range a.Scopes {
@@ -466,7 +467,7 @@ func queueCommit(b *pgx.Batch, id string, seq, epoch int64, release bool, a *sto
 		first = &a.FirstEvent
 	}
 	b.Queue(commitQuery, id, seq, epoch, a.Head, string(a.Status), nsOrNull(a.StoppedAt), nsOrNull(a.WakeAt), a.WaitingFor, a.Error,
-		a.Events, lastHash, first, a.History, a.DropScopes, delKeys, putKeys, putBodies, release && a.Status.Ended())
+		a.Events, lastHash, first, a.History, a.DropScopes, delKeys, putKeys, putBodies, release && a.Status.Ended(), drop)
 	for _, m := range a.MemoryRead {
 		b.Queue(checkMemory, m.Namespace, m.Key, m.Record)
 	}
