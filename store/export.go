@@ -60,6 +60,10 @@ type ExportedExecution struct {
 	// Checkpoints' Event is the position of the history event that
 	// records the checkpoint's hash (0: none).
 	Checkpoints []CheckpointWrite
+	// HistoryDropped says that a commit dropped the execution's history
+	// (engine.Commit.DropHistory); Head says it too, for the store that
+	// loads it, and History holds only what later commits wrote.
+	HistoryDropped bool
 }
 
 // Export calls f with every definition, registered workflow version,
@@ -158,7 +162,7 @@ func (x *tx) export(id string) (*ExportedExecution, error) {
 	keys := make(map[uint64]bool, len(records))
 	e := &ExportedExecution{
 		ID: id, Summary: summary(id, rec, h), Spec: bytes.Clone(x.executions.Get([]byte(id))),
-		Events: h.Events, LastHash: h.LastHash,
+		Events: h.Events, LastHash: h.LastHash, HistoryDropped: h.HistoryDropped,
 		History: make([][]byte, len(records)), FirstEvents: make([]int64, len(records)),
 	}
 	e.Summary.WakeAt = waitingAt(h)
