@@ -149,6 +149,14 @@ func (s *Store) commit(id string, p *store.PreparedCommit) error {
 	now := envelope{sync: old.sync, wake: wakeKey(a.WakeAt), status: a.Status, head: a.Head}
 	b.Set(key(kindHead, id), now.encode(), nil)
 	indexHead(b, id, old, &now)
+	if a.DropHistory {
+		// The snapshots only the checkpoints referred to are left to GC,
+		// which deletes those no checkpoint refers to.
+		for _, kind := range []byte{kindHistory, kindCheckpoint} {
+			start := under(kind, id)
+			b.DeleteRange(start, prefixEnd(start), nil)
+		}
+	}
 	for _, prefix := range a.DropScopes {
 		start := pair(kindScope, id, prefix)
 		b.DeleteRange(start, prefixEnd(start), nil)
