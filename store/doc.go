@@ -41,6 +41,13 @@
 // disagrees gives an *IntegrityError (ErrTampered) naming the execution,
 // the record and the field.
 //
+// A commit with engine.Commit.DropHistory deletes the execution's history
+// records and checkpoints (and its references to their snapshots, which
+// GC removes when no other checkpoint refers to them) in its transaction;
+// the head stays, marked HistoryDropped, its history empty (no events, no
+// last hash or record), so that it verifies. A later commit's events start
+// a new chain.
+//
 // # The bbolt layout
 //
 // Keys are designed for prefix and range scans: nothing but GC's orphan
