@@ -84,7 +84,7 @@ func TestMigrateBytesForward(t *testing.T) {
 		`INSERT INTO executions (id, machine_name, definition_hash, status, started_ns, stopped_ns, wake_ns, waiting_for, parent,
   parent_checkpoint, input_hash, output_hash, error, cause, commit_seq, event_count, last_hash, spec, head)
 SELECT id, machine_name, definition_hash, status, started_ns, stopped_ns, wake_ns, waiting_for, parent,
-  parent_checkpoint, input_hash, output_hash, error, cause, commit_seq, event_count, last_hash, spec, head FROM %s.executions`,
+  parent_checkpoint, input_hash, output_hash, error, cause, commit_seq, coalesce(event_count, 0), last_hash, spec, head FROM %s.executions`,
 		`INSERT INTO history_records SELECT * FROM %s.history_records`,
 		`INSERT INTO scopes SELECT * FROM %s.scopes`,
 	} {

@@ -126,23 +126,31 @@ func (db *DB) importExecution(ctx context.Context, e *store.ExportedExecution) e
 	if s.Parent != "" {
 		parent = &s.Parent
 	}
-	lastHash, err := store.HashBytes(e.LastHash)
-	if err != nil {
+	if _, err := store.HashBytes(e.LastHash); err != nil {
 		return fmt.Errorf("import execution %s: %w", e.ID, err)
 	}
 	b := &pgx.Batch{}
+	// The head holds the history's length and last hash (event_count and
+	// last_hash are NULL since migration 13).
 	b.Queue(`INSERT INTO executions (id, machine_name, definition_hash, status, started_ns, stopped_ns, wake_ns, waiting_for, parent, error,
-  event_count, last_hash, spec, head)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+  history_dropped, spec, head)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		e.ID, s.MachineName, def, string(s.Status), store.TimeKey(s.StartedAt), nsOrNull(s.StoppedAt), nsOrNull(s.WakeAt), s.WaitingFor, parent, s.Error,
-		e.Events, lastHash, e.Spec, e.Head)
+		e.HistoryDropped, e.Spec, e.Head)
 	if s.Status == engine.StatusRunning {
 		// No process holds it: queued for the first server with room.
 		b.Queue(`INSERT INTO ready (execution, since) VALUES ($1, $2)`, e.ID, store.TimeKey(s.StartedAt))
 	}
 	if len(e.History) > 0 {
+		history := make([][]byte, len(e.History))
+		for i, rec := range e.History {
+			var err error
+			if history[i], err = db.hist.pack(e.ID, rec); err != nil {
+				return fmt.Errorf("import execution %s: %w", e.ID, err)
+			}
+		}
 		b.Queue(`INSERT INTO history_records (execution, first_event, body) SELECT $1, f, v FROM unnest($2::bigint[], $3::bytea[]) AS t(f, v)`,
-			e.ID, e.FirstEvents, e.History)
+			e.ID, e.FirstEvents, history)
 	}
 	if len(e.Scopes) > 0 {
 		keys, values := scopeArrays(e.Scopes)
@@ -172,7 +180,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		b.Queue(`INSERT INTO checkpoints (execution, name, blob, doc_hash, event_seq, created_ns, expires_ns, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			e.ID, cp.Name, blob, doc, event, store.TimeKey(cp.CreatedAt), nsOrNull(cp.ExpiresAt), cp.Record)
 	}
-	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
 	switch {
 	case sqlState(err) == "23505":
 		return fmt.Errorf("import execution %s: %w", e.ID, engine.ErrExists)

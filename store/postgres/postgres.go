@@ -68,6 +68,7 @@ type DB struct {
 	url string
 
 	rec     *store.Records
+	hist    recordCodec // history records as stored (records.go)
 	heads   headCache
 	defs    knownDefinitions
 	closed  atomic.Bool

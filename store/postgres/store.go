@@ -296,6 +296,9 @@ func (db *DB) commit(ctx context.Context, c *engine.Commit) error {
 		if err != nil {
 			return fmt.Errorf("commit execution %s: %w", id, err)
 		}
+		if err := db.packCommit(id, a); err != nil {
+			return fmt.Errorf("commit execution %s: %w", id, err)
+		}
 		seq := cached.seq
 		err = db.sendCommit(ctx, len(a.MemoryRead) > 0, func(b *pgx.Batch) { queueCommit(b, id, seq, epoch, releases, c.DropHistory, a, firsts) })
 		code := sqlState(err)
@@ -353,6 +356,21 @@ func (db *DB) commit(ctx context.Context, c *engine.Commit) error {
 			return db.dbErr("commit execution "+id, err)
 		}
 	}
+}
+
+// packCommit replaces the history records of a, the commit's and those
+// a rollback changed, with their stored form (recordCodec.pack).
+func (db *DB) packCommit(id string, a *store.AppliedCommit) error {
+	var err error
+	if a.History, err = db.hist.pack(id, a.History); err != nil {
+		return err
+	}
+	for i, rec := range a.Superseded {
+		if a.Superseded[i], err = db.hist.pack(id, rec); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // appliedChecks bounds the attempts to learn a commit's outcome, and
@@ -419,6 +437,9 @@ FROM executions WHERE id = $1`, id).Scan(&h.head, &h.seq, &records, &firsts)
 		return h, nil, nil, engine.ErrNotFound
 	case err != nil:
 		return h, nil, nil, db.dbErr("reading execution "+id, err)
+	}
+	if err := db.hist.unpackAll(id, records); err != nil {
+		return h, nil, nil, err
 	}
 	return h, records, firsts, nil
 }
@@ -567,6 +588,9 @@ FROM executions WHERE id = $1`, id).Scan(&head, &records)
 	case err != nil:
 		return nil, nil, db.dbErr("reading the history of execution "+id, err)
 	}
+	if err := db.hist.unpackAll(id, records); err != nil {
+		return nil, nil, err
+	}
 	return head, records, nil
 }
 
@@ -628,6 +652,9 @@ FROM executions WHERE id = $1`, id).Scan(&head, &records, &names, &bodies, &even
 	case err != nil:
 		return nil, nil, nil, db.dbErr("reading the history and checkpoints of execution "+id, err)
 	}
+	if err := db.hist.unpackAll(id, records); err != nil {
+		return nil, nil, nil, err
+	}
 	n := len(names)
 	if len(bodies) != n || len(events) != n || len(docs) != n || len(blobs) != n || len(created) != n || len(expires) != n {
 		return nil, nil, nil, db.dbErr("reading the checkpoints of execution "+id, fmt.Errorf("%d checkpoint names, columns of %d, %d, %d, %d, %d, %d rows",
@@ -670,6 +697,9 @@ WHERE c.execution = $1 AND c.name = $2`, id, name).Scan(&row.body, &row.event, &
 	case err != nil:
 		return nil, db.dbErr(fmt.Sprintf("reading execution %s checkpoint %q", id, name), err)
 	}
+	if err := db.hist.unpackAll(id, records); err != nil {
+		return nil, err
+	}
 	cw := row.write(name)
 	if err := store.VerifyCheckpoints(id, records, []store.CheckpointWrite{cw}); err != nil {
 		return nil, err
@@ -707,6 +737,9 @@ FROM executions WHERE id = $1`, id).Scan(&names, &bodies, &events, &docs, &blobs
 		return nil, fmt.Errorf("execution %s: %w", id, engine.ErrNotFound)
 	case err != nil:
 		return nil, db.dbErr("listing the checkpoints of execution "+id, err)
+	}
+	if err := db.hist.unpackAll(id, records); err != nil {
+		return nil, err
 	}
 	n := len(names)
 	if len(bodies) != n || len(events) != n || len(docs) != n || len(blobs) != n || len(created) != n || len(expires) != n {
@@ -1082,7 +1115,7 @@ func (db *DB) HistoryRange(ctx context.Context, id string, after int64, limit in
 		}
 		v := batch[0]
 		batch = batch[1:]
-		return v, nil
+		return db.hist.unpack(id, v)
 	}
 	events, err := store.ReadHistoryTail(id, after, end, next)
 	return events, total, err
