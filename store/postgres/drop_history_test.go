@@ -90,7 +90,9 @@ func TestFencedDropWritesNothing(t *testing.T) {
 	if recs, _, dropped := rowsOf(t, db, "e1"); recs != 1 || dropped {
 		t.Errorf("e1 after the fenced drop: %d records, dropped %t; want 1, false", recs, dropped)
 	}
-	if e, err := db.Load(ctx, "e1"); err != nil || e.HistoryDropped || e.Seq != 1 {
-		t.Errorf("Load(e1) after the fenced drop = HistoryDropped %t, Seq %d, %v; want false, 1, nil", e.HistoryDropped, e.Seq, err)
+	if e, err := db.Load(ctx, "e1"); err != nil {
+		t.Errorf("Load(e1) after the fenced drop = %v", err)
+	} else if e.HistoryDropped || e.Seq != 1 {
+		t.Errorf("Load(e1) after the fenced drop: HistoryDropped %t, Seq %d; want false, 1", e.HistoryDropped, e.Seq)
 	}
 }
