@@ -57,8 +57,9 @@ func (c *recordCodec) decoder() (*zstd.Decoder, error) {
 	return c.dec, c.decErr
 }
 
-// pack returns a history record of execution id as it is stored,
-// compressed; nil for nil.
+// pack returns a history record of execution id as it is stored:
+// compressed, or as it is when compressing does not make it smaller (a
+// record of one small event); nil for nil.
 func (c *recordCodec) pack(id string, rec []byte) ([]byte, error) {
 	if rec == nil {
 		return nil, nil
@@ -67,7 +68,10 @@ func (c *recordCodec) pack(id string, rec []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("execution %s: compressing a history record: %w", id, err)
 	}
-	return enc.EncodeAll(rec, make([]byte, 0, len(rec)/2)), nil
+	if packed := enc.EncodeAll(rec, make([]byte, 0, len(rec)/2)); len(packed) < len(rec) {
+		return packed, nil
+	}
+	return rec, nil
 }
 
 // unpack returns a stored history record of execution id as the store

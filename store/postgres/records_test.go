@@ -54,6 +54,11 @@ func TestRecordCodec(t *testing.T) {
 	if got, err := c.pack("e", nil); got != nil || err != nil {
 		t.Errorf("pack(nil) = %x, %v; want nil, nil", got, err)
 	}
+	// A record that compression would not make smaller is stored as it is.
+	small := []byte{2, 0, 1, 9, 7}
+	if got, err := c.pack("e", small); err != nil || !bytes.Equal(got, small) {
+		t.Errorf("pack(%x) = %x, %v; want it as it is", small, got, err)
+	}
 }
 
 // TestRecordsStoredBefore: an execution whose history records were stored
