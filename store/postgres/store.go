@@ -20,8 +20,9 @@ import (
 )
 
 // The store. A DB keeps the records package store encodes (store.Records),
-// the same bytes as Bolt's, in the tables of the schema; the columns
-// beside them are what queries filter and order on.
+// the same bytes as Bolt's, in the tables of the schema, the history
+// records compressed (records.go); the columns beside them are what
+// queries filter and order on.
 //
 // A commit is one round trip: one batch of statements, which PostgreSQL
 // runs as one implicit transaction (all of it or nothing). It applies the
