@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aslrun/aslrun/engine"
+	"github.com/aslrun/aslrun/jsonvalue"
 )
 
 // awsCases is where the AWS-recorded cases live, beside the project.
@@ -38,6 +39,14 @@ func runTree(t *testing.T, root string) {
 }
 
 func runTreeIn(t *testing.T, root string, mode engine.Durability) {
+	runTreeWith(t, root, mode, false)
+}
+
+// runTreeWith runs every case under root in mode; packed runs each with
+// every array of its input packed (jsonvalue.DecodePacked at bound 1), as
+// an execution input's large arrays are, so that the engine is held to
+// read packed arrays exactly as it reads []any.
+func runTreeWith(t *testing.T, root string, mode engine.Durability, packed bool) {
 	files, err := Collect([]string{root})
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +65,11 @@ func runTreeIn(t *testing.T, root string, mode engine.Durability) {
 			c, err := Load(f)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if packed {
+				if c.Input, err = packAll(c.Input); err != nil {
+					t.Fatal(err)
+				}
 			}
 			// Each case runs on the fake clock of a synctest bubble: Waits
 			// and retry delays take no real time and are measured exactly.
@@ -77,6 +91,24 @@ func runTreeIn(t *testing.T, root string, mode engine.Durability) {
 }
 
 func TestOwnCases(t *testing.T) { runTree(t, "testdata") }
+
+// TestCasesPacked runs our cases and AWS's (strict) with their inputs'
+// arrays packed.
+func TestCasesPacked(t *testing.T) {
+	t.Run("own", func(t *testing.T) { runTreeWith(t, "testdata", engine.DurabilityStrict, true) })
+	if _, err := os.Stat(awsCases); err == nil {
+		t.Run("aws", func(t *testing.T) { runTreeWith(t, awsCases, engine.DurabilityStrict, true) })
+	}
+}
+
+// packAll returns v with every non-empty array in it packed.
+func packAll(v any) (any, error) {
+	data, err := jsonvalue.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return jsonvalue.DecodePacked(data, 1)
+}
 
 func TestAWSCases(t *testing.T) {
 	if _, err := os.Stat(awsCases); err != nil {

@@ -242,6 +242,11 @@ const EventContext = "ContextBuilt"
 // Agent.ContextOverflow. The ContextBuilt event records the window (and,
 // for Strategy "semantic", the candidates picked and their scores).
 func (h *stateRun) contextWindow(ctx context.Context, s *states.Task, input any) (any, error) {
+	// The window is cut from arrays as []any: packed ones are decoded.
+	input, err := jsonvalue.Expand(input)
+	if err != nil {
+		return nil, err
+	}
 	calls := 0
 	summarize := func(ctx context.Context, agent string, content any, target int64) (any, error) {
 		calls++

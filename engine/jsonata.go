@@ -352,6 +352,14 @@ func (h *stateRun) jsonataFail(ctx context.Context, s *states.Fail, raw any) err
 // input.
 func (h *stateRun) jsonataItems(ctx context.Context, s *states.Map, sc *jsonata.Scope, raw any) ([]any, int, error) {
 	if s.Items == nil {
+		if p, ok := raw.(*jsonvalue.Packed); ok {
+			// JSONata reads arrays as []any: a packed input is decoded.
+			arr, err := p.Slice()
+			if err != nil {
+				return nil, 0, err
+			}
+			return arr, h.inSize, nil
+		}
 		arr, ok := raw.([]any)
 		if !ok {
 			return nil, 0, h.queryError("Map state input must be an array but was: " + compactJSON(raw))
@@ -428,7 +436,7 @@ func (h *stateRun) jsonataMap(ctx context.Context, s *states.Map, raw any) (step
 		return stepResult{}, err
 	}
 	h.r.event(Event{Type: EventMapStateStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
-	results, _, err := h.runItems(ctx, s, raw, arr, itemSize, cfg)
+	results, _, err := h.runItems(ctx, s, raw, mapItems{arr: arr}, itemSize, cfg)
 	return h.collected(ctx, raw, results, err, EventMapStateSucceeded, EventMapStateFailed, nil, states.ResultPath{})
 }
 

@@ -21,6 +21,12 @@ import (
 // in item order.
 func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepResult, error) {
 	if s.Mode == "DISTRIBUTED" {
+		// A Distributed Map's items come from a bucket, or from its input
+		// as []any: a packed input is decoded.
+		raw, err := jsonvalue.Expand(raw)
+		if err != nil {
+			return stepResult{}, err
+		}
 		return h.distributedMap(ctx, s, raw)
 	}
 	if s.JSONata() {
@@ -42,7 +48,7 @@ func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepRe
 			}
 		}
 	}
-	arr, ok := items.([]any)
+	arr, ok := mapItemsOf(items)
 	if !ok {
 		return stepResult{}, h.runtimeError(fmt.Sprintf("Items of the Map state must be an array, not %s", jsonvalue.TypeName(items)))
 	}
@@ -57,6 +63,42 @@ func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepRe
 		return h.countedResults(raw, count, s.ResultPath)
 	}
 	return h.collected(ctx, raw, results, err, EventMapStateSucceeded, EventMapStateFailed, s.ResultSelector, s.ResultPath)
+}
+
+// mapItems is the array a Map runs over: a []any, or a packed array
+// (jsonvalue.Packed, an execution input's large array) whose items are
+// decoded one at a time, as each iteration starts, so that the Map holds
+// its input once, as text.
+type mapItems struct {
+	arr    []any
+	packed *jsonvalue.Packed
+}
+
+// mapItemsOf returns v as the items of a Map, false when it is not an
+// array.
+func mapItemsOf(v any) (mapItems, bool) {
+	switch a := v.(type) {
+	case []any:
+		return mapItems{arr: a}, true
+	case *jsonvalue.Packed:
+		return mapItems{packed: a}, true
+	}
+	return mapItems{}, false
+}
+
+func (m mapItems) len() int {
+	if m.packed != nil {
+		return m.packed.Len()
+	}
+	return len(m.arr)
+}
+
+// at returns item i, decoded when the array is packed.
+func (m mapItems) at(i int) (any, error) {
+	if m.packed != nil {
+		return m.packed.At(i)
+	}
+	return m.arr[i], nil
 }
 
 // discardsResults reports whether a Map throws its results away: its
@@ -230,7 +272,7 @@ func floatValue(v any) (float64, bool) {
 
 // runItems runs the processor on every item (each of at most itemSize
 // bytes) and returns the outputs in item order.
-func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr []any, itemSize int, cfg mapConfig) ([]any, *resultCount, error) {
+func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr mapItems, itemSize int, cfg mapConfig) ([]any, *resultCount, error) {
 	r := h.r
 	// A Map whose results are thrown away keeps none of them, so that its
 	// memory does not grow with its items; under a payload limit it counts
@@ -243,7 +285,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 	)
 	switch {
 	case !discard:
-		results = make([]any, len(arr))
+		results = make([]any, arr.len())
 	case r.maxPayload >= 0:
 		count = newResultCount(r.maxPayload)
 	}
@@ -268,12 +310,16 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 	prefix := h.qualified() + "/"
 	key := h.nestedKey()
 	h.drop = append(h.drop, h.nestedPrefix())
-	progress := h.newCounts(len(arr), s.Progress)
-	for i, item := range arr {
+	progress := h.newCounts(arr.len(), s.Progress)
+	for i := range arr.len() {
 		if gctx.Err() != nil {
 			break
 		}
 		g.Go(func() error {
+			item, err := arr.at(i)
+			if err != nil {
+				return fmt.Errorf("item %d of the Map state %q: %w", i, h.name(), err)
+			}
 			mi := &mapItem{index: i, value: item}
 			itemInput, size := item, itemSize
 			if s.ItemSelector != nil {
@@ -353,7 +399,7 @@ func (h *stateRun) runItems(ctx context.Context, s *states.Map, input any, arr [
 	}
 	if cfg.tolerant && failed > 0 {
 		exceeded := cfg.maxFailed >= 0 && failed > cfg.maxFailed
-		if cfg.maxPercent >= 0 && float64(failed)*100 > cfg.maxPercent*float64(len(arr)) {
+		if cfg.maxPercent >= 0 && float64(failed)*100 > cfg.maxPercent*float64(arr.len()) {
 			exceeded = true
 		}
 		if cfg.maxFailed < 0 && cfg.maxPercent < 0 {

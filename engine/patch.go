@@ -149,6 +149,11 @@ func (p Patch) Value() any {
 // operation that cannot be applied is a *PatchError, wrapping ErrPatchTest
 // for a failed test, and nothing of the patch applies.
 func (p Patch) Apply(doc any) (any, error) {
+	// The operations walk arrays as []any: packed ones are decoded.
+	doc, err := jsonvalue.Expand(doc)
+	if err != nil {
+		return nil, err
+	}
 	for i, op := range p {
 		var err error
 		doc, err = op.apply(doc)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -436,6 +437,16 @@ func (s *secrets) walk(v any, sealed bool) (any, bool) {
 		if out != nil {
 			return out, true
 		}
+	case *jsonvalue.Packed:
+		// A packed array is read element by element: it stays packed
+		// unless a secret is in it.
+		a, err := t.Slice()
+		if err != nil {
+			return v, false
+		}
+		if out, changed := s.walk(a, sealed); changed {
+			return out, true
+		}
 	case nil, bool:
 	default:
 		if len(s.numbers) == 0 {
@@ -531,6 +542,17 @@ func (s *secrets) unseal(v any) (any, bool, error) {
 		if out != nil {
 			return out, true, nil
 		}
+	case *jsonvalue.Packed:
+		// Markers are objects: a packed array holding one has the key in
+		// its text.
+		if !bytes.Contains(t.Text(), []byte(`"`+SealedKey+`"`)) {
+			break
+		}
+		a, err := t.Slice()
+		if err != nil {
+			return nil, false, err
+		}
+		return s.unseal(a)
 	}
 	return v, false, nil
 }

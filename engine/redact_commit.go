@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/aslrun/aslrun/jsonvalue"
 	"maps"
 	"reflect"
 	"unsafe"
@@ -244,6 +245,8 @@ func idOf(v any) (docID, bool) {
 		return docID{p: reflect.ValueOf(t).UnsafePointer(), n: -1}, t != nil
 	case []any:
 		return docID{p: unsafe.Pointer(unsafe.SliceData(t)), n: len(t)}, len(t) > 0
+	case *jsonvalue.Packed:
+		return docID{p: unsafe.Pointer(t), n: -2}, t != nil
 	}
 	return docID{}, false
 }

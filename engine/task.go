@@ -204,6 +204,10 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		return nil, 0, err
 	}
 	name, agentInput, version, rerr := h.resolveAgent(s, input)
+	if rerr == nil {
+		// Agents read arrays as []any: a packed one is decoded for them.
+		agentInput, rerr = jsonvalue.Expand(agentInput)
+	}
 	a, ok := r.agents.Lookup(name)
 	r.mu.Lock()
 	n := r.invocations[name]

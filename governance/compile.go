@@ -77,6 +77,7 @@ func (r *Rules) CheckDocument(doc any) *Violation {
 	if r == nil || r.schema == nil {
 		return nil
 	}
+	doc = expanded(doc)
 	var bad *badValue
 	checkValue(doc, nil, true, &bad)
 	if bad != nil {
@@ -100,6 +101,7 @@ func (r *Rules) Check(prev, proposed any, state string) *Violation {
 	if r == nil || (r.schema == nil && r.trans.empty() && r.policy.empty()) {
 		return nil
 	}
+	prev, proposed = expanded(prev), expanded(proposed)
 	d := differ{check: true, bigNumbers: r.schema != nil}
 	d.diff(prev, proposed)
 	if d.bad != nil {

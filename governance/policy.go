@@ -178,6 +178,7 @@ func (p *Policy) Check(prev, proposed any, state string) *Violation {
 	if p.empty() {
 		return nil
 	}
+	prev, proposed = expanded(prev), expanded(proposed)
 	d := differ{check: true}
 	d.diff(prev, proposed)
 	if d.bad != nil {

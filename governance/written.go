@@ -353,3 +353,18 @@ func InvalidJSON(doc any) *Violation {
 	}
 	return nil
 }
+
+// expanded returns doc with its packed arrays (jsonvalue.Packed) decoded:
+// the checks read arrays as []any. A packed array's elements were written
+// by jsonvalue, so decoding them cannot fail; if it did, doc is returned
+// as it is and the checks report the packed array as not JSON.
+func expanded(doc any) any {
+	if !jsonvalue.HasPacked(doc) {
+		return doc
+	}
+	out, err := jsonvalue.Expand(doc)
+	if err != nil {
+		return doc
+	}
+	return out
+}

@@ -40,6 +40,19 @@ func toJSONata(v any) any {
 			out[i] = toJSONata(e)
 		}
 		return out
+	case *jsonvalue.Packed:
+		// Decoded element by element; an element that does not decode
+		// (it cannot: its text was written by jsonvalue) is null.
+		out := make([]any, t.Len())
+		for i := range out {
+			e, err := t.At(i)
+			if err != nil {
+				out[i] = null
+				continue
+			}
+			out[i] = toJSONata(e)
+		}
+		return out
 	}
 	// Strings and booleans are the same in both.
 	return v

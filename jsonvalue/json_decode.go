@@ -414,6 +414,7 @@ func (d *decoder) array(depth int) (any, *JSONError) {
 	if depth > MaxDepth {
 		return nil, d.fail(d.pos, "nesting deeper than %d levels", MaxDepth)
 	}
+	start := d.pos
 	d.pos++
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
@@ -437,7 +438,7 @@ func (d *decoder) array(depth int) (any, *JSONError) {
 			if d.pack > 0 && i+1 == d.pack {
 				// Large enough to pack: the elements read so far go
 				// into its text, and each next one as soon as it is read.
-				packed = &packer{}
+				packed = newPacker(len(d.data)-start, d.pos-start, i+1)
 				for _, e := range d.vals[base:] {
 					if err := packed.add(e); err != nil {
 						return nil, d.fail(d.pos, "%s", err.Msg)

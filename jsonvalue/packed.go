@@ -115,6 +115,15 @@ type packer struct {
 	notCan  bool
 }
 
+// newPacker returns a packer for an array of at most room bytes of text
+// whose first n elements took read bytes, its buffers sized for all of
+// room: the array's text is never longer than its JSON, so a packed
+// array that is most of a document is built without growing its buffer.
+func newPacker(room, read, n int) *packer {
+	per := max(read/max(n, 1), 1)
+	return &packer{p: Packed{text: make([]byte, 0, room), ends: make([]uint32, 0, room/per+16)}}
+}
+
 // add appends element v.
 func (b *packer) add(v any) *JSONError {
 	var e encoder
@@ -284,3 +293,8 @@ func hasPacked(v any, depth int) bool {
 	}
 	return false
 }
+
+// Text returns the elements' Marshal forms, one after the other with
+// nothing between them, shared with p: callers must not modify it. A byte
+// string absent from it is in no element.
+func (p *Packed) Text() []byte { return p.text }

@@ -187,7 +187,7 @@ func appendDeltaOp(b []byte, op byte, path []string) []byte {
 // along a path share everything else).
 func sameValue(a, b any) bool {
 	switch x := a.(type) {
-	case map[string]any, []any:
+	case map[string]any, []any, *jsonvalue.Packed:
 		ia, ok1 := identityOf(x)
 		ib, ok2 := identityOf(b)
 		return ok1 && ok2 && ia == ib
@@ -649,6 +649,10 @@ func identityOf(v any) (docIdentity, bool) {
 	case []any:
 		if len(x) > 0 {
 			return docIdentity{p: reflect.ValueOf(x).Pointer(), n: len(x)}, true
+		}
+	case *jsonvalue.Packed:
+		if x != nil {
+			return docIdentity{p: reflect.ValueOf(x).Pointer(), n: -2}, true
 		}
 	}
 	return docIdentity{}, false

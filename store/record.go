@@ -165,6 +165,17 @@ func decodeDoc(raw json.RawMessage) (any, error) {
 	return jsonvalue.Decode(raw)
 }
 
+// decodeState reads a document an execution runs on (its input, output,
+// a scope's document): as decodeDoc, with its large arrays packed
+// (jsonvalue.DecodePacked), so that an inline Map's items are held once,
+// as text, in an execution loaded to resume.
+func decodeState(raw json.RawMessage) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	return jsonvalue.DecodePacked(raw, jsonvalue.PackFrom)
+}
+
 // decodeVars reads variables written by encodeVars.
 func decodeVars(raw json.RawMessage) (map[string]any, error) {
 	v, err := decodeDoc(raw)
@@ -262,13 +273,13 @@ func decodeScopeRecord(data []byte) (*engine.Scope, error) {
 	}
 	s := &engine.Scope{Next: r.Next, Visits: r.Visits, Done: r.Done, Failed: r.Failed, Error: r.Error, Cause: r.Cause}
 	var err error
-	if s.Doc, err = decodeDoc(r.Doc); err != nil {
+	if s.Doc, err = decodeState(r.Doc); err != nil {
 		return nil, fmt.Errorf("document: %w", err)
 	}
 	if s.Vars, err = decodeVars(r.Vars); err != nil {
 		return nil, err
 	}
-	if s.Output, err = decodeDoc(r.Output); err != nil {
+	if s.Output, err = decodeState(r.Output); err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	if st := r.Step; st != nil {
@@ -410,10 +421,10 @@ func execution(id string, x *execRecord, h *headRecord, definition []byte, scope
 		},
 	}
 	var err error
-	if e.Input, err = decodeDoc(x.Input); err != nil {
+	if e.Input, err = decodeState(x.Input); err != nil {
 		return nil, fmt.Errorf("execution %s: input: %w", id, err)
 	}
-	if e.Output, err = decodeDoc(h.Output); err != nil {
+	if e.Output, err = decodeState(h.Output); err != nil {
 		return nil, fmt.Errorf("execution %s: output: %w", id, err)
 	}
 	return e, nil

@@ -144,7 +144,9 @@ func (c *cmdContext) readInput(arg string, limit inputLimit) (any, error) {
 	if err != nil {
 		return nil, usageErrorf("read input: %v", err)
 	}
-	v, err := jsonvalue.Decode(data)
+	// Large arrays are kept packed (an inline Map's items, held as their
+	// JSON text and decoded one at a time).
+	v, err := jsonvalue.DecodePacked(data, jsonvalue.PackFrom)
 	if err != nil {
 		return nil, usageErrorf("input from %s: %v", from, err)
 	}
