@@ -12,11 +12,11 @@ import (
 func TestMigrateCommand(t *testing.T) {
 	url := pgtest.Fresh(t)
 	code, out, errOut := invoke(t, "", "migrate", "--db", url)
-	if code != 0 || !strings.Contains(out, "migrated to schema version 11 (applied 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)") {
-		t.Fatalf("migrate: code %d, stdout %q, stderr %q; want schema version 11 applied", code, out, errOut)
+	if code != 0 || !strings.Contains(out, "migrated to schema version 13 (applied 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)") {
+		t.Fatalf("migrate: code %d, stdout %q, stderr %q; want schema version 13 applied", code, out, errOut)
 	}
 	code, out, errOut = invoke(t, "", "migrate", "--db", url)
-	if code != 0 || !strings.Contains(out, "is up to date: schema version 11") {
+	if code != 0 || !strings.Contains(out, "is up to date: schema version 13") {
 		t.Errorf("migrate again: code %d, stdout %q, stderr %q; want up to date", code, out, errOut)
 	}
 }
