@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -66,6 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	storeName := fs.String("store", "bolt", "store: bolt (batched durability) or none")
 	concurrency := fs.Int("concurrency", 40, "MaxConcurrency")
 	dir := fs.String("dir", "", "folder for the bbolt database (-store bolt)")
+	heapProfile := fs.String("heapprofile", "", "write a heap profile to this file when the heap sampled is at its peak")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -130,6 +132,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				runtime.ReadMemStats(&ms)
 				if ms.HeapAlloc > peak.Load() {
 					peak.Store(ms.HeapAlloc)
+					if *heapProfile != "" {
+						runtime.GC()
+						writeHeapProfile(*heapProfile)
+					}
 				}
 			}
 		}
@@ -168,6 +174,16 @@ func inputText(n int) []byte {
 		b = fmt.Appendf(b, `{"id":%d,"title":"%s"}`, i, title)
 	}
 	return append(b, "]}"...)
+}
+
+// writeHeapProfile writes the heap profile to path, replacing it.
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	pprof.WriteHeapProfile(f)
+	f.Close()
 }
 
 // heap is the live heap after a collection.
