@@ -370,6 +370,9 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 		next.Execution, next.Seq = r.exec.ID, r.seq
 		next.Events, next.Outbox = r.events, r.outbox
 		next.LastEvent, next.LastOwnEvent = r.lastEvent, r.lastOwn
+		if r.dropsHistory(next) {
+			next.DropHistory = true
+		}
 		r.events, r.outbox = nil, nil
 		r.mu.Unlock()
 		err := r.storeCommit(ctx, next)
@@ -401,6 +404,28 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 	}
 	q.writing = false
 	return q.errorOf(gen)
+}
+
+// dropsHistory reports whether commit c drops the execution's history
+// (Commit.DropHistory): never when the executor keeps children's histories
+// (Config.KeepChildHistory); with every commit of an execution that
+// started without one or whose history was dropped already (an EXPRESS
+// child of a Distributed Map, which keeps none); with the commit that ends
+// a Distributed Map's STANDARD child SUCCEEDED. A child that fails, times
+// out, is aborted or waits keeps its history, for its redrive and its
+// diagnosis.
+func (r *run) dropsHistory(c *Commit) bool {
+	if r.x.keepChildHistory {
+		return false
+	}
+	if r.exec.HistoryDropped {
+		return true
+	}
+	if c.Status != StatusSucceeded {
+		return false
+	}
+	_, child := MapRunOf(r.exec.ID, r.exec.Parent)
+	return child
 }
 
 // storeCommit writes c to the store, timed for the Committed hook.
@@ -488,6 +513,9 @@ func mergeCommit(pending, c *Commit) *Commit {
 	if c.Transition != nil {
 		pending.Transition = c.Transition
 	}
+	// The merged commit drops the history when one of its parts did (a
+	// failed write's commit kept for the next).
+	pending.DropHistory = pending.DropHistory || c.DropHistory
 	return pending
 }
 

@@ -813,7 +813,8 @@ func (h *stateRun) selectItem(ctx context.Context, d *distributed, mi *mapItem) 
 
 // child runs (or, after a crash, resumes or reads) the child execution id
 // on input and returns where it stands; e is its record when the
-// executor has no store (for a ResultWriter).
+// executor has no store (for a ResultWriter). An EXPRESS child keeps no
+// history, unless the executor keeps children's histories (dropsHistory).
 func (h *stateRun) child(ctx context.Context, d *distributed, id string, input any) (*Result, *Execution, error) {
 	r := h.r
 	x := r.x
@@ -822,6 +823,7 @@ func (h *stateRun) child(ctx context.Context, d *distributed, id string, input a
 	res, err := x.Run(ctx, s.Processor, input, StartOptions{
 		ID: id, MachineName: r.exec.MachineName, Agents: r.agents, AgentsFile: r.exec.Agents, AgentsKind: r.exec.AgentsKind,
 		MaxPayloadSize: r.exec.MaxPayload, Durability: r.exec.Durability, Registry: r.exec.Registry, parent: r.exec.ID,
+		express: s.ExecutionType == "EXPRESS" && x.durable && !x.keepChildHistory,
 	})
 	if errors.Is(err, ErrExists) && x.durable {
 		res, err = h.existingChild(ctx, d, id)

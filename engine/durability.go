@@ -14,8 +14,9 @@ import (
 // Durability is what an acknowledged commit of an execution promises.
 //
 // Whatever the mode, the guard and the write policy check every state's
-// write and the history keeps every event; the modes differ in when the
-// commits reach the store's disk:
+// write and the history keeps every event (but the events of Distributed
+// Map children, dropped as Config.KeepChildHistory says); the modes
+// differ in when the commits reach the store's disk:
 //
 //   - DurabilityStrict: a commit returns once the store has made it
 //     durable (bbolt: fdatasync). What an execution acknowledged survives a

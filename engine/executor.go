@@ -138,6 +138,14 @@ type Config struct {
 	// or that another process runs) sleeps before it looks at the child
 	// again when no end of the child woke it; 0 means a minute.
 	ChildPoll time.Duration
+	// KeepChildHistory keeps the full history of every Distributed Map
+	// child execution. False (the default), as AWS keeps a map run's
+	// summary rather than each child's history, a child's history is
+	// dropped once it succeeded (its head stays: input, output, status),
+	// and an EXPRESS child's (ProcessorConfig ExecutionType) with every
+	// commit; children that fail, time out, are aborted or wait keep
+	// theirs.
+	KeepChildHistory bool
 }
 
 // Executor runs executions of state machines. It is safe for concurrent
@@ -180,6 +188,8 @@ type Executor struct {
 	workflows WorkflowSource
 	// childPoll is Config.ChildPoll (child.go).
 	childPoll time.Duration
+	// keepChildHistory is Config.KeepChildHistory (commit.go).
+	keepChildHistory bool
 	// detached are the child executions started without waiting for them
 	// (child_resource.go).
 	detached sync.WaitGroup
@@ -241,6 +251,7 @@ func New(cfg Config) *Executor {
 	x.embedder = newEmbedder(cfg.Embedder)
 	x.workflows = cfg.Workflows
 	x.childPoll = cfg.ChildPoll
+	x.keepChildHistory = cfg.KeepChildHistory
 	if x.childPoll <= 0 {
 		x.childPoll = defaultChildPoll
 	}
@@ -312,8 +323,11 @@ type StartOptions struct {
 	// execution's input, which must not be modified.
 	Started func(e *Execution)
 	// parent is the execution whose Distributed Map starts this one (a
-	// child execution), stored as its Parent.
-	parent string
+	// child execution), stored as its Parent; express is set when that
+	// Map runs its children as EXPRESS executions whose history is not
+	// kept (the execution starts HistoryDropped).
+	parent  string
+	express bool
 }
 
 // Result is where an execution stands when Run, Resume or Fork returns.
@@ -414,6 +428,7 @@ func (x *Executor) Run(ctx context.Context, m *states.Machine, input any, opts S
 		ID: opts.ID, MachineName: opts.MachineName, Input: input, Status: StatusRunning,
 		StartedAt: time.Now().UTC(), Agents: opts.AgentsFile, AgentsKind: opts.AgentsKind,
 		MaxPayload: own, Durability: durability, Parent: opts.parent, Registry: opts.Registry,
+		HistoryDropped: opts.express,
 	}
 	e.secrets = x.secretsOf(m)
 	if e.ID == "" {

@@ -58,7 +58,7 @@ func (x *Executor) Redrive(ctx context.Context, id string, opts RedriveOptions) 
 // redrive is Redrive; child is set for a Distributed Map's child execution
 // redriven with its map run, which may also have been ABORTED, and which
 // runs again from its first state on its input when its failed position
-// was not kept.
+// was not kept or it is an EXPRESS child (its history dropped).
 func (x *Executor) redrive(ctx context.Context, id string, opts RedriveOptions, child bool) (*Result, error) {
 	ctx, release, err := x.hold(ctx, id, true)
 	if err != nil {
@@ -77,8 +77,12 @@ func (x *Executor) redrive(ctx context.Context, id string, opts RedriveOptions, 
 		return nil, fmt.Errorf("execution %s is %s: %w: %s", id, e.Status, ErrNotRedrivable, why)
 	}
 	top := e.Progress.Scopes[""]
-	if (top == nil || !top.Done || top.Next == "") && child {
-		top = &Scope{Next: m.StartAt, Doc: e.Input}
+	if child && (top == nil || !top.Done || top.Next == "" || e.HistoryDropped) {
+		// A child aborted before it recorded where it failed, or an
+		// EXPRESS child (its history dropped, as AWS keeps none), runs
+		// again from its start: AWS restarts failed EXPRESS children of a
+		// redriven map run rather than redriving them.
+		top = &Scope{Done: true, Next: m.StartAt, Doc: e.Input}
 	}
 	if top == nil || !top.Done || top.Next == "" {
 		return nil, fmt.Errorf("execution %s: %w: the state it failed in was not recorded (it ended before redrive was supported)", id, ErrNotRedrivable)
