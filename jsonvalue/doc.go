@@ -6,7 +6,12 @@
 // paths and JSON Pointers that report locations.
 //
 // A JSON value is one of: nil, bool, string, json.Number, []any and
-// map[string]any. Numbers are json.Number so that their decimal text
+// map[string]any, or a *Packed: an array held as its elements' JSON text,
+// which DecodePacked makes of a document's large arrays (an execution's
+// input) so that a million small objects cost their JSON and not a Go map
+// each. Everything here reads a Packed as the array it is; code that walks
+// values by their Go types reads it with Len and At, or Expand decodes it
+// into a []any. Numbers are json.Number so that their decimal text
 // survives exactly (a 20-digit integer and 0.1 keep their value and their
 // spelling). Values decoded once are never mutated afterwards. Use
 // Normalize to turn an arbitrary Go value (ints, floats, structs) into
