@@ -167,6 +167,10 @@ type Execution struct {
 	// on GET /v1/executions/{id}, and only when its workflow has an
 	// enabled top-level Progress block (it costs a read of the history).
 	Progress *ExecutionProgress `json:"progress,omitempty"`
+	// HistoryDropped is set when the execution's history was dropped (a
+	// Distributed Map child that succeeded, or an EXPRESS one): its
+	// history lists no events, and what it keeps is shown here.
+	HistoryDropped bool `json:"historyDropped,omitempty"`
 }
 
 // ExecutionProgress is how far an execution is: the distinct top-level

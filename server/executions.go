@@ -345,8 +345,11 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) error {
 // progressOf is how far e is (engine.ProgressOf over its history) when
 // its workflow has an enabled top-level Progress block; nil otherwise,
 // without reading the history. A definition that no longer parses has
-// none.
+// none, nor has an execution whose history was dropped.
 func (s *Server) progressOf(ctx context.Context, e *engine.Execution) (*api.ExecutionProgress, error) {
+	if e.HistoryDropped {
+		return nil, nil
+	}
 	m, err := s.machines.Parse(e.Definition)
 	if err != nil || !progressEnabled(m) {
 		return nil, nil
@@ -427,7 +430,7 @@ func (s *Server) resumeExecution(w http.ResponseWriter, r *http.Request) error {
 func executionOf(e *engine.Execution) api.Execution {
 	out := api.Execution{ID: e.ID, Workflow: e.MachineName, Hash: e.DefinitionHash, Status: string(e.Status), StartedAt: e.StartedAt,
 		StoppedAt: timePtr(e.StoppedAt), Error: e.Error, Cause: e.Cause, WaitingFor: e.WaitingFor, WakeAt: timePtr(e.WakeAt), Parent: e.Parent, Approvals: []api.Approval{},
-		MaxPayload: e.MaxPayload, Durability: string(e.Durability)}
+		MaxPayload: e.MaxPayload, Durability: string(e.Durability), HistoryDropped: e.HistoryDropped}
 	if e.Status == engine.StatusSucceeded {
 		out.Output = raw(e.Output)
 		if out.Output == nil {
