@@ -130,6 +130,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	follow := fs.Bool("follow", false, "print the text streaming states stream (a Task's Streaming block) as it comes, before the output")
 	maxPayload := runPayloadFlag(fs)
 	durability := durabilityFlag(fs, "stored with the execution: every later resume, approve or serve keeps it")
+	keepChildren := keepChildHistoryFlag(fs)
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "run", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -178,7 +179,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 		return err
 	}
 	if h.api != nil {
-		if err := notThroughAPI(h, fs, "run", "agents", "allow-file-buckets", "max-item-bytes", "max-listed-objects"); err != nil {
+		if err := notThroughAPI(h, fs, "run", "agents", "allow-file-buckets", "max-item-bytes", "max-listed-objects", "keep-child-history"); err != nil {
 			return err
 		}
 		var mock []byte
@@ -216,6 +217,7 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 		return err
 	}
 	cfg.Buckets = access
+	cfg.KeepChildHistory = *keepChildren
 	x := engine.New(cfg)
 	// Children started without waiting (states:startExecution) run
 	// on before the command exits.
@@ -252,6 +254,12 @@ func cmdRun(ctx context.Context, c *cmdContext, args []string) error {
 	}
 	stopFollow()
 	return printResult(c, res)
+}
+
+// keepChildHistoryFlag is --keep-child-history of run and serve
+// (engine.Config.KeepChildHistory).
+func keepChildHistoryFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("keep-child-history", false, "keep the full history of every Distributed Map child execution (by default a child's history is dropped once it succeeded, and an EXPRESS child keeps none; children that fail keep theirs)")
 }
 
 // runInMemory runs an execution without a database (durability none): it

@@ -74,6 +74,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	bf := newBucketFlags(fs, false)
 	maxPayload := payloadFlag(fs)
 	durability := durabilityFlag(fs, "of the executions started without one of their own; the server keeps every execution, so not none")
+	keepChildren := keepChildHistoryFlag(fs)
 	db := dbFlag(fs)
 	pos, err := parseFlags(fs, "serve", args, c.stdout)
 	if done, err := handleHelp(err); done || err != nil {
@@ -184,7 +185,7 @@ func cmdServe(ctx context.Context, c *cmdContext, args []string) error {
 	if err != nil {
 		return fmt.Errorf("serve: --redact-key: %w", err)
 	}
-	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf(*hosts), Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Buckets: access, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{})), RedactKey: key, Workflows: store.WorkflowSource(st)})
+	x := engine.New(engine.Config{Store: st, AgentsFor: agentsOf(*hosts), Logger: log, MaxPayloadSize: *maxPayload, Durability: mode, Buckets: access, Hooks: tr.Hooks(metrics.Hooks(engine.Hooks{})), RedactKey: key, Workflows: store.WorkflowSource(st), KeepChildHistory: *keepChildren})
 	if pg, ok := st.(*postgres.DB); ok {
 		// Clients of this server follow executions other servers run:
 		// their live feeds come through the database (docs/api.md).
