@@ -64,7 +64,18 @@ func (c *EncodeCache) Marshal(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bytes.Clone(out), nil
+	return c.owned(out), nil
+}
+
+// owned returns out, an encoding just written, as a slice the caller
+// owns: a copy when it is the cache's scratch buffer, else out itself (a
+// document larger than the cache's limit is not kept as scratch, and is
+// not copied).
+func (c *EncodeCache) owned(out []byte) []byte {
+	if cap(c.scratch) > 0 && unsafe.SliceData(c.scratch[:1]) == unsafe.SliceData(out[:1]) {
+		return bytes.Clone(out)
+	}
+	return out
 }
 
 // Canonical returns Canonical(v), a new slice the caller owns.
@@ -73,7 +84,7 @@ func (c *EncodeCache) Canonical(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bytes.Clone(out), nil
+	return c.owned(out), nil
 }
 
 // CanonicalSum returns the SHA-256 of Canonical(v), the bytes of which

@@ -185,3 +185,32 @@ func FuzzEncodeCache(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeCacheOwned: Marshal and Canonical return slices the caller
+// owns, whether the encoding fits the cache's scratch buffer or is larger
+// than its limit (then returned without a copy).
+func TestEncodeCacheOwned(t *testing.T) {
+	c := NewEncodeCache(64)
+	small := map[string]any{"a": "b"}
+	big := map[string]any{"a": strings.Repeat("x", 200)}
+	for _, v := range []any{small, big, small, big} {
+		for _, f := range []func(any) ([]byte, error){c.Marshal, c.Canonical} {
+			first, err := f(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := string(first)
+			for i := range first {
+				first[i] = '!'
+			}
+			second, err := f(v)
+			if err != nil || string(second) != want {
+				t.Fatalf("after the caller changed the first result: %s, %v; want %s", second, err, want)
+			}
+			other, _ := f(small)
+			if string(second) != want {
+				t.Fatalf("a later call changed an earlier result: %s (then %s)", second, other)
+			}
+		}
+	}
+}
