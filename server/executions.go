@@ -114,7 +114,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return badRequest("/durability", "durability %q: want strict or batched", req.Durability)
 	}
-	input, err := document(req.Input, "/input", map[string]any{})
+	input, err := inputDocument(req.Input, "/input")
 	if err != nil {
 		return err
 	}

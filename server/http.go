@@ -153,6 +153,20 @@ func document(raw json.RawMessage, pointer string, def any) (any, error) {
 	return v, nil
 }
 
+// inputDocument decodes an execution input as document does ({} when
+// empty), its large arrays kept packed (jsonvalue.DecodePacked), as
+// `aslrun run` and the stores keep them.
+func inputDocument(raw json.RawMessage, pointer string) (any, error) {
+	if len(raw) == 0 {
+		return map[string]any{}, nil
+	}
+	v, err := jsonvalue.DecodePacked(raw, jsonvalue.PackFrom)
+	if err != nil {
+		return nil, badRequest(pointer, "%v", err)
+	}
+	return v, nil
+}
+
 // raw encodes a document for the wire; nil stays absent.
 func raw(v any) json.RawMessage {
 	if v == nil {
