@@ -279,6 +279,9 @@ func (h *stateRun) distItems(ctx context.Context, d *distributed) (itemio.Items,
 				}
 				items = v
 			}
+			if p, ok := items.(*jsonvalue.Packed); ok {
+				return &packedItems{p: p}, nop, nil
+			}
 			a, ok := items.([]any)
 			if !ok {
 				return nil, nop, h.runtimeError(fmt.Sprintf("Items of the Map state must be an array, not %s", jsonvalue.TypeName(items)))
@@ -348,6 +351,25 @@ func (h *stateRun) distItems(ctx context.Context, d *distributed) (itemio.Items,
 		return nil, nop, failed(err)
 	}
 	return &readerItems{items: itemio.Limit(items, max), fail: failed}, func() { rc.Close() }, nil
+}
+
+// packedItems reads a packed array (an execution input's large array)
+// item by item.
+type packedItems struct {
+	p *jsonvalue.Packed
+	i int
+}
+
+func (it *packedItems) Next() (any, error) {
+	if it.i >= it.p.Len() {
+		return nil, io.EOF
+	}
+	v, err := it.p.At(it.i)
+	if err != nil {
+		return nil, fmt.Errorf("item %d: %w", it.i, err)
+	}
+	it.i++
+	return v, nil
 }
 
 // readerItems raises a reader's errors as States.ItemReaderFailed.

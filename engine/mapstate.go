@@ -21,12 +21,6 @@ import (
 // in item order.
 func (h *stateRun) mapState(ctx context.Context, s *states.Map, raw any) (stepResult, error) {
 	if s.Mode == "DISTRIBUTED" {
-		// A Distributed Map's items come from a bucket, or from its input
-		// as []any: a packed input is decoded.
-		raw, err := jsonvalue.Expand(raw)
-		if err != nil {
-			return stepResult{}, err
-		}
 		return h.distributedMap(ctx, s, raw)
 	}
 	if s.JSONata() {
