@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 
 	"github.com/aslrun/aslrun/api"
@@ -23,10 +27,36 @@ import (
 // docs/ (go test -run TestBrowser -update).
 var updateScreenshots = flag.Bool("update", false, "rewrite the screenshots under docs/")
 
-// browser returns a context of a fresh headless Chromium, or skips the
-// test when none is installed (outside CI; in CI it fails).
-func browser(t *testing.T) context.Context {
-	t.Helper()
+// chromium is the package's one headless Chromium, started by the first
+// browser test and stopped by TestMain: starting one per test cost about
+// half a second each. Each test has a browser context of its own in it
+// (cookies, storage and cache apart), as a fresh browser would give.
+var chromium struct {
+	once sync.Once
+	ctx  context.Context // the browser's first tab; tests open their own
+	stop func()
+	dir  string // the user data folder
+	// width and height are the size of the first tab's page, which every
+	// test's tab gets.
+	width, height int64
+	err           error
+	skip          string // why there is none
+}
+
+// TestMain stops the shared Chromium once every test has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if chromium.stop != nil {
+		chromium.stop()
+	}
+	if chromium.dir != "" {
+		os.RemoveAll(chromium.dir)
+	}
+	os.Exit(code)
+}
+
+// startChromium starts the shared Chromium, or says why there is none.
+func startChromium() {
 	path := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -35,11 +65,15 @@ func browser(t *testing.T) context.Context {
 		}
 	}
 	if path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no Chromium installed: .ci/run installs Debian's chromium")
-		}
-		t.Skip("no Chromium installed (apt-get install chromium): browser tests skipped")
+		chromium.skip = "no Chromium installed (apt-get install chromium): browser tests skipped"
+		return
 	}
+	dir, err := os.MkdirTemp("", "aslrun-chromium-")
+	if err != nil {
+		chromium.err = fmt.Errorf("chromium's user data folder: %w", err)
+		return
+	}
+	chromium.dir = dir
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
@@ -49,17 +83,58 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("no-first-run", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(dir),
 		chromedp.WindowSize(1280, 900),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
+	chromium.ctx = ctx
+	chromium.stop = func() {
+		cancelCtx()
+		cancelAlloc()
+	}
+	page, err := chromedp.Run(ctx, chromedp.Evaluate[[]int64](`[window.innerWidth, window.innerHeight]`))
+	if err != nil || len(page) != 2 {
+		chromium.err = fmt.Errorf("starting %s: %d %w", path, page, err)
+		return
+	}
+	chromium.width, chromium.height = page[0], page[1]
+}
+
+// browser returns a context of a fresh tab, in a browser context of its
+// own, of the shared headless Chromium, or skips the test when none is
+// installed (outside CI; in CI it fails).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	chromium.once.Do(startChromium)
+	if chromium.skip != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no Chromium installed: .ci/run installs Debian's chromium")
+		}
+		t.Skip(chromium.skip)
+	}
+	if chromium.err != nil {
+		t.Fatal(chromium.err)
+	}
+	ctx, cancelCtx := chromedp.NewContext(chromium.ctx, chromedp.WithNewBrowserContext())
 	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelCtx()
-		cancelAlloc()
 	})
+	// The tab's page gets the size of the first tab's, as a fresh
+	// browser's tab had.
+	size := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		w, err := cdp.Call(ctx, tg, cdpbrowser.GetWindowForTarget, cdpbrowser.GetWindowForTargetParams{})
+		if err != nil {
+			return chromedp.Void{}, err
+		}
+		_, err = cdp.Call(ctx, tg, cdpbrowser.SetContentsSize, cdpbrowser.SetContentsSizeParams{WindowID: w.WindowID, Width: chromium.width, Height: chromium.height})
+		return chromedp.Void{}, err
+	}
+	if err := chromedp.Do(ctx, size); err != nil {
+		t.Fatalf("sizing the browser's window: %v", err)
+	}
 	return ctx
 }
 
