@@ -356,6 +356,7 @@ func newExecution(e *engine.Execution) (*created, error) {
 		WakeAt: utc(e.WakeAt), WaitingFor: e.WaitingFor, Invocations: maps.Clone(e.Progress.Invocations),
 		Usage: e.Progress.Usage, Notices: slices.Clone(e.Progress.Notices),
 		LastEvent: e.Progress.LastEvent, LastOwnEvent: e.Progress.LastOwnEvent, Seq: e.Seq,
+		HistoryDropped: e.HistoryDropped,
 	}
 	if c.head.Status == "" {
 		c.head.Status = engine.StatusRunning

@@ -182,9 +182,9 @@ func (db *DB) Create(ctx context.Context, e *engine.Execution) error {
 		parent = &n.Summary.Parent
 	}
 	s := &n.Summary
-	b.Queue(`INSERT INTO executions (id, machine_name, definition_hash, status, started_ns, stopped_ns, wake_ns, waiting_for, parent, error, spec, head)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		n.ID, s.MachineName, def, string(s.Status), store.TimeKey(s.StartedAt), nsOrNull(s.StoppedAt), nsOrNull(s.WakeAt), s.WaitingFor, parent, s.Error, n.Spec, n.Head)
+	b.Queue(`INSERT INTO executions (id, machine_name, definition_hash, status, started_ns, stopped_ns, wake_ns, waiting_for, parent, error, history_dropped, spec, head)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		n.ID, s.MachineName, def, string(s.Status), store.TimeKey(s.StartedAt), nsOrNull(s.StoppedAt), nsOrNull(s.WakeAt), s.WaitingFor, parent, s.Error, e.HistoryDropped, n.Spec, n.Head)
 	if len(n.Scopes) > 0 {
 		keys, values := scopeArrays(n.Scopes)
 		b.Queue(`INSERT INTO scopes (execution, key, body) SELECT $1, k, v FROM unnest($2::text[], $3::bytea[]) AS t(k, v)`, n.ID, keys, values)

@@ -185,4 +185,13 @@ func testDropHistory(t *testing.T, s store.Store) {
 	if e := load(t, s, "other"); e.HistoryDropped {
 		t.Errorf("Load(other).HistoryDropped = true, want false")
 	}
+
+	// An execution created marked HistoryDropped (an EXPRESS child) is
+	// loaded so before its first commit.
+	born := newExecution(t, "born-dropped")
+	born.HistoryDropped = true
+	create(t, s, born)
+	if e := load(t, s, "born-dropped"); !e.HistoryDropped {
+		t.Error("Load(born-dropped).HistoryDropped = false after a Create that set it, want true")
+	}
 }
