@@ -174,10 +174,20 @@ func TestBoltCorruptPages(t *testing.T) {
 			return "f7"
 		}, false, true},
 	}
+	// The database is filled once (240 synced commits) and each case
+	// damages a copy of the file.
+	filled := filepath.Join(t.TempDir(), "filled.db")
+	ids := fillBolt(t, filled, n)
+	pristine, err := os.ReadFile(filled)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "aslrun.db")
-			ids := fillBolt(t, path, n)
+			if err := os.WriteFile(path, pristine, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			damaged := tt.damage(t, path)
 
 			// corrupt checks an error that reports the damage.
