@@ -221,12 +221,15 @@ type statusView struct {
 	Children     []api.ChildExecution
 	Error, Cause string
 	Output       any
+	// HistoryDropped: the execution keeps no history (a Distributed Map
+	// child that succeeded, or an EXPRESS one).
+	HistoryDropped bool
 }
 
 func statusOf(e *engine.Execution) statusView {
 	v := statusView{ID: e.ID, MachineName: e.MachineName, DefinitionHash: e.DefinitionHash, Status: e.Status, WaitingFor: e.WaitingFor,
 		WakeAt: e.WakeAt, StartedAt: e.StartedAt, StoppedAt: e.StoppedAt, Approvals: engine.PendingOf(e), Usage: &e.Progress.Usage,
-		Parent: e.Parent, ParentCheckpoint: e.ParentCheckpoint, Error: e.Error, Cause: e.Cause}
+		Parent: e.Parent, ParentCheckpoint: e.ParentCheckpoint, Error: e.Error, Cause: e.Cause, HistoryDropped: e.HistoryDropped}
 	if top := e.Progress.Scopes[""]; top != nil && !e.Status.Ended() {
 		v.State = top.Next
 	}
@@ -252,6 +255,9 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 		if mapRun, ok := engine.MapRunOf(e.ID, e.Parent); ok {
 			out["mapRun"] = mapRun
 		}
+		if e.HistoryDropped {
+			out["historyDropped"] = true
+		}
 		if e.ParentState != "" {
 			out["parentState"] = e.ParentState
 		}
@@ -273,6 +279,9 @@ func printStatus(c *cmdContext, e statusView, asJSON bool) error {
 	w := newTable(c.stdout)
 	w.row("execution", e.ID)
 	w.row("status", string(e.Status))
+	if e.HistoryDropped {
+		w.row("history", "dropped (a Distributed Map child keeps its head, not its events)")
+	}
 	w.row("machine", fmt.Sprintf("%s (definition %.12s)", e.MachineName, e.DefinitionHash))
 	if state != "" {
 		w.row("state", state)

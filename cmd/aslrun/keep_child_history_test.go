@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -42,6 +43,16 @@ func TestKeepChildHistoryFlag(t *testing.T) {
 			}
 			if (len(events) > 0) != c.wantEvents {
 				t.Errorf("the child's history has %d events, want some: %v", len(events), c.wantEvents)
+			}
+			// status says whether the child's history was dropped.
+			code, out, errOut = invoke(t, "", "status", "dm/Each#1.0:0", "--db", db)
+			if dropped := strings.Contains(out, "history") && strings.Contains(out, "dropped"); code != 0 || dropped == c.wantEvents {
+				t.Errorf("status of the child: exit %d, says dropped %t, want %t: %s%s", code, dropped, !c.wantEvents, out, errOut)
+			}
+			code, out, _ = invoke(t, "", "status", "dm/Each#1.0:0", "--json", "--db", db)
+			var st map[string]any
+			if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || (st["historyDropped"] == true) == c.wantEvents {
+				t.Errorf("status --json of the child: exit %d, %v, historyDropped %v, want %t", code, err, st["historyDropped"], !c.wantEvents)
 			}
 			code, out, _ = invoke(t, "", "history", "dm", "--json", "--db", db)
 			if err := json.Unmarshal([]byte(out), &events); code != 0 || err != nil || len(events) == 0 {

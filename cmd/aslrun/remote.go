@@ -159,7 +159,7 @@ func remoteStatus(ctx context.Context, h *handle, id string) (statusView, error)
 	}
 	return statusView{ID: e.ID, MachineName: e.Workflow, DefinitionHash: e.Hash, Status: res.Status, State: e.State, WaitingFor: e.WaitingFor,
 		WakeAt: res.WakeAt, StartedAt: e.StartedAt, StoppedAt: timeOf(e.StoppedAt), Approvals: res.Approvals, Parent: e.Parent,
-		Error: e.Error, Cause: e.Cause, Output: res.Output}, nil
+		Error: e.Error, Cause: e.Cause, Output: res.Output, HistoryDropped: e.HistoryDropped}, nil
 }
 
 // remoteHistory reads an execution's history through the API; with
