@@ -277,7 +277,11 @@ func (h *stateRun) exit(res *stepResult, c *Commit) bool {
 		h.assign = nil
 	}
 	h.commitMemory()
-	r.event(Event{Type: eventType(h.st.Base().Type, false), State: h.name(), Scope: sc.prefix, Output: res.output, Document: res.output})
+	if r.x.durable {
+		r.event(Event{Type: eventType(h.st.Base().Type, false), State: h.name(), Scope: sc.prefix, Output: res.output, Document: res.output})
+	} else {
+		r.numberEvent()
+	}
 	h.feedbackRequested(res.output)
 	r.emitState("exited", h.st.Base(), sc.prefix, res.output)
 	if f := r.x.hooks.StateExited; f != nil {

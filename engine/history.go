@@ -91,10 +91,23 @@ var stateEventNames = func() map[string][2]string {
 }()
 
 // event appends e to the history, numbering and timestamping it, and
-// returns its id.
+// returns its id. Without a store it only numbers it (see eventAt): no
+// clock is read.
 func (r *run) event(e Event) int64 {
+	if !r.x.durable {
+		return r.numberEvent()
+	}
 	e.Timestamp = time.Now().UTC()
 	return r.eventAt(e)
+}
+
+// numberEvent numbers an event that is not kept (an executor without a
+// store keeps no history) and returns its id.
+func (r *run) numberEvent() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastEvent++
+	return r.lastEvent
 }
 
 // eventAt appends e, already timestamped, to the history and returns its id.

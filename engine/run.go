@@ -471,7 +471,11 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		// Resumed in the middle of the state: it was entered before.
 		entered = progress.Entered
 	} else {
-		entered = r.eventAt(Event{Type: eventType(c.Type, true), Timestamp: now, State: c.Name, Scope: sc.prefix, Input: input, Document: input})
+		if r.x.durable {
+			entered = r.eventAt(Event{Type: eventType(c.Type, true), Timestamp: now, State: c.Name, Scope: sc.prefix, Input: input, Document: input})
+		} else {
+			entered = r.numberEvent()
+		}
 		r.emitState("entered", c, sc.prefix, input)
 	}
 	h := &stateRun{r: r, ctx: ctx, sc: sc, entered: entered, st: st, inSize: size, visit: visit, progress: progress, raw: input}

@@ -283,7 +283,10 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 		req.OnProgress = h.progressReporter(sp, req)
 	}
 	r.event(Event{Type: EventTaskStarted, State: h.name(), Scope: h.sc.prefix, Document: h.raw})
-	start := time.Now()
+	var start time.Time
+	if r.x.hooks.AgentCalled != nil {
+		start = time.Now()
+	}
 	p := pauseTurn(ctx) // the agent may take a while: others go on
 	result, err := invoke(ctx, a, req, timeout, heartbeat)
 	p.resume()
