@@ -422,8 +422,14 @@ func invoke(ctx context.Context, a agents.Agent, req *agents.Request, timeout, h
 	if h, ok := a.(agents.ContextHonouring); ok && heartbeat <= 0 && h.HonoursContext() {
 		return invokeDirect(ctx, a, req, timeout)
 	}
-	callCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	// The call's own context is cancelled when a deadline of the state
+	// passes; without one the call has the state's context, as a direct
+	// call does.
+	callCtx, cancel := ctx, func(error) {}
+	if timeout > 0 || heartbeat > 0 {
+		callCtx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+	}
 	var timeoutC <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
