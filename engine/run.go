@@ -146,6 +146,9 @@ type scope struct {
 	namespaces []string
 	// sizes remembers the sizes of large parts of this scope's documents.
 	sizes jsonvalue.SizeCache
+	// plain remembers the parts of this scope's documents that hold no
+	// packed array, for the agents it calls.
+	plain plainCache
 }
 
 // settle hands the scope's uncommitted calls, usage, budget notices and

@@ -206,7 +206,7 @@ func (h *stateRun) callAgent(ctx context.Context, s *states.Task, sub string, in
 	name, agentInput, version, rerr := h.resolveAgent(s, input)
 	if rerr == nil {
 		// Agents read arrays as []any: a packed one is decoded for them.
-		agentInput, rerr = jsonvalue.Expand(agentInput)
+		agentInput, rerr = h.sc.plain.expand(agentInput)
 	}
 	a, ok := r.agents.Lookup(name)
 	r.mu.Lock()
