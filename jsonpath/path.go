@@ -35,6 +35,7 @@ package jsonpath
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -505,6 +506,11 @@ func (p *Path) Set(doc, value any) (any, error) {
 
 // setAt returns cur with value placed at segments i and after. present is
 // false when cur does not exist (a missing member), which Set may create.
+// smallObject is the most members an object can have for Set to copy it
+// with maps.Clone when the member it sets is new: a map of up to 8 members
+// holds one more without growing.
+const smallObject = 8
+
 func (p *Path) setAt(doc, cur any, present bool, i int, value any) (any, error) {
 	s := &p.segs[i]
 	last := i == len(p.segs)-1
@@ -528,9 +534,17 @@ func (p *Path) setAt(doc, cur any, present bool, i int, value any) (any, error) 
 				return nil, err
 			}
 		}
-		out := make(map[string]any, len(m)+1)
-		for k, v := range m {
-			out[k] = v
+		var out map[string]any
+		if has || len(m) < smallObject {
+			// A copy of the same size, which holds the new member
+			// without growing (maps.Clone copies without hashing again).
+			out = maps.Clone(m)
+		}
+		if out == nil {
+			out = make(map[string]any, len(m)+1)
+			for k, v := range m {
+				out[k] = v
+			}
 		}
 		out[s.name] = nv
 		return out, nil
