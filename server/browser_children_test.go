@@ -22,6 +22,7 @@ import (
 // names the parent and the state, and links back. State names are text,
 // never markup.
 func TestChildExecutionBrowser(t *testing.T) {
+	t.Parallel()
 	ts := newChildrenServer(t)
 	ctx := browser(t)
 	signInBrowser(t, ctx, ts, RoleViewer)
@@ -114,6 +115,7 @@ func TestChildExecutionBrowser(t *testing.T) {
 // the child WAITING at its approval, and once the child is decided both
 // turn SUCCEEDED.
 func TestChildExecutionBrowserLive(t *testing.T) {
+	t.Parallel()
 	ts := newChildrenServer(t)
 	def := json.RawMessage(`{"StartAt":"Gate","States":{
 		"Gate":{"Type":"Approval","Prompt":"Go?","Options":["go"],"ResultPath":"$.gate","Next":"Review"},

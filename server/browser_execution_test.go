@@ -28,6 +28,7 @@ func pollTrue(t *testing.T, ctx context.Context, what, cond string) {
 // to an Approval and, once it is decided through the API, succeed: the
 // status badge and the controls follow without a reload.
 func TestBrowserExecutionLiveControls(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	mock := `{"Writer":{"0":{"Return":{"title":"Hello"},"DelaySeconds":2}}}`
 	ts.startFlow(t, "live-1", reviewFlow, "", mock, func(e api.Execution) bool { return e.Status == "RUNNING" })
@@ -67,6 +68,7 @@ func TestBrowserExecutionLiveControls(t *testing.T) {
 // conversation with the tokens and cost of every turn, and the summary
 // gives the execution's totals.
 func TestBrowserDebateTranscript(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	def, input, mock := debateFiles(t)
 	// A Budget in euros: the costs are shown in its currency.
@@ -110,6 +112,7 @@ func TestBrowserDebateTranscript(t *testing.T) {
 // guard refuses into the redrive form, confirms it, and gets the page back
 // with the error beside the patch as typed.
 func TestBrowserRedrivePatchRefused(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	failedExecution(t, ts, "f1")
 	ctx := browser(t)
@@ -145,6 +148,7 @@ func TestBrowserRedrivePatchRefused(t *testing.T) {
 // turns, the tool calls under each, its failures marked as the page marks
 // them, and the call's totals.
 func TestBrowserModelLoop(t *testing.T) {
+	t.Parallel()
 	ts := newLoopServer(t)
 	ctx := browser(t)
 	signInBrowser(t, ctx, ts, RoleViewer)
@@ -192,6 +196,7 @@ func TestBrowserModelLoop(t *testing.T) {
 // TestBrowserModelLoopLive: a model loop's turns appear on the open page
 // as their events arrive, while the execution still runs.
 func TestBrowserModelLoopLive(t *testing.T) {
+	t.Parallel()
 	next := make(chan struct{}, 2) // one token per turn after the first
 	turn := func(ctx context.Context, req *agents.Request, n int, text string) error {
 		if n > 1 {

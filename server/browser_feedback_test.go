@@ -18,6 +18,7 @@ import (
 // and picks 4 on the second; the page says each is recorded, and the
 // JSONL export holds both, with their values and the approver's name.
 func TestFeedbackCollectInBrowser(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	const flow = `{"StartAt":"Draft","States":{
 		"Draft":{"Type":"Task","Agent":"Writer","ResultPath":"$.draft","Feedback":{"Type":"thumbs","Question":"Is the draft right?"},"Next":"Answer"},

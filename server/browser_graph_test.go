@@ -15,6 +15,7 @@ import (
 // Enter on the focused node opens it again. The zoom buttons change the
 // picture's viewBox and Fit shows it whole again.
 func TestBrowserGraphPanel(t *testing.T) {
+	t.Parallel()
 	ts := newLoopServer(t)
 	ctx := browser(t)
 	signInBrowser(t, ctx, ts, RoleViewer)

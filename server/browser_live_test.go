@@ -29,6 +29,7 @@ func waitLive(t *testing.T, ctx context.Context) {
 // started through the API appears, and its status turns SUCCEEDED,
 // without a reload.
 func TestBrowserExecutionsLive(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	ts.startPass(t, "before")
 	ctx := browser(t)
@@ -76,6 +77,7 @@ func TestBrowserExecutionsLive(t *testing.T) {
 // decided elsewhere goes, unless its form is being filled in, which is
 // kept and marked.
 func TestBrowserInboxLive(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	ctx := browser(t)
 	signInBrowser(t, ctx, ts, RoleApprover)

@@ -69,6 +69,7 @@ const measureGraph = `(() => {
 // can be reached by scrolling inside that box; the state it failed in is
 // marked.
 func TestBrowserGraphFits(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	ts.startFlow(t, "wide", wideFlow(), `{"kind":"kind-5"}`, "", func(e api.Execution) bool { return e.Status == "FAILED" })
 	if code, body := ts.call(t, RoleAdmin, "POST", "/v1/workflows", api.RegisterWorkflow{Name: "wide", Definition: json.RawMessage(wideFlow())}, nil); code != http.StatusCreated {
@@ -166,6 +167,7 @@ func jsString(s string) string {
 // graph among them, loads without the browser refusing anything under
 // the pages' own Content-Security-Policy.
 func TestBrowserNoCSPViolations(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	ts.startFlow(t, "wide", wideFlow(), `{"kind":"kind-2"}`, "", func(e api.Execution) bool { return e.Status == "FAILED" })
 	ts.startFlow(t, "waiting", reviewFlow, "", reviewMock, func(e api.Execution) bool { return e.Status == "WAITING" })
@@ -210,6 +212,7 @@ func TestBrowserNoCSPViolations(t *testing.T) {
 // page is open has the same markup and red style as one the server
 // writes, and the graph marks the state it failed in.
 func TestBrowserLiveErrorStyle(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	// The task runs, and fails, only once the approval is decided, with
 	// the page open.
@@ -263,6 +266,7 @@ func TestBrowserLiveErrorStyle(t *testing.T) {
 // Description, and the rest of it folded away, whether the server wrote
 // the card or the inbox's script added it while open.
 func TestBrowserInboxPrompt(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	def := func(n int) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"StartAt":"Review","States":{"Review":{"Type":"Approval",
@@ -314,6 +318,7 @@ func TestBrowserInboxPrompt(t *testing.T) {
 // while the page is open is cut as the server cuts it, with the link to
 // the whole.
 func TestBrowserLiveLongPayloadCut(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, func(c *Config) { c.MaxBody = 8 << 20 })
 	input, err := json.Marshal(map[string]any{"text": strings.Repeat("é0123456789", 300_000/12)})
 	if err != nil {

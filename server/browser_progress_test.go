@@ -24,6 +24,7 @@ import (
 // execution's own bar (its workflow has a Progress block) is full once
 // it succeeded.
 func TestBrowserProgressMap(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	release := make([]chan struct{}, n)
 	for i := range release {

@@ -25,6 +25,7 @@ import (
 // returns. Once released, the panel is marked done with the whole text,
 // and the execution SUCCEEDED, without a reload.
 func TestBrowserStreamedText(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	reg := agents.NewRegistry()
 	writer := agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {
@@ -126,6 +127,7 @@ func TestBrowserStreamedText(t *testing.T) {
 // TestBrowserStreamedFailure: a streaming state whose agent fails shows
 // its text and the error on its panel, marked failed.
 func TestBrowserStreamedFailure(t *testing.T) {
+	t.Parallel()
 	reg := agents.NewRegistry()
 	release := make(chan struct{})
 	if err := reg.Register("Writer", agents.Func(func(ctx context.Context, req *agents.Request) (any, error) {

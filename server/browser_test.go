@@ -103,7 +103,9 @@ func startChromium() {
 
 // browser returns a context of a fresh tab, in a browser context of its
 // own, of the shared headless Chromium, or skips the test when none is
-// installed (outside CI; in CI it fails).
+// installed (outside CI; in CI it fails). The browser tests run in
+// parallel: each has its own test server and tab, and much of their time
+// is spent waiting for the page.
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	chromium.once.Do(startChromium)
@@ -163,6 +165,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // TestBrowserOpensTheAPI: the harness: a real Chromium reads a page of the
 // server.
 func TestBrowserOpensTheAPI(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	ctx := browser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/healthz"), chromedp.WaitVisible("body")); err != nil {
@@ -195,6 +198,7 @@ func signInBrowser(t *testing.T, ctx context.Context, ts *testServer, role Role)
 // an option with a comment, and watches the execution page turn
 // SUCCEEDED without a reload; a viewer sees no decision form.
 func TestBrowserInboxDecision(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	def := json.RawMessage(`{"StartAt":"Review","States":{
 		"Review":{"Type":"Approval","Prompt":{"Title":"Publish the release notes?","Description":"3 sections, 412 words"},"Options":["publish","reject"],"ResultPath":"$.review","Next":"Publish"},
@@ -268,6 +272,7 @@ func TestBrowserInboxDecision(t *testing.T) {
 // breaks the workflow's schema is refused in the inbox with the violation
 // shown, and nothing is recorded.
 func TestBrowserEditRefusedByGovernance(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	def := json.RawMessage(`{"StartAt":"Edit","Governance":{"Guard":{"Schema":{"type":"object","properties":{"draft":{"type":"object","properties":{"words":{"type":"integer","maximum":500}}}}}}},
 		"States":{"Edit":{"Type":"Approval","Prompt":"Check the draft","Editable":{"Fields":["$.draft.words"],"ResultPath":"$"},"ResultPath":"$.review","End":true}}}`)
@@ -301,6 +306,7 @@ func TestBrowserEditRefusedByGovernance(t *testing.T) {
 // to its first checkpoint through the form and its confirmation, and the
 // execution page shows the rollback in its timeline.
 func TestBrowserRollbackFromCheckpoints(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	startCheckpointed(t, ts, "ck")
 	ctx := browser(t)

@@ -45,6 +45,7 @@ const readDiff = `(() => {
 // versions and compares them; the diff renders, with the state added,
 // removed and changed listed and marked in both graphs.
 func TestWorkflowVersionDiffBrowser(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	v1 := `{"StartAt":"Check","States":{
 "Check":{"Type":"Choice","Choices":[{"Variable":"$.x","NumericEquals":1,"Next":"Old"}],"Default":"Done"},

@@ -50,6 +50,7 @@ func TestExecutionPageMapRuns(t *testing.T) {
 // TestBrowserMapRunChildLink: in a browser, the link to a failed child
 // (whose id holds a / and a #) opens the child's page, which links back.
 func TestBrowserMapRunChildLink(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	runDistributed(t, ts, "dm", 3)
 	ctx := browser(t)
