@@ -149,6 +149,9 @@ type scope struct {
 	// plain remembers the parts of this scope's documents that hold no
 	// packed array, for the agents it calls.
 	plain plainCache
+	// spare is the stateRun of the scope's last state, when nothing holds
+	// it any more (see reusable): the next state runs with it.
+	spare *stateRun
 }
 
 // settle hands the scope's uncommitted calls, usage, budget notices and
@@ -481,7 +484,8 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		}
 		r.emitState("entered", c, sc.prefix, input)
 	}
-	h := &stateRun{r: r, ctx: ctx, sc: sc, entered: entered, st: st, inSize: size, visit: visit, progress: progress, raw: input}
+	h := sc.newStateRun()
+	*h = stateRun{r: r, ctx: ctx, sc: sc, entered: entered, st: st, inSize: size, visit: visit, progress: progress, raw: input}
 	h.envData = env{r: r, sc: sc, state: c.Name, entered: now, item: sc.item}
 	h.auditEntered(audit, input)
 	h.env = &h.envData
@@ -560,7 +564,37 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	if err != nil {
 		return stepResult{}, err
 	}
+	if reusable(st) {
+		sc.spare = h
+	}
 	return res, nil
+}
+
+// newStateRun returns the scope's spare stateRun (see reusable), or a new
+// one.
+func (s *scope) newStateRun() *stateRun {
+	if h := s.spare; h != nil {
+		s.spare = nil
+		return h
+	}
+	return new(stateRun)
+}
+
+// reusable reports whether the stateRun of a state of st's kind that
+// succeeded can run the scope's next state: nothing holds it once the
+// state ended. A state that calls agents (which may keep their request,
+// and through it the stateRun), runs nested machines, waits, reads agent
+// memory or evaluates JSONata does not give its stateRun back.
+func reusable(st states.State) bool {
+	switch s := st.(type) {
+	case *states.Pass:
+		return !s.JSONata() && s.Memory == nil
+	case *states.Choice:
+		return !s.JSONata()
+	case *states.Succeed:
+		return !s.JSONata()
+	}
+	return false
 }
 
 // park commits the machine's position with the state's progress (a delay
