@@ -29,9 +29,9 @@ func pollTrue(t *testing.T, ctx context.Context, what, cond string) {
 // status badge and the controls follow without a reload.
 func TestBrowserExecutionLiveControls(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	mock := `{"Writer":{"0":{"Return":{"title":"Hello"},"DelaySeconds":2}}}`
-	ts.startFlow(t, "live-1", reviewFlow, "", mock, func(e api.Execution) bool { return e.Status == "RUNNING" })
+	writer := newGate(t, map[string]any{"title": "Hello"})
+	ts := newTestServer(t, withAgents(t, map[string]agents.Agent{"Writer": writer}))
+	ts.startFlow(t, "live-1", reviewFlow, "", "", func(e api.Execution) bool { return e.Status == "RUNNING" })
 	ctx := browser(t)
 	signInBrowser(t, ctx, ts, RoleOperator)
 	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/executions/live-1"), chromedp.WaitVisible("#status")); err != nil {
@@ -40,6 +40,8 @@ func TestBrowserExecutionLiveControls(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__notReloaded = true`)); err != nil {
 		t.Fatal(err)
 	}
+	pollTrue(t, ctx, "the page shows the execution running", `document.querySelector("#status").textContent === "RUNNING"`)
+	writer.open()
 	// RUNNING, then WAITING at the approval, whose link appears.
 	pollTrue(t, ctx, "the execution waits at its approval",
 		`document.querySelector("#status").textContent === "WAITING" && document.querySelector("#approvals a.approval-link") !== null && document.querySelector("#stop-form") !== null`)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/api"
 )
 
@@ -30,7 +31,8 @@ func waitLive(t *testing.T, ctx context.Context) {
 // without a reload.
 func TestBrowserExecutionsLive(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
+	worker := newGate(t, map[string]any{"done": true})
+	ts := newTestServer(t, withAgents(t, map[string]agents.Agent{"Worker": worker}))
 	ts.startPass(t, "before")
 	ctx := browser(t)
 	signInBrowser(t, ctx, ts, RoleViewer)
@@ -42,8 +44,7 @@ func TestBrowserExecutionsLive(t *testing.T) {
 	}
 	waitLive(t, ctx)
 	def := json.RawMessage(`{"StartAt":"Work","States":{"Work":{"Type":"Task","Agent":"Worker","End":true}}}`)
-	mock := json.RawMessage(`{"Worker":{"0":{"Return":{"done":true},"DelaySeconds":2}}}`)
-	if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", map[string]any{"name": "live-1", "definition": def, "mock": mock}, nil); code != http.StatusCreated {
+	if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", map[string]any{"name": "live-1", "definition": def}, nil); code != http.StatusCreated {
 		t.Fatalf("start: %d %s", code, body)
 	}
 	row := `#executions tr.execution[data-id="live-1"]`
@@ -52,13 +53,14 @@ func TestBrowserExecutionsLive(t *testing.T) {
 		t.Fatalf("live-1 does not appear: %v", err)
 	}
 	if running != "RUNNING" {
-		t.Errorf("live-1 appears as %s, want RUNNING (its task takes 2 s)", running)
+		t.Errorf("live-1 appears as %s, want RUNNING (its task waits for the test)", running)
 	}
 	// The new execution is on top, above the older one.
 	if first, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#executions tbody tr").dataset.id`)); err != nil || first != "live-1" {
 		t.Errorf("first row %q (%v), want live-1", first, err)
 	}
 	screenshot(t, ctx, "executions-live")
+	worker.open()
 	status, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const s = document.querySelector('`+row+` .status').textContent; return s === "SUCCEEDED" ? s : null })()`, chromedp.WithPollingTimeout(20*time.Second)))
 	if err != nil || status != "SUCCEEDED" {
 		t.Fatalf("live-1 shows %q (%v), want SUCCEEDED", status, err)

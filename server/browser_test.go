@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 
+	"github.com/aslrun/aslrun/agents"
 	"github.com/aslrun/aslrun/api"
 	"github.com/aslrun/aslrun/engine"
 )
@@ -199,12 +200,12 @@ func signInBrowser(t *testing.T, ctx context.Context, ts *testServer, role Role)
 // SUCCEEDED without a reload; a viewer sees no decision form.
 func TestBrowserInboxDecision(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
+	publisher := newGate(t, map[string]any{"url": "https://example.com/notes"})
+	ts := newTestServer(t, withAgents(t, map[string]agents.Agent{"Publisher": publisher}))
 	def := json.RawMessage(`{"StartAt":"Review","States":{
 		"Review":{"Type":"Approval","Prompt":{"Title":"Publish the release notes?","Description":"3 sections, 412 words"},"Options":["publish","reject"],"ResultPath":"$.review","Next":"Publish"},
 		"Publish":{"Type":"Task","Agent":"Publisher","ResultPath":"$.published","End":true}}}`)
-	mock := json.RawMessage(`{"Publisher":{"0":{"Return":{"url":"https://example.com/notes"},"DelaySeconds":2}}}`)
-	if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", map[string]any{"name": "notes-1", "definition": def, "mock": mock}, nil); code != http.StatusCreated {
+	if code, body := ts.call(t, RoleOperator, "POST", "/v1/executions", map[string]any{"name": "notes-1", "definition": def}, nil); code != http.StatusCreated {
 		t.Fatalf("start: %d %s", code, body)
 	}
 	ts.waitFor(t, "notes-1", func(e api.Execution) bool { return e.Status == "WAITING" })
@@ -244,11 +245,12 @@ func TestBrowserInboxDecision(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	// The page is not reloaded: a marker set now survives until the
-	// status turns.
+	// The page is not reloaded: a marker set now, while the publisher
+	// holds the execution RUNNING, survives until the status turns.
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__notReloaded = true`)); err != nil {
 		t.Fatal(err)
 	}
+	publisher.open()
 	status, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const s = document.querySelector("#status").textContent.trim(); return s === "SUCCEEDED" ? s : null })()`, chromedp.WithPollingTimeout(20*time.Second)))
 	if err != nil || status != "SUCCEEDED" {
 		screenshot(t, ctx, "execution-failed")

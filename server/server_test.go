@@ -48,8 +48,7 @@ func newTestServer(t *testing.T, options ...func(*Config)) *testServer {
 		t.Fatal(err)
 	}
 	st := store.NewMemory()
-	quiet := func(context.Context, engine.EscalationNotice) error { return nil }
-	cfg := Config{Store: st, Executor: engine.New(engine.Config{Store: st, OnEscalation: quiet, AgentsFor: storedMocks}), Tokens: ts,
+	cfg := Config{Store: st, Executor: engine.New(engine.Config{Store: st, OnEscalation: quietEscalation, AgentsFor: storedMocks}), Tokens: ts,
 		Logger: nil, MaxBody: 64 << 10, Poll: 10 * time.Millisecond}
 	for _, o := range options {
 		o(&cfg)
@@ -70,6 +69,64 @@ func newTestServer(t *testing.T, options ...func(*Config)) *testServer {
 		s.Close()
 	})
 	return &testServer{Server: hs, s: s, st: st, tokens: tokens}
+}
+
+// quietEscalation drops the test servers' escalation notices.
+func quietEscalation(context.Context, engine.EscalationNotice) error { return nil }
+
+// withAgents is an option of newTestServer: extra, by name, are the
+// server's own agents, which executions started without a mock get.
+func withAgents(t *testing.T, extra map[string]agents.Agent) func(*Config) {
+	return func(c *Config) {
+		reg := agents.NewRegistry()
+		for name, a := range extra {
+			if err := reg.Register(name, a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		es, ok := c.Store.(engine.Store)
+		if !ok {
+			t.Fatalf("the test server's store %T is not an engine.Store", c.Store)
+		}
+		c.Agents = reg
+		c.Executor = engine.New(engine.Config{Store: es, OnEscalation: quietEscalation, AgentsFor: func(e *engine.Execution) (*agents.Registry, error) {
+			if e.AgentsKind == "mock" {
+				return storedMocks(e)
+			}
+			return reg, nil
+		}})
+	}
+}
+
+// gate is an agent whose calls answer result once the test opens it (or
+// end with their context): an execution stays RUNNING in it for as long
+// as a test needs, with no delay of the clock. It is safe for concurrent
+// use.
+type gate struct {
+	result any
+	opened chan struct{}
+	once   sync.Once
+}
+
+// newGate returns a closed gate answering result, opened when t ends at
+// the latest.
+func newGate(t *testing.T, result any) *gate {
+	g := &gate{result: result, opened: make(chan struct{})}
+	t.Cleanup(g.open)
+	return g
+}
+
+// open lets the calls waiting and to come answer.
+func (g *gate) open() { g.once.Do(func() { close(g.opened) }) }
+
+// Invoke waits for the gate to open.
+func (g *gate) Invoke(ctx context.Context, _ *agents.Request) (any, error) {
+	select {
+	case <-g.opened:
+		return g.result, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // call sends a request as role (0: no token) and decodes the answer into
