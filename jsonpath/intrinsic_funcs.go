@@ -90,6 +90,9 @@ type funcSpec struct {
 	// eval will build from args, counting no further than limit: the
 	// evaluation's budget is charged that instead of the result's size.
 	builds func(c *call, args []any, limit int) int
+	// size, when set, bounds the size of every result of the function in
+	// bytes of compact JSON, whatever its arguments (Template.SizeBound).
+	size int
 }
 
 func (f *funcSpec) param(i int) valueKind {
@@ -111,19 +114,19 @@ var intrinsicFuncs = map[string]*funcSpec{
 	"States.JsonToString":   {name: "States.JsonToString", min: 1, max: 1, eval: evalJSONToString, builds: argsBuild},
 	"States.Array":          {name: "States.Array", min: 0, max: -1, eval: evalArray},
 	"States.ArrayPartition": {name: "States.ArrayPartition", min: 2, max: 2, params: []valueKind{kindArray, kindNumber}, eval: evalArrayPartition},
-	"States.ArrayContains":  {name: "States.ArrayContains", min: 2, max: 2, params: []valueKind{kindArray, kindAny}, eval: evalArrayContains},
+	"States.ArrayContains":  {name: "States.ArrayContains", min: 2, max: 2, params: []valueKind{kindArray, kindAny}, eval: evalArrayContains, size: len("false")},
 	"States.ArrayRange":     {name: "States.ArrayRange", min: 3, max: 3, params: []valueKind{kindNumber}, eval: evalArrayRange},
 	"States.ArrayGetItem":   {name: "States.ArrayGetItem", min: 2, max: 2, params: []valueKind{kindArray, kindNumber}, eval: evalArrayGetItem},
-	"States.ArrayLength":    {name: "States.ArrayLength", min: 1, max: 1, params: []valueKind{kindArray}, eval: evalArrayLength},
+	"States.ArrayLength":    {name: "States.ArrayLength", min: 1, max: 1, params: []valueKind{kindArray}, eval: evalArrayLength, size: len("-9223372036854775808")},
 	"States.ArrayUnique":    {name: "States.ArrayUnique", min: 1, max: 1, params: []valueKind{kindArray}, eval: evalArrayUnique},
 	"States.Base64Encode":   {name: "States.Base64Encode", min: 1, max: 1, params: []valueKind{kindString}, eval: evalBase64Encode},
 	"States.Base64Decode":   {name: "States.Base64Decode", min: 1, max: 1, params: []valueKind{kindString}, eval: evalBase64Decode},
 	"States.Hash":           {name: "States.Hash", min: 2, max: 2, params: []valueKind{kindAny, kindString}, check: checkHash, eval: evalHash},
 	"States.JsonMerge":      {name: "States.JsonMerge", min: 3, max: 3, params: []valueKind{kindObject, kindObject, kindBool}, check: checkJSONMerge, eval: evalJSONMerge},
 	"States.MathRandom":     {name: "States.MathRandom", min: 2, max: 3, params: []valueKind{kindNumber}, eval: evalMathRandom},
-	"States.MathAdd":        {name: "States.MathAdd", min: 2, max: 2, params: []valueKind{kindNumber}, eval: evalMathAdd},
+	"States.MathAdd":        {name: "States.MathAdd", min: 2, max: 2, params: []valueKind{kindNumber}, eval: evalMathAdd, size: len("-2147483648")},
 	"States.StringSplit":    {name: "States.StringSplit", min: 2, max: 2, params: []valueKind{kindString}, eval: evalStringSplit},
-	"States.UUID":           {name: "States.UUID", min: 0, max: 0, eval: evalUUID},
+	"States.UUID":           {name: "States.UUID", min: 0, max: 0, eval: evalUUID, size: len(`"xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"`)},
 
 	// ASL extensions, documented on the intrinsic type.
 	"States.ArrayConcat":   {name: "States.ArrayConcat", min: 2, max: -1, params: []valueKind{kindArray}, eval: evalArrayConcat, builds: membersBuild},

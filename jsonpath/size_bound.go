@@ -46,6 +46,10 @@ func (n *tnode) boundParts() (fixed, factor int, ok bool) {
 		return jsonvalue.Size(n.literal), 0, true
 	case n.expr != nil:
 		if n.expr.path == nil {
+			if f := n.expr.fn; f != nil && f.root.fn.size > 0 {
+				// A function whose results have a size of their own.
+				return f.root.fn.size, 0, true
+			}
 			return 0, 0, false
 		}
 		f, ok := n.expr.path.sizeFactor()
@@ -78,7 +82,9 @@ func (n *tnode) boundParts() (fixed, factor int, ok bool) {
 // SizeBound returns an upper bound of the size, in bytes of compact JSON,
 // of what Eval returns for an input whose size is at most inputSize; ok is
 // false when the template reads the context object or variables, or calls
-// intrinsic functions, whose sizes the input does not bound. The engine uses
+// intrinsic functions, whose sizes the input does not bound (but for
+// States.MathAdd, States.ArrayLength, States.ArrayContains and States.UUID,
+// whose results are never larger than a few bytes). The engine uses
 // it to hold documents to the payload limit without measuring each one.
 func (t *Template) SizeBound(inputSize int) (bound int, ok bool) {
 	if !t.bounded {

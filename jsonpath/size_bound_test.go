@@ -25,6 +25,9 @@ func TestTemplateSizeBound(t *testing.T) {
 		{`{"c.$":"$$.Execution.Id"}`, false},
 		{`{"v.$":"$x"}`, false},
 		{`{"f.$":"States.Array($.a)"}`, false},
+		{`{"sum.$":"States.MathAdd(-2147483647, -1)","len.$":"States.ArrayLength($.n)","has.$":"States.ArrayContains($.n, 1)","id.$":"States.UUID()"}`, true},
+		{`{"sum.$":"States.MathAdd($.o.p, 2147483646)","ctx.$":"States.MathAdd($$.Map.Item.Index, 1)"}`, true},
+		{`{"f.$":"States.Format('{}', States.MathAdd(1, 2))"}`, false},
 	}
 	for _, tt := range templates {
 		tmpl, err := CompileTemplate(decode(t, tt.src))
