@@ -64,7 +64,7 @@ func (h *stateRun) invalidResult(result any) error {
 
 // violated records a refusal and returns what the state does about it: a
 // *skipNode under SKIP_NODE, else the governance error (which RETRY_ONCE
-// may answer by running the state once more, see retryOnce).
+// may answer by running the state once more, see attempt).
 func (h *stateRun) violated(v *governance.Violation) error {
 	mode := h.r.rules().OnViolation()
 	action := actionFail
@@ -101,24 +101,24 @@ func violationDetail(v *governance.Violation) map[string]any {
 	return d
 }
 
-// retryOnce wraps one attempt of a state: under RETRY_ONCE, an attempt that
-// governance refused runs once more (as a new attempt, so that the agent
-// gets a new idempotency key and the refusal in Request.Violation); a
-// refusal that stands is then an ordinary error for Retry and Catch.
-func (h *stateRun) retryOnce(attempt func(context.Context) (stepResult, error)) func(context.Context) (stepResult, error) {
-	if !h.governed() {
-		return attempt
+// attempt runs one attempt of a state to its commit point (completed):
+// under RETRY_ONCE, an attempt that governance refused runs once more (as a
+// new attempt, so that the agent gets a new idempotency key and the refusal
+// in Request.Violation); a refusal that stands is then an ordinary error for
+// Retry and Catch.
+func (h *stateRun) attempt(ctx context.Context, run func(context.Context) (stepResult, error)) (stepResult, error) {
+	governed := h.governed()
+	res, err := h.completed(ctx, run)
+	if !governed {
+		return res, err
 	}
-	return func(ctx context.Context) (stepResult, error) {
-		res, err := attempt(ctx)
-		var ae *asl.Error
-		if err == nil || h.retriedOnce || h.denied == nil || !errors.As(err, &ae) || ae != h.denied ||
-			h.r.rules().OnViolation() != governance.RetryOnce {
-			return res, err
-		}
-		h.retriedOnce = true
-		h.env.retry++
-		h.env.ctxObject = nil
-		return attempt(ctx)
+	var ae *asl.Error
+	if err == nil || h.retriedOnce || h.denied == nil || !errors.As(err, &ae) || ae != h.denied ||
+		h.r.rules().OnViolation() != governance.RetryOnce {
+		return res, err
 	}
+	h.retriedOnce = true
+	h.env.retry++
+	h.env.ctxObject = nil
+	return h.completed(ctx, run)
 }

@@ -492,49 +492,53 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 	if progress != nil {
 		h.env.retry = progress.Attempt
 	}
-	// Every way a state completes ends at the commit point (complete), and
+	// Every way a state completes ends at the commit point (completed),
 	// inside the Retry and Catch of the states that have them, so that a
-	// write governance refuses is an error of the attempt.
-	done := func(attempt func(context.Context) (stepResult, error)) func(context.Context) (stepResult, error) {
-		return func(ctx context.Context) (stepResult, error) {
-			res, err := attempt(ctx)
-			if err != nil {
-				return stepResult{}, err
-			}
-			return res, h.complete(ctx, &res)
-		}
-	}
+	// write governance refuses is an error of the attempt. (The functions
+	// below are called, not kept: they stay on the stack.)
 	var (
 		res stepResult
 		err error
 	)
 	switch s := st.(type) {
 	case *states.Pass:
-		res, err = h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.pass(ctx, s, input) }))(ctx)
+		res, err = h.attempt(ctx, func(ctx context.Context) (stepResult, error) { return h.pass(ctx, s, input) })
 	case *states.Task:
 		res, err = h.feedbackGate(ctx, s, func(ctx context.Context) (stepResult, error) {
-			return h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.task(ctx, s, input) })))
+			return h.withRetry(ctx, input, s.Retry, s.Catch, func(ctx context.Context) (stepResult, error) {
+				return h.attempt(ctx, func(ctx context.Context) (stepResult, error) { return h.task(ctx, s, input) })
+			})
 		})
 	case *states.Choice:
-		res, err = done(func(ctx context.Context) (stepResult, error) { return h.choice(ctx, s, input) })(ctx)
+		res, err = h.completed(ctx, func(ctx context.Context) (stepResult, error) { return h.choice(ctx, s, input) })
 	case *states.Wait:
-		res, err = done(func(ctx context.Context) (stepResult, error) { return h.wait(ctx, s, input) })(ctx)
+		res, err = h.completed(ctx, func(ctx context.Context) (stepResult, error) { return h.wait(ctx, s, input) })
 	case *states.Succeed:
-		res, err = done(func(ctx context.Context) (stepResult, error) { return h.succeed(ctx, s, input) })(ctx)
+		res, err = h.completed(ctx, func(ctx context.Context) (stepResult, error) { return h.succeed(ctx, s, input) })
 	case *states.Fail:
 		err = h.fail(ctx, s, input)
 	case *states.Map:
-		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.mapState(ctx, s, input) })))
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, func(ctx context.Context) (stepResult, error) {
+			return h.attempt(ctx, func(ctx context.Context) (stepResult, error) { return h.mapState(ctx, s, input) })
+		})
 	case *states.Parallel:
-		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.parallel(ctx, s, input) })))
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, func(ctx context.Context) (stepResult, error) {
+			return h.attempt(ctx, func(ctx context.Context) (stepResult, error) { return h.parallel(ctx, s, input) })
+		})
 	case *states.Checkpoint:
-		res, err = done(func(ctx context.Context) (stepResult, error) { return h.checkpoint(ctx, s, input) })(ctx)
+		res, err = h.completed(ctx, func(ctx context.Context) (stepResult, error) { return h.checkpoint(ctx, s, input) })
 	case *states.Debate:
-		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.debate(ctx, s, input) })))
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, func(ctx context.Context) (stepResult, error) {
+			return h.attempt(ctx, func(ctx context.Context) (stepResult, error) { return h.debate(ctx, s, input) })
+		})
 	case *states.Approval:
-		res, err = h.withRetry(ctx, input, nil, s.Catch, done(func(ctx context.Context) (stepResult, error) { return h.approvalState(ctx, s, input) }))
+		res, err = h.withRetry(ctx, input, nil, s.Catch, func(ctx context.Context) (stepResult, error) {
+			return h.completed(ctx, func(ctx context.Context) (stepResult, error) { return h.approvalState(ctx, s, input) })
+		})
 	case *states.Workflow:
-		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, h.retryOnce(done(func(ctx context.Context) (stepResult, error) { return h.workflowState(ctx, s, input) })))
+		res, err = h.withRetry(ctx, input, s.Retry, s.Catch, func(ctx context.Context) (stepResult, error) {
+			return h.attempt(ctx, func(ctx context.Context) (stepResult, error) { return h.workflowState(ctx, s, input) })
+		})
 	default:
 		err = asl.Errorf(asl.ErrNotImplemented, "state %q: %s states are not implemented yet", c.Name, c.Type)
 	}
@@ -568,6 +572,16 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		sc.spare = h
 	}
 	return res, nil
+}
+
+// completed runs one attempt of a state and, when it succeeds, the commit
+// point of its completion.
+func (h *stateRun) completed(ctx context.Context, run func(context.Context) (stepResult, error)) (stepResult, error) {
+	res, err := run(ctx)
+	if err != nil {
+		return stepResult{}, err
+	}
+	return res, h.complete(ctx, &res)
 }
 
 // newStateRun returns the scope's spare stateRun (see reusable), or a new
