@@ -485,8 +485,8 @@ func (r *run) step(ctx context.Context, st states.State, input any, size int, sc
 		r.emitState("entered", c, sc.prefix, input)
 	}
 	h := sc.newStateRun()
-	*h = stateRun{r: r, ctx: ctx, sc: sc, entered: entered, st: st, inSize: size, visit: visit, progress: progress, raw: input}
-	h.envData = env{r: r, sc: sc, state: c.Name, entered: now, item: sc.item}
+	h.r, h.ctx, h.sc, h.entered, h.st, h.inSize, h.visit, h.progress, h.raw = r, ctx, sc, entered, st, size, visit, progress, input
+	h.envData.r, h.envData.sc, h.envData.state, h.envData.entered, h.envData.item = r, sc, c.Name, now, sc.item
 	h.auditEntered(audit, input)
 	h.env = &h.envData
 	if progress != nil {
@@ -589,6 +589,7 @@ func (h *stateRun) completed(ctx context.Context, run func(context.Context) (ste
 func (s *scope) newStateRun() *stateRun {
 	if h := s.spare; h != nil {
 		s.spare = nil
+		h.clear()
 		return h
 	}
 	return new(stateRun)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"time"
 
 	asl "github.com/aslrun/aslrun"
 	"github.com/aslrun/aslrun/agents"
@@ -73,6 +74,104 @@ type stateRun struct {
 	journalMu  sync.Mutex
 	journal    *journal
 	stepPrefix string
+}
+
+// clear zeroes every field of h for its next state, writing only the
+// fields that are not zero already: while the collector marks, every
+// pointer written costs a write barrier, and a stateRun copied whole
+// (*h = stateRun{}) pays one for each of its pointer fields.
+// TestStateRunClear checks that no field is left out.
+func (h *stateRun) clear() {
+	if h.r != nil {
+		h.r = nil
+	}
+	if h.ctx != nil {
+		h.ctx = nil
+	}
+	h.used = Usage{}
+	if h.waiting != nil {
+		h.waiting = nil
+	}
+	if h.env != nil {
+		h.env = nil
+	}
+	h.envData.clear()
+	if h.sc != nil {
+		h.sc = nil
+	}
+	h.entered = 0
+	if h.st != nil {
+		h.st = nil
+	}
+	if h.assign != nil {
+		h.assign = nil
+	}
+	if h.memWrites != nil {
+		h.memWrites = nil
+	}
+	if h.trace != nil {
+		h.trace = nil
+	}
+	h.inSize = 0
+	if h.raw != nil {
+		h.raw = nil
+	}
+	h.visit = 0
+	if h.progress != nil {
+		h.progress = nil
+	}
+	if h.drop != nil {
+		h.drop = nil
+	}
+	if h.denied != nil {
+		h.denied = nil
+	}
+	if h.violation != nil {
+		h.violation = nil
+	}
+	h.retriedOnce = false
+	if h.retries != nil {
+		h.retries = nil
+	}
+	h.submitting, h.parkedSelf = false, false
+	if h.generation != nil {
+		h.generation = nil
+	}
+	h.journalMu = sync.Mutex{}
+	if h.journal != nil {
+		h.journal = nil
+	}
+	if h.stepPrefix != "" {
+		h.stepPrefix = ""
+	}
+}
+
+// clear zeroes every field of e, writing only those that are not zero
+// (see stateRun.clear).
+func (e *env) clear() {
+	if e.r != nil {
+		e.r = nil
+	}
+	if e.sc != nil {
+		e.sc = nil
+	}
+	if e.state != "" {
+		e.state = ""
+	}
+	if e.entered != (time.Time{}) {
+		e.entered = time.Time{}
+	}
+	e.retry = 0
+	if e.item != nil {
+		e.item = nil
+	}
+	if e.ctxObject != nil {
+		e.ctxObject = nil
+	}
+	if e.token != "" {
+		e.token = ""
+	}
+	e.chance = false
 }
 
 // nestedKey is the scope-key prefix of the nested machines this state runs
