@@ -267,6 +267,33 @@ func BenchmarkEffectLoop(b *testing.B) {
 	}
 }
 
+// BenchmarkMockLoop runs bench/workflows/loop.json as bench/compare runs
+// it without a store: 500 turns of Pass (Parameters), Task (a mocked agent,
+// called on the state's goroutine), Pass (Result), Pass (Parameters with
+// States.MathAdd) and Choice on a 1 KiB document, no payload limit — what
+// the comparison with aws-local-stepfunctions measures, per state.
+func BenchmarkMockLoop(b *testing.B) {
+	def := `{"StartAt":"Prepare","States":{
+		"Prepare":{"Type":"Pass","Parameters":{"subject.$":"$.doc.ticket.subject","owner.$":"$.doc.owner.name","turn.$":"$.i"},"ResultPath":"$.request","Next":"Work"},
+		"Work":{"Type":"Task","Agent":"Work","InputPath":"$.request","ResultPath":"$.work","Next":"Review"},
+		"Review":{"Type":"Pass","Result":{"approved":true,"by":"reviewer"},"ResultPath":"$.review","Next":"Tally"},
+		"Tally":{"Type":"Pass","Parameters":{"doc.$":"$.doc","work.$":"$.work","review.$":"$.review","n.$":"$.n","i.$":"States.MathAdd($.i, 1)"},"Next":"Check"},
+		"Check":{"Type":"Choice","Choices":[{"Variable":"$.i","NumericLessThanPath":"$.n","Next":"Prepare"}],"Default":"Done"},
+		"Done":{"Type":"Succeed"}}}`
+	m, in := benchMachine(b, def)
+	mocks, err := agents.ParseMocks([]byte(`{"Work":{"0-999999999":{"Return":{"verdict":"refund","confidence":0.93,"reference":"RF-20931"}}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := agents.NewRegistry()
+	if err := mocks.Register(reg); err != nil {
+		b.Fatal(err)
+	}
+	input := map[string]any{"doc": in["payload"], "i": jsonvalue.IntNumber(0), "n": jsonvalue.IntNumber(500)}
+	x := engine.New(engine.Config{Agents: reg, MaxPayloadSize: -1})
+	runBench(b, x, m, input, 500*5+1, "ns/state")
+}
+
 // BenchmarkRedactLoop is a loop of 100 agent calls on a document holding
 // a customer's SSN, on the memory store, without and with Audit.Redact
 // naming it: what sealing and scrubbing every commit costs.
