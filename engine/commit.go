@@ -351,7 +351,7 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 		q.cond = sync.NewCond(&r.mu)
 	}
 	if c.Checkpoint != nil {
-		c.Checkpoint.LastEvent, c.Checkpoint.LastOwnEvent = r.lastEvent, r.lastOwn
+		c.Checkpoint.LastEvent, c.Checkpoint.LastOwnEvent = r.lastEvent.Load(), r.lastOwn
 		c.Checkpoint.Invocations = maps.Clone(r.invocations)
 		c.Checkpoint.Budget = checkpointBudget(r.usage, slices.Sorted(maps.Keys(r.notices)))
 	}
@@ -373,7 +373,7 @@ func (r *run) commitLocked(ctx context.Context, c *Commit) error {
 		r.seq++
 		next.Execution, next.Seq = r.exec.ID, r.seq
 		next.Events, next.Outbox = r.events, r.outbox
-		next.LastEvent, next.LastOwnEvent = r.lastEvent, r.lastOwn
+		next.LastEvent, next.LastOwnEvent = r.lastEvent.Load(), r.lastOwn
 		if r.dropsHistory(next) {
 			next.DropHistory = true
 		}

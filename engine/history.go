@@ -104,18 +104,14 @@ func (r *run) event(e Event) int64 {
 // numberEvent numbers an event that is not kept (an executor without a
 // store keeps no history) and returns its id.
 func (r *run) numberEvent() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lastEvent++
-	return r.lastEvent
+	return r.lastEvent.Add(1)
 }
 
 // eventAt appends e, already timestamped, to the history and returns its id.
 // Without a store there is no history to keep: events are only numbered.
 func (r *run) eventAt(e Event) int64 {
 	r.mu.Lock()
-	r.lastEvent++
-	e.ID = r.lastEvent
+	e.ID = r.lastEvent.Add(1)
 	if !r.x.durable {
 		r.mu.Unlock()
 		return e.ID

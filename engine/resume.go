@@ -123,7 +123,8 @@ func (x *Executor) agentsOf(e *Execution, opts ResumeOptions) (*agents.Registry,
 func (x *Executor) resumed(m *states.Machine, e *Execution, reg *agents.Registry) *run {
 	r := x.newRun(m, e, reg)
 	p := e.Progress
-	r.lastEvent, r.lastOwn, r.seq = p.LastEvent, p.LastOwnEvent, e.Seq
+	r.lastEvent.Store(p.LastEvent)
+	r.lastOwn, r.seq = p.LastOwnEvent, e.Seq
 	if p.Invocations != nil {
 		r.invocations = maps.Clone(p.Invocations)
 	}

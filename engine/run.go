@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	asl "github.com/aslrun/aslrun"
@@ -47,8 +48,10 @@ type run struct {
 	events []Event // recorded since the last commit
 	// outbox are the webhook events emitted since the last commit
 	// (events.go), written with the next.
-	outbox      []OutboxEntry
-	lastEvent   int64 // id of the last AWS-numbered event
+	outbox []OutboxEntry
+	// lastEvent is the id of the last AWS-numbered event: an executor
+	// with a store adds to it with mu held, as it records the event.
+	lastEvent   atomic.Int64
 	lastOwn     int64 // number of the last own event
 	invocations map[string]int
 	seq         int64
