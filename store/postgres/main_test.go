@@ -28,14 +28,11 @@ func TestMain(m *testing.M) {
 }
 
 // openTest opens a migrated database in a fresh schema, closed when t
-// ends. Its connections commit without waiting for the server's WAL
-// flush (synchronous_commit off): what is committed is seen at once as
-// ever, only a crash of PostgreSQL itself, which no test here causes,
-// could lose it; the package's tests take half the time.
+// ends.
 func openTest(t testing.TB, opts Options) *DB {
 	t.Helper()
 	opts.Migrate = true
-	db, err := Open(context.Background(), testServer.Schema(t)+"&synchronous_commit=off", opts)
+	db, err := Open(context.Background(), testServer.Schema(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
