@@ -147,14 +147,26 @@ type scope struct {
 	// the memory namespaces first used since.
 	memory     []MemoryWrite
 	namespaces []string
-	// sizes remembers the sizes of large parts of this scope's documents.
-	sizes jsonvalue.SizeCache
+	// sizes remembers the sizes of large parts of this scope's documents;
+	// sizesMu guards it, as the scope's documents may be measured by
+	// several goroutines at once (a Map's items, a simultaneous Debate
+	// round's agents): use sizeWithin.
+	sizesMu sync.Mutex
+	sizes   jsonvalue.SizeCache
 	// plain remembers the parts of this scope's documents that hold no
 	// packed array, for the agents it calls.
 	plain plainCache
 	// spare is the stateRun of the scope's last state, when nothing holds
 	// it any more (see reusable): the next state runs with it.
 	spare *stateRun
+}
+
+// sizeWithin measures v against limit through the scope's size cache
+// (jsonvalue.SizeCache.Within); safe for concurrent use.
+func (sc *scope) sizeWithin(v any, limit int) (int, bool) {
+	sc.sizesMu.Lock()
+	defer sc.sizesMu.Unlock()
+	return sc.sizes.Within(v, limit)
 }
 
 // settle hands the scope's uncommitted calls, usage, budget notices and
@@ -401,7 +413,7 @@ func (r *run) execute(ctx context.Context, top *Scope) (*Result, error) {
 // bound passes the payload limit (see size.go).
 func (r *run) machine(ctx context.Context, m *states.Machine, sc *scope, next string, doc any, size int) (any, error) {
 	if size == unknownSize && r.maxPayload >= 0 {
-		n, ok := sc.sizes.Within(doc, r.maxPayload)
+		n, ok := sc.sizeWithin(doc, r.maxPayload)
 		if !ok {
 			n = r.maxPayload
 		}

@@ -30,7 +30,7 @@ func (h *stateRun) fits(v any, bound int) (int, error) {
 	if limit < 0 || bound <= limit {
 		return bound, nil
 	}
-	n, ok := h.sc.sizes.Within(v, limit)
+	n, ok := h.sc.sizeWithin(v, limit)
 	if !ok {
 		return 0, h.dataLimitError(v)
 	}
