@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -104,6 +105,9 @@ type Notifier struct {
 	c        chan Wake
 	stop     context.CancelFunc
 	done     chan struct{}
+	// dropped counts the notifications dropped for want of room on c
+	// (each stands behind the Missed owed or delivered for it).
+	dropped atomic.Int64
 }
 
 // Listen starts a Notifier on channels (at least one). It connects and
@@ -204,6 +208,9 @@ func (n *Notifier) loop(ctx context.Context, conn *pgx.Conn) {
 				default:
 					missed = true
 				}
+			}
+			if missed {
+				n.dropped.Add(1)
 			}
 			continue
 		case pgconn.Timeout(err) && !conn.IsClosed():

@@ -146,8 +146,17 @@ func TestNotifierSlowReceiver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The buffer fills with the first ones; the listener goes on.
+	// The buffer fills with the first ones; the listener goes on, and
+	// drops the ten that do not fit (waited for: a wake read before the
+	// listener met the full buffer would make room for one of them).
 	waitFull(t, n)
+	deadline := time.Now().Add(notifyTimeout)
+	for n.dropped.Load() < 10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the listener dropped %d notifications, want 10", n.dropped.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	for i := range notifyBuffer {
 		if w := next(t, n); w.Missed || w.Execution == "" {
 			t.Fatalf("wake %d = %+v, want an execution", i, w)
