@@ -39,15 +39,11 @@ func aslrunCmd(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// crashRun runs aslrun with args and, when kill is set, kills it with
-// SIGKILL once its database (the file after --db in args) has been seen
-// to change a random number of times, 1 to maxWrites: a kill lands after
-// that many of the process's writes (commits), whatever the machine's
-// speed, not after a span of time. A process that ends first is not
-// killed. It returns the exit code (-1 when killed), stdout and whether it
-// was killed; a usage error (exit 2) fails the test unless it says the
-// execution does not exist.
-func crashRun(t *testing.T, rng *rand.Rand, kill bool, maxWrites int, args ...string) (int, string, bool) {
+// crashRun runs aslrun with args and kills it with SIGKILL after a random
+// delay up to maxDelay (or lets it finish). It returns the exit code (-1
+// when killed), stdout and whether it was killed; a usage error (exit 2)
+// fails the test unless it says the execution does not exist.
+func crashRun(t *testing.T, rng *rand.Rand, kill bool, maxDelay time.Duration, args ...string) (int, string, bool) {
 	t.Helper()
 	cmd := aslrunCmd(args...)
 	var out, errOut bytes.Buffer
@@ -57,11 +53,9 @@ func crashRun(t *testing.T, rng *rand.Rand, kill bool, maxWrites int, args ...st
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var writes <-chan struct{}
+	var timer <-chan time.Time
 	if kill {
-		stop := make(chan struct{})
-		defer close(stop)
-		writes = afterWrites(dbArg(t, args), 1+rng.IntN(maxWrites), stop)
+		timer = time.After(time.Duration(rng.Int64N(int64(maxDelay))))
 	}
 	select {
 	case err := <-done:
@@ -78,58 +72,11 @@ func crashRun(t *testing.T, rng *rand.Rand, kill bool, maxWrites int, args ...st
 			t.Fatalf("aslrun %v: exit 2: %s", args, errOut.String())
 		}
 		return code, out.String(), false
-	case <-writes:
+	case <-timer:
 		cmd.Process.Signal(syscall.SIGKILL)
 		<-done
 		return -1, "", true
 	}
-}
-
-// dbArg is the path after --db in args.
-func dbArg(t *testing.T, args []string) string {
-	t.Helper()
-	for i, a := range args {
-		if a == "--db" && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	t.Fatalf("no --db in %v", args)
-	return ""
-}
-
-// afterWrites closes the channel it returns once file has been seen to
-// change (its size or modification time) n times after its first look,
-// or never when stop is closed first. The file is looked at
-// every millisecond: writes closer together count once, so a kill may
-// come a few writes later than n, never earlier.
-func afterWrites(file string, n int, stop <-chan struct{}) <-chan struct{} {
-	fire := make(chan struct{})
-	go func() {
-		var size int64 = -1
-		var mod time.Time
-		seen := 0
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			fi, err := os.Stat(file)
-			if err != nil {
-				continue
-			}
-			if fi.Size() != size || !fi.ModTime().Equal(mod) {
-				size, mod = fi.Size(), fi.ModTime()
-				if seen++; seen > n {
-					close(fire)
-					return
-				}
-			}
-		}
-	}()
-	return fire
 }
 
 // long reports whether the long runs were asked for with ASLRUN_LONG=1
@@ -145,8 +92,8 @@ func long(t *testing.T) bool {
 }
 
 // TestCrashResume runs executions of a workflow using every state kind as
-// subprocesses, kills them with SIGKILL after a random number of their
-// database's writes, resumes them until they end, and checks that each ends with the output of an
+// subprocesses, kills them with SIGKILL at random moments, resumes them
+// until they end, and checks that each ends with the output of an
 // uninterrupted run, that its history verifies (also after the later
 // executions sharing its database were killed), and that no agent call
 // whose result was committed was made again (its completion would then be
@@ -242,22 +189,13 @@ func TestCrashResume(t *testing.T) {
 	t.Logf("%d executions in %d lanes, %d kills", executions, lanes, total)
 }
 
-// firstWrites and resumeWrites bound the writes after which a first run
-// and a resumed run of the crash pipeline are killed: fewer than either
-// makes (the first is seen as the file's first state, so a kill comes after
-// 1 to firstWrites changes of the file).
-const (
-	firstWrites  = 12
-	resumeWrites = 4
-)
-
 // crashExecution starts execution id with the command line start, kills it
-// after a random number of its database's writes, and resumes it (killing it again while
+// at a random moment of the ~3 s run, and resumes it (killing it again while
 // *kills < killsFirst, then now and then) until it ends. It returns the
 // execution's output, after checking that it succeeded.
 func crashExecution(t *testing.T, rng *rand.Rand, kills *int, killsFirst int, db, id string, start ...string) string {
 	t.Helper()
-	code, out, killed := crashRun(t, rng, true, firstWrites, start...)
+	code, out, killed := crashRun(t, rng, true, 3*time.Second, start...)
 	for attempts := 0; killed || code == exitUsage; attempts++ {
 		if code == exitUsage && !killed {
 			var st map[string]any
@@ -281,7 +219,7 @@ func crashExecution(t *testing.T, rng *rand.Rand, kills *int, killsFirst int, db
 			// Killed before the execution was created: start it again.
 			args = start
 		}
-		code, out, killed = crashRun(t, rng, kill, resumeWrites, args...)
+		code, out, killed = crashRun(t, rng, kill, 2*time.Second, args...)
 	}
 	if code != 0 {
 		t.Errorf("%s: exit %d, output %s; want exit 0", id, code, out)
